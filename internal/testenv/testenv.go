@@ -1,0 +1,190 @@
+// Package testenv gates the privileged test tier and makes the only devices
+// such tests may touch: loop devices over sparse files they created.
+//
+// Tests call RequirePrivileged first. It skips when not root, except when
+// DISKPREP_REQUIRE_PRIVILEGED=1 (CI), where a skip would hide a broken tier and
+// so fails instead.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Required reports whether privileged tests must run (CI sets it).
+func Required() bool { return os.Getenv("DISKPREP_REQUIRE_PRIVILEGED") == "1" }
+
+// SkipOrFail skips the test, or fails it when privileged tests are required.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("DISKPREP_REQUIRE_PRIVILEGED=1 but: %s", msg)
+	}
+	t.Skip(msg)
+}
+
+// RequirePrivileged needs root, loop devices and the named programs on PATH.
+func RequirePrivileged(t testing.TB, programs ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		SkipOrFail(t, "privileged test: needs root")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		SkipOrFail(t, "privileged test: no /dev/loop-control: %v", err)
+	}
+	for _, p := range append([]string{"losetup"}, programs...) {
+		if _, err := exec.LookPath(p); err != nil {
+			SkipOrFail(t, "privileged test: %s not installed (scripts/test.sh installs it)", p)
+		}
+	}
+}
+
+// Loop is a loop device over a sparse image file that the test owns.
+type Loop struct {
+	Dev   string // /dev/loopN
+	Image string
+}
+
+// LoopOptions tune NewLoop.
+type LoopOptions struct {
+	SectorSize int    // logical sector size; 0 means 512
+	Dir        string // where the image goes; default t.TempDir()
+}
+
+// NewLoop creates a sparse image of size bytes and attaches it. Cleanup
+// unmounts anything mounted from the device or its partitions, detaches it
+// and removes the image, also when the test fails.
+func NewLoop(t testing.TB, size int64, opt LoopOptions) *Loop {
+	t.Helper()
+	dir := opt.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	img := filepath.Join(dir, fmt.Sprintf("disk-%d.img", time.Now().UnixNano()))
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	f.Close()
+	args := []string{"--find", "--show"}
+	if opt.SectorSize != 0 {
+		args = append(args, "--sector-size", strconv.Itoa(opt.SectorSize))
+	}
+	args = append(args, img)
+	out, err := Run("losetup", args...)
+	if err != nil {
+		os.Remove(img)
+		t.Fatalf("losetup: %v", err)
+	}
+	l := &Loop{Dev: strings.TrimSpace(out), Image: img}
+	t.Cleanup(func() { l.destroy(t) })
+	return l
+}
+
+func (l *Loop) destroy(t testing.TB) {
+	UnmountAll(t, l.Dev)
+	// Partitions added with BLKPG go away with the device.
+	for i := 0; i < 5; i++ {
+		if _, err := Run("losetup", "-d", l.Dev); err == nil || !stillAttached(l.Dev, l.Image) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if stillAttached(l.Dev, l.Image) {
+		t.Errorf("loop device %s still attached to %s", l.Dev, l.Image)
+	}
+	os.Remove(l.Image)
+}
+
+func stillAttached(dev, img string) bool {
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop/backing_file"))
+	return err == nil && strings.TrimSpace(string(b)) == img
+}
+
+// UnmountAll unmounts every mount whose source is dev or one of its partitions.
+func UnmountAll(t testing.TB, dev string) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, " - ")
+		if i < 0 {
+			continue
+		}
+		post := strings.Fields(line[i+3:])
+		pre := strings.Fields(line[:i])
+		if len(post) < 2 || len(pre) < 5 {
+			continue
+		}
+		src := post[1]
+		if src == dev || strings.HasPrefix(src, dev+"p") {
+			points = append(points, unescape(pre[4]))
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		if _, err := Run("umount", points[i]); err != nil {
+			Run("umount", "-l", points[i])
+		}
+	}
+}
+
+func unescape(s string) string {
+	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	return r.Replace(s)
+}
+
+// Run runs a program and returns its stdout; the error carries stderr.
+func Run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// MustRun is Run that fails the test on error.
+func MustRun(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := Run(name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Mount mounts dev at a fresh temporary directory and unmounts it in Cleanup.
+func Mount(t testing.TB, dev string, opts ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{dev, dir}
+	if len(opts) > 0 {
+		args = append([]string{"-o", strings.Join(opts, ",")}, args...)
+	}
+	MustRun(t, "mount", args...)
+	t.Cleanup(func() {
+		if _, err := Run("umount", dir); err != nil {
+			Run("umount", "-l", dir)
+		}
+	})
+	return dir
+}

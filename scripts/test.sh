@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs every test tier of diskprep: formatting, vet, staticcheck, unit tests,
+# fixture tests and, as root, the privileged tests on loop devices.
+# Installs what the tests need when it is missing (apt-get, dnf or yum).
+#
+#   sudo scripts/test.sh            # everything
+#   scripts/test.sh -run Inventory  # extra arguments go to `go test`
+#
+# DISKPREP_REQUIRE_PRIVILEGED=1 (set by CI) turns a skipped privileged test
+# into a failure. DISKPREP_FUZZTIME (default 10s in CI, 0 = off elsewhere)
+# runs each fuzz target for that long after the tests.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+log() { printf '== %s\n' "$*"; }
+
+# program -> package (same name on Debian and the RHEL family)
+need_pkgs=()
+for pair in mkfs.xfs:xfsprogs mkfs.ext4:e2fsprogs losetup:util-linux blkid:util-linux \
+            wipefs:util-linux sgdisk:gdisk fio:fio; do
+	prog=${pair%%:*} pkg=${pair#*:}
+	if ! command -v "$prog" >/dev/null 2>&1 && [ -z "$(command -v "/usr/sbin/$prog" 2>/dev/null)" ]; then
+		need_pkgs+=("$pkg")
+	fi
+done
+if ! command -v shellcheck >/dev/null 2>&1; then need_pkgs+=(shellcheck); fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	# shellcheck disable=SC2207
+	need_pkgs=($(printf '%s\n' "${need_pkgs[@]}" | sort -u))
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "scripts/test.sh: missing ${need_pkgs[*]}; run as root to install them" >&2
+	elif command -v apt-get >/dev/null 2>&1; then
+		log "installing ${need_pkgs[*]} (apt-get)"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+	elif command -v dnf >/dev/null 2>&1; then
+		log "installing ${need_pkgs[*]} (dnf)"
+		dnf install -y -q "${need_pkgs[@]}"
+	elif command -v yum >/dev/null 2>&1; then
+		log "installing ${need_pkgs[*]} (yum)"
+		yum install -y -q "${need_pkgs[@]}"
+	else
+		echo "scripts/test.sh: missing ${need_pkgs[*]} and no apt-get, dnf or yum" >&2
+		exit 1
+	fi
+fi
+gobin=$(go env GOPATH)/bin
+export PATH="$PATH:/usr/sbin:/sbin:$gobin"
+
+log "gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+log "go vet"
+go vet ./...
+
+log "staticcheck"
+if ! command -v staticcheck >/dev/null 2>&1; then
+	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+staticcheck ./...
+
+log "shellcheck"
+if command -v shellcheck >/dev/null 2>&1; then
+	mapfile -t shells < <(git ls-files '*.sh' 2>/dev/null)
+	if [ ${#shells[@]} -gt 0 ]; then shellcheck "${shells[@]}"; fi
+fi
+
+log "go test"
+# Privileged tests share loop devices and mounts with each other, so packages
+# run one at a time (-p 1); each test cleans up what it made.
+go test -p 1 -count=1 -timeout 20m "$@" ./...
+
+fuzztime=${DISKPREP_FUZZTIME:-}
+if [ -z "$fuzztime" ] && [ "${CI:-}" = "true" ]; then fuzztime=10s; fi
+if [ -n "$fuzztime" ] && [ "$fuzztime" != "0" ]; then
+	log "fuzz ($fuzztime each)"
+	for pkg in $(go list ./...); do
+		for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+		done
+	done
+fi
+log "all tests passed"
