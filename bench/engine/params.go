@@ -1,0 +1,129 @@
+// Package engine runs one workload (fio-like job description) against a file
+// or block device and returns raw measurements: I/O counts and bytes, a
+// completion-latency histogram and per-second samples per direction, CPU time
+// and warnings. It knows nothing of workload sets, records or stores; package
+// bench composes those.
+//
+// Two engines implement the same Params: "sync" (each job one goroutine locked
+// to an OS thread doing pread/pwrite on its own descriptor, queue depth 1) and
+// "io_uring" (each job one goroutine with its own ring of IODepth entries,
+// kept full). "auto" picks io_uring when IODepth > 1 and a ring can be set up.
+//
+// Random offsets follow fio's default random map: within one pass over the
+// region every block is visited exactly once, in an order given by a
+// full-period linear-feedback generator seeded from Seed (so a seed repeats
+// the same order). Size-based runs do exactly one pass per job; time-based
+// runs start a new pass (new order) whenever one ends.
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/engine/hist"
+)
+
+// ErrParams marks a usage error in Params (bad bs, size, alignment, jobs...).
+// Callers map it to exit code 2.
+var ErrParams = errors.New("invalid workload parameters")
+
+// RW is the I/O pattern, named as fio names it.
+type RW string
+
+const (
+	Read      RW = "read"
+	Write     RW = "write"
+	RandRead  RW = "randread"
+	RandWrite RW = "randwrite"
+	RandRW    RW = "randrw"
+)
+
+// Random reports whether offsets are random.
+func (rw RW) Random() bool { return rw == RandRead || rw == RandWrite || rw == RandRW }
+
+// Writes reports whether the pattern writes at all.
+func (rw RW) Writes() bool { return rw == Write || rw == RandWrite || rw == RandRW }
+
+// Engine names.
+const (
+	EngineAuto    = "auto"
+	EngineSync    = "sync"
+	EngineIOUring = "io_uring"
+)
+
+// Data kinds for written buffers.
+const (
+	DataRandom       = "random"       // incompressible (default)
+	DataZeros        = "zeros"
+	DataCompressible = "compressible" // CompressPercent of each block is zeros
+)
+
+// DataPattern says what write buffers hold. Buffers are filled once per job,
+// not per I/O.
+type DataPattern struct {
+	Kind            string // "" means DataRandom
+	CompressPercent int    // 0..100, for DataCompressible
+}
+
+// Params describes one workload run.
+type Params struct {
+	Path      string // regular file or block device; must exist and cover [Offset, Offset+Size)
+	RW        RW
+	BlockSize int64
+	Size      int64 // bytes of the region used
+	Offset    int64 // start of the region
+	Jobs      int   // >= 1; all jobs share Path, each with its own descriptor
+	IODepth   int   // >= 1
+	// Runtime > 0 makes the run time-based: jobs loop over the region until
+	// Runtime has elapsed after Ramp. Runtime 0 is size-based: each job does
+	// exactly one pass over the whole region (fio semantics with a shared file).
+	Runtime   time.Duration
+	Ramp      time.Duration // warm-up, I/Os completing during it are not counted
+	RWMixRead int           // percent reads for randrw (0..100); 0 means 50
+	Fsync     bool          // fdatasync each job's descriptor when its writes end
+	Seed      uint64        // random order and mix; 0 means a fixed default
+	Direct    bool          // O_DIRECT (falls back to buffered with a warning if refused)
+	Engine    string        // EngineAuto (""), EngineSync or EngineIOUring
+	Data      DataPattern
+	// Progress, if set, is called about every 500 ms from one goroutine
+	// with the totals so far (ramp included, flagged).
+	Progress func(Snapshot)
+}
+
+// Snapshot is a live progress view.
+type Snapshot struct {
+	Elapsed     time.Duration // since the start of the run (ramp included)
+	Ramping     bool
+	ReadIOs     uint64
+	ReadBytes   uint64
+	WriteIOs    uint64
+	WriteBytes  uint64
+}
+
+// Sample is one wall-clock second of the measured window.
+type Sample struct {
+	IOs   uint64 `json:"ios"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// DirResult is what one direction (read or write) did in the measured window.
+type DirResult struct {
+	IOs       uint64
+	Bytes     uint64
+	Hist      *hist.Histogram // completion latency in ns, submission to completion
+	PerSecond []Sample        // one per second of the measured window; the last may be partial
+}
+
+// Result of a run. Raw measurements only: rates and percentiles are derived
+// by the caller (Hist.Percentile, IOs/Elapsed...).
+type Result struct {
+	Engine   string        // engine that actually ran: EngineSync or EngineIOUring
+	Direct   bool          // O_DIRECT actually in effect
+	Align    int64         // buffer and offset alignment used
+	Read     DirResult
+	Write    DirResult
+	Elapsed  time.Duration // measured window, ramp excluded
+	CPUUser  time.Duration // getrusage(RUSAGE_SELF) delta over the measured window
+	CPUSys   time.Duration
+	Warnings []string
+}
