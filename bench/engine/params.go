@@ -53,7 +53,7 @@ const (
 
 // Data kinds for written buffers.
 const (
-	DataRandom       = "random"       // incompressible (default)
+	DataRandom       = "random" // incompressible (default)
 	DataZeros        = "zeros"
 	DataCompressible = "compressible" // CompressPercent of each block is zeros
 )
@@ -92,12 +92,12 @@ type Params struct {
 
 // Snapshot is a live progress view.
 type Snapshot struct {
-	Elapsed     time.Duration // since the start of the run (ramp included)
-	Ramping     bool
-	ReadIOs     uint64
-	ReadBytes   uint64
-	WriteIOs    uint64
-	WriteBytes  uint64
+	Elapsed    time.Duration // since the start of the run (ramp included)
+	Ramping    bool
+	ReadIOs    uint64
+	ReadBytes  uint64
+	WriteIOs   uint64
+	WriteBytes uint64
 }
 
 // Sample is one wall-clock second of the measured window.
@@ -117,9 +117,9 @@ type DirResult struct {
 // Result of a run. Raw measurements only: rates and percentiles are derived
 // by the caller (Hist.Percentile, IOs/Elapsed...).
 type Result struct {
-	Engine   string        // engine that actually ran: EngineSync or EngineIOUring
-	Direct   bool          // O_DIRECT actually in effect
-	Align    int64         // buffer and offset alignment used
+	Engine   string // engine that actually ran: EngineSync or EngineIOUring
+	Direct   bool   // O_DIRECT actually in effect
+	Align    int64  // buffer and offset alignment used
 	Read     DirResult
 	Write    DirResult
 	Elapsed  time.Duration // measured window, ramp excluded
