@@ -1,0 +1,156 @@
+// Package disk plans and applies the preparation of a data disk: safety
+// checks against hwinfo facts, a GPT written with go-diskfs, mkfs, mount and
+// fstab through one command runner, loop images and per-device locks.
+//
+// Deciding and acting are apart: PlanDisk is pure (request + facts -> Plan),
+// Apply carries out exactly the Plan it is given and decides nothing new, so
+// `--dry-run` shows what apply would do.
+package disk
+
+// PlanSchema names the JSON shape of a Plan.
+const PlanSchema = "diskprep/plan/v1"
+
+// LinuxFilesystemGUID is the GPT partition type for Linux data partitions.
+const LinuxFilesystemGUID = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+
+// LoopPlaceholder stands for the loop device an image will be attached to:
+// its name is known only at attach time, so plans for a new image carry this
+// prefix in device paths and argv, and Apply binds it to the real device.
+const LoopPlaceholder = "/dev/loopN"
+
+// Request asks for one disk (or one image file) to be prepared. The CLI builds
+// one with a single partition; plan files (disk/planfile) build one per
+// selected disk.
+type Request struct {
+	// Device is the whole disk, "/dev/sdb" or "sdb". Empty when Image is set.
+	Device string `json:"device,omitempty"`
+	// Image is a file to create (sparse) and attach to a loop device.
+	Image          string `json:"image,omitempty"`
+	ImageSizeBytes uint64 `json:"image_size_bytes,omitempty"`
+
+	// Partitions in disk order; SizeBytes 0 means "the rest of the disk" and
+	// only the last one may say so. At least one.
+	Partitions []PartSpec `json:"partitions"`
+
+	// Wipe allows destroying existing signatures, tables and a differently
+	// prepared layout (as `wipefs -a` before writing).
+	Wipe bool `json:"wipe,omitempty"`
+
+	// Expect is the fingerprint recorded when a plan file selected this disk;
+	// planning refuses when the disk no longer matches it. Nil: none recorded.
+	Expect *Fingerprint `json:"expect,omitempty"`
+
+	// Origin names where the request came from ("plan.yaml:12"), for messages.
+	Origin string `json:"origin,omitempty"`
+}
+
+// PartSpec is one partition asked for.
+type PartSpec struct {
+	SizeBytes uint64   `json:"size_bytes,omitempty"` // 0: rest of the disk
+	Label     string   `json:"label,omitempty"`      // GPT partition name and filesystem label
+	FS        string   `json:"fs"`                   // xfs or ext4
+	MkfsOpts  []string `json:"mkfs_opts,omitempty"`  // extra mkfs arguments, passed as given
+	Mount     string   `json:"mount,omitempty"`      // mount point; empty: not mounted
+	MountOpts string   `json:"mount_opts,omitempty"` // comma separated, as mount -o
+	Persist   bool     `json:"persist,omitempty"`    // add an fstab line (needs Mount)
+}
+
+// Fingerprint identifies a disk's identity and state at planning time; Apply
+// re-checks it just before writing and aborts when anything changed.
+type Fingerprint struct {
+	Serial    string `json:"serial,omitempty"`
+	WWN       string `json:"wwn,omitempty"`
+	SizeBytes uint64 `json:"size_bytes"`
+	TableType string `json:"table_type,omitempty"` // gpt, dos or "" (none)
+	TableID   string `json:"table_id,omitempty"`   // GPT disk GUID or MBR signature
+}
+
+// Plan is everything Apply will do to one disk, decided up front. It renders
+// as text (WriteText) and JSON.
+type Plan struct {
+	Schema string `json:"schema"`
+	// Device is the whole disk ("/dev/sdb"), or LoopPlaceholder for a new image.
+	Device string     `json:"device"`
+	Image  *ImagePlan `json:"image,omitempty"`
+
+	Disk        DiskSummary `json:"disk"`
+	Fingerprint Fingerprint `json:"fingerprint"`
+
+	// Wipe: erase every signature found (Signatures) before writing the table.
+	Wipe bool `json:"wipe"`
+	// Destroys lists, for the confirmation, what is on the disk now and will
+	// be lost ("sdb1 xfs label=old 10 GiB").
+	Destroys []string `json:"destroys,omitempty"`
+
+	// Table is the GPT to write; nil when the disk already has exactly this
+	// layout and nothing is rewritten.
+	Table      *TablePlan `json:"table,omitempty"`
+	Partitions []PartPlan `json:"partitions"`
+
+	// Unchanged: the disk is already prepared as asked; Apply only checks
+	// (the fstab line is still ensured when Persist).
+	Unchanged bool     `json:"unchanged"`
+	Notes     []string `json:"notes,omitempty"`
+	Origin    string   `json:"origin,omitempty"`
+}
+
+// ImagePlan is the image file behind a loop device.
+type ImagePlan struct {
+	Path      string `json:"path"`
+	SizeBytes uint64 `json:"size_bytes"`
+	Create    bool   `json:"create"` // the file does not exist yet
+	Attach    bool   `json:"attach"` // not attached yet: Apply attaches it
+}
+
+// DiskSummary is what the confirmation shows and the result records.
+type DiskSummary struct {
+	Name                string `json:"name"`
+	Model               string `json:"model,omitempty"`
+	Serial              string `json:"serial,omitempty"`
+	WWN                 string `json:"wwn,omitempty"`
+	Transport           string `json:"transport,omitempty"`
+	SizeBytes           uint64 `json:"size_bytes"`
+	LogicalSectorBytes  uint64 `json:"logical_sector_bytes"`
+	PhysicalSectorBytes uint64 `json:"physical_sector_bytes"`
+	OptimalIOBytes      uint64 `json:"optimal_io_bytes,omitempty"`
+}
+
+// TablePlan is the GPT to write.
+type TablePlan struct {
+	Type           string `json:"type"` // always "gpt"
+	SectorBytes    uint64 `json:"sector_bytes"`
+	TotalSectors   uint64 `json:"total_sectors"`
+	AlignBytes     uint64 `json:"align_bytes"`
+	FirstUsableLBA uint64 `json:"first_usable_lba"`
+	LastUsableLBA  uint64 `json:"last_usable_lba"`
+	DiskGUID       string `json:"disk_guid"`
+}
+
+// PartPlan is one partition with every command that touches it.
+type PartPlan struct {
+	Number     int    `json:"number"`
+	Name       string `json:"name"` // sdb1, nvme0n1p1, loop3p1
+	Path       string `json:"path"` // /dev/sdb1
+	Label      string `json:"label,omitempty"`
+	TypeGUID   string `json:"type_guid"`
+	PartGUID   string `json:"part_guid"`
+	StartLBA   uint64 `json:"start_lba"`
+	EndLBA     uint64 `json:"end_lba"` // inclusive, as GPT stores it
+	StartBytes uint64 `json:"start_bytes"`
+	SizeBytes  uint64 `json:"size_bytes"`
+
+	FS       string   `json:"fs"`
+	FSLabel  string   `json:"fs_label,omitempty"`
+	FSUUID   string   `json:"fs_uuid"` // chosen at planning time and passed to mkfs, so the fstab line is known up front
+	MkfsOpts []string `json:"mkfs_opts,omitempty"`
+	// Mkfs is the argv to run; nil when the filesystem already exists as asked.
+	Mkfs []string `json:"mkfs,omitempty"`
+
+	MountPoint string `json:"mount_point,omitempty"`
+	MountOpts  string `json:"mount_opts,omitempty"`
+	// MountArgv is the argv to run; nil when not mounting or already mounted there.
+	MountArgv []string `json:"mount_argv,omitempty"`
+
+	Persist   bool   `json:"persist,omitempty"`
+	FstabLine string `json:"fstab_line,omitempty"`
+}
