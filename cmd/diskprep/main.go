@@ -1,13 +1,44 @@
-// Command diskprep prepares, benchmarks and compares the data disks of a Linux host.
+// Command diskprep takes a Linux host from blank data disks to disks that are
+// partitioned, formatted, mounted, persisted and benchmarked, with the numbers
+// recorded next to the exact hardware they came from.
 package main
 
 import (
-	// The required dependencies, pinned in go.mod before the packages that use them land.
-	_ "github.com/diskfs/go-diskfs"
-	_ "github.com/jaypipes/ghw"
-	_ "github.com/urfave/cli/v2"
-	_ "go.yaml.in/yaml/v3"
-	_ "golang.org/x/sys/unix"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 )
 
-func main() {}
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run builds the app, runs it and turns its error into one line on stderr
+// and an exit code. Tests call it with buffers.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	st := &runState{}
+	app := newApp(stdin, stdout, stderr, st)
+	err := app.RunContext(ctx, reorderArgs(app, args))
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		return 0
+	}
+	code := exitCode(err)
+	switch {
+	case isSilent(err):
+	case st.verbose:
+		fmt.Fprintf(stderr, "diskprep: %s\n", err)
+	default:
+		fmt.Fprintf(stderr, "diskprep: %s\n", oneLine(err))
+	}
+	return code
+}

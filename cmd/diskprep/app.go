@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+// version is stamped at build time: -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func toolVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			if dirty {
+				rev += "-dirty"
+			}
+			return "dev-" + rev
+		}
+	}
+	return "dev"
+}
+
+// env is what every command gets from the global flags: where to write, how,
+// and which roots to read and store under. Tests build one by hand.
+type env struct {
+	Stdin      io.Reader
+	Stdout     io.Writer
+	Stderr     io.Writer
+	Format     string // table, json, markdown, csv, html, svg
+	Root       string // hardware facts root ("" = this machine)
+	ResultsDir string
+	Quiet      bool
+	Verbose    bool
+	NoColor    bool
+	IsTerminal bool // stdout is a terminal: progress lines, colour, prompts
+	Logger     *slog.Logger
+}
+
+// format checks the chosen output format against the ones a command offers.
+func (e *env) format(allowed ...string) (string, error) {
+	f := e.Format
+	if f == "" {
+		f = "table"
+	}
+	if !slices.Contains(allowed, f) {
+		return "", usageErr(fmt.Errorf("unknown output format %q for this command (valid: %s)", f, strings.Join(allowed, ", ")))
+	}
+	return f, nil
+}
+
+// Global flags work before or after the command name (reorderArgs moves them).
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"o"}, Usage: "output `FORMAT`: table, json, markdown (some commands add csv, html, svg)"},
+		&cli.StringFlag{Name: "results", Usage: "results store `DIR` (default $DISKPREP_RESULTS, else /var/lib/diskprep/results as root, else $XDG_DATA_HOME/diskprep/results)", EnvVars: []string{"DISKPREP_RESULTS"}},
+		&cli.StringFlag{Name: "root", Usage: "read hardware facts from a fixture tree at `DIR` instead of this machine", EnvVars: []string{"GHW_CHROOT"}},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only results and errors, no progress"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log each step and show error details"},
+		&cli.BoolFlag{Name: "no-color", Usage: "no colour in output (also NO_COLOR)"},
+	}
+}
+
+// commands lists every command; one file per command.
+func commands() []*cli.Command {
+	return []*cli.Command{
+		// inventoryCommand(), lands with hwinfo.Read
+		completionCommand(),
+	}
+}
+
+func defaultResultsDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/diskprep/results"
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "diskprep", "results")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "diskprep", "results")
+	}
+	return filepath.Join(os.TempDir(), "diskprep-results")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// envFrom builds the env of a command from the global flags.
+func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
+	e := &env{
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Format:     c.String("format"),
+		Root:       c.String("root"),
+		ResultsDir: c.String("results"),
+		Quiet:      c.Bool("quiet"),
+		Verbose:    c.Bool("verbose"),
+		NoColor:    c.Bool("no-color") || os.Getenv("NO_COLOR") != "",
+		IsTerminal: isTerminal(stdout),
+	}
+	if e.ResultsDir == "" {
+		e.ResultsDir = defaultResultsDir()
+	}
+	level := slog.LevelWarn
+	switch {
+	case e.Verbose:
+		level = slog.LevelDebug
+	case e.Quiet:
+		level = slog.LevelError
+	}
+	e.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return e
+}
+
+// runState carries what run needs to know after the app returns.
+type runState struct{ verbose bool }
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer, st *runState) *cli.App {
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
+	cli.HelpFlag = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+	app := &cli.App{
+		Name:    "diskprep",
+		Usage:   "inventory, prepare, benchmark and compare the data disks of a Linux host",
+		Version: toolVersion(),
+		Description: `diskprep replaces the routine done by hand on every new box: write down
+the hardware, partition, mkfs, mount, edit fstab, run fio, copy the numbers
+into a table, repeat per configuration and compare by eye.
+
+Flags may be given before or after the command name and its arguments.
+
+Examples:
+  diskprep inventory                     what is in this box
+  diskprep inventory -o markdown         an "Environment" section for a write-up`,
+		Flags:                globalFlags(),
+		Commands:             commands(),
+		EnableBashCompletion: true,
+		HideHelpCommand:      true,
+		Reader:               stdin,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		ExitErrHandler:       func(*cli.Context, error) {}, // main owns exit codes
+		Metadata:             map[string]any{"state": st},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageErr(err)
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErr(fmt.Errorf("unknown command %q (see diskprep --help)", c.Args().First()))
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+	var setUsage func(cmds []*cli.Command)
+	setUsage = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			if cmd.OnUsageError == nil {
+				cmd.OnUsageError = app.OnUsageError
+			}
+			setUsage(cmd.Subcommands)
+		}
+	}
+	setUsage(app.Commands)
+	return app
+}
+
+// action adapts a command body to cli: it builds the env from the global
+// flags and the app's streams, so the body and the runX behind it never see
+// os.Stdout and tests call runX directly with buffers.
+func action(body func(c *cli.Context, e *env) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		e := envFrom(c, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+		if st, ok := c.App.Metadata["state"].(*runState); ok {
+			st.verbose = e.Verbose
+		}
+		if e.Root != "" {
+			fi, err := os.Stat(e.Root)
+			if err != nil {
+				return fmt.Errorf("--root %s: %w", e.Root, errors.Unwrap(err))
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("--root %s: not a directory", e.Root)
+			}
+		}
+		return body(c, e)
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// Exit codes of DESIGN.md: scripts depend on them.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitRefused     = 3
+	exitInterrupted = 130
+)
+
+// usageError marks a bad invocation (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+// silentError carries an exit code for an outcome already reported on
+// stdout/stderr (for example a refusal the command explained itself).
+type silentError struct {
+	err  error
+	code int
+}
+
+func (e silentError) Error() string { return e.err.Error() }
+func (e silentError) Unwrap() error { return e.err }
+
+func isSilent(err error) bool {
+	var s silentError
+	return errors.As(err, &s)
+}
+
+// sentinels maps the exported errors of the packages to exit codes. Only main
+// decides exit codes (STYLE.md rule 2).
+var sentinels = []struct {
+	err  error
+	code int
+}{
+	{context.Canceled, exitInterrupted},
+	{units.ErrSyntax, exitUsage},
+}
+
+func exitCode(err error) int {
+	var s silentError
+	if errors.As(err, &s) {
+		return s.code
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return exitFailure
+}
+
+// oneLine keeps an error to the single line DESIGN.md promises.
+func oneLine(err error) string {
+	msg := strings.TrimSpace(err.Error())
+	msg = strings.ReplaceAll(msg, "\r", " ")
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = strings.TrimSpace(msg[:i]) + " (more with --verbose)"
+	}
+	return msg
+}
