@@ -1,0 +1,521 @@
+package hwinfo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jaypipes/ghw"
+)
+
+// blockState is what one Read learns once and every disk consults.
+type blockState struct {
+	ghwDisks map[string]*ghw.Disk
+	mounts   map[string][]Mount // by "major:minor"
+	swaps    map[string]bool    // by kernel name (sda2, dm-1)
+	byID     map[string][]string
+	byPath   map[string][]string
+	prober   *prober
+}
+
+func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
+	entries, err := os.ReadDir(r.path("/sys/block"))
+	if err != nil {
+		r.warn("disks unknown: read %s: %v", r.rel("/sys/block"), unwrapPath(err))
+		return nil
+	}
+	st := &blockState{ghwDisks: map[string]*ghw.Disk{}}
+	// ghw enumerates the disks (and reads their udev identity) for us; it
+	// skips what it cannot use (unused loop devices), which --all still
+	// lists, so sys/block stays the list we walk.
+	if bi, err := ghw.Block(r.ghwArgs()...); err == nil {
+		for _, d := range bi.Disks {
+			st.ghwDisks[d.Name] = d
+		}
+	} else {
+		r.log.Debug("ghw block", "err", err)
+	}
+	st.mounts = r.readMountinfo()
+	st.swaps = r.readSwaps()
+	st.byID = r.linkIndex("/dev/disk/by-id")
+	st.byPath = r.linkIndex("/dev/disk/by-path")
+	st.prober = r.newProber()
+
+	var disks []Disk
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return nil
+		}
+		name := e.Name()
+		if r.isHolderDevice(name) {
+			continue
+		}
+		d := r.readDisk(name, st, h)
+		if !r.all && hiddenByDefault(&d) {
+			continue
+		}
+		disks = append(disks, d)
+	}
+	sort.Slice(disks, func(i, j int) bool { return naturalLess(disks[i].Name, disks[j].Name) })
+	return disks
+}
+
+// isHolderDevice tells device-mapper and MD devices apart: they are listed
+// under the disks they stack on, not as disks.
+func (r *reader) isHolderDevice(name string) bool {
+	if strings.HasPrefix(name, "dm-") || r.exists("/sys/block/"+name+"/dm") {
+		return true
+	}
+	return strings.HasPrefix(name, "md") && r.exists("/sys/block/"+name+"/md")
+}
+
+func hiddenByDefault(d *Disk) bool {
+	switch {
+	case d.Transport == "loop":
+		return d.LoopBackingFile == ""
+	case d.Transport == "zram", d.Transport == "ram":
+		return true
+	case strings.HasPrefix(d.Name, "sr"):
+		return true
+	}
+	return d.SizeBytes == 0
+}
+
+func (r *reader) readDisk(name string, st *blockState, h *Host) Disk {
+	sys := "/sys/block/" + name
+	d := Disk{Name: name, Path: "/dev/" + name}
+	devPath := sys
+	if target, err := os.Readlink(r.path(sys)); err == nil {
+		if filepath.IsAbs(target) {
+			devPath = filepath.Clean(target)
+		} else {
+			devPath = filepath.Join("/sys/block", target)
+		}
+	}
+	if n, ok := r.readUint(sys + "/size"); ok {
+		d.SizeBytes = n * 512 // sysfs counts 512-byte units whatever the sector size
+	} else {
+		r.warn("%s: size unknown", name)
+	}
+	d.LogicalSectorBytes, _ = r.readUint(sys + "/queue/logical_block_size")
+	d.PhysicalSectorBytes, _ = r.readUint(sys + "/queue/physical_block_size")
+	d.MinIOBytes, _ = r.readUint(sys + "/queue/minimum_io_size")
+	d.OptimalIOBytes, _ = r.readUint(sys + "/queue/optimal_io_size")
+	d.Rotational = r.readBool(sys + "/queue/rotational")
+	d.Removable = r.readBool(sys + "/removable")
+	d.ReadOnly = r.readBool(sys + "/ro")
+	majmin, _ := r.readString(sys + "/dev")
+	udev := r.udevData(majmin)
+
+	sysVendor, _ := r.readString(sys + "/device/vendor")
+	d.Transport = r.transport(name, devPath, udev, sysVendor)
+	d.Media = media(&d)
+	r.diskIdentity(&d, sys, sysVendor, udev, st.ghwDisks[name])
+	d.Virtual, d.VirtualBy = virtualDisk(&d, h.Virt.Hypervisor)
+
+	if d.Transport == "loop" {
+		d.LoopBackingFile, _ = r.readString(sys + "/loop/backing_file")
+	}
+	d.ByID = st.byID[name]
+	d.ByPath = st.byPath[name]
+
+	d.PartitionTable = udev["ID_PART_TABLE_TYPE"]
+	d.PartitionTableID = udev["ID_PART_TABLE_UUID"]
+	if udev["ID_FS_USAGE"] != "" || udev["ID_FS_TYPE"] != "" {
+		d.FSType, d.FSLabel, d.FSUUID = udev["ID_FS_TYPE"], udevString(udev, "ID_FS_LABEL"), udev["ID_FS_UUID"]
+	}
+	d.Partitions = r.readPartitions(name, st)
+
+	if len(udev) == 0 {
+		st.prober.fill(r, &d)
+	}
+
+	d.Mounts = append(d.Mounts, st.mounts[majmin]...)
+	d.Swap = st.swaps[name]
+	d.Holders = r.readHolders(sys, st, 0)
+	stackedUse(&d.Mounts, &d.Swap, d.Holders, "")
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		if p.FSType == "" && len(p.Mounts) > 0 && p.Mounts[0].Via == "" {
+			p.FSType = p.Mounts[0].FSType
+		}
+	}
+	if d.FSType == "" && len(d.Mounts) > 0 && d.Mounts[0].Via == "" {
+		d.FSType = d.Mounts[0].FSType
+	}
+	markSystem(&d)
+	return d
+}
+
+func (r *reader) readPartitions(disk string, st *blockState) []Partition {
+	sys := "/sys/block/" + disk
+	entries, err := os.ReadDir(r.path(sys))
+	if err != nil {
+		return nil
+	}
+	var parts []Partition
+	for _, e := range entries {
+		pname := e.Name()
+		psys := sys + "/" + pname
+		if !r.exists(psys + "/partition") {
+			continue
+		}
+		p := Partition{Name: pname, Path: "/dev/" + pname}
+		if n, ok := r.readUint(psys + "/partition"); ok {
+			p.Number = int(n)
+		}
+		if n, ok := r.readUint(psys + "/start"); ok {
+			p.StartBytes = n * 512
+		}
+		if n, ok := r.readUint(psys + "/size"); ok {
+			p.SizeBytes = n * 512
+		}
+		p.ReadOnly = r.readBool(psys + "/ro")
+		majmin, _ := r.readString(psys + "/dev")
+		u := r.udevData(majmin)
+		p.FSType = u["ID_FS_TYPE"]
+		p.FSLabel = udevString(u, "ID_FS_LABEL")
+		p.FSUUID = u["ID_FS_UUID"]
+		p.PartUUID = u["ID_PART_ENTRY_UUID"]
+		p.PartLabel = udevString(u, "ID_PART_ENTRY_NAME")
+		p.PartType = u["ID_PART_ENTRY_TYPE"]
+		p.Mounts = append(p.Mounts, st.mounts[majmin]...)
+		p.Swap = st.swaps[pname]
+		p.Holders = r.readHolders(psys, st, 0)
+		stackedUse(&p.Mounts, &p.Swap, p.Holders, "")
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Number != parts[j].Number {
+			return parts[i].Number < parts[j].Number
+		}
+		return naturalLess(parts[i].Name, parts[j].Name)
+	})
+	return parts
+}
+
+// transport names the bus from the device's place in the sysfs tree, which
+// the kernel always has, then from udev's ID_BUS, which it may not.
+func (r *reader) transport(name, devPath string, udev map[string]string, sysVendor string) string {
+	p := devPath + "/"
+	has := func(s string) bool { return strings.Contains(p, s) }
+	switch {
+	case strings.HasPrefix(name, "loop"):
+		return "loop"
+	case strings.HasPrefix(name, "zram"):
+		return "zram"
+	case strings.HasPrefix(name, "ram"):
+		return "ram"
+	case has("/nvme/") || strings.HasPrefix(name, "nvme"):
+		return "nvme"
+	case has("/usb"):
+		return "usb"
+	case strings.HasPrefix(name, "vd") || has("/virtio") && !has("/host"):
+		return "virtio"
+	case has("/mmc_host/") || strings.HasPrefix(name, "mmcblk"):
+		return "mmc"
+	case has("/ata"):
+		return "sata"
+	case has("/end_device-") || has("/sas_"):
+		return "sas"
+	case strings.HasPrefix(name, "xvd") || has("/vbd-"):
+		return "xen"
+	}
+	if host := scsiHost(p); host != "" && r.exists("/sys/class/sas_host/"+host) {
+		return "sas"
+	}
+	switch udev["ID_BUS"] {
+	case "ata":
+		return "sata"
+	case "usb":
+		return "usb"
+	case "nvme":
+		return "nvme"
+	}
+	if has("/host") && has("/target") {
+		// SCSI vendor "ATA" is written by a SCSI-ATA translation layer:
+		// the disk behind this SCSI host (a raw-mapped disk, say) is SATA.
+		if strings.TrimSpace(sysVendor) == "ATA" {
+			return "sata"
+		}
+		return "scsi"
+	}
+	if udev["ID_BUS"] == "scsi" {
+		return "scsi"
+	}
+	return "other"
+}
+
+// scsiHost returns "host2" from ".../host2/target2:0:1/...".
+func scsiHost(p string) string {
+	for _, el := range strings.Split(p, "/") {
+		if strings.HasPrefix(el, "host") {
+			if _, err := strconv.Atoi(el[4:]); err == nil {
+				return el
+			}
+		}
+	}
+	return ""
+}
+
+func media(d *Disk) string {
+	switch d.Transport {
+	case "loop", "zram", "ram":
+		return ""
+	case "nvme":
+		return "nvme"
+	}
+	if strings.HasPrefix(d.Name, "sr") {
+		return ""
+	}
+	if d.Rotational {
+		return "hdd"
+	}
+	return "ssd"
+}
+
+// diskIdentity fills vendor, model, serial, firmware and WWN: udev first (it
+// has the full ATA model and the serial), then the kernel's own attributes,
+// then whatever ghw found.
+func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]string, gd *ghw.Disk) {
+	d.Vendor = udevString(udev, "ID_VENDOR")
+	d.Model = udevString(udev, "ID_MODEL")
+	d.Serial = firstNonEmpty(udev["ID_SERIAL_SHORT"], udev["ID_SCSI_SERIAL"])
+	d.Firmware = udev["ID_REVISION"]
+	d.WWN = firstNonEmpty(udev["ID_WWN_WITH_EXTENSION"], udev["ID_WWN"])
+
+	fill := func(dst *string, p string) {
+		if *dst == "" {
+			*dst, _ = r.readString(p)
+		}
+	}
+	switch {
+	case d.Transport == "virtio" && strings.EqualFold(sysVendor, "0x1af4"):
+		// virtio-blk has no model of its own; 0x1af4 is the virtio vendor id.
+		if d.Vendor == "" {
+			d.Vendor = "Virtio"
+		}
+		if d.Model == "" {
+			d.Model = "Virtio Block Device"
+		}
+		fill(&d.Serial, sys+"/serial")
+	case d.Transport == "nvme":
+		fill(&d.Model, sys+"/device/model")
+		fill(&d.Serial, sys+"/device/serial")
+		fill(&d.Firmware, sys+"/device/firmware_rev")
+		fill(&d.WWN, sys+"/wwid")
+	case d.Transport == "mmc":
+		fill(&d.Model, sys+"/device/name")
+		fill(&d.Serial, sys+"/device/serial")
+	default:
+		if d.Vendor == "" {
+			d.Vendor = sysVendor
+		}
+		fill(&d.Model, sys+"/device/model")
+		fill(&d.Firmware, sys+"/device/rev")
+		if d.Serial == "" {
+			d.Serial = r.vpdSerial(sys + "/device/vpd_pg80")
+		}
+		if d.WWN == "" {
+			w, ok := r.readString(sys + "/device/wwid")
+			if !ok {
+				w, _ = r.readString(sys + "/wwid")
+			}
+			d.WWN = wwnFromWWID(w)
+		}
+	}
+	if gd != nil {
+		if d.Vendor == "" {
+			d.Vendor = known(gd.Vendor)
+		}
+		if d.Model == "" {
+			d.Model = strings.ReplaceAll(known(gd.Model), "_", " ")
+		}
+		if d.Serial == "" {
+			d.Serial = known(gd.SerialNumber)
+		}
+		if d.WWN == "" {
+			d.WWN = known(gd.WWN)
+		}
+	}
+}
+
+// vpdSerial decodes the Unit Serial Number VPD page (SPC-4 7.8.15): a
+// 4-byte header whose byte 3 is the length, then ASCII.
+func (r *reader) vpdSerial(p string) string {
+	b, err := os.ReadFile(r.path(p))
+	if err != nil || len(b) < 4 || b[1] != 0x80 {
+		return ""
+	}
+	n := int(b[3])
+	if 4+n > len(b) {
+		n = len(b) - 4
+	}
+	return strings.TrimSpace(strings.Trim(string(b[4:4+n]), "\x00"))
+}
+
+// wwnFromWWID turns the kernel's SCSI wwid into udev's ID_WWN form. Only NAA
+// and EUI identifiers are world-wide names; a T10 vendor id is not.
+func wwnFromWWID(w string) string {
+	switch {
+	case strings.HasPrefix(w, "naa."):
+		return "0x" + strings.ToLower(w[4:])
+	case strings.HasPrefix(w, "eui."):
+		return w
+	}
+	return ""
+}
+
+// virtualDisk spots a hypervisor's emulated disk by the identity strings
+// each hypervisor gives its disks. A physical model seen inside a VM (raw
+// device mapping, passthrough) matches none and stays physical.
+func virtualDisk(d *Disk, hypervisor string) (bool, string) {
+	v, m := strings.ToLower(d.Vendor), strings.ToLower(d.Model)
+	switch {
+	case d.Transport == "virtio":
+		if hypervisor != "" && hypervisor != "none" && hypervisor != "other" {
+			return true, hypervisor
+		}
+		return true, "qemu"
+	case d.Transport == "xen":
+		return true, "xen"
+	case v == "vmware" || strings.HasPrefix(m, "vmware virtual") || v == "vmware," || strings.HasPrefix(v, "vmware") && strings.Contains(m, "virtual"):
+		return true, "vmware"
+	case v == "qemu" || strings.HasPrefix(m, "qemu "):
+		return true, "qemu"
+	case v == "msft" && strings.Contains(m, "virtual disk"):
+		return true, "hyperv"
+	case v == "vbox" || strings.HasPrefix(m, "vbox "):
+		return true, "virtualbox"
+	case strings.Contains(m, "amazon elastic block store"):
+		return true, "kvm"
+	case v == "google" && strings.Contains(m, "persistentdisk"):
+		return true, "kvm"
+	}
+	return false, ""
+}
+
+// udevData reads the udev database record of a device, or nil.
+func (r *reader) udevData(majmin string) map[string]string {
+	if majmin == "" {
+		return nil
+	}
+	b, err := os.ReadFile(r.path("/run/udev/data/b" + majmin))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			r.warn("read udev record b%s: %v", majmin, unwrapPath(err))
+		}
+		return nil
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if kv, ok := strings.CutPrefix(line, "E:"); ok {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				m[k] = v
+			}
+		}
+	}
+	return m
+}
+
+// udevString prefers KEY_ENC, which keeps the device's own spaces (KEY has
+// them turned into underscores), and falls back to KEY.
+func udevString(u map[string]string, key string) string {
+	if enc, ok := u[key+"_ENC"]; ok && enc != "" {
+		return strings.TrimSpace(decodeHexEscapes(enc))
+	}
+	return strings.TrimSpace(u[key])
+}
+
+// decodeHexEscapes undoes udev's \xHH encoding.
+func decodeHexEscapes(s string) string {
+	if !strings.Contains(s, `\x`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
+			if n, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// linkIndex maps a device name to the symlinks in dir that point at it,
+// as full /dev/disk/... paths.
+func (r *reader) linkIndex(dir string) map[string][]string {
+	idx := map[string][]string{}
+	entries, err := os.ReadDir(r.path(dir))
+	if err != nil {
+		return idx
+	}
+	for _, e := range entries {
+		target, err := os.Readlink(r.path(dir + "/" + e.Name()))
+		if err != nil {
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		name := filepath.Base(target)
+		idx[name] = append(idx[name], dir+"/"+e.Name())
+	}
+	for k := range idx {
+		sort.Strings(idx[k])
+	}
+	return idx
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// naturalLess compares digit runs as numbers: sda2 < sda10, nvme2n1 < nvme10n1.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		ad, bd := isDigit(a[0]), isDigit(b[0])
+		switch {
+		case ad && bd:
+			na, ra := splitDigits(a)
+			nb, rb := splitDigits(b)
+			ia, _ := strconv.ParseUint(na, 10, 64)
+			ib, _ := strconv.ParseUint(nb, 10, 64)
+			if ia != ib {
+				return ia < ib
+			}
+			a, b = ra, rb
+		case ad != bd:
+			return ad
+		default:
+			if a[0] != b[0] {
+				return a[0] < b[0]
+			}
+			a, b = a[1:], b[1:]
+		}
+	}
+	return len(a) < len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func splitDigits(s string) (string, string) {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}

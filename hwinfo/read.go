@@ -1,0 +1,197 @@
+package hwinfo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrRoot reports a hardware root (--root, GHW_CHROOT) that does not exist
+// or is not a directory. Nothing can be read from it, so Read fails instead
+// of returning an empty host.
+var ErrRoot = errors.New("hardware root is not a directory")
+
+// Options tunes Read.
+type Options struct {
+	// Root is the directory that stands in for "/": "" or "/" reads the
+	// live machine, anything else a fixture tree or a bind-mounted host.
+	// When Root is empty, GHW_CHROOT is honoured as ghw does.
+	Root string
+	// All includes devices hidden by default: unused loop devices, zram,
+	// ram disks, optical drives and other zero-sized devices.
+	All bool
+	// Logger receives diagnostics (including ghw's own warnings, demoted to
+	// debug). Nil discards them.
+	Logger *slog.Logger
+}
+
+// Read returns the identity and disks of the host under opt.Root.
+//
+// It never executes programs and only opens block devices read-only (and
+// only on the live root). Sources and fallbacks, in order:
+//   - hostname: proc/sys/kernel/hostname, then etc/hostname;
+//   - OS: etc/os-release, then usr/lib/os-release, plus etc/redhat-release;
+//   - kernel: proc/sys/kernel/osrelease (never uname, so fixtures work);
+//   - CPU: ghw (proc/cpuinfo with sys/devices/system/cpu topology), then
+//     proc/cpuinfo alone (physical id, core id, cpu cores);
+//   - memory: ghw (proc/meminfo MemTotal), then our own meminfo parse;
+//   - board, system, BIOS: ghw over sys/class/dmi/id;
+//   - hypervisor: DMI vendor/product strings, sys/hypervisor/type, the
+//     cpuinfo "hypervisor" flag, kvm-clock to tell KVM from QEMU TCG;
+//   - container: proc/1/environ, run/systemd/container, run/.containerenv,
+//     .dockerenv, proc/1/cgroup, the root mount in mountinfo;
+//   - disks: ghw's block enumeration and sys/block for sizes, sector sizes and
+//     queue limits; model, serial, firmware, WWN, bus and filesystems from the
+//     udev database (run/udev/data), else sysfs (device/model, vendor, rev,
+//     vpd_pg80, wwid, NVMe serial and firmware_rev, virtio vendor 0x1af4),
+//     else, on the live root only, the on-disk signatures read by
+//     hwinfo/probe, else the filesystem type from mountinfo;
+//   - mounts from proc/self/mountinfo, swap from proc/swaps, holders from
+//     sys/block/*/holders (dm name and uuid decide LVM, crypt, multipath).
+//
+// Unreadable or malformed files leave their fields empty and add a line to
+// Host.Warnings; a field is never guessed. The only error is ErrRoot (and
+// the context's error when it is cancelled).
+func Read(ctx context.Context, opt Options) (*Host, error) {
+	root, err := resolveRoot(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	logger := opt.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r := &reader{root: root, live: root == "/", all: opt.All, log: logger}
+	h := &Host{Schema: Schema}
+
+	r.readIdentity(h)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.Disks = r.readDisks(ctx, h)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.Warnings = r.warnings
+	return h, nil
+}
+
+func resolveRoot(root string) (string, error) {
+	if root == "" {
+		root = os.Getenv("GHW_CHROOT")
+	}
+	if root == "" {
+		root = "/"
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w", root, ErrRoot)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w: %w", root, ErrRoot, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("root %s: %w", root, ErrRoot)
+	}
+	return abs, nil
+}
+
+// reader carries the root and the warnings of one Read.
+type reader struct {
+	root     string
+	live     bool
+	all      bool
+	log      *slog.Logger
+	warnings []string
+	warned   map[string]bool
+}
+
+// path maps an absolute host path ("/proc/cpuinfo") into the root.
+func (r *reader) path(p string) string {
+	return filepath.Join(r.root, p)
+}
+
+// warn records a warning once per distinct text.
+func (r *reader) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	if r.warned[msg] {
+		return
+	}
+	r.warned[msg] = true
+	r.warnings = append(r.warnings, msg)
+	r.log.Warn(msg)
+}
+
+// rel shows a host path as the user knows it, without the fixture root.
+func (r *reader) rel(p string) string {
+	if r.root == "/" {
+		return p
+	}
+	return r.path(p)
+}
+
+// readString reads a small text file and trims it. A missing file returns
+// "", false without a warning; other read errors warn.
+func (r *reader) readString(p string) (string, bool) {
+	b, err := os.ReadFile(r.path(p))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			r.warn("read %s: %v", r.rel(p), unwrapPath(err))
+		}
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// readUint reads a decimal number from a sysfs attribute. Missing files are
+// silent; malformed content warns.
+func (r *reader) readUint(p string) (uint64, bool) {
+	s, ok := r.readString(p)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		r.warn("%s: malformed number %q", r.rel(p), clip(s))
+		return 0, false
+	}
+	return v, true
+}
+
+// readBool reads a 0/1 sysfs attribute.
+func (r *reader) readBool(p string) bool {
+	v, ok := r.readUint(p)
+	return ok && v != 0
+}
+
+func (r *reader) exists(p string) bool {
+	_, err := os.Lstat(r.path(p))
+	return err == nil
+}
+
+// unwrapPath drops the *PathError wrapper, whose path repeats what the
+// warning already says.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// clip shortens garbage quoted into a warning.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
