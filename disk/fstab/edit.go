@@ -1,0 +1,255 @@
+package fstab
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/atomicfile"
+)
+
+// BackupSuffix is appended to the fstab file name to name the copy of the
+// previous content kept by every change.
+const BackupSuffix = ".diskprep.bak"
+
+// now dates the ownership marker; tests fix it.
+var now = time.Now
+
+// testHook, set only by this package's tests, runs at each step boundary of
+// an edit so the crash test can kill the process between steps.
+var testHook func(step string)
+
+func step(name string) {
+	if testHook != nil {
+		testHook(name)
+	}
+}
+
+// Add appends e, marked as diskprep's own, to the fstab at path (created when
+// missing). An entry with the same spec and mount point already present,
+// managed or not, leaves the file alone and returns changed=false. The mount
+// point taken by another device, or the device already mounted elsewhere, is
+// an error wrapping ErrConflict that names the existing line.
+func Add(path string, e Entry) (changed bool, err error) {
+	if e.Spec == "" || e.File == "" {
+		return false, fmt.Errorf("add fstab entry: spec and mount point are required")
+	}
+	err = edit(path, func(lines []Line) ([]Line, error) {
+		for _, l := range lines {
+			if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
+				return nil, nil
+			}
+		}
+		for i, l := range lines {
+			if l.Entry == nil {
+				continue
+			}
+			if sameFile(l.Entry.File, e.File) {
+				return nil, fmt.Errorf("mount point %s is already in %s at line %d: %q: %w", e.File, path, i+1, l.Raw, ErrConflict)
+			}
+			if sameSpec(l.Entry.Spec, e.Spec) {
+				return nil, fmt.Errorf("%s is already in %s at line %d: %q: %w", e.Spec, path, i+1, l.Raw, ErrConflict)
+			}
+		}
+		out := append([]Line(nil), lines...)
+		if n := len(out); n > 0 {
+			out[n-1].noNewline = false
+		}
+		out = append(out,
+			Line{Raw: MarkerLine(e, now().UTC().Format("2006-01-02")), Marker: true, MarkerSpec: e.Spec},
+			Line{Raw: EntryLine(e), Entry: &e, Managed: true},
+		)
+		changed = true
+		return out, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("add %s to fstab: %w", e.File, err)
+	}
+	return changed, nil
+}
+
+// Remove drops the diskprep-managed entries for which match returns true,
+// together with their marker lines, and returns them. Entries without
+// diskprep's marker are never removed, whatever match says. A missing fstab
+// has nothing to remove.
+func Remove(path string, match func(Entry) bool) (removed []Entry, err error) {
+	err = edit(path, func(lines []Line) ([]Line, error) {
+		drop := make([]bool, len(lines))
+		for i, l := range lines {
+			if l.Managed && match(*l.Entry) {
+				drop[i], drop[i-1] = true, true
+				removed = append(removed, *l.Entry)
+			}
+		}
+		if len(removed) == 0 {
+			return nil, nil
+		}
+		var out []Line
+		for i, l := range lines {
+			if !drop[i] {
+				out = append(out, l)
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remove from fstab: %w", err)
+	}
+	return removed, nil
+}
+
+// edit runs change over the parsed file under an exclusive lock and, when it
+// returns lines (nil means nothing to do), backs up the old content and
+// replaces the file atomically.
+func edit(path string, change func([]Line) ([]Line, error)) error {
+	target, err := resolve(path)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDir(filepath.Dir(target))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	removeStaleTemps(target)
+
+	perm := fs.FileMode(0o644)
+	old, err := os.ReadFile(target)
+	existed := err == nil
+	var st os.FileInfo
+	switch {
+	case existed:
+		if st, err = os.Stat(target); err != nil {
+			return err
+		}
+		perm = st.Mode().Perm()
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return err
+	}
+	lines, err := Parse(old)
+	if err != nil {
+		return fmt.Errorf("%s: %w", target, err)
+	}
+	out, err := change(lines)
+	if err != nil || out == nil {
+		return err
+	}
+	step("parsed")
+	if existed {
+		backup := target + BackupSuffix
+		if err := atomicfile.Write(backup, old, perm); err != nil {
+			return fmt.Errorf("back up %s: %w", target, err)
+		}
+		// atomicfile keeps an older backup's mode; the backup must not be
+		// more readable than the file it copies.
+		if err := os.Chmod(backup, perm); err != nil {
+			return fmt.Errorf("back up %s: %w", target, err)
+		}
+		keepOwner(backup, st)
+		step("backed-up")
+	}
+	if err := atomicfile.Write(target, Render(out), perm); err != nil {
+		return err
+	}
+	keepOwner(target, st)
+	step("replaced")
+	return nil
+}
+
+// removeStaleTemps deletes the temporary files a killed earlier edit left
+// beside the target. Safe under the lock: only an edit of this same file
+// makes temporaries with these names.
+func removeStaleTemps(target string) {
+	dir, base := filepath.Split(target)
+	for _, name := range []string{base, base + BackupSuffix} {
+		stale, _ := filepath.Glob(filepath.Join(dir, atomicfile.TempPrefix+globEscape(name)+"-*"))
+		for _, p := range stale {
+			os.Remove(p)
+		}
+	}
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// resolve follows symlinks to the file that must be rewritten, so that
+// replacing it does not turn the link into a plain file. A dangling link
+// resolves to the missing target, which is then created.
+func resolve(path string) (string, error) {
+	p := path
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("%s is not a regular file", p)
+			}
+			return p, nil
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(p), dest)
+		}
+		p = dest
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+}
+
+// lockDir takes flock(2) on the directory rather than on a lock file next to
+// fstab, so no extra file is left in /etc; a killed holder releases it.
+func lockDir(dir string) (func(), error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return func() { d.Close() }, nil
+}
+
+// keepOwner gives the rewritten file the previous one's owner; best effort,
+// as only root can chown and a non-root caller made a file it owns anyway.
+func keepOwner(path string, old os.FileInfo) {
+	if old == nil {
+		return
+	}
+	if s, ok := old.Sys().(*syscall.Stat_t); ok {
+		_ = os.Lchown(path, int(s.Uid), int(s.Gid))
+	}
+}
+
+// sameTarget is sameFile that also matches identical non-path targets
+// ("none", "swap"), for the already-present check.
+func sameTarget(a, b string) bool {
+	return a == b || sameFile(a, b)
+}
