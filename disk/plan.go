@@ -26,7 +26,9 @@ type Request struct {
 	Device string `json:"device,omitempty"`
 	// Image is a file to create (sparse) and attach to a loop device.
 	Image          string `json:"image,omitempty"`
-	ImageSizeBytes uint64 `json:"image_size_bytes,omitempty"`
+	ImageSizeBytes uint64 `json:"image_size_bytes,omitempty"` // 0: the existing file's size
+	// ImageSectorBytes is the loop device's logical sector: 512 (default) or 4096.
+	ImageSectorBytes uint64 `json:"image_sector_bytes,omitempty"`
 
 	// Partitions in disk order; SizeBytes 0 means "the rest of the disk" and
 	// only the last one may say so. At least one.
@@ -96,10 +98,12 @@ type Plan struct {
 
 // ImagePlan is the image file behind a loop device.
 type ImagePlan struct {
-	Path      string `json:"path"`
-	SizeBytes uint64 `json:"size_bytes"`
-	Create    bool   `json:"create"` // the file does not exist yet
-	Attach    bool   `json:"attach"` // not attached yet: Apply attaches it
+	Path        string `json:"path"`
+	SizeBytes   uint64 `json:"size_bytes"`
+	SectorBytes uint64 `json:"sector_bytes"`
+	Create      bool   `json:"create"`   // the file does not exist yet
+	Recreate    bool   `json:"recreate"` // it exists with another size: emptied and resized (--wipe)
+	Attach      bool   `json:"attach"`   // not attached yet: Apply attaches it
 }
 
 // DiskSummary is what the confirmation shows and the result records.

@@ -1,0 +1,155 @@
+package disk
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+type layoutKind int
+
+const (
+	layoutEmpty   layoutKind = iota // no table, no signature known
+	layoutMatches                   // GPT with exactly the planned partitions; filesystems as asked or none yet
+	layoutDiffers                   // anything else
+)
+
+type existingState struct {
+	kind  layoutKind
+	parts []*hwinfo.Partition // layoutMatches: the existing partition for each planned one
+}
+
+// compareExisting tells an empty disk, one already prepared as planned (or
+// half way: table written, some filesystem not made yet) and anything else.
+func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
+	if d.PartitionTable == "" && d.FSType == "" && len(d.Partitions) == 0 {
+		return existingState{kind: layoutEmpty}
+	}
+	differs := existingState{kind: layoutDiffers}
+	if d.PartitionTable != "gpt" || d.FSType != "" || len(d.Partitions) != len(planned) {
+		return differs
+	}
+	st := existingState{kind: layoutMatches, parts: make([]*hwinfo.Partition, len(planned))}
+	for i, pp := range planned {
+		var ex *hwinfo.Partition
+		for j := range d.Partitions {
+			if d.Partitions[j].Number == pp.Number {
+				ex = &d.Partitions[j]
+			}
+		}
+		switch {
+		case ex == nil,
+			ex.StartBytes != pp.StartBytes || ex.SizeBytes != pp.SizeBytes,
+			ex.PartLabel != "" && ex.PartLabel != pp.Label || ex.PartLabel == "" && pp.Label != "" && ex.PartUUID != "",
+			ex.PartType != "" && !strings.EqualFold(ex.PartType, pp.TypeGUID),
+			ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel):
+			return differs
+		}
+		st.parts[i] = ex
+	}
+	return st
+}
+
+// inUse lists why the disk cannot be written now: mounts, swap and holders of
+// the disk and its partitions, followed through stacked holders. With a
+// matching layout, a planned partition already mounted where asked is the
+// expected state, not a reason.
+func inUse(d *hwinfo.Disk, planned []PartPlan, st existingState) []string {
+	var out []string
+	expected := func(p *hwinfo.Partition, m hwinfo.Mount) bool {
+		if st.kind != layoutMatches {
+			return false
+		}
+		for i, pp := range planned {
+			if st.parts[i] == p && pp.MountPoint != "" && m.Via == "" && pp.MountPoint == cleanPoint(m.Point) {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(name string, ms []hwinfo.Mount, swap bool, hs []hwinfo.Holder, p *hwinfo.Partition) {
+		for _, m := range ms {
+			if p != nil && expected(p, m) {
+				continue
+			}
+			if m.Via != "" {
+				out = append(out, fmt.Sprintf("%s is mounted at %s via %s", name, m.Point, m.Via))
+			} else {
+				out = append(out, fmt.Sprintf("%s is mounted at %s", name, m.Point))
+			}
+		}
+		if swap {
+			out = append(out, fmt.Sprintf("%s is in use as swap", name))
+		}
+		for _, h := range hs {
+			out = append(out, holderReasons(name, h)...)
+		}
+	}
+	check(d.Name, d.Mounts, d.Swap, d.Holders, nil)
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		check(p.Name, p.Mounts, p.Swap, p.Holders, p)
+	}
+	return out
+}
+
+func holderReasons(name string, h hwinfo.Holder) []string {
+	desc := h.Name
+	if h.DMName != "" {
+		desc += " (" + h.DMName + ")"
+	}
+	kind := h.Kind
+	if kind == "" {
+		kind = "holder"
+	}
+	out := []string{fmt.Sprintf("%s is held by %s %s", name, kind, desc)}
+	for _, m := range h.Mounts {
+		out = append(out, fmt.Sprintf("%s is mounted at %s via %s", name, m.Point, desc))
+	}
+	if h.Swap {
+		out = append(out, fmt.Sprintf("%s is in use as swap via %s", name, desc))
+	}
+	for _, hh := range h.Holders {
+		for _, r := range holderReasons(name, hh) {
+			if !strings.HasPrefix(r, name+" is held by") {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// describeContents lists what is on a disk, for refusals and confirmations.
+func describeContents(d *hwinfo.Disk) []string {
+	var out []string
+	if d.PartitionTable != "" {
+		s := d.PartitionTable + " partition table"
+		if d.PartitionTableID != "" {
+			s += " " + d.PartitionTableID
+		}
+		out = append(out, s)
+	}
+	if d.FSType != "" {
+		out = append(out, fmt.Sprintf("%s signature on the whole disk%s", d.FSType, labelSuffix(d.FSLabel)))
+	}
+	for _, p := range d.Partitions {
+		s := fmt.Sprintf("%s (%s", p.Name, units.FormatSize(p.SizeBytes))
+		if p.FSType != "" {
+			s += ", " + p.FSType + labelSuffix(p.FSLabel)
+		}
+		out = append(out, s+")")
+	}
+	return out
+}
+
+func labelSuffix(l string) string {
+	if l == "" {
+		return ""
+	}
+	return fmt.Sprintf(" label %q", l)
+}
+
+func cleanPoint(p string) string { return filepath.Clean(p) }

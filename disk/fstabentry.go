@@ -1,0 +1,15 @@
+package disk
+
+import "github.com/diskprep/diskprep/disk/fstab"
+
+// fstabEntry is the line --persist adds: by filesystem UUID, so it survives
+// device renames; ext4 gets fsck pass 2, XFS 0 (its fsck is a no-op).
+func fstabEntry(pp PartPlan) fstab.Entry {
+	pass := 0
+	if pp.FS == "ext4" {
+		pass = 2
+	}
+	return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: pp.MountPoint, VFSType: pp.FS, Options: pp.MountOpts, Pass: pass}
+}
+
+func fstabLine(pp PartPlan) string { return fstab.EntryLine(fstabEntry(pp)) }

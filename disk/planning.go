@@ -1,0 +1,587 @@
+package disk
+
+import (
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+const (
+	mib = uint64(1) << 20
+
+	// The GPT partition entry array go-diskfs writes: 128 entries of 128 bytes.
+	gptEntryCount = 128
+	gptEntryBytes = 128
+
+	// An optimal I/O size that would push alignment beyond this is a device
+	// reporting nonsense (0xffff sectors from some USB bridges), not a stripe.
+	maxAlignBytes = 256 * mib
+)
+
+// Filesystems diskprep makes, with what each needs.
+var filesystems = map[string]struct {
+	mkfs     string
+	pkg      string
+	maxLabel int    // bytes; mkfs rejects longer labels
+	minBytes uint64 // mkfs refuses smaller devices
+}{
+	"xfs":  {mkfs: "mkfs.xfs", pkg: "xfsprogs", maxLabel: 12, minBytes: 300 * mib},
+	"ext4": {mkfs: "mkfs.ext4", pkg: "e2fsprogs", maxLabel: 16, minBytes: 16 * mib},
+}
+
+// newUUID is swapped by tests for reproducible plans.
+var newUUID = randomUUID
+
+func randomUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on Linux
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// PlanDisk decides everything Apply will do for req, from the host's facts.
+// It writes nothing. For an image request it reads the image file (if any)
+// to learn what is on it. Errors wrap ErrUsage (bad request) or ErrRefused
+// (unsafe; the error names the reason and the evidence).
+func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
+	if err := validate(&req); err != nil {
+		return nil, err
+	}
+	if host == nil {
+		return nil, fmt.Errorf("plan %s: no host facts", req.Device)
+	}
+	if req.Image != "" {
+		img, err := InspectImage(req.Image)
+		if err != nil {
+			return nil, err
+		}
+		return PlanImage(req, host, img)
+	}
+	d, err := resolveDisk(req.Device, host)
+	if err != nil {
+		return nil, err
+	}
+	return planOnDisk(req, d, nil)
+}
+
+// PlanImage is PlanDisk for an image request, with the image file's state
+// given (InspectImage reads it), so that planning itself stays pure.
+func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
+	if err := validate(&req); err != nil {
+		return nil, err
+	}
+	if req.Image == "" {
+		return nil, usagef("no image file given")
+	}
+	subject := img.Path
+	switch {
+	case img.DeviceNode:
+		return nil, refuse(subject, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", req.Image, img.Path))
+	case img.Exists && !img.Regular:
+		return nil, usagef("image %s exists and is not a regular file", img.Path)
+	case !img.Exists && req.ImageSizeBytes == 0:
+		return nil, usagef("image %s does not exist: give its size with --size", img.Path)
+	}
+	size := req.ImageSizeBytes
+	if size == 0 {
+		size = img.SizeBytes
+	}
+	ip := &ImagePlan{Path: img.Path, SizeBytes: size, SectorBytes: req.imageSector()}
+
+	// Attached already: plan against the loop device's live facts.
+	if host != nil && img.Exists {
+		for i := range host.Disks {
+			d := &host.Disks[i]
+			if d.LoopBackingFile != img.Path {
+				continue
+			}
+			if size != img.SizeBytes {
+				return nil, refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
+			}
+			return planOnDisk(req, d, ip)
+		}
+	}
+	ip.Attach = true
+	switch {
+	case !img.Exists:
+		ip.Create = true
+		d := placeholderDisk(size, ip.SectorBytes)
+		return planOnDisk(req, &d, ip)
+	case img.SizeBytes != size:
+		if !req.Wipe {
+			return nil, refuse(subject, fmt.Sprintf("%s exists with %s, not the %s asked (pass --wipe to recreate it)", img.Path, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
+		}
+		ip.Recreate = true
+		d := placeholderDisk(size, ip.SectorBytes)
+		p, err := planOnDisk(req, &d, ip)
+		if err != nil {
+			return nil, err
+		}
+		p.Destroys = append([]string{fmt.Sprintf("image %s (%s) is recreated empty", img.Path, units.FormatSize(img.SizeBytes))}, p.Destroys...)
+		return p, nil
+	default:
+		if img.Disk == nil {
+			return nil, fmt.Errorf("plan %s: image contents not inspected", img.Path)
+		}
+		d := *img.Disk
+		d.Name, d.Path = strings.TrimPrefix(LoopPlaceholder, "/dev/"), LoopPlaceholder
+		d.Partitions = append([]hwinfo.Partition(nil), d.Partitions...)
+		for i := range d.Partitions {
+			d.Partitions[i].Name = PartitionName(d.Name, d.Partitions[i].Number)
+			d.Partitions[i].Path = "/dev/" + d.Partitions[i].Name
+		}
+		if ip.SectorBytes != d.LogicalSectorBytes && d.PartitionTable != "" {
+			// The table found was read with another sector size in mind; a
+			// mismatch means it cannot be the layout asked for.
+			d.PartitionTable = "unknown"
+		}
+		d.LogicalSectorBytes, d.PhysicalSectorBytes = ip.SectorBytes, ip.SectorBytes
+		return planOnDisk(req, &d, ip)
+	}
+}
+
+func (r *Request) imageSector() uint64 {
+	if r.ImageSectorBytes == 0 {
+		return 512
+	}
+	return r.ImageSectorBytes
+}
+
+// placeholderDisk stands for the loop device a new image will get.
+func placeholderDisk(size, sector uint64) hwinfo.Disk {
+	return hwinfo.Disk{
+		Name:                strings.TrimPrefix(LoopPlaceholder, "/dev/"),
+		Path:                LoopPlaceholder,
+		SizeBytes:           size,
+		LogicalSectorBytes:  sector,
+		PhysicalSectorBytes: sector,
+		Transport:           "loop",
+	}
+}
+
+func validate(req *Request) error {
+	switch {
+	case req.Device == "" && req.Image == "":
+		return usagef("no device or image given")
+	case req.Device != "" && req.Image != "":
+		return usagef("give a device or an image, not both")
+	case req.Device == "" && req.ImageSizeBytes > 0 && req.Image == "":
+		return usagef("--size is for --image")
+	case len(req.Partitions) == 0:
+		return usagef("no partition asked for")
+	case len(req.Partitions) > gptEntryCount:
+		return usagef("%d partitions asked for, GPT holds %d", len(req.Partitions), gptEntryCount)
+	}
+	if s := req.ImageSectorBytes; s != 0 && s != 512 && s != 4096 {
+		return usagef("image sector size %d: use 512 or 4096", s)
+	}
+	if req.Image != "" {
+		abs, err := filepath.Abs(req.Image)
+		if err != nil {
+			return usagef("image %s: %v", req.Image, err)
+		}
+		req.Image = abs
+	}
+	mounts := map[string]int{}
+	for i := range req.Partitions {
+		ps := &req.Partitions[i]
+		n := i + 1
+		fs, ok := filesystems[ps.FS]
+		if !ok {
+			return usagef("partition %d: unknown filesystem %q: use xfs or ext4", n, ps.FS)
+		}
+		if ps.SizeBytes == 0 && i != len(req.Partitions)-1 {
+			return usagef("partition %d: only the last partition may take the rest of the disk", n)
+		}
+		if len(ps.Label) > fs.maxLabel {
+			return usagef("partition %d: label %q is longer than the %d bytes %s allows", n, ps.Label, fs.maxLabel, ps.FS)
+		}
+		for _, r := range ps.Label {
+			if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '\'' {
+				return usagef("partition %d: label %q: use letters, digits, '-', '_' or '.'", n, ps.Label)
+			}
+		}
+		if ps.Mount != "" {
+			if !filepath.IsAbs(ps.Mount) {
+				return usagef("partition %d: mount point %q is not an absolute path", n, ps.Mount)
+			}
+			ps.Mount = filepath.Clean(ps.Mount)
+			if ps.Mount == "/" || strings.ContainsAny(ps.Mount, "\n\t ") {
+				return usagef("partition %d: mount point %q is not usable for a data disk", n, ps.Mount)
+			}
+			if j, dup := mounts[ps.Mount]; dup {
+				return usagef("partitions %d and %d both mount at %s", j, n, ps.Mount)
+			}
+			mounts[ps.Mount] = n
+		}
+		if ps.Persist && ps.Mount == "" {
+			return usagef("partition %d: --persist needs a mount point (--mount)", n)
+		}
+		if ps.MountOpts != "" && (strings.ContainsAny(ps.MountOpts, " \t\n") || strings.HasPrefix(ps.MountOpts, ",") || strings.HasSuffix(ps.MountOpts, ",") || strings.Contains(ps.MountOpts, ",,")) {
+			return usagef("partition %d: mount options %q: want a comma separated list such as noatime,discard", n, ps.MountOpts)
+		}
+		if ps.MountOpts != "" && ps.Mount == "" {
+			return usagef("partition %d: mount options given but no mount point", n)
+		}
+		for _, o := range ps.MkfsOpts {
+			if o == "" {
+				return usagef("partition %d: empty mkfs option", n)
+			}
+		}
+	}
+	return nil
+}
+
+// statPath reports what a device argument is on this machine; a variable so
+// unit tests need no /dev.
+var statPath = statDevicePath
+
+// resolveDisk finds the whole disk a user's argument names in the facts.
+func resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
+	lookup := func(n string) (*hwinfo.Disk, error) {
+		d, p := host.Device(n)
+		if p != nil {
+			return nil, refuse(n, fmt.Sprintf("%s is a partition of %s; give the whole disk (%s)", p.Name, d.Name, d.Path))
+		}
+		if d != nil {
+			return d, nil
+		}
+		for i := range host.Disks {
+			for _, id := range host.Disks[i].ByID {
+				if id == n || filepath.Base(id) == filepath.Base(n) && strings.HasPrefix(n, "/dev/disk/by-id/") {
+					return &host.Disks[i], nil
+				}
+			}
+		}
+		return nil, nil
+	}
+	if d, err := lookup(name); d != nil || err != nil {
+		return d, err
+	}
+	path := name
+	if !strings.HasPrefix(path, "/") {
+		path = "/dev/" + name
+	}
+	st, err := statPath(path)
+	if err != nil {
+		return nil, usagef("device %s does not exist", name)
+	}
+	if !st.Block {
+		return nil, refuse(name, fmt.Sprintf("%s is not a block device", name))
+	}
+	if st.Resolved != "" && st.Resolved != path {
+		if d, err := lookup(st.Resolved); d != nil || err != nil {
+			return d, err
+		}
+	}
+	return nil, refuse(name, fmt.Sprintf("%s is a block device the inventory does not list as a disk", name))
+}
+
+// planOnDisk is the heart of planning: layout, safety, idempotency, argv.
+func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan) (*Plan, error) {
+	subject := d.Name
+	if img != nil {
+		subject = img.Path
+	}
+	if d.System {
+		why := strings.Join(d.SystemReasons, ", ")
+		if why == "" {
+			why = "/, /boot or swap"
+		}
+		return nil, refuse(subject, fmt.Sprintf("%s holds the running system (%s)", d.Name, why))
+	}
+	if d.ReadOnly {
+		return nil, refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
+	}
+	fp := Fingerprint{Serial: d.Serial, WWN: d.WWN, SizeBytes: d.SizeBytes, TableType: d.PartitionTable, TableID: d.PartitionTableID}
+	if req.Expect != nil {
+		if diff := fp.diff(*req.Expect); diff != "" {
+			return nil, refuse(subject, fmt.Sprintf("%s changed since the plan was made: %s", d.Name, diff))
+		}
+	}
+	if d.SizeBytes == 0 || d.LogicalSectorBytes == 0 {
+		return nil, refuse(subject, fmt.Sprintf("size or sector size of %s is unknown", d.Name))
+	}
+	if d.LogicalSectorBytes&(d.LogicalSectorBytes-1) != 0 || d.LogicalSectorBytes < 512 {
+		return nil, refuse(subject, fmt.Sprintf("%s reports a logical sector of %d bytes", d.Name, d.LogicalSectorBytes))
+	}
+
+	table, extents, notes, err := layoutGPT(d, req.Partitions)
+	if err != nil {
+		return nil, refuse(subject, err.Error())
+	}
+	p := &Plan{
+		Schema:      PlanSchema,
+		Device:      diskPath(d),
+		Image:       img,
+		Disk:        summarize(d),
+		Fingerprint: fp,
+		Wipe:        req.Wipe,
+		Partitions:  make([]PartPlan, len(req.Partitions)),
+		Notes:       notes,
+		Origin:      req.Origin,
+	}
+	for i, ps := range req.Partitions {
+		n := i + 1
+		name := PartitionName(d.Name, n)
+		p.Partitions[i] = PartPlan{
+			Number:     n,
+			Name:       name,
+			Path:       "/dev/" + name,
+			Label:      ps.Label,
+			TypeGUID:   LinuxFilesystemGUID,
+			StartLBA:   extents[i].start,
+			EndLBA:     extents[i].end,
+			StartBytes: extents[i].start * table.SectorBytes,
+			SizeBytes:  (extents[i].end - extents[i].start + 1) * table.SectorBytes,
+			FS:         ps.FS,
+			FSLabel:    ps.Label,
+			MkfsOpts:   ps.MkfsOpts,
+			MountPoint: ps.Mount,
+			MountOpts:  ps.MountOpts,
+			Persist:    ps.Persist,
+		}
+	}
+
+	state := compareExisting(d, p.Partitions)
+	if busy := inUse(d, p.Partitions, state); len(busy) > 0 {
+		return nil, refuse(subject, busy...)
+	}
+	switch state.kind {
+	case layoutMatches:
+		p.Notes = append(p.Notes, fmt.Sprintf("%s already has this GPT layout; the table is kept", d.Name))
+		for i := range p.Partitions {
+			pp := &p.Partitions[i]
+			ex := state.parts[i]
+			pp.PartGUID = strings.ToUpper(ex.PartUUID)
+			if ex.FSType != "" {
+				pp.FSUUID = ex.FSUUID
+			} else {
+				pp.FSUUID = newUUID()
+				pp.Mkfs = mkfsArgv(*pp, false)
+			}
+			if pp.MountPoint != "" && !mountedAt(ex.Mounts, pp.MountPoint) {
+				pp.MountArgv = mountArgv(*pp)
+			}
+		}
+	case layoutDiffers:
+		if !req.Wipe {
+			return nil, refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", d.Name, strings.Join(describeContents(d), ", ")))
+		}
+		fallthrough
+	default:
+		p.Destroys = describeContents(d)
+		table.DiskGUID = strings.ToUpper(newUUID())
+		p.Table = &table
+		for i := range p.Partitions {
+			pp := &p.Partitions[i]
+			pp.PartGUID = strings.ToUpper(newUUID())
+			pp.FSUUID = newUUID()
+			pp.Mkfs = mkfsArgv(*pp, req.Wipe)
+			if pp.MountPoint != "" {
+				pp.MountArgv = mountArgv(*pp)
+			}
+		}
+	}
+	p.Unchanged = p.Table == nil
+	for i := range p.Partitions {
+		pp := &p.Partitions[i]
+		if pp.Mkfs != nil || pp.MountArgv != nil {
+			p.Unchanged = false
+		}
+		if pp.Persist {
+			pp.FstabLine = fstabLine(*pp)
+		}
+	}
+	if img != nil && (img.Attach || img.Create) {
+		p.Unchanged = false
+	}
+	return p, nil
+}
+
+func diskPath(d *hwinfo.Disk) string {
+	if d.Path != "" {
+		return d.Path
+	}
+	return "/dev/" + d.Name
+}
+
+func summarize(d *hwinfo.Disk) DiskSummary {
+	pss := d.PhysicalSectorBytes
+	if pss == 0 {
+		pss = d.LogicalSectorBytes
+	}
+	return DiskSummary{
+		Name: d.Name, Model: strings.TrimSpace(d.Vendor + " " + d.Model), Serial: d.Serial, WWN: d.WWN,
+		Transport: d.Transport, SizeBytes: d.SizeBytes,
+		LogicalSectorBytes: d.LogicalSectorBytes, PhysicalSectorBytes: pss, OptimalIOBytes: d.OptimalIOBytes,
+	}
+}
+
+// PartitionName is the kernel's name for partition n of disk: a "p" goes
+// between names ending in a digit and the number (nvme0n1p1, loop3p1,
+// mmcblk0p1), none otherwise (sda1, vdb1).
+func PartitionName(disk string, n int) string {
+	if disk != "" && disk[len(disk)-1] >= '0' && disk[len(disk)-1] <= '9' {
+		return fmt.Sprintf("%sp%d", disk, n)
+	}
+	return fmt.Sprintf("%s%d", disk, n)
+}
+
+func (f Fingerprint) diff(want Fingerprint) string {
+	var d []string
+	cmp := func(what, got, exp string) {
+		if !strings.EqualFold(got, exp) {
+			d = append(d, fmt.Sprintf("%s %q, expected %q", what, got, exp))
+		}
+	}
+	cmp("serial", f.Serial, want.Serial)
+	cmp("wwn", f.WWN, want.WWN)
+	if f.SizeBytes != want.SizeBytes {
+		d = append(d, fmt.Sprintf("size %d bytes, expected %d", f.SizeBytes, want.SizeBytes))
+	}
+	cmp("partition table", f.TableType, want.TableType)
+	cmp("partition table id", f.TableID, want.TableID)
+	return strings.Join(d, ", ")
+}
+
+type extent struct{ start, end uint64 } // LBAs, inclusive
+
+// Alignment is the partition alignment for a disk: 1 MiB, or a multiple of
+// the physical sector and the optimal I/O size when those do not divide it.
+// The note explains an optimal I/O size that was ignored.
+func Alignment(lss, pss, optIO uint64) (align uint64, note string) {
+	align = lcm(mib, lss)
+	if pss > 0 {
+		align = lcm(align, pss)
+	}
+	if optIO > 0 {
+		switch l := lcm(align, optIO); {
+		case optIO%lss != 0:
+			note = fmt.Sprintf("optimal I/O size %d is not a multiple of the %d-byte sector: ignored", optIO, lss)
+		case l > maxAlignBytes:
+			note = fmt.Sprintf("optimal I/O size %d would align partitions to %s: ignored", optIO, units.FormatSize(l))
+		default:
+			align = l
+		}
+	}
+	return align, note
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b uint64) uint64 { return a / gcd(a, b) * b }
+
+func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
+
+// layoutGPT places the partitions: each starts on an alignment boundary, the
+// last "rest" partition ends on one too, and both GPT copies keep their room
+// (header + 16 KiB entry array at the start, the same mirrored at the end).
+func layoutGPT(d *hwinfo.Disk, specs []PartSpec) (TablePlan, []extent, []string, error) {
+	lss := d.LogicalSectorBytes
+	align, note := Alignment(lss, d.PhysicalSectorBytes, d.OptimalIOBytes)
+	var notes []string
+	if note != "" {
+		notes = append(notes, note)
+	}
+	total := d.SizeBytes / lss
+	entrySectors := roundUp(gptEntryCount*gptEntryBytes, lss) / lss
+	t := TablePlan{
+		Type:           "gpt",
+		SectorBytes:    lss,
+		TotalSectors:   total,
+		AlignBytes:     align,
+		FirstUsableLBA: 2 + entrySectors,
+	}
+	if total < 2*(2+entrySectors)+1 {
+		return t, nil, nil, fmt.Errorf("%s (%s) is too small for a partition table", d.Name, units.FormatSize(d.SizeBytes))
+	}
+	t.LastUsableLBA = total - 2 - entrySectors
+	alignSec := align / lss
+	next := roundUp(t.FirstUsableLBA, alignSec)
+	out := make([]extent, len(specs))
+	for i, s := range specs {
+		start := next
+		var end uint64
+		if start > t.LastUsableLBA {
+			return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: no room for partition %d", d.Name, units.FormatSize(d.SizeBytes), i+1)
+		}
+		if s.SizeBytes == 0 {
+			endExcl := (t.LastUsableLBA + 1) / alignSec * alignSec
+			if endExcl <= start {
+				endExcl = t.LastUsableLBA + 1
+			}
+			end = endExcl - 1
+		} else {
+			end = start + roundUp(s.SizeBytes, lss)/lss - 1
+			if end > t.LastUsableLBA {
+				return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: partition %d of %s ends beyond the last usable sector", d.Name, units.FormatSize(d.SizeBytes), i+1, units.FormatSize(s.SizeBytes))
+			}
+		}
+		size := (end - start + 1) * lss
+		if min := filesystems[s.FS].minBytes; size < min {
+			return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: partition %d would have %s, %s needs at least %s", d.Name, units.FormatSize(d.SizeBytes), i+1, units.FormatSize(size), s.FS, units.FormatSize(min))
+		}
+		out[i] = extent{start, end}
+		next = roundUp(end+1, alignSec)
+	}
+	return t, out, notes, nil
+}
+
+func mkfsArgv(pp PartPlan, force bool) []string {
+	fs := filesystems[pp.FS]
+	argv := []string{fs.mkfs}
+	switch pp.FS {
+	case "xfs":
+		// -f only when the user allowed destroying data: without it,
+		// mkfs.xfs refuses a partition holding an old filesystem, a last
+		// line of defence against a wrong plan.
+		if force {
+			argv = append(argv, "-f")
+		}
+		if pp.FSLabel != "" {
+			argv = append(argv, "-L", pp.FSLabel)
+		}
+		argv = append(argv, "-m", "uuid="+pp.FSUUID)
+	case "ext4":
+		if force {
+			argv = append(argv, "-F")
+		}
+		if pp.FSLabel != "" {
+			argv = append(argv, "-L", pp.FSLabel)
+		}
+		argv = append(argv, "-U", pp.FSUUID)
+	}
+	argv = append(argv, pp.MkfsOpts...)
+	return append(argv, pp.Path)
+}
+
+func mountArgv(pp PartPlan) []string {
+	argv := []string{"mount", "-t", pp.FS}
+	if pp.MountOpts != "" {
+		argv = append(argv, "-o", pp.MountOpts)
+	}
+	return append(argv, pp.Path, pp.MountPoint)
+}
+
+func mountedAt(ms []hwinfo.Mount, point string) bool {
+	for _, m := range ms {
+		if filepath.Clean(m.Point) == point {
+			return true
+		}
+	}
+	return false
+}

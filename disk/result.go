@@ -1,0 +1,136 @@
+package disk
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ResultSchema names the JSON shape of a Result.
+const ResultSchema = "diskprep/prepare/v1"
+
+// MarkerFile is written into the root of each filesystem diskprep makes and
+// mounts. bench reads it (as plain JSON, see Marker) to name the filesystem
+// and its mkfs and mount options in a result record.
+const MarkerFile = ".diskprep-prepared.json"
+
+// MarkerSchema names the JSON shape of a Marker.
+const MarkerSchema = "diskprep/prepared/v1"
+
+// Result is what Apply did.
+type Result struct {
+	Schema string `json:"schema"`
+	Device string `json:"device"`
+	Image  string `json:"image,omitempty"`
+	// LoopAttached: diskprep attached Image to Device in this run.
+	LoopAttached bool         `json:"loop_attached,omitempty"`
+	TableWritten bool         `json:"table_written"`
+	Wiped        []string     `json:"wiped,omitempty"` // signatures erased: "xfs at 0"
+	Partitions   []PartResult `json:"partitions"`
+	// Changed is false when the disk was already prepared as asked.
+	Changed bool     `json:"changed"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// PartResult is one partition after Apply.
+type PartResult struct {
+	Number     int    `json:"number"`
+	Device     string `json:"device"`
+	StartBytes uint64 `json:"start_bytes"`
+	SizeBytes  uint64 `json:"size_bytes"`
+	PartUUID   string `json:"part_uuid"`
+	FS         string `json:"fs"`
+	Label      string `json:"label,omitempty"`
+	// UUID is read back from the device after mkfs, not taken from the plan.
+	UUID        string   `json:"uuid"`
+	Formatted   bool     `json:"formatted"`
+	MkfsArgv    []string `json:"mkfs_argv,omitempty"`
+	MkfsVersion string   `json:"mkfs_version,omitempty"`
+	MountPoint  string   `json:"mount_point,omitempty"`
+	MountOpts   string   `json:"mount_opts,omitempty"`
+	Mounted     bool     `json:"mounted"` // mounted by this run
+	FstabLine   string   `json:"fstab_line,omitempty"`
+	FstabAdded  bool     `json:"fstab_added,omitempty"`
+}
+
+// Marker is the content of MarkerFile.
+type Marker struct {
+	Schema      string   `json:"schema"`
+	FS          string   `json:"fs"`
+	Label       string   `json:"label,omitempty"`
+	UUID        string   `json:"uuid"`
+	Device      string   `json:"device"` // partition, e.g. /dev/sdb1
+	Disk        string   `json:"disk"`   // whole disk, e.g. /dev/sdb
+	Image       string   `json:"image,omitempty"`
+	DiskModel   string   `json:"disk_model,omitempty"`
+	DiskSerial  string   `json:"disk_serial,omitempty"`
+	MkfsArgv    []string `json:"mkfs_argv"`
+	MkfsVersion string   `json:"mkfs_version"`
+	MountOpts   string   `json:"mount_opts,omitempty"`
+	PreparedAt  string   `json:"prepared_at"`
+}
+
+// ReadMarker reads the marker of the filesystem mounted at dir.
+func ReadMarker(dir string) (*Marker, error) {
+	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Marker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, MarkerFile), err)
+	}
+	return &m, nil
+}
+
+// WriteText renders the result for people.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	if !r.Changed {
+		fmt.Fprintf(&b, "%s is already prepared as asked: nothing changed\n", r.Device)
+	} else {
+		fmt.Fprintf(&b, "Prepared %s\n", r.Device)
+	}
+	if r.Image != "" {
+		how := "attached"
+		if r.LoopAttached {
+			how = "attached now"
+		}
+		fmt.Fprintf(&b, "  image %s (%s to %s; `diskprep release` detaches it)\n", r.Image, how, r.Device)
+	}
+	if len(r.Wiped) > 0 {
+		fmt.Fprintf(&b, "  wiped: %s\n", strings.Join(r.Wiped, ", "))
+	}
+	for _, p := range r.Partitions {
+		fmt.Fprintf(&b, "  %s: %s", p.Device, p.FS)
+		if p.Label != "" {
+			fmt.Fprintf(&b, " label %q", p.Label)
+		}
+		fmt.Fprintf(&b, " UUID=%s\n", p.UUID)
+		if p.Formatted {
+			fmt.Fprintf(&b, "    made with: %s (%s)\n", QuoteArgv(p.MkfsArgv), p.MkfsVersion)
+		}
+		if p.MountPoint != "" {
+			opts := p.MountOpts
+			if opts == "" {
+				opts = "defaults"
+			}
+			fmt.Fprintf(&b, "    mounted at %s (%s)\n", p.MountPoint, opts)
+		}
+		if p.FstabLine != "" {
+			state := "already present"
+			if p.FstabAdded {
+				state = "added"
+			}
+			fmt.Fprintf(&b, "    fstab (%s): %s\n", state, p.FstabLine)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
