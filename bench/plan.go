@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Overrides are the command-line flags that change every workload of a set
+// (and fill what a --workload SPEC left out). Zero values mean "not given".
+type Overrides struct {
+	Runtime  time.Duration // applies to time-based workloads only: video stays size-based
+	Size     uint64
+	Jobs     int
+	IODepth  int
+	BS       uint64
+	Engine   string
+	NoDirect bool
+}
+
+// Request is one `diskprep bench` invocation.
+type Request struct {
+	Target           string   // directory, regular file or block device
+	Set              string   // built-in set; "" with no Specs means DefaultSet
+	Specs            []string // --workload SPECs, instead of a set
+	Overrides        Overrides
+	Repeat           int // each workload this many times; 0 means 1
+	Label            string
+	AllowDeviceWrite bool
+	KeepPartial      bool
+}
+
+// MaxRepeat bounds --repeat: more rounds add time, not information.
+const MaxRepeat = 100
+
+// SetName is the set a request runs: the named one, "custom" for specs.
+func (r Request) SetName() string {
+	switch {
+	case len(r.Specs) > 0:
+		return "custom"
+	case r.Set == "":
+		return DefaultSet
+	}
+	return r.Set
+}
+
+// Plan resolves a request into the workloads to run, in order, without
+// touching the target: the set (or specs), the overrides, validation and
+// unique names. Errors wrap ErrUsage.
+func Plan(req Request) ([]Workload, error) {
+	if req.Set != "" && len(req.Specs) > 0 {
+		return nil, fmt.Errorf("give either --set or --workload, not both: %w", ErrUsage)
+	}
+	if req.Repeat < 0 || req.Repeat > MaxRepeat {
+		return nil, fmt.Errorf("repeat %d out of range 1..%d: %w", req.Repeat, MaxRepeat, ErrUsage)
+	}
+	if req.Overrides.Jobs < 0 || req.Overrides.IODepth < 0 {
+		return nil, fmt.Errorf("jobs and iodepth must be at least 1: %w", ErrUsage)
+	}
+	if e := req.Overrides.Engine; e != "" && e != "auto" && e != "sync" && e != "io_uring" {
+		return nil, fmt.Errorf("engine %q: want auto, sync or io_uring: %w", e, ErrUsage)
+	}
+	var out []Workload
+	if len(req.Specs) > 0 {
+		for _, spec := range req.Specs {
+			w, given, err := ParseSpec(spec, DefaultWorkload())
+			if err != nil {
+				return nil, err
+			}
+			w = req.Overrides.apply(w, given)
+			if !given["name"] {
+				w.Name = defaultName(w)
+			}
+			out = append(out, w)
+		}
+	} else {
+		set, err := LookupSet(req.SetName())
+		if err != nil {
+			return nil, err
+		}
+		named := map[string]bool{}
+		for _, w := range set.Workloads {
+			w = req.Overrides.apply(w, nil)
+			if w.autoName != nil {
+				w.Name = w.autoName(w)
+				// Overrides can make two of a set's tests the same
+				// (cdm's Q8T1 and Q1T1 under --iodepth 4): run it once.
+				if named[w.Name] {
+					continue
+				}
+			}
+			named[w.Name] = true
+			out = append(out, w)
+		}
+	}
+	seen := map[string]bool{}
+	for _, w := range out {
+		if err := w.Validate(); err != nil {
+			return nil, err
+		}
+		if seen[w.Name] {
+			return nil, fmt.Errorf("workload name %q used twice (name each --workload with name=): %w", w.Name, ErrUsage)
+		}
+		seen[w.Name] = true
+	}
+	return out, nil
+}
+
+// apply sets every given override on w, except the keys a spec gave itself.
+func (o Overrides) apply(w Workload, given map[string]bool) Workload {
+	if o.Runtime > 0 && !given["runtime"] && w.Runtime > 0 {
+		w.Runtime = o.Runtime
+	}
+	if o.Size > 0 && !given["size"] {
+		w.SizeBytes = o.Size
+	}
+	if o.Jobs > 0 && !given["jobs"] {
+		w.Jobs = o.Jobs
+	}
+	if o.IODepth > 0 && !given["iodepth"] {
+		w.IODepth = o.IODepth
+	}
+	if o.BS > 0 && !given["bs"] {
+		w.BlockBytes = o.BS
+	}
+	if o.Engine != "" && !given["engine"] {
+		w.Engine = o.Engine
+	}
+	if o.NoDirect && !given["direct"] {
+		w.Direct = false
+	}
+	return w
+}

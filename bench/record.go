@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// Schema names the JSON shape of a result record.
+const Schema = "diskprep/result/v1"
+
+// Record is one `diskprep bench` invocation: what ran, where, on what, and
+// every measurement. Units are in the field names.
+type Record struct {
+	Schema      string           `json:"schema"`
+	ID          string           `json:"id"`
+	Label       string           `json:"label,omitempty"`
+	Start       time.Time        `json:"start"`
+	End         time.Time        `json:"end"`
+	ToolVersion string           `json:"tool_version"`
+	Set         string           `json:"set"`
+	Repeat      int              `json:"repeat"`
+	Partial     bool             `json:"partial,omitempty"` // interrupted, kept with --keep-partial
+	Host        Host             `json:"host"`
+	Target      Target           `json:"target"`
+	Workloads   []WorkloadResult `json:"workloads"`
+	Warnings    []string         `json:"warnings,omitempty"`
+}
+
+// Host is the hwinfo host identity without the disk list (the target's disk
+// is in Target; the others say nothing about this run).
+type Host struct {
+	Hostname string                `json:"hostname"`
+	OS       hwinfo.OS             `json:"os"`
+	Kernel   string                `json:"kernel"`
+	CPU      hwinfo.CPU            `json:"cpu"`
+	Memory   hwinfo.Memory         `json:"memory"`
+	Board    hwinfo.Board          `json:"board"`
+	System   hwinfo.SystemProduct  `json:"system"`
+	BIOS     hwinfo.BIOS           `json:"bios"`
+	Virt     hwinfo.Virtualization `json:"virtualization"`
+}
+
+// HostOf trims an inventory to the identity a record keeps.
+func HostOf(h *hwinfo.Host) Host {
+	if h == nil {
+		return Host{}
+	}
+	return Host{
+		Hostname: h.Hostname, OS: h.OS, Kernel: h.Kernel, CPU: h.CPU, Memory: h.Memory,
+		Board: h.Board, System: h.System, BIOS: h.BIOS, Virt: h.Virt,
+	}
+}
+
+// Target identifies what was measured: the path, the block device under it,
+// that device's disk, and the filesystem.
+type Target struct {
+	Path     string `json:"path"`
+	Kind     string `json:"kind"` // dir, file, device
+	TestFile string `json:"test_file,omitempty"`
+	// Device is the block device holding the data (sdb1, dm-0, loop3); Disk
+	// the whole disk it belongs to (sdb), whose identity follows.
+	Device              string `json:"device,omitempty"`
+	Disk                string `json:"disk,omitempty"`
+	Vendor              string `json:"vendor,omitempty"`
+	Model               string `json:"model,omitempty"`
+	Serial              string `json:"serial,omitempty"`
+	Firmware            string `json:"firmware,omitempty"`
+	WWN                 string `json:"wwn,omitempty"`
+	Transport           string `json:"transport,omitempty"`
+	Media               string `json:"media,omitempty"` // hdd, ssd, nvme
+	Rotational          bool   `json:"rotational"`
+	Virtual             bool   `json:"virtual"`
+	VirtualBy           string `json:"virtual_by,omitempty"`
+	SizeBytes           uint64 `json:"size_bytes,omitempty"` // of the disk
+	LogicalSectorBytes  uint64 `json:"logical_sector_bytes,omitempty"`
+	PhysicalSectorBytes uint64 `json:"physical_sector_bytes,omitempty"`
+	FSType              string `json:"fs_type,omitempty"`
+	MountPoint          string `json:"mount_point,omitempty"`
+	MountOptions        string `json:"mount_options,omitempty"`
+	MountSource         string `json:"mount_source,omitempty"`
+	// Prepared is the mkfs and mount recipe when diskprep prepared the
+	// filesystem (read from its marker file or filled in by the command).
+	Prepared *Prepared `json:"prepared,omitempty"`
+}
+
+// PreparedMarker is the file `diskprep prepare` leaves in a filesystem's root.
+const PreparedMarker = ".diskprep-prepared.json"
+
+// Prepared is how diskprep made the target's filesystem.
+type Prepared struct {
+	FSType       string   `json:"fs_type"`
+	MkfsArgv     []string `json:"mkfs_argv,omitempty"`
+	MkfsVersion  string   `json:"mkfs_version,omitempty"`
+	MountOptions string   `json:"mount_options,omitempty"`
+}
+
+// WorkloadResult is one workload: its parameters, every repetition and the
+// summary over them.
+type WorkloadResult struct {
+	Params   Workload              `json:"params"`
+	Runs     []Repetition          `json:"runs"`
+	Summary  map[string]DirSummary `json:"summary"` // "read", "write"
+	Warnings []string              `json:"warnings,omitempty"`
+}
+
+// Repetition is one run of a workload.
+type Repetition struct {
+	Index      int        `json:"repetition"` // 1-based
+	Start      time.Time  `json:"start"`
+	Engine     string     `json:"engine"` // the engine that ran: sync or io_uring
+	Direct     bool       `json:"direct"` // O_DIRECT actually in effect
+	AlignBytes int64      `json:"align_bytes,omitempty"`
+	ElapsedMS  float64    `json:"elapsed_ms"` // measured window, ramp excluded
+	Read       *DirResult `json:"read,omitempty"`
+	Write      *DirResult `json:"write,omitempty"`
+	CPUUserS   float64    `json:"cpu_user_s"`
+	CPUSysS    float64    `json:"cpu_sys_s"`
+	Device     *DeviceIO  `json:"device,omitempty"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
+
+// DirResult is one direction of one repetition.
+type DirResult struct {
+	IOBytes     uint64   `json:"io_bytes"`
+	IOs         uint64   `json:"ios"`
+	IOPS        float64  `json:"iops"`
+	BWBytesPerS float64  `json:"bw_bytes_per_s"`
+	RuntimeMS   float64  `json:"runtime_ms"`
+	LatNS       Latency  `json:"lat_ns"`
+	Samples     []Sample `json:"samples_per_s"`
+}
+
+// Latency is the completion latency distribution in nanoseconds.
+type Latency struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+	Max  float64 `json:"max"`
+}
+
+// Sample is one second of the measured window.
+type Sample struct {
+	IOs   uint64 `json:"ios"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// DeviceIO is what /proc/diskstats says the device did during the run, and
+// how well that agrees with what the engine counted.
+type DeviceIO struct {
+	Name        string  `json:"name"`
+	ReadBytes   uint64  `json:"read_bytes"`
+	WriteBytes  uint64  `json:"write_bytes"`
+	ReadIOs     uint64  `json:"read_ios"`
+	WriteIOs    uint64  `json:"write_ios"`
+	UtilPercent float64 `json:"util_percent"`
+	AvgQueue    float64 `json:"avg_queue"`
+	// AgreementPercent is device bytes as a percentage of engine bytes
+	// (read+write): about 100 with O_DIRECT on a plain device; far off when
+	// a cache, the page cache or another process was involved. Omitted when
+	// the engine moved nothing.
+	AgreementPercent *float64 `json:"agreement_percent,omitempty"`
+}
+
+// DirSummary is the median, min and max over repetitions of one direction.
+type DirSummary struct {
+	Name        string `json:"name"` // row name: randread for fileserver's randrw read side
+	IOPS        Stat   `json:"iops"`
+	BWBytesPerS Stat   `json:"bw_bytes_per_s"`
+	RuntimeMS   Stat   `json:"runtime_ms"`
+	LatP50NS    Stat   `json:"lat_p50_ns"`
+	LatP99NS    Stat   `json:"lat_p99_ns"`
+	LatMeanNS   Stat   `json:"lat_mean_ns"`
+}
+
+// Stat is a summary over repetitions.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// NewID returns a record id that sorts by time: 20261130T061500Z-3fa9.
+func NewID(t time.Time) string {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; a clash is caught by WriteNew.
+		b = [2]byte{byte(t.Nanosecond() >> 8), byte(t.Nanosecond())}
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,484 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// Engine runs workloads and lays out test files. The real one is
+// bench/engine; tests inject fakes to check orchestration without I/O.
+type Engine interface {
+	Run(ctx context.Context, p engine.Params) (*engine.Result, error)
+	Layout(ctx context.Context, path string, size int64, data engine.DataPattern) error
+}
+
+type realEngine struct{}
+
+func (realEngine) Run(ctx context.Context, p engine.Params) (*engine.Result, error) {
+	return engine.Run(ctx, p)
+}
+
+func (realEngine) Layout(ctx context.Context, path string, size int64, data engine.DataPattern) error {
+	return engine.Layout(ctx, path, size, data)
+}
+
+// Options are the dependencies of Run.
+type Options struct {
+	Host        *hwinfo.Host // identity for the record; nil leaves it empty
+	ToolVersion string
+	// Root is the hardware root for host facts Run reads itself (CPU
+	// governors, device-mapper names): "" is the live machine.
+	Root string
+	// ResultsDir, when set, receives the record (complete, or partial when
+	// interrupted with KeepPartial). Empty: the caller saves it.
+	ResultsDir string
+	Progress   func(Progress) // live view; nil for none
+	Logger     *slog.Logger   // nil discards
+	Engine     Engine         // nil is bench/engine
+	Now        func() time.Time
+}
+
+// Progress is the live state of a run, for a progress line.
+type Progress struct {
+	Workload   string
+	Index      int // 1-based position among all runs (workloads x repeats)
+	Count      int
+	Repetition int
+	Repeat     int
+	Phase      string        // "layout", "ramp", "run"
+	Elapsed    time.Duration // of this run
+	Duration   time.Duration // ramp+runtime of this run; 0 when size-based
+	ETA        time.Duration // for the whole invocation, best guess; 0 unknown
+	ReadIOPS   float64       // over the last interval
+	WriteIOPS  float64
+	ReadBps    float64
+	WriteBps   float64
+}
+
+// Run benchmarks req.Target: plan, resolve and check the target, lay out
+// the test file, run every workload req.Repeat times (round by round, so drift
+// over time spreads evenly), summarize and, when opts.ResultsDir is set, save
+// the record. A test file it created is removed whatever happens.
+//
+// On cancellation it returns ctx's error; with req.KeepPartial it also returns
+// (and saves) the record so far, marked partial.
+func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error) {
+	workloads, err := Plan(req)
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	eng := opts.Engine
+	if eng == nil {
+		eng = realEngine{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	repeat := max(req.Repeat, 1)
+
+	start := now()
+	id := NewID(start)
+	t, err := resolveTarget(req.Target, id, opts.Host)
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	if workloads, warnings, err = t.admit(workloads, req.AllowDeviceWrite); err != nil {
+		return nil, err
+	}
+	extent := maxExtent(workloads)
+	if err := t.check(workloads, extent); err != nil {
+		return nil, err
+	}
+
+	env := environment{
+		FSType: t.ident.FSType, MountOptions: t.ident.MountOptions,
+		Governors: readGovernors(opts.Root),
+	}
+	if opts.Host != nil {
+		env.RAMBytes = opts.Host.Memory.TotalBytes
+	}
+	if env.RAMBytes == 0 {
+		env.RAMBytes = memTotal()
+	}
+	if t.ident.Device != "" {
+		env.DedupDevice = dedupDevice(opts.Root, t.ident.Device)
+	}
+	env.VirtualDisk, env.VirtualBy, env.Disk = t.ident.Virtual, t.ident.VirtualBy, t.ident.Disk
+
+	rec = &Record{
+		Schema: Schema, ID: id, Label: req.Label, Start: start.UTC().Truncate(time.Second),
+		ToolVersion: opts.ToolVersion, Set: req.SetName(), Repeat: repeat,
+		Host: HostOf(opts.Host), Target: t.ident,
+	}
+	rec.Warnings = append(rec.Warnings, warnings...)
+	rec.Warnings = append(rec.Warnings, targetWarnings(env)...)
+	rec.Workloads = make([]WorkloadResult, len(workloads))
+	for i, w := range workloads {
+		rec.Workloads[i].Params = w
+		rec.Workloads[i].Warnings = workloadWarnings(w, env)
+		if w.Fresh && t.ident.Kind != KindDir {
+			rec.Workloads[i].Warnings = append(rec.Workloads[i].Warnings,
+				fmt.Sprintf("%s: the target is an existing %s, so this first write overwrites allocated blocks", w.Name, t.ident.Kind))
+		}
+	}
+
+	if t.ident.Kind == KindDir {
+		f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create test file: %w", err)
+		}
+		f.Close()
+		log.Debug("test file created", "path", t.path)
+		defer func() {
+			if rmErr := os.Remove(t.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+				err = fmt.Errorf("remove test file: %w", rmErr)
+			}
+			log.Debug("test file removed", "path", t.path)
+		}()
+	}
+
+	r := runner{
+		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress,
+		laidOut: t.size, extent: extent, count: len(workloads) * repeat,
+	}
+	if t.ident.Kind == KindDevice {
+		r.laidOut = extent // a device is used as it is: never laid out
+	}
+	for rep := 1; rep <= repeat && err == nil; rep++ {
+		for i := range workloads {
+			r.index++
+			r.remaining = remainingTime(workloads, i, rep, repeat)
+			var one Repetition
+			one, err = r.runOne(ctx, workloads[i], rep, repeat)
+			if err != nil {
+				break
+			}
+			wr := &rec.Workloads[i]
+			wr.Runs = append(wr.Runs, one)
+			wr.Warnings = appendNew(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
+		}
+	}
+	rec.End = now().UTC().Truncate(time.Second)
+	for i := range rec.Workloads {
+		summarize(&rec.Workloads[i])
+	}
+	if err != nil {
+		if ctx.Err() == nil || !req.KeepPartial {
+			return nil, err
+		}
+		rec.Partial = true
+		rec.Warnings = append(rec.Warnings, "interrupted: this record is partial")
+	}
+	if opts.ResultsDir != "" {
+		if saveErr := Save(opts.ResultsDir, rec); saveErr != nil {
+			return rec, errors.Join(err, saveErr)
+		}
+	}
+	return rec, err
+}
+
+// admit drops or refuses workloads the target must not run: on a block
+// device, writes need allowWrite and then a device nobody uses. The
+// warnings say what was dropped.
+func (t *target) admit(ws []Workload, allowWrite bool) ([]Workload, []string, error) {
+	if t.ident.Kind != KindDevice {
+		return ws, nil, nil
+	}
+	var keep []Workload
+	var dropped []string
+	writes := false
+	for _, w := range ws {
+		switch {
+		case !w.Writes():
+			keep = append(keep, w)
+		case allowWrite:
+			keep = append(keep, w)
+			writes = true
+		default:
+			dropped = append(dropped, w.Name)
+		}
+	}
+	if writes {
+		if why := t.deviceBusy(); why != "" {
+			return nil, nil, fmt.Errorf("will not write to %s: %s: %w", t.path, why, ErrRefused)
+		}
+	}
+	if len(keep) == 0 {
+		return nil, nil, fmt.Errorf("%s is a block device and every workload writes (pass --allow-device-write to destroy its data): %w", t.path, ErrRefused)
+	}
+	var warnings []string
+	if len(dropped) > 0 {
+		warnings = append(warnings, fmt.Sprintf("skipped write workloads on block device %s (need --allow-device-write): %s", t.path, strings.Join(dropped, ", ")))
+	}
+	return keep, warnings, nil
+}
+
+// maxExtent is the end of the furthest region any workload uses.
+func maxExtent(ws []Workload) uint64 {
+	var m uint64
+	for _, w := range ws {
+		m = max(m, w.OffsetBytes+w.SizeBytes)
+	}
+	return m
+}
+
+// check verifies, before anything is created, that the target can hold the
+// workloads: alignment, device or file size, free space.
+func (t *target) check(ws []Workload, extent uint64) error {
+	if t.sectorSz > 512 {
+		for _, w := range ws {
+			if w.Direct && (w.BlockBytes%t.sectorSz != 0 || w.OffsetBytes%t.sectorSz != 0) {
+				return fmt.Errorf("workload %s: bs %s and offset must be multiples of the device's %d-byte logical sector for O_DIRECT: %w",
+					w.Name, units.FormatSizeShort(w.BlockBytes), t.sectorSz, ErrUsage)
+			}
+		}
+	}
+	switch t.ident.Kind {
+	case KindDevice:
+		if extent > t.size {
+			return fmt.Errorf("workloads need %s but device %s has %s (lower --size): %w",
+				units.FormatSize(extent), t.path, units.FormatSize(t.size), ErrUsage)
+		}
+	case KindFile:
+		if extent > t.size {
+			return fmt.Errorf("workloads need %s but file %s has %s (lower --size or use a directory): %w",
+				units.FormatSize(extent), t.path, units.FormatSize(t.size), ErrUsage)
+		}
+	case KindDir:
+		free, err := freeBytes(filepath.Dir(t.path))
+		if err != nil {
+			return err
+		}
+		// Keep a little headroom: the filesystem needs metadata for the file.
+		need := extent + extent/100 + 1<<20
+		if free < need {
+			return fmt.Errorf("not enough free space in %s for the test file: need %s, %s available (lower --size)",
+				t.ident.Path, units.FormatSize(need), units.FormatSize(free))
+		}
+	}
+	return nil
+}
+
+// remainingTime is the known runtime of the runs after (rep, i).
+func remainingTime(ws []Workload, i, rep, repeat int) time.Duration {
+	var d time.Duration
+	for r := rep; r <= repeat; r++ {
+		for j, w := range ws {
+			if r == rep && j <= i {
+				continue
+			}
+			d += w.Runtime + w.Ramp
+		}
+	}
+	return d
+}
+
+// runner carries the state of one Run across workloads.
+type runner struct {
+	eng       Engine
+	log       *slog.Logger
+	t         *target
+	env       environment
+	now       func() time.Time
+	progress  func(Progress)
+	laidOut   uint64 // bytes at the start of the test file that hold real data
+	extent    uint64
+	index     int
+	count     int
+	remaining time.Duration
+}
+
+func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repetition, error) {
+	if err := ctx.Err(); err != nil {
+		return Repetition{}, err
+	}
+	if err := r.prepareFile(ctx, w, rep, repeat); err != nil {
+		return Repetition{}, err
+	}
+	p := r.params(w)
+	var last engine.Snapshot
+	var lastAt time.Duration
+	if r.progress != nil {
+		p.Progress = func(s engine.Snapshot) {
+			pr := Progress{
+				Workload: w.Name, Index: r.index, Count: r.count, Repetition: rep, Repeat: repeat,
+				Phase: "run", Elapsed: s.Elapsed, Duration: w.Runtime + w.Ramp,
+			}
+			if s.Ramping {
+				pr.Phase = "ramp"
+			}
+			if dt := (s.Elapsed - lastAt).Seconds(); dt > 0 {
+				pr.ReadIOPS = float64(s.ReadIOs-last.ReadIOs) / dt
+				pr.WriteIOPS = float64(s.WriteIOs-last.WriteIOs) / dt
+				pr.ReadBps = float64(s.ReadBytes-last.ReadBytes) / dt
+				pr.WriteBps = float64(s.WriteBytes-last.WriteBytes) / dt
+			}
+			pr.ETA = r.remaining
+			if pr.Duration > 0 {
+				pr.ETA += max(pr.Duration-s.Elapsed, 0)
+			} else if rate := pr.ReadBps + pr.WriteBps; rate > 0 {
+				total := float64(w.SizeBytes) * float64(w.Jobs)
+				done := float64(s.ReadBytes + s.WriteBytes)
+				pr.ETA += time.Duration(max(total-done, 0) / rate * float64(time.Second))
+			}
+			last, lastAt = s, s.Elapsed
+			r.progress(pr)
+		}
+	}
+	var before engine.DiskStats
+	haveStats := false
+	if r.t.haveDev {
+		var err error
+		before, err = engine.ReadDiskStats("", r.t.major, r.t.minor)
+		haveStats = err == nil
+	}
+	start := r.now()
+	r.log.Info("workload started", "workload", w.Name, "repetition", rep, "path", r.t.path)
+	res, err := r.eng.Run(ctx, p)
+	if err != nil {
+		r.log.Info("workload failed", "workload", w.Name, "err", err)
+		if errors.Is(err, engine.ErrParams) {
+			return Repetition{}, fmt.Errorf("workload %s: %w: %w", w.Name, err, ErrUsage)
+		}
+		if ctx.Err() != nil {
+			return Repetition{}, ctx.Err()
+		}
+		return Repetition{}, fmt.Errorf("workload %s: %w", w.Name, err)
+	}
+	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
+	one := repetitionOf(res, rep, start)
+	if haveStats {
+		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
+			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), res.Elapsed, res.Read.Bytes+res.Write.Bytes)
+		}
+	}
+	if w.Writes() && w.Runtime == 0 && w.OffsetBytes == 0 && r.t.ident.Kind == KindDir {
+		r.laidOut = max(r.laidOut, w.SizeBytes) // one full pass wrote every block
+	}
+	return one, nil
+}
+
+// prepareFile brings a directory's test file into the state w needs: fresh
+// (empty, sparse) for a first write, else holding real data up to the extent
+// so no read hits a hole.
+func (r *runner) prepareFile(ctx context.Context, w Workload, rep, repeat int) error {
+	if r.t.ident.Kind != KindDir {
+		return nil
+	}
+	if w.Fresh {
+		// Truncating to 0 frees every block; growing again makes a hole
+		// the engine's writes must allocate.
+		if err := os.Truncate(r.t.path, 0); err != nil {
+			return fmt.Errorf("reset test file: %w", err)
+		}
+		if err := os.Truncate(r.t.path, int64(w.OffsetBytes+w.SizeBytes)); err != nil {
+			return fmt.Errorf("reset test file: %w", err)
+		}
+		r.laidOut = 0
+		return nil
+	}
+	if r.laidOut >= w.OffsetBytes+w.SizeBytes {
+		return nil
+	}
+	if r.progress != nil {
+		r.progress(Progress{Workload: w.Name, Index: r.index, Count: r.count, Repetition: rep, Repeat: repeat, Phase: "layout"})
+	}
+	r.log.Info("laying out test file", "path", r.t.path, "bytes", r.extent)
+	kind, pct, _ := parseData(w.Data)
+	if err := r.eng.Layout(ctx, r.t.path, int64(r.extent), dataPattern(kind, pct)); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("lay out test file: %w", err)
+	}
+	r.laidOut = r.extent
+	return nil
+}
+
+func dataPattern(kind string, pct int) engine.DataPattern {
+	switch kind {
+	case "zeros":
+		return engine.DataPattern{Kind: engine.DataZeros}
+	case "compress":
+		return engine.DataPattern{Kind: engine.DataCompressible, CompressPercent: pct}
+	}
+	return engine.DataPattern{Kind: engine.DataRandom}
+}
+
+// params maps a planned workload to the engine's parameters.
+func (r *runner) params(w Workload) engine.Params {
+	kind, pct, _ := parseData(w.Data)
+	rw := engine.RW(w.RW)
+	// The engine reads RWMixRead 0 as "default 50"; an all-write or
+	// all-read mix is the plain random pattern anyway.
+	if rw == engine.RandRW && w.RWMixRead == 0 {
+		rw = engine.RandWrite
+	} else if rw == engine.RandRW && w.RWMixRead == 100 {
+		rw = engine.RandRead
+	}
+	return engine.Params{
+		Path:      r.t.path,
+		RW:        rw,
+		BlockSize: int64(w.BlockBytes),
+		Size:      int64(w.SizeBytes),
+		Offset:    int64(w.OffsetBytes),
+		Jobs:      w.Jobs,
+		IODepth:   w.IODepth,
+		Runtime:   w.Runtime,
+		Ramp:      w.Ramp,
+		RWMixRead: w.RWMixRead,
+		Fsync:     w.Fsync,
+		Seed:      w.Seed,
+		Direct:    w.Direct,
+		Engine:    w.Engine,
+		Data:      dataPattern(kind, pct),
+	}
+}
+
+// memTotal reads MemTotal from the live /proc/meminfo, 0 when unknown.
+func memTotal() uint64 {
+	b, err := os.ReadFile(filepath.Join(procRoot, "meminfo"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb uint64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		dup := false
+		for _, l := range list {
+			if l == it {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			list = append(list, it)
+		}
+	}
+	return list
+}

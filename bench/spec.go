@@ -1,0 +1,308 @@
+// Package bench turns a bench request (a target and a workload set or specs)
+// into runs of the I/O engine (bench/engine), and the measurements into a
+// self-describing result record kept in a results store. Planning, statistics
+// and rendering are pure functions; only Run touches the target.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// ErrUsage is wrapped by every error caused by bad input: an unknown set or
+// workload key, a bad size, a block size the target cannot align to.
+var ErrUsage = errors.New("usage")
+
+// ErrRefused is wrapped when running would write to a block device that must
+// not be written (no --allow-device-write, mounted, or a system disk).
+var ErrRefused = errors.New("refused for safety")
+
+// Limits for jobs and iodepth: beyond them a run measures the scheduler, not
+// the disk, and a typo (jobs=1600) would start thousands of threads.
+const (
+	MaxJobs    = 1024
+	MaxIODepth = 4096
+)
+
+// Workload is one fio-like job description, as planned and as recorded.
+// Durations are nanoseconds in JSON (time.Duration), hence the _ns names.
+type Workload struct {
+	Name        string        `json:"name"`
+	RW          string        `json:"rw"` // read, write, randread, randwrite, randrw
+	BlockBytes  uint64        `json:"bs_bytes"`
+	SizeBytes   uint64        `json:"size_bytes"`
+	OffsetBytes uint64        `json:"offset_bytes"`
+	Jobs        int           `json:"jobs"`
+	IODepth     int           `json:"iodepth"`
+	Runtime     time.Duration `json:"runtime_ns"` // 0: size-based, one pass over size per job
+	Ramp        time.Duration `json:"ramp_ns"`
+	RWMixRead   int           `json:"rwmixread"` // percent reads of randrw
+	Fsync       bool          `json:"fsync"`     // fdatasync at the end of writes
+	Seed        uint64        `json:"seed"`
+	Direct      bool          `json:"direct"`
+	Engine      string        `json:"engine"` // requested: auto, sync, io_uring
+	Data        string        `json:"data"`   // random, zeros, compress:NN
+	// Fresh makes the test file new (empty) before this workload, so a write
+	// is a first write into unallocated space (the video set's point).
+	Fresh bool `json:"fresh,omitempty"`
+	// ReportRead and ReportWrite name the directions of a mixed workload in
+	// tables and comparisons (fileserver's randrw shows as randread and
+	// randwrite); empty means "<name>-read" and "<name>-write".
+	ReportRead  string `json:"report_read_as,omitempty"`
+	ReportWrite string `json:"report_write_as,omitempty"`
+
+	// autoName rebuilds Name after overrides, for sets whose names encode
+	// their parameters (cdm's seq1m-q8t1-read).
+	autoName func(Workload) string
+}
+
+// DefaultWorkload is what a --workload SPEC starts from before its keys and
+// the command-line flags apply.
+func DefaultWorkload() Workload {
+	return Workload{
+		RW:         "read",
+		BlockBytes: 4 << 10,
+		SizeBytes:  1 << 30,
+		Jobs:       1,
+		IODepth:    1,
+		Runtime:    10 * time.Second,
+		RWMixRead:  50,
+		Direct:     true,
+		Engine:     "auto",
+		Data:       "random",
+	}
+}
+
+// Reads reports whether the workload reads; Writes whether it writes.
+func (w Workload) Reads() bool  { return w.RW == "read" || w.RW == "randread" || w.RW == "randrw" }
+func (w Workload) Writes() bool { return w.RW == "write" || w.RW == "randwrite" || w.RW == "randrw" }
+
+// Random reports whether offsets are random.
+func (w Workload) Random() bool { return strings.HasPrefix(w.RW, "rand") }
+
+// RowName is the name a direction ("read" or "write") of w goes by in tables.
+func (w Workload) RowName(dir string) string {
+	mixed := w.RW == "randrw"
+	switch {
+	case dir == "read" && w.ReportRead != "":
+		return w.ReportRead
+	case dir == "write" && w.ReportWrite != "":
+		return w.ReportWrite
+	case mixed:
+		return w.Name + "-" + dir
+	}
+	return w.Name
+}
+
+// specKeys maps accepted keys (and the fio spellings people paste) to a setter.
+var specKeys = map[string]func(w *Workload, v string) error{
+	"name": func(w *Workload, v string) error { w.Name = v; return nil },
+	"rw": func(w *Workload, v string) error {
+		switch v {
+		case "read", "write", "randread", "randwrite", "randrw":
+			w.RW = v
+			return nil
+		case "readwrite", "rw":
+			return errors.New("sequential mixed I/O is not supported, use randrw")
+		}
+		return errors.New("want read, write, randread, randwrite or randrw")
+	},
+	"bs":   func(w *Workload, v string) error { return setSize(&w.BlockBytes, v) },
+	"size": func(w *Workload, v string) error { return setSize(&w.SizeBytes, v) },
+	"offset": func(w *Workload, v string) error {
+		return setSize(&w.OffsetBytes, v)
+	},
+	"jobs":      func(w *Workload, v string) error { return setInt(&w.Jobs, v) },
+	"iodepth":   func(w *Workload, v string) error { return setInt(&w.IODepth, v) },
+	"runtime":   func(w *Workload, v string) error { return setDuration(&w.Runtime, v) },
+	"ramp":      func(w *Workload, v string) error { return setDuration(&w.Ramp, v) },
+	"rwmixread": func(w *Workload, v string) error { return setInt(&w.RWMixRead, v) },
+	"fsync":     func(w *Workload, v string) error { return setBool(&w.Fsync, v) },
+	"direct":    func(w *Workload, v string) error { return setBool(&w.Direct, v) },
+	"seed": func(w *Workload, v string) error {
+		n, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			return errors.New("want a non-negative integer")
+		}
+		w.Seed = n
+		return nil
+	},
+	"engine": func(w *Workload, v string) error {
+		switch v {
+		case "auto", "sync", "io_uring":
+			w.Engine = v
+		case "psync", "pvsync":
+			w.Engine = "sync"
+		default:
+			return errors.New("want auto, sync or io_uring")
+		}
+		return nil
+	},
+	"data": func(w *Workload, v string) error {
+		if _, _, err := parseData(v); err != nil {
+			return err
+		}
+		w.Data = v
+		return nil
+	},
+}
+
+// fio spellings accepted as aliases.
+var specAliases = map[string]string{
+	"numjobs":   "jobs",
+	"blocksize": "bs",
+	"ramp_time": "ramp",
+	"ioengine":  "engine",
+	"end_fsync": "fsync",
+	"randseed":  "seed",
+	"readwrite": "rw",
+}
+
+// ParseSpec parses a workload SPEC such as
+// "name=seqread,rw=read,bs=32M,size=2G,jobs=16,iodepth=1,runtime=10s" on top
+// of base, and returns the workload and the set of keys the spec gave (so
+// command-line flags fill only what the spec left out). Errors wrap ErrUsage.
+func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
+	w := base
+	given := map[string]bool{}
+	if strings.TrimSpace(spec) == "" {
+		return w, nil, fmt.Errorf("workload spec is empty: %w", ErrUsage)
+	}
+	for _, kv := range strings.Split(spec, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || v == "" {
+			return w, nil, fmt.Errorf("workload spec %q: %q is not key=value: %w", spec, kv, ErrUsage)
+		}
+		if a, ok := specAliases[k]; ok {
+			k = a
+		}
+		set, ok := specKeys[k]
+		if !ok {
+			return w, nil, fmt.Errorf("workload spec %q: unknown key %q (known: %s): %w", spec, k, knownKeys(), ErrUsage)
+		}
+		if given[k] {
+			return w, nil, fmt.Errorf("workload spec %q: key %q given twice: %w", spec, k, ErrUsage)
+		}
+		if err := set(&w, v); err != nil {
+			return w, nil, fmt.Errorf("workload spec %q: %s=%s: %w: %w", spec, k, v, err, ErrUsage)
+		}
+		given[k] = true
+	}
+	if !given["name"] {
+		w.Name = defaultName(w)
+	}
+	return w, given, nil
+}
+
+func knownKeys() string {
+	return "name, rw, bs, size, offset, jobs, iodepth, runtime, ramp, rwmixread, fsync, seed, direct, engine, data"
+}
+
+// defaultName names an unnamed spec after what it does: randread-4k-q32t1.
+func defaultName(w Workload) string {
+	return fmt.Sprintf("%s-%s-q%dt%d", w.RW, strings.ToLower(units.FormatSizeShort(w.BlockBytes)), w.IODepth, w.Jobs)
+}
+
+func setSize(dst *uint64, v string) error {
+	n, err := units.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*dst = n
+	return nil
+}
+
+func setInt(dst *int, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return errors.New("want an integer")
+	}
+	*dst = n
+	return nil
+}
+
+func setDuration(dst *time.Duration, v string) error {
+	d, err := units.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*dst = d
+	return nil
+}
+
+func setBool(dst *bool, v string) error {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		*dst = true
+	case "0", "false", "no", "off":
+		*dst = false
+	default:
+		return errors.New("want 1 or 0")
+	}
+	return nil
+}
+
+// parseData splits "random", "zeros" or "compress:NN" (NN percent zeros).
+func parseData(v string) (kind string, percent int, err error) {
+	switch {
+	case v == "random" || v == "zeros":
+		return v, 0, nil
+	case strings.HasPrefix(v, "compress:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "compress:"))
+		if err != nil || n < 0 || n > 100 {
+			return "", 0, errors.New("compress:NN wants a percentage 0..100")
+		}
+		return "compress", n, nil
+	}
+	return "", 0, errors.New("want random, zeros or compress:NN")
+}
+
+// Validate checks w on its own (the target's alignment is checked at run
+// time). Errors wrap ErrUsage.
+func (w Workload) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("workload %s: %s: %w", w.Name, fmt.Sprintf(format, args...), ErrUsage)
+	}
+	switch {
+	case w.Name == "" || strings.IndexFunc(w.Name, badNameRune) >= 0:
+		return fmt.Errorf("workload name %q: use letters, digits, '.', '_' and '-' only: %w", w.Name, ErrUsage)
+	case w.BlockBytes == 0 || w.BlockBytes%512 != 0:
+		return bad("bs %d is not a multiple of 512", w.BlockBytes)
+	case w.SizeBytes < w.BlockBytes:
+		return bad("size %s is smaller than bs %s", units.FormatSize(w.SizeBytes), units.FormatSize(w.BlockBytes))
+	case w.OffsetBytes%512 != 0:
+		return bad("offset %d is not a multiple of 512", w.OffsetBytes)
+	case w.Jobs < 1 || w.Jobs > MaxJobs:
+		return bad("jobs %d out of range 1..%d", w.Jobs, MaxJobs)
+	case w.IODepth < 1 || w.IODepth > MaxIODepth:
+		return bad("iodepth %d out of range 1..%d", w.IODepth, MaxIODepth)
+	case w.RWMixRead < 0 || w.RWMixRead > 100:
+		return bad("rwmixread %d out of range 0..100", w.RWMixRead)
+	case w.Runtime > 0 && w.Runtime < 100*time.Millisecond:
+		return bad("runtime %s is too short to measure", w.Runtime)
+	}
+	if _, _, err := parseData(w.Data); err != nil {
+		return bad("data %q: %v", w.Data, err)
+	}
+	if w.Engine != "auto" && w.Engine != "sync" && w.Engine != "io_uring" {
+		return bad("engine %q: want auto, sync or io_uring", w.Engine)
+	}
+	if !w.Reads() && !w.Writes() {
+		return bad("rw %q: want read, write, randread, randwrite or randrw", w.RW)
+	}
+	return nil
+}
+
+func badNameRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+}

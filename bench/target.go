@@ -1,0 +1,321 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// Target kinds.
+const (
+	KindDir    = "dir"
+	KindFile   = "file"
+	KindDevice = "device"
+)
+
+// TestFileName is the file a directory target gets; the id keeps two runs
+// in one directory apart and tells whose leftover a file is.
+func TestFileName(id string) string { return "diskprep-bench." + id + ".tmp" }
+
+// target is a resolved bench target: what the engine opens and what is
+// known about the device and filesystem under it.
+type target struct {
+	ident    Target
+	path     string // what the engine opens: the test file, the file, the device
+	size     uint64 // current size of a file or device
+	major    uint32
+	minor    uint32
+	haveDev  bool
+	sectorSz uint64 // logical block size of the device, 0 when unknown
+	disk     *hwinfo.Disk
+	part     *hwinfo.Partition
+}
+
+// sysfs and procfs of the live machine; a target is always live (the
+// hardware root only stands in for the inventory).
+var (
+	sysRoot  = "/sys"
+	procRoot = "/proc"
+)
+
+// resolveTarget classifies path and gathers its identity. Nothing is created.
+func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("target %s does not exist: %w", path, ErrUsage)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", path, err)
+	}
+	t := &target{ident: Target{Path: abs}}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		t.ident.Kind = KindDir
+		t.path = filepath.Join(abs, TestFileName(id))
+		t.ident.TestFile = t.path
+	case m.IsRegular():
+		t.ident.Kind = KindFile
+		t.path = abs
+		t.size = uint64(fi.Size())
+	case m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0:
+		t.ident.Kind = KindDevice
+		t.path = abs
+		if t.size, err = deviceSize(abs); err != nil {
+			return nil, fmt.Errorf("target %s: %w", path, err)
+		}
+	default:
+		return nil, fmt.Errorf("target %s is not a directory, regular file or block device: %w", path, ErrUsage)
+	}
+	t.major, t.minor, err = engine.DeviceOf(abs)
+	t.haveDev = err == nil
+	t.identify(host)
+	return t, nil
+}
+
+func deviceSize(path string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+// identify fills the device, disk and filesystem identity as far as known.
+func (t *target) identify(host *hwinfo.Host) {
+	if t.haveDev {
+		sys := filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", t.major, t.minor))
+		if real, err := filepath.EvalSymlinks(sys); err == nil {
+			t.ident.Device = filepath.Base(real)
+			queue := filepath.Join(real, "queue")
+			if _, err := os.Stat(filepath.Join(real, "partition")); err == nil {
+				queue = filepath.Join(filepath.Dir(real), "queue")
+			}
+			t.sectorSz = readUint(filepath.Join(queue, "logical_block_size"))
+		}
+	}
+	if m, ok := findMount(t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == KindDevice); ok {
+		t.ident.FSType = m.fstype
+		t.ident.MountPoint = m.point
+		t.ident.MountOptions = m.options
+		t.ident.MountSource = m.source
+		if t.ident.Kind != KindDevice {
+			t.ident.Prepared = readPrepared(m.point)
+		}
+	}
+	if host == nil || t.ident.Device == "" {
+		return
+	}
+	t.disk, t.part = host.Device(t.ident.Device)
+	if t.disk == nil {
+		// A device-mapper or md device: identify the disk it is built on.
+		for _, under := range underlying(t.ident.Device) {
+			if d, _ := host.Device(under); d != nil {
+				t.disk = d
+				break
+			}
+		}
+	}
+	if d := t.disk; d != nil {
+		t.ident.Disk = d.Name
+		t.ident.Vendor, t.ident.Model, t.ident.Serial = d.Vendor, d.Model, d.Serial
+		t.ident.Firmware, t.ident.WWN = d.Firmware, d.WWN
+		t.ident.Transport, t.ident.Media, t.ident.Rotational = d.Transport, d.Media, d.Rotational
+		t.ident.Virtual, t.ident.VirtualBy = d.Virtual, d.VirtualBy
+		t.ident.SizeBytes = d.SizeBytes
+		t.ident.LogicalSectorBytes, t.ident.PhysicalSectorBytes = d.LogicalSectorBytes, d.PhysicalSectorBytes
+	}
+}
+
+// underlying lists the devices a stacked device sits on, depth first.
+func underlying(dev string) []string {
+	var out []string
+	var walk func(string, int)
+	walk = func(d string, depth int) {
+		if depth > 8 {
+			return
+		}
+		des, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", d, "slaves"))
+		for _, de := range des {
+			out = append(out, de.Name())
+			walk(de.Name(), depth+1)
+		}
+	}
+	walk(dev, 0)
+	return out
+}
+
+func readUint(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+type mountEntry struct {
+	majmin  string
+	point   string
+	fstype  string
+	source  string
+	options string
+}
+
+// mounts parses procRoot/self/mountinfo.
+func mounts() []mountEntry {
+	b, err := os.ReadFile(filepath.Join(procRoot, "self/mountinfo"))
+	if err != nil {
+		return nil
+	}
+	var out []mountEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 6 || len(g) < 3 {
+			continue
+		}
+		out = append(out, mountEntry{
+			majmin:  f[2],
+			point:   unescapeMount(f[4]),
+			fstype:  g[0],
+			source:  unescapeMount(g[1]),
+			options: joinOptions(f[5], g[2]),
+		})
+	}
+	return out
+}
+
+// joinOptions merges per-mount and superblock options without repeats.
+func joinOptions(a, b string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range strings.Split(a+","+b, ",") {
+		if o != "" && !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func unescapeMount(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+// findMount returns the mount holding path: same device, longest mount point
+// that is a prefix of path. For a device node, any mount of that device.
+func findMount(path string, major, minor uint32, haveDev, isDevice bool) (mountEntry, bool) {
+	mm := fmt.Sprintf("%d:%d", major, minor)
+	var best mountEntry
+	found := false
+	for _, m := range mounts() {
+		if isDevice {
+			if m.source == path || (haveDev && m.majmin == mm) {
+				return m, true
+			}
+			continue
+		}
+		if haveDev && m.majmin != mm {
+			continue
+		}
+		if !within(path, m.point) {
+			continue
+		}
+		if !found || len(m.point) >= len(best.point) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+func within(path, dir string) bool {
+	return dir == "/" || path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// readPrepared reads the marker `diskprep prepare` leaves in a filesystem's
+// root; nil when there is none or it is unreadable (the record is still
+// complete without it).
+func readPrepared(mountPoint string) *Prepared {
+	b, err := os.ReadFile(filepath.Join(mountPoint, PreparedMarker))
+	if err != nil {
+		return nil
+	}
+	var p Prepared
+	if json.Unmarshal(b, &p) != nil {
+		return nil
+	}
+	return &p
+}
+
+// deviceBusy reports why the device at path must not be written: mounted
+// (itself or a partition), held by a stacked device, a system disk, or
+// opened exclusively by someone (the kernel's own answer, O_EXCL).
+func (t *target) deviceBusy() string {
+	if t.disk != nil && t.disk.System {
+		why := strings.Join(t.disk.SystemReasons, "; ")
+		if why == "" {
+			why = "it holds the running system"
+		}
+		return fmt.Sprintf("%s is a system disk (%s)", t.disk.Name, why)
+	}
+	if t.haveDev {
+		parts := map[string]bool{fmt.Sprintf("%d:%d", t.major, t.minor): true}
+		if t.ident.Device != "" {
+			// Partitions of a whole disk are subdirectories with a dev file.
+			des, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", t.ident.Device))
+			for _, de := range des {
+				if b, err := os.ReadFile(filepath.Join(sysRoot, "class/block", t.ident.Device, de.Name(), "dev")); err == nil {
+					parts[strings.TrimSpace(string(b))] = true
+				}
+			}
+			if h, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", t.ident.Device, "holders")); len(h) > 0 {
+				return fmt.Sprintf("%s is held by %s", t.ident.Device, h[0].Name())
+			}
+		}
+		for _, m := range mounts() {
+			if parts[m.majmin] || m.source == t.path {
+				return fmt.Sprintf("%s is mounted on %s", m.source, m.point)
+			}
+		}
+	}
+	fd, err := unix.Open(t.path, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Sprintf("%s is in use (exclusive open refused)", t.path)
+		}
+		return ""
+	}
+	unix.Close(fd)
+	return ""
+}
+
+// freeBytes is the space an unprivileged writer may still use in dir.
+func freeBytes(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// MinRandomBlocks is the fewest distinct block offsets a random workload
+// should have: below it the "random" pattern revisits a handful of places.
+const MinRandomBlocks = 1000
+
+// MinRuntime is the shortest time-based run whose mean means something.
+const MinRuntime = 3 * time.Second
+
+// environment is what the warnings need to know about the host and target,
+// gathered once before the run so the checks stay pure.
+type environment struct {
+	RAMBytes     uint64
+	FSType       string
+	MountOptions string
+	// DedupDevice names why the device may deduplicate/compress below the
+	// filesystem (a VDO volume), "" when not.
+	DedupDevice string
+	Governors   map[string]int // scaling_governor -> number of CPUs
+	VirtualDisk bool
+	VirtualBy   string
+	Disk        string
+}
+
+// workloadWarnings are the problems of one workload that are known before it runs.
+func workloadWarnings(w Workload, env environment) []string {
+	var out []string
+	if !w.Direct && env.RAMBytes > 0 && w.SizeBytes < env.RAMBytes {
+		out = append(out, fmt.Sprintf("%s: data set %s is smaller than RAM (%s) and O_DIRECT is off: reads may come from the page cache, not the disk",
+			w.Name, units.FormatSize(w.SizeBytes), units.FormatSize(env.RAMBytes)))
+	}
+	if w.Engine == "sync" && w.IODepth > 1 {
+		out = append(out, fmt.Sprintf("%s: iodepth %d with the sync engine: each job has one I/O in flight, the depth has no effect", w.Name, w.IODepth))
+	}
+	if w.Random() && w.BlockBytes > 0 && w.SizeBytes/w.BlockBytes < MinRandomBlocks {
+		n := w.SizeBytes / w.BlockBytes
+		out = append(out, fmt.Sprintf("%s: bs=%s size=%s gives %d offsets: not random I/O (fewer than %d distinct blocks)",
+			w.Name, units.FormatSizeShort(w.BlockBytes), units.FormatSizeShort(w.SizeBytes), n, MinRandomBlocks))
+	}
+	if w.Runtime > 0 && w.Runtime < MinRuntime {
+		out = append(out, fmt.Sprintf("%s: runtime %s is under %s: figures are noisy", w.Name, w.Runtime, MinRuntime))
+	}
+	return out
+}
+
+// repetitionWarnings are what only the run itself reveals.
+func repetitionWarnings(w Workload, r Repetition, env environment) []string {
+	var out []string
+	if r.Engine == "sync" && w.IODepth > 1 && w.Engine != "sync" {
+		out = append(out, fmt.Sprintf("%s: iodepth %d but the sync engine ran (io_uring unavailable): each job has one I/O in flight", w.Name, w.IODepth))
+	}
+	if w.Direct && !r.Direct && env.RAMBytes > 0 && w.SizeBytes < env.RAMBytes {
+		out = append(out, fmt.Sprintf("%s: O_DIRECT was refused and the data set %s is smaller than RAM: reads may come from the page cache",
+			w.Name, units.FormatSize(w.SizeBytes)))
+	}
+	return out
+}
+
+// targetWarnings concern the whole run: filesystem, device, CPU clock.
+func targetWarnings(env environment) []string {
+	var out []string
+	if why := compressingFS(env.FSType, env.MountOptions); why != "" {
+		out = append(out, why+": written data may be compressed or deduplicated, write figures depend on the data")
+	}
+	if env.DedupDevice != "" {
+		out = append(out, env.DedupDevice+": written data may be compressed or deduplicated below the filesystem")
+	}
+	var slow []string
+	total := 0
+	for g, n := range env.Governors {
+		total += n
+		if g != "performance" {
+			slow = append(slow, fmt.Sprintf("%s on %d", g, n))
+		}
+	}
+	if len(slow) > 0 {
+		sort.Strings(slow)
+		out = append(out, fmt.Sprintf("CPU frequency governor is %s of %d CPUs, not performance: clock scaling adds variance", strings.Join(slow, ", "), total))
+	}
+	if env.VirtualDisk {
+		by := env.VirtualBy
+		if by == "" {
+			by = "a hypervisor"
+		}
+		out = append(out, fmt.Sprintf("target disk %s is a virtual disk emulated by %s: figures include the hypervisor's storage stack", env.Disk, by))
+	}
+	return out
+}
+
+// compressingFS says why a filesystem may compress or deduplicate written
+// data, "" when it does not.
+func compressingFS(fstype, opts string) string {
+	hasOpt := func(prefixes ...string) string {
+		for _, o := range strings.Split(opts, ",") {
+			for _, p := range prefixes {
+				if o == p || strings.HasPrefix(o, p+"=") || strings.HasPrefix(o, p+":") {
+					return o
+				}
+			}
+		}
+		return ""
+	}
+	switch fstype {
+	case "zfs":
+		return "zfs filesystem (compression and dedup are dataset properties)"
+	case "btrfs":
+		if o := hasOpt("compress", "compress-force"); o != "" {
+			return "btrfs mounted with " + o
+		}
+	case "f2fs":
+		if o := hasOpt("compress_algorithm"); o != "" {
+			return "f2fs mounted with " + o
+		}
+	case "bcachefs":
+		if o := hasOpt("compression", "background_compression"); o != "" {
+			return "bcachefs mounted with " + o
+		}
+	}
+	return ""
+}
+
+// readGovernors counts CPUs per scaling_governor under root ("" is /). A
+// host without cpufreq (most VMs) has none, and gets no warning.
+func readGovernors(root string) map[string]int {
+	paths, _ := filepath.Glob(filepath.Join(root, "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
+	out := map[string]int{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if g := strings.TrimSpace(string(b)); g != "" {
+			out[g]++
+		}
+	}
+	return out
+}
+
+// dedupDevice reports a VDO volume under dev (a dm device name such as
+// dm-3), directly or through the devices it is stacked on: VDO deduplicates
+// and compresses every block written to it.
+func dedupDevice(root, dev string) string {
+	return dedupDeviceDepth(root, dev, 0)
+}
+
+func dedupDeviceDepth(root, dev string, depth int) string {
+	if !strings.HasPrefix(dev, "dm-") || depth > 8 {
+		return ""
+	}
+	sys := filepath.Join(root, "/sys/block", dev)
+	name, _ := os.ReadFile(filepath.Join(sys, "dm/name"))
+	uuid, _ := os.ReadFile(filepath.Join(sys, "dm/uuid"))
+	n, u := strings.TrimSpace(string(name)), strings.TrimSpace(string(uuid))
+	// LVM-VDO pools are named <vg>-<pool>-vpool; stand-alone VDO volumes have
+	// a uuid starting with VDO-. The kvdo module being loaded says nothing
+	// about this device, so it is not enough.
+	if strings.HasPrefix(u, "VDO-") || strings.HasSuffix(n, "-vpool") {
+		return fmt.Sprintf("target is on device-mapper volume %s (%s), a VDO volume", dev, n)
+	}
+	slaves, _ := os.ReadDir(filepath.Join(sys, "slaves"))
+	for _, s := range slaves {
+		if why := dedupDeviceDepth(root, s.Name(), depth+1); why != "" {
+			return why
+		}
+	}
+	return ""
+}
