@@ -140,15 +140,28 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) Disk {
 	stackedUse(&d.Mounts, &d.Swap, d.Holders, "")
 	for i := range d.Partitions {
 		p := &d.Partitions[i]
-		if p.FSType == "" && len(p.Mounts) > 0 && p.Mounts[0].Via == "" {
-			p.FSType = p.Mounts[0].FSType
-		}
+		p.FSType = fallbackFSType(p.FSType, p.Mounts, directSwapOf(p.Swap, p.Holders))
 	}
-	if d.FSType == "" && len(d.Mounts) > 0 && d.Mounts[0].Via == "" {
-		d.FSType = d.Mounts[0].FSType
-	}
+	d.FSType = fallbackFSType(d.FSType, d.Mounts, directSwapOf(d.Swap, d.Holders))
 	markSystem(&d)
 	return d
+}
+
+// fallbackFSType uses what the kernel says is on a device when neither udev
+// nor a signature did: the type it is mounted with, or swap.
+func fallbackFSType(fs string, mounts []Mount, swap bool) string {
+	if fs != "" {
+		return fs
+	}
+	for _, m := range mounts {
+		if m.Via == "" {
+			return m.FSType
+		}
+	}
+	if swap {
+		return "swap"
+	}
+	return ""
 }
 
 func (r *reader) readPartitions(disk string, st *blockState) []Partition {
@@ -181,7 +194,7 @@ func (r *reader) readPartitions(disk string, st *blockState) []Partition {
 		p.FSLabel = udevString(u, "ID_FS_LABEL")
 		p.FSUUID = u["ID_FS_UUID"]
 		p.PartUUID = u["ID_PART_ENTRY_UUID"]
-		p.PartLabel = udevString(u, "ID_PART_ENTRY_NAME")
+		p.PartLabel = decodeHexEscapes(u["ID_PART_ENTRY_NAME"]) // blkid-encoded, no _ENC twin
 		p.PartType = u["ID_PART_ENTRY_TYPE"]
 		p.Mounts = append(p.Mounts, st.mounts[majmin]...)
 		p.Swap = st.swaps[pname]
