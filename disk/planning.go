@@ -428,9 +428,10 @@ func summarize(d *hwinfo.Disk) DiskSummary {
 
 // PartitionName is the kernel's name for partition n of disk: a "p" goes
 // between names ending in a digit and the number (nvme0n1p1, loop3p1,
-// mmcblk0p1), none otherwise (sda1, vdb1).
+// mmcblk0p1), none otherwise (sda1, vdb1). Loop devices always take the
+// "p", which also covers the placeholder "loopN".
 func PartitionName(disk string, n int) string {
-	if disk != "" && disk[len(disk)-1] >= '0' && disk[len(disk)-1] <= '9' {
+	if disk != "" && disk[len(disk)-1] >= '0' && disk[len(disk)-1] <= '9' || strings.HasPrefix(disk, "loop") {
 		return fmt.Sprintf("%sp%d", disk, n)
 	}
 	return fmt.Sprintf("%s%d", disk, n)
