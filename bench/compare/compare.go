@@ -1,0 +1,418 @@
+// Package compare lines up result records side by side: it groups them (by
+// label, filesystem, host or device), aligns their workloads by row name,
+// pools repetitions, and says per cell whether a change against the first
+// group (the baseline) is larger than the run-to-run noise. It is pure: it
+// reads records and returns a Comparison that bench/report renders.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/diskprep/diskprep/bench"
+)
+
+// ErrUsage is wrapped by errors caused by bad options (an unknown --by).
+var ErrUsage = errors.New("usage")
+
+// ErrNothing is returned when there is nothing to compare.
+var ErrNothing = errors.New("nothing to compare")
+
+// Ways to group records into columns.
+const (
+	ByLabel  = "label"
+	ByFS     = "fs"
+	ByHost   = "host"
+	ByDevice = "device"
+	ByRecord = "record" // one column per record: what auto grouping falls back to
+)
+
+// ByNames lists the accepted --by values.
+var ByNames = []string{ByLabel, ByFS, ByHost, ByDevice, ByRecord}
+
+// Metric names of a cell.
+const (
+	MetricMBps   = "MB/s"
+	MetricIOPS   = "IOPS"
+	MetricLatP99 = "p99 latency"
+)
+
+// Verdicts of a non-baseline cell.
+const (
+	VerdictBaseline    = "baseline"
+	VerdictSignificant = "significant"
+	VerdictSame        = "no significant difference"
+	VerdictTooFew      = "n too small to judge"
+	VerdictMissing     = "missing"
+)
+
+// Options steer a comparison.
+type Options struct {
+	By      string // "" = label when labels differ, else the first of fs, host, device that differs, else record
+	Latency bool   // add a p99 latency line per row
+	Seed    uint64 // bootstrap seed (0 is a fine, fixed seed)
+}
+
+// Comparison is the whole result: what was grouped how, the shared
+// environment, one row per workload direction, and the caveats.
+type Comparison struct {
+	By          string   `json:"by"`
+	AutoBy      bool     `json:"by_chosen_automatically"`
+	Method      string   `json:"method"`
+	Alpha       float64  `json:"alpha"`
+	Metrics     []string `json:"metrics"`
+	Environment []Field  `json:"environment"` // identity shared by every record
+	Groups      []Group  `json:"groups"`
+	Rows        []Row    `json:"rows"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Field is one named identity fact.
+type Field struct {
+	Key   string `json:"key"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Group is one column: the records sharing a grouping value.
+type Group struct {
+	Name      string   `json:"name"`
+	RecordIDs []string `json:"record_ids"`
+	// Identity is what sets this column apart from the others (facts not
+	// shared by all records), in the order of Comparison.Environment's keys.
+	Identity []Field `json:"identity,omitempty"`
+	// Records are the group's records, for renderers that draw the raw
+	// repetitions (time series); not part of the JSON output.
+	Records []*bench.Record `json:"-"`
+}
+
+// Row is one workload direction across all groups.
+type Row struct {
+	Name     string `json:"name"` // randread, seq1m-q8t1-read
+	Workload string `json:"workload"`
+	Dir      string `json:"dir"` // read or write
+	// Params are the baseline's workload parameters (differences are warnings).
+	Params string `json:"params"`
+	Cells  []Cell `json:"cells"` // one per group, in group order
+}
+
+// Cell is one row in one group.
+type Cell struct {
+	Present bool `json:"present"`
+	N       int  `json:"n"` // repetitions pooled
+	// Metrics are MB/s, IOPS and (when asked) p99 latency in microseconds,
+	// in Comparison.Metrics order.
+	Metrics []Value `json:"metrics,omitempty"`
+	// LatencyNS are the medians over repetitions of p50, p90, p99, p99.9 in ns.
+	LatencyNS [4]float64 `json:"latency_percentiles_ns"`
+}
+
+// Value is one metric of a cell: the repetitions, their median and range,
+// and against the baseline the change and its verdict.
+type Value struct {
+	Metric string    `json:"metric"`
+	Values []float64 `json:"values"`
+	Median float64   `json:"median"`
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	// ChangePct is (median/baseline median - 1) * 100; nil for the
+	// baseline and when either side is missing or zero.
+	ChangePct *float64 `json:"change_pct,omitempty"`
+	Verdict   string   `json:"verdict"`
+	// Better is true when a significant change is an improvement (higher
+	// throughput, lower latency).
+	Better bool     `json:"better,omitempty"`
+	P      *float64 `json:"p,omitempty"`
+	Exact  bool     `json:"p_exact,omitempty"`
+	// CILowPct and CIHighPct bound the change with 95% confidence
+	// (bootstrap of the ratio of medians).
+	CILowPct  *float64 `json:"ci_low_pct,omitempty"`
+	CIHighPct *float64 `json:"ci_high_pct,omitempty"`
+}
+
+// LowerIsBetter says whether smaller values of metric are improvements.
+func LowerIsBetter(metric string) bool { return metric == MetricLatP99 }
+
+// MethodText names the statistics behind the verdicts, for every output.
+func MethodText() string {
+	return fmt.Sprintf("verdicts: two-sided Mann–Whitney U test on the pooled repetitions (exact, ties included, up to %d arrangements; "+
+		"normal approximation with tie correction beyond), α=%.2f; with too few repetitions to ever reach p<α "+
+		"(fewer than 4 per side, or 3 against fewer than 5) a cell says %q. "+
+		"Intervals: 95%% percentile bootstrap of the ratio of medians (%d resamples, fixed seed). "+
+		"MB/s is 10^6 bytes/s; values are medians with min–max over repetitions",
+		exactLimit, Alpha, VerdictTooFew, BootstrapResamples)
+}
+
+// Compare groups recs and lines them up. recs are in the order the caller
+// wants the columns to appear (the first group is the baseline).
+func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
+	if len(recs) == 0 {
+		return nil, ErrNothing
+	}
+	by, auto := opts.By, false
+	if by == "" {
+		by, auto = autoBy(recs), true
+	}
+	if !slices.Contains(ByNames, by) {
+		return nil, fmt.Errorf("unknown --by %q (valid: %s): %w", by, strings.Join(ByNames, ", "), ErrUsage)
+	}
+	c := &Comparison{By: by, AutoBy: auto, Method: MethodText(), Alpha: Alpha, Metrics: []string{MetricMBps, MetricIOPS}}
+	if opts.Latency {
+		c.Metrics = append(c.Metrics, MetricLatP99)
+	}
+	for _, r := range recs {
+		key := GroupKey(r, by)
+		i := slices.IndexFunc(c.Groups, func(g Group) bool { return g.Name == key })
+		if i < 0 {
+			c.Groups = append(c.Groups, Group{Name: key})
+			i = len(c.Groups) - 1
+		}
+		c.Groups[i].RecordIDs = append(c.Groups[i].RecordIDs, r.ID)
+		c.Groups[i].Records = append(c.Groups[i].Records, r)
+	}
+	c.Environment, c.Warnings = identities(c.Groups, by)
+	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
+	if len(c.Rows) == 0 {
+		return nil, fmt.Errorf("the records hold no measured workloads: %w", ErrNothing)
+	}
+	if len(c.Groups) == 1 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("all records fall in one group (%s %q): nothing to compare against; try another --by", by, c.Groups[0].Name))
+	}
+	return c, nil
+}
+
+// autoBy picks the grouping: labels when they tell records apart, else the
+// first of filesystem, host and device that differs, else each record alone.
+func autoBy(recs []*bench.Record) string {
+	for _, by := range []string{ByLabel, ByFS, ByHost, ByDevice} {
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if by == ByLabel && r.Label == "" {
+				continue
+			}
+			seen[GroupKey(r, by)] = true
+		}
+		if len(seen) > 1 {
+			return by
+		}
+	}
+	return ByRecord
+}
+
+// GroupKey is the column a record falls into when grouped by by.
+func GroupKey(r *bench.Record, by string) string {
+	switch by {
+	case ByLabel:
+		if r.Label != "" {
+			return r.Label
+		}
+		return "(no label)"
+	case ByFS:
+		return fsOf(r)
+	case ByHost:
+		if r.Host.Hostname != "" {
+			return r.Host.Hostname
+		}
+		return "(unknown host)"
+	case ByDevice:
+		return deviceOf(r)
+	}
+	return r.ID
+}
+
+func fsOf(r *bench.Record) string {
+	switch {
+	case r.Target.FSType != "":
+		return r.Target.FSType
+	case r.Target.Prepared != nil && r.Target.Prepared.FSType != "":
+		return r.Target.Prepared.FSType
+	case r.Target.Kind == "device":
+		return "raw device"
+	}
+	return "(unknown fs)"
+}
+
+func deviceOf(r *bench.Record) string {
+	t := r.Target
+	model := diskModel(t)
+	name := t.Disk
+	if name == "" {
+		name = t.Device
+	}
+	switch {
+	case name != "" && model != "":
+		return name + " " + model
+	case model != "":
+		return model
+	case name != "":
+		return name
+	case t.Path != "":
+		return t.Path
+	}
+	return "(unknown device)"
+}
+
+func diskModel(t bench.Target) string {
+	m := strings.TrimSpace(t.Model)
+	v := strings.TrimSpace(t.Vendor)
+	if v != "" && v != "ATA" && !strings.HasPrefix(strings.ToLower(m), strings.ToLower(v)) {
+		m = strings.TrimSpace(v + " " + m)
+	}
+	return m
+}
+
+// rows aligns the groups' workload directions by row name, in order of
+// first appearance (baseline first), and fills each cell.
+func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
+	var out []Row
+	index := map[string]int{}
+	for _, g := range c.Groups {
+		for _, rec := range g.Records {
+			for _, br := range bench.Rows(rec) {
+				if _, ok := index[br.Name]; ok {
+					continue
+				}
+				index[br.Name] = len(out)
+				out = append(out, Row{Name: br.Name, Workload: br.Workload, Dir: br.Dir, Cells: make([]Cell, len(c.Groups))})
+			}
+		}
+	}
+	for ri := range out {
+		row := &out[ri]
+		var params []paramSet // per group, nil when absent
+		for gi, g := range c.Groups {
+			cell, ps := gather(g.Records, row.Name)
+			row.Cells[gi] = cell
+			params = append(params, ps)
+			if !cell.Present {
+				warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %q", row.Name, c.By, g.Name))
+			}
+		}
+		row.Params, warnings = paramDiffs(row.Name, c.By, c.Groups, params, warnings)
+		judge(row, c, opts)
+	}
+	return out, warnings
+}
+
+// gather pools every repetition of row name over a group's records.
+func gather(recs []*bench.Record, name string) (Cell, paramSet) {
+	var cell Cell
+	var bw, iops, p99 []float64
+	var pct [4][]float64
+	var ps paramSet
+	for _, rec := range recs {
+		for _, wr := range rec.Workloads {
+			for _, dir := range []string{"read", "write"} {
+				s, ok := wr.Summary[dir]
+				if !ok || s.Name != name {
+					continue
+				}
+				if ps == nil {
+					ps = paramsOf(wr.Params)
+				} else {
+					ps = ps.merge(paramsOf(wr.Params))
+				}
+				n := 0
+				for _, run := range wr.Runs {
+					d := run.Read
+					if dir == "write" {
+						d = run.Write
+					}
+					if d == nil {
+						continue
+					}
+					n++
+					bw = append(bw, d.BWBytesPerS/1e6)
+					iops = append(iops, d.IOPS)
+					p99 = append(p99, d.LatNS.P99/1e3)
+					for i, v := range []float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999} {
+						pct[i] = append(pct[i], v)
+					}
+				}
+				if n == 0 {
+					// A record with a summary but no repetitions (trimmed
+					// by hand): its median counts as one value.
+					bw = append(bw, s.BWBytesPerS.Median/1e6)
+					iops = append(iops, s.IOPS.Median)
+					p99 = append(p99, s.LatP99NS.Median/1e3)
+					pct[0] = append(pct[0], s.LatP50NS.Median)
+					pct[2] = append(pct[2], s.LatP99NS.Median)
+				}
+			}
+		}
+	}
+	if len(bw) == 0 {
+		return cell, nil
+	}
+	cell.Present, cell.N = true, len(bw)
+	cell.Metrics = []Value{valueOf(MetricMBps, bw), valueOf(MetricIOPS, iops), valueOf(MetricLatP99, p99)}
+	for i := range pct {
+		cell.LatencyNS[i] = median(pct[i])
+	}
+	return cell, ps
+}
+
+func valueOf(metric string, vs []float64) Value {
+	v := Value{Metric: metric, Values: vs, Median: median(vs), Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, x := range vs {
+		v.Min = math.Min(v.Min, x)
+		v.Max = math.Max(v.Max, x)
+	}
+	return v
+}
+
+// judge sets each non-baseline cell's change and verdict against the
+// baseline (the first group), and trims the metrics to the ones asked for.
+func judge(row *Row, c *Comparison, opts Options) {
+	for gi := range row.Cells {
+		cell := &row.Cells[gi]
+		if !cell.Present {
+			continue
+		}
+		cell.Metrics = cell.Metrics[:len(c.Metrics)]
+	}
+	base := row.Cells[0]
+	for mi, metric := range c.Metrics {
+		for gi := range row.Cells {
+			cell := &row.Cells[gi]
+			if !cell.Present {
+				continue
+			}
+			v := &cell.Metrics[mi]
+			if gi == 0 {
+				v.Verdict = VerdictBaseline
+				continue
+			}
+			if !base.Present {
+				v.Verdict = VerdictMissing
+				continue
+			}
+			b := base.Metrics[mi]
+			if b.Median != 0 {
+				ch := (v.Median/b.Median - 1) * 100
+				v.ChangePct = &ch
+			}
+			n1, n2 := len(b.Values), len(v.Values)
+			if n1 < 3 || n2 < 3 || minAttainableP(n1, n2) > Alpha {
+				v.Verdict = VerdictTooFew
+				continue
+			}
+			_, p, exact := mannWhitney(b.Values, v.Values)
+			v.P, v.Exact = &p, exact
+			if lo, hi, ok := bootstrapRatioCI(b.Values, v.Values, seedFor(opts.Seed, row.Name, metric, c.Groups[gi].Name)); ok {
+				lo, hi = (lo-1)*100, (hi-1)*100
+				v.CILowPct, v.CIHighPct = &lo, &hi
+			}
+			if p < Alpha {
+				v.Verdict = VerdictSignificant
+				up := v.Median > b.Median
+				v.Better = up != LowerIsBetter(metric)
+			} else {
+				v.Verdict = VerdictSame
+			}
+		}
+	}
+}

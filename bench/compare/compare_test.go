@@ -1,0 +1,303 @@
+package compare
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+)
+
+var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+
+func TestMannWhitneyExact(t *testing.T) {
+	// Complete separation of 5 against 5: U=0, and only 2 of the C(10,5)=252
+	// arrangements are that extreme.
+	u, p, exact := mannWhitney([]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10})
+	if u != 0 || !exact || math.Abs(p-2.0/252) > 1e-12 {
+		t.Errorf("separated 5v5: u=%v p=%v exact=%v, want 0, %v, exact", u, p, exact, 2.0/252)
+	}
+	// Interleaved: as central as it gets, p = 1.
+	if _, p, _ := mannWhitney([]float64{1, 4, 5, 8}, []float64{2, 3, 6, 7}); p != 1 {
+		t.Errorf("interleaved: p=%v, want 1", p)
+	}
+	// All values tied: no evidence at all.
+	if _, p, _ := mannWhitney([]float64{3, 3, 3}, []float64{3, 3, 3}); p != 1 {
+		t.Errorf("all tied: p=%v, want 1", p)
+	}
+	// Symmetric: swapping the samples changes U but not p.
+	_, p1, _ := mannWhitney([]float64{1, 2, 7, 9}, []float64{3, 5, 6, 11, 12})
+	_, p2, _ := mannWhitney([]float64{3, 5, 6, 11, 12}, []float64{1, 2, 7, 9})
+	if math.Abs(p1-p2) > 1e-12 {
+		t.Errorf("p depends on order: %v vs %v", p1, p2)
+	}
+}
+
+func TestMannWhitneyNormal(t *testing.T) {
+	var a, b []float64
+	for i := range 10 {
+		a = append(a, float64(i))
+		b = append(b, float64(100+i))
+	}
+	// C(20,10) = 184756 arrangements: normal approximation. By hand:
+	// sigma = sqrt(10*10*21/12) = 13.2288, z = (50-0.5)/sigma = 3.7418,
+	// p = erfc(z/sqrt 2) = 1.827e-4.
+	u, p, exact := mannWhitney(a, b)
+	if exact || u != 0 || math.Abs(p-1.827e-4) > 0.005e-4 {
+		t.Errorf("10v10 separated: u=%v p=%v exact=%v, want 0, 1.827e-4, approx", u, p, exact)
+	}
+}
+
+func TestMinAttainableP(t *testing.T) {
+	cases := []struct {
+		n1, n2 int
+		judge  bool
+	}{{1, 1, false}, {2, 4, false}, {3, 3, false}, {3, 4, false}, {3, 5, true}, {4, 4, true}, {5, 5, true}}
+	for _, c := range cases {
+		if got := minAttainableP(c.n1, c.n2) <= Alpha; got != c.judge {
+			t.Errorf("n=%d,%d: can judge %v, want %v (min p %v)", c.n1, c.n2, got, c.judge, minAttainableP(c.n1, c.n2))
+		}
+	}
+}
+
+func TestBootstrapDeterministicAndCovers(t *testing.T) {
+	a := []float64{100, 102, 98, 101, 99}
+	b := []float64{80, 81.6, 78.4, 80.8, 79.2} // exactly 0.8 × a
+	lo1, hi1, ok := bootstrapRatioCI(a, b, 7)
+	lo2, hi2, _ := bootstrapRatioCI(a, b, 7)
+	if !ok || lo1 != lo2 || hi1 != hi2 {
+		t.Fatalf("not deterministic: [%v,%v] vs [%v,%v] ok=%v", lo1, hi1, lo2, hi2, ok)
+	}
+	if lo1 > 0.8 || hi1 < 0.8 || hi1 >= 1 {
+		t.Errorf("interval [%v, %v] should hold 0.8 and exclude 1", lo1, hi1)
+	}
+}
+
+func rec(id, label string, mbps ...float64) *bench.Record {
+	return ct.Record(ct.Opts{ID: id, Label: label, Workloads: []ct.Workload{{Name: "seqread", MBps: mbps}}})
+}
+
+func cellOf(t *testing.T, c *Comparison, row string, group int, metric string) Value {
+	t.Helper()
+	for _, r := range c.Rows {
+		if r.Name != row {
+			continue
+		}
+		cell := r.Cells[group]
+		if !cell.Present {
+			t.Fatalf("%s: group %d missing", row, group)
+		}
+		for i, m := range c.Metrics {
+			if m == metric {
+				return cell.Metrics[i]
+			}
+		}
+	}
+	t.Fatalf("no row %s metric %s", row, metric)
+	return Value{}
+}
+
+func TestVerdicts(t *testing.T) {
+	cases := []struct {
+		name    string
+		base    []float64
+		other   []float64
+		verdict string
+		better  bool
+	}{
+		{"clearly slower", []float64{500, 505, 498, 502, 501}, []float64{400, 404, 398, 401, 399}, VerdictSignificant, false},
+		{"clearly faster", []float64{500, 505, 498, 502}, []float64{600, 606, 598, 603}, VerdictSignificant, true},
+		{"same within noise", []float64{500, 510, 490, 505, 495}, []float64{502, 493, 508, 497, 500}, VerdictSame, false},
+		{"single runs", []float64{500}, []float64{400}, VerdictTooFew, false},
+		{"two runs", []float64{500, 501}, []float64{400, 401}, VerdictTooFew, false},
+		{"three against three", []float64{500, 501, 502}, []float64{400, 401, 402}, VerdictTooFew, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmp, err := Compare([]*bench.Record{rec("a", "before", c.base...), rec("b", "after", c.other...)}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmp.By != ByLabel || !cmp.AutoBy {
+				t.Errorf("by %q auto %v, want label chosen automatically", cmp.By, cmp.AutoBy)
+			}
+			base := cellOf(t, cmp, "seqread", 0, MetricMBps)
+			if base.Verdict != VerdictBaseline || base.ChangePct != nil {
+				t.Errorf("baseline cell: %+v", base)
+			}
+			v := cellOf(t, cmp, "seqread", 1, MetricMBps)
+			if v.Verdict != c.verdict {
+				t.Errorf("verdict %q (p=%v), want %q", v.Verdict, deref(v.P), c.verdict)
+			}
+			if v.Verdict == VerdictSignificant && v.Better != c.better {
+				t.Errorf("better=%v, want %v", v.Better, c.better)
+			}
+			want := (median(c.other)/median(c.base) - 1) * 100
+			if v.ChangePct == nil || math.Abs(*v.ChangePct-want) > 1e-9 {
+				t.Errorf("change %v, want %v", deref(v.ChangePct), want)
+			}
+			if v.Verdict == VerdictTooFew && v.P != nil {
+				t.Errorf("a p-value was computed where no verdict is possible")
+			}
+			if v.Verdict == VerdictSignificant && (v.CILowPct == nil || *v.CILowPct > want || *v.CIHighPct < want) {
+				t.Errorf("interval [%v, %v] should hold the change %v", deref(v.CILowPct), deref(v.CIHighPct), want)
+			}
+			// IOPS follow MB/s at a fixed block size: same verdict.
+			if iv := cellOf(t, cmp, "seqread", 1, MetricIOPS); iv.Verdict != c.verdict {
+				t.Errorf("IOPS verdict %q, want %q", iv.Verdict, c.verdict)
+			}
+		})
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestLatencyLowerIsBetter(t *testing.T) {
+	// Faster throughput at queue depth 1 means lower latency: better both ways.
+	cmp, err := Compare([]*bench.Record{
+		rec("a", "old", 500, 505, 498, 502, 501), rec("b", "new", 600, 606, 598, 603, 601),
+	}, Options{Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cellOf(t, cmp, "seqread", 1, MetricLatP99)
+	if v.Verdict != VerdictSignificant || !v.Better || *v.ChangePct >= 0 {
+		t.Errorf("latency cell %+v: want significant, better, negative change", v)
+	}
+}
+
+func TestPoolingRecordsOfAGroup(t *testing.T) {
+	// Three single-run records with the same label are three repetitions.
+	recs := []*bench.Record{
+		rec("a1", "xfs", 500), rec("b1", "ext4", 400), rec("a2", "xfs", 502),
+		rec("b2", "ext4", 401), rec("a3", "xfs", 498), rec("b3", "ext4", 399),
+		rec("a4", "xfs", 501), rec("b4", "ext4", 402),
+	}
+	cmp, err := Compare(recs, Options{By: ByLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Groups) != 2 || cmp.Groups[0].Name != "xfs" || len(cmp.Groups[0].RecordIDs) != 4 {
+		t.Fatalf("groups %+v", cmp.Groups)
+	}
+	v := cellOf(t, cmp, "seqread", 1, MetricMBps)
+	if len(v.Values) != 4 || v.Verdict != VerdictSignificant || v.Min != 399 || v.Max != 402 {
+		t.Errorf("pooled cell %+v", v)
+	}
+}
+
+func TestGroupingAndComparability(t *testing.T) {
+	w := []ct.Workload{{Name: "seqread", MBps: []float64{500}}}
+	xfs := ct.Record(ct.Opts{ID: "1", FS: "xfs", Workloads: w})
+	ext4 := ct.Record(ct.Opts{ID: "2", FS: "ext4", Kernel: "6.1.0", Workloads: w})
+	cmp, err := Compare([]*bench.Record{xfs, ext4}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.By != ByFS {
+		t.Errorf("auto by %q, want fs (labels empty, filesystems differ)", cmp.By)
+	}
+	joined := strings.Join(cmp.Warnings, "\n")
+	if !strings.Contains(joined, "Kernel") || strings.Contains(joined, "Filesystem") {
+		t.Errorf("warnings should name the kernel and not the grouping fs:\n%s", joined)
+	}
+	env := map[string]string{}
+	for _, f := range cmp.Environment {
+		env[f.Key] = f.Value
+	}
+	if env["cpu"] == "" || env["host"] != "box1" || env["kernel"] != "" || env["fs"] != "" {
+		t.Errorf("environment %v: want shared cpu and host, not kernel or fs", env)
+	}
+	ids := map[string]string{}
+	for _, f := range cmp.Groups[1].Identity {
+		ids[f.Key] = f.Value
+	}
+	if ids["kernel"] != "6.1.0" || ids["fs"] != "ext4" {
+		t.Errorf("ext4 column identity %v", ids)
+	}
+
+	// Grouped by label with different filesystems: now fs is a caveat.
+	xfs.Label, ext4.Label = "a", "b"
+	cmp, _ = Compare([]*bench.Record{xfs, ext4}, Options{By: ByLabel})
+	if !strings.Contains(strings.Join(cmp.Warnings, "\n"), "Filesystem") {
+		t.Errorf("by label, differing fs not warned: %q", cmp.Warnings)
+	}
+}
+
+func TestParamDifferencesWarned(t *testing.T) {
+	a := ct.Record(ct.Opts{ID: "1", Label: "a", Workloads: []ct.Workload{{Name: "seqread", BS: 1 << 20, MBps: []float64{500}}}})
+	b := ct.Record(ct.Opts{ID: "2", Label: "b", Workloads: []ct.Workload{{Name: "seqread", BS: 128 << 10, MBps: []float64{450}}}})
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(cmp.Warnings, "\n")
+	if !strings.Contains(joined, "bs=1M in a") || !strings.Contains(joined, "bs=128k in b") {
+		t.Errorf("block size difference not named: %q", joined)
+	}
+	if !strings.Contains(cmp.Rows[0].Params, "bs=1M") {
+		t.Errorf("params %q: want the baseline's", cmp.Rows[0].Params)
+	}
+}
+
+func TestMissingRowsAndBadInput(t *testing.T) {
+	a := ct.Record(ct.Opts{ID: "1", Label: "a", Workloads: []ct.Workload{{Name: "seqread", MBps: []float64{500}}}})
+	b := ct.Record(ct.Opts{ID: "2", Label: "b", Workloads: []ct.Workload{{Name: "seqwrite", RW: "write", MBps: []float64{400}}}})
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Rows) != 2 || cmp.Rows[0].Cells[1].Present || cmp.Rows[1].Cells[0].Present {
+		t.Errorf("rows %+v", cmp.Rows)
+	}
+	if v := cmp.Rows[1].Cells[1].Metrics[0]; v.Verdict != VerdictMissing {
+		t.Errorf("cell without a baseline: verdict %q", v.Verdict)
+	}
+	if _, err := Compare(nil, Options{}); !errors.Is(err, ErrNothing) {
+		t.Errorf("no records: %v", err)
+	}
+	if _, err := Compare([]*bench.Record{a}, Options{By: "colour"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("unknown by: %v", err)
+	}
+	empty := ct.Record(ct.Opts{ID: "3"})
+	if _, err := Compare([]*bench.Record{empty}, Options{}); !errors.Is(err, ErrNothing) {
+		t.Errorf("record without workloads: %v", err)
+	}
+}
+
+func TestAutoByFallsBackToRecord(t *testing.T) {
+	a, b := rec("r1", "", 500), rec("r2", "", 400)
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.By != ByRecord || len(cmp.Groups) != 2 || cmp.Groups[1].Name != "r2" {
+		t.Errorf("by %q groups %+v", cmp.By, cmp.Groups)
+	}
+}
+
+func TestQuickShape(t *testing.T) {
+	a := ct.Quick(ct.ID(1), "xfs", "xfs", 1, 5, t0)
+	b := ct.Quick(ct.ID(2), "ext4", "ext4", 0.9, 5, t0.Add(time.Hour))
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Rows) != 4 {
+		t.Fatalf("rows %d", len(cmp.Rows))
+	}
+	for _, r := range cmp.Rows {
+		v := r.Cells[1].Metrics[0]
+		if v.Verdict != VerdictSignificant || math.Abs(*v.ChangePct+10) > 0.5 {
+			t.Errorf("%s: %s %v, want significant -10%%", r.Name, v.Verdict, deref(v.ChangePct))
+		}
+	}
+}

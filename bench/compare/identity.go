@@ -1,0 +1,307 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// identityField extracts one fact from a record; "" means unknown.
+type identityField struct {
+	key, name string
+	get       func(*bench.Record) string
+	// warn marks facts that make a comparison unfair when they differ
+	// beyond the grouping variable.
+	warn bool
+}
+
+var identityFields = []identityField{
+	{key: "host", name: "Host", get: func(r *bench.Record) string { return r.Host.Hostname }},
+	{key: "os", name: "OS", get: func(r *bench.Record) string {
+		o := r.Host.OS
+		switch {
+		case o.RedHatRelease != "":
+			return o.RedHatRelease
+		case o.PrettyName != "":
+			return o.PrettyName
+		}
+		return strings.TrimSpace(o.Name + " " + o.Version)
+	}},
+	{key: "kernel", name: "Kernel", warn: true, get: func(r *bench.Record) string { return r.Host.Kernel }},
+	{key: "cpu", name: "CPU", warn: true, get: func(r *bench.Record) string {
+		c := r.Host.CPU
+		if c.Model == "" {
+			return ""
+		}
+		if c.Threads > 0 {
+			return fmt.Sprintf("%s (%d threads)", c.Model, c.Threads)
+		}
+		return c.Model
+	}},
+	{key: "memory", name: "Memory", get: func(r *bench.Record) string {
+		if r.Host.Memory.TotalBytes == 0 {
+			return ""
+		}
+		return units.FormatSize(r.Host.Memory.TotalBytes)
+	}},
+	{key: "system", name: "System", get: func(r *bench.Record) string {
+		return strings.TrimSpace(r.Host.System.Vendor + " " + r.Host.System.Product)
+	}},
+	{key: "hypervisor", name: "Hypervisor", get: func(r *bench.Record) string { return r.Host.Virt.Hypervisor }},
+	{key: "disk", name: "Disk", warn: true, get: func(r *bench.Record) string {
+		m := diskModel(r.Target)
+		if m != "" && r.Target.SizeBytes > 0 {
+			m += " " + units.FormatSize(r.Target.SizeBytes)
+		}
+		return m
+	}},
+	{key: "device", name: "Device", get: func(r *bench.Record) string {
+		if r.Target.Disk != "" && r.Target.Device != "" && r.Target.Disk != r.Target.Device {
+			return r.Target.Device + " on " + r.Target.Disk
+		}
+		if r.Target.Device != "" {
+			return r.Target.Device
+		}
+		return r.Target.Disk
+	}},
+	{key: "media", name: "Media", get: func(r *bench.Record) string {
+		var parts []string
+		if r.Target.Media != "" {
+			parts = append(parts, strings.ToUpper(r.Target.Media))
+		}
+		if r.Target.Transport != "" {
+			parts = append(parts, r.Target.Transport)
+		}
+		if r.Target.Virtual {
+			v := "virtual"
+			if r.Target.VirtualBy != "" {
+				v += " (" + r.Target.VirtualBy + ")"
+			}
+			parts = append(parts, v)
+		}
+		return strings.Join(parts, ", ")
+	}},
+	{key: "fs", name: "Filesystem", warn: true, get: func(r *bench.Record) string {
+		f := fsOf(r)
+		if strings.HasPrefix(f, "(") {
+			return ""
+		}
+		return f
+	}},
+	{key: "mkfs", name: "mkfs", get: func(r *bench.Record) string {
+		if p := r.Target.Prepared; p != nil && len(p.MkfsArgv) > 0 {
+			return strings.Join(p.MkfsArgv, " ")
+		}
+		return ""
+	}},
+	{key: "mount_options", name: "Mount options", get: func(r *bench.Record) string {
+		if r.Target.MountOptions != "" {
+			return r.Target.MountOptions
+		}
+		if p := r.Target.Prepared; p != nil {
+			return p.MountOptions
+		}
+		return ""
+	}},
+	{key: "target", name: "Target", get: func(r *bench.Record) string { return r.Target.Path }},
+	{key: "set", name: "Workload set", get: func(r *bench.Record) string { return r.Set }},
+	{key: "engine", name: "Engine", warn: true, get: func(r *bench.Record) string {
+		return distinctRuns(r, func(rep bench.Repetition) string { return rep.Engine })
+	}},
+	{key: "direct", name: "O_DIRECT", warn: true, get: func(r *bench.Record) string {
+		return distinctRuns(r, func(rep bench.Repetition) string {
+			if rep.Direct {
+				return "yes"
+			}
+			return "no"
+		})
+	}},
+	{key: "tool", name: "Tool", get: func(r *bench.Record) string { return r.ToolVersion }},
+}
+
+// distinctRuns joins the distinct values f takes over a record's repetitions.
+func distinctRuns(r *bench.Record, f func(bench.Repetition) string) string {
+	var vals []string
+	for _, wr := range r.Workloads {
+		for _, rep := range wr.Runs {
+			if v := f(rep); v != "" && !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	slices.Sort(vals)
+	return strings.Join(vals, ", ")
+}
+
+// groupedKeys are the identity facts that are the grouping variable itself
+// (or follow from it), so their differences are the point, not a caveat.
+var groupedKeys = map[string][]string{
+	ByFS:     {"fs", "mkfs", "mount_options"},
+	ByHost:   {"host"},
+	ByDevice: {"disk", "device", "media"},
+}
+
+// identities splits the records' identity into the facts shared by all
+// (the environment) and, per group, the facts that differ; and warns about
+// differences beyond the grouping variable that make the comparison unfair.
+func identities(groups []Group, by string) ([]Field, []string) {
+	var env []Field
+	var warnings []string
+	for _, f := range identityFields {
+		all := map[string]bool{}
+		perGroup := make([]string, len(groups))
+		for gi, g := range groups {
+			var vals []string
+			for _, r := range g.Records {
+				v := f.get(r)
+				all[v] = true
+				if !slices.Contains(vals, v) {
+					vals = append(vals, v)
+				}
+			}
+			for i, v := range vals {
+				if v == "" {
+					vals[i] = "unknown"
+				}
+			}
+			perGroup[gi] = strings.Join(vals, " | ")
+		}
+		if len(all) == 1 {
+			for v := range all {
+				if v != "" {
+					env = append(env, Field{Key: f.key, Name: f.name, Value: v})
+				}
+			}
+			continue
+		}
+		var parts []string
+		for gi := range groups {
+			groups[gi].Identity = append(groups[gi].Identity, Field{Key: f.key, Name: f.name, Value: perGroup[gi]})
+			parts = append(parts, groups[gi].Name+": "+perGroup[gi])
+		}
+		if f.warn && !slices.Contains(groupedKeys[by], f.key) {
+			warnings = append(warnings, fmt.Sprintf("records differ in %s, not only in %s (%s)", f.name, by, strings.Join(parts, "; ")))
+		}
+	}
+	return env, warnings
+}
+
+// paramSet is a workload's parameters as ordered key=value pairs.
+type paramSet [][2]string
+
+func paramsOf(w bench.Workload) paramSet {
+	ps := paramSet{
+		{"rw", w.RW},
+		{"bs", units.FormatSizeShort(w.BlockBytes)},
+		{"size", units.FormatSizeShort(w.SizeBytes)},
+		{"jobs", strconv.Itoa(w.Jobs)},
+		{"iodepth", strconv.Itoa(w.IODepth)},
+	}
+	if w.Runtime > 0 {
+		ps = append(ps, [2]string{"runtime", w.Runtime.Round(time.Millisecond).String()})
+	} else {
+		ps = append(ps, [2]string{"runtime", "size-based"})
+	}
+	if w.RW == "randrw" {
+		ps = append(ps, [2]string{"rwmixread", strconv.Itoa(w.RWMixRead)})
+	}
+	direct := "0"
+	if w.Direct {
+		direct = "1"
+	}
+	ps = append(ps, [2]string{"direct", direct})
+	if w.Engine != "" {
+		ps = append(ps, [2]string{"engine", w.Engine})
+	}
+	if w.Data != "" {
+		ps = append(ps, [2]string{"data", w.Data})
+	}
+	if w.Fsync {
+		ps = append(ps, [2]string{"fsync", "1"})
+	}
+	if w.Fresh {
+		ps = append(ps, [2]string{"fresh", "1"})
+	}
+	return ps
+}
+
+func (ps paramSet) get(k string) (string, bool) {
+	for _, kv := range ps {
+		if kv[0] == k {
+			return kv[1], true
+		}
+	}
+	return "", false
+}
+
+// merge combines the parameters of the same row in two records of one group;
+// a key whose values differ keeps both, so the difference shows.
+func (ps paramSet) merge(o paramSet) paramSet {
+	out := append(paramSet(nil), ps...)
+	for _, kv := range o {
+		i := slices.IndexFunc(out, func(x [2]string) bool { return x[0] == kv[0] })
+		switch {
+		case i < 0:
+			out = append(out, kv)
+		case !slices.Contains(strings.Split(out[i][1], "|"), kv[1]):
+			out[i][1] += "|" + kv[1]
+		}
+	}
+	return out
+}
+
+func (ps paramSet) String() string {
+	parts := make([]string, len(ps))
+	for i, kv := range ps {
+		parts[i] = kv[0] + "=" + kv[1]
+	}
+	return strings.Join(parts, " ")
+}
+
+// paramDiffs returns the baseline's (or first present group's) parameters
+// and warns, key by key, where the groups ran the row differently.
+func paramDiffs(row, by string, groups []Group, params []paramSet, warnings []string) (string, []string) {
+	var keys []string
+	first := ""
+	for _, ps := range params {
+		if ps == nil {
+			continue
+		}
+		if first == "" {
+			first = ps.String()
+		}
+		for _, kv := range ps {
+			if !slices.Contains(keys, kv[0]) {
+				keys = append(keys, kv[0])
+			}
+		}
+	}
+	var diffs []string
+	for _, k := range keys {
+		seen := map[string]bool{}
+		var parts []string
+		for gi, ps := range params {
+			if ps == nil {
+				continue
+			}
+			v, ok := ps.get(k)
+			if !ok {
+				v = "unset"
+			}
+			seen[v] = true
+			parts = append(parts, fmt.Sprintf("%s=%s in %s", k, v, groups[gi].Name))
+		}
+		if len(seen) > 1 || strings.Contains(strings.Join(parts, ""), "|") {
+			diffs = append(diffs, strings.Join(parts, ", "))
+		}
+	}
+	if len(diffs) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: workload parameters differ, not only the %s: %s", row, by, strings.Join(diffs, "; ")))
+	}
+	return first, warnings
+}

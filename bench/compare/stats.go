@@ -1,0 +1,207 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Alpha is the significance level of every verdict.
+const Alpha = 0.05
+
+// BootstrapResamples is the number of resamples behind each confidence
+// interval: enough for stable 2.5/97.5 percentiles, cheap for a few repeats.
+const BootstrapResamples = 2000
+
+// exactLimit bounds the number of rank arrangements enumerated for an exact
+// Mann–Whitney p-value; beyond it the normal approximation is good anyway
+// (it only happens with more than about 9 repeats per side).
+const exactLimit = 100000
+
+// mannWhitney is the two-sided Mann–Whitney U test of a against b. The
+// p-value is exact (every arrangement of the pooled midranks enumerated, so
+// ties are handled exactly) when there are at most exactLimit arrangements,
+// else the normal approximation with tie and continuity correction.
+func mannWhitney(a, b []float64) (u, p float64, exact bool) {
+	n1, n2 := len(a), len(b)
+	if n1 == 0 || n2 == 0 {
+		return 0, 1, true
+	}
+	ranks := midranks(a, b)
+	var r1 float64
+	for i := range n1 {
+		r1 += ranks[i]
+	}
+	u = r1 - float64(n1*(n1+1))/2
+	mean := float64(n1*n2) / 2
+	if binom(n1+n2, n1) <= exactLimit {
+		// Two-sided: arrangements whose rank sum is at least as far from
+		// its expectation as the observed one.
+		expect := float64(n1) * float64(n1+n2+1) / 2
+		obs := math.Abs(r1 - expect)
+		var total, extreme float64
+		var walk func(start, left int, sum float64)
+		walk = func(start, left int, sum float64) {
+			if left == 0 {
+				total++
+				if math.Abs(sum-expect) >= obs-1e-9 {
+					extreme++
+				}
+				return
+			}
+			for i := start; i <= len(ranks)-left; i++ {
+				walk(i+1, left-1, sum+ranks[i])
+			}
+		}
+		walk(0, n1, 0)
+		return u, extreme / total, true
+	}
+	n := float64(n1 + n2)
+	// Tie correction: sum of t^3-t over groups of tied values.
+	sorted := append([]float64(nil), ranks...)
+	sort.Float64s(sorted)
+	var ties float64
+	for i := 0; i < len(sorted); {
+		j := i
+		for j < len(sorted) && sorted[j] == sorted[i] {
+			j++
+		}
+		t := float64(j - i)
+		ties += t*t*t - t
+		i = j
+	}
+	sigma := math.Sqrt(float64(n1*n2) / 12 * ((n + 1) - ties/(n*(n-1))))
+	if sigma == 0 {
+		return u, 1, false
+	}
+	z := (math.Abs(u-mean) - 0.5) / sigma
+	if z < 0 {
+		z = 0
+	}
+	return u, math.Erfc(z / math.Sqrt2), false
+}
+
+// midranks ranks the pooled values 1..n, ties sharing the mean of their
+// ranks; a's values come first in the result.
+func midranks(a, b []float64) []float64 {
+	type item struct {
+		v float64
+		i int
+	}
+	items := make([]item, 0, len(a)+len(b))
+	for i, v := range a {
+		items = append(items, item{v, i})
+	}
+	for i, v := range b {
+		items = append(items, item{v, len(a) + i})
+	}
+	sort.SliceStable(items, func(x, y int) bool { return items[x].v < items[y].v })
+	ranks := make([]float64, len(items))
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && items[j].v == items[i].v {
+			j++
+		}
+		r := float64(i+j+1) / 2 // mean of ranks i+1..j
+		for k := i; k < j; k++ {
+			ranks[items[k].i] = r
+		}
+		i = j
+	}
+	return ranks
+}
+
+// minAttainableP is the smallest two-sided p-value the exact test can give
+// with n1 and n2 values: when it exceeds Alpha no data could show a
+// difference, so the honest verdict is "n too small to judge".
+func minAttainableP(n1, n2 int) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	return math.Min(1, 2/binom(n1+n2, n1))
+}
+
+func binom(n, k int) float64 {
+	if k < 0 || k > n {
+		return 0
+	}
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return math.Round(r)
+}
+
+// bootstrapRatioCI is the 95% percentile bootstrap interval of
+// median(b)/median(a), from BootstrapResamples resamples drawn with a PCG
+// seeded by seed, so the same input always gives the same interval.
+func bootstrapRatioCI(a, b []float64, seed uint64) (lo, hi float64, ok bool) {
+	if len(a) == 0 || len(b) == 0 {
+		return 0, 0, false
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	ratios := make([]float64, 0, BootstrapResamples)
+	ra := make([]float64, len(a))
+	rb := make([]float64, len(b))
+	for range BootstrapResamples {
+		for i := range ra {
+			ra[i] = a[rng.IntN(len(a))]
+		}
+		for i := range rb {
+			rb[i] = b[rng.IntN(len(b))]
+		}
+		ma := median(ra)
+		if ma == 0 {
+			continue
+		}
+		ratios = append(ratios, median(rb)/ma)
+	}
+	if len(ratios) < BootstrapResamples/2 {
+		return 0, 0, false
+	}
+	sort.Float64s(ratios)
+	return quantile(ratios, 0.025), quantile(ratios, 0.975), true
+}
+
+// median of values (mean of the middle two for an even count); it sorts a copy.
+func median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), values...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// quantile of sorted values with linear interpolation between ranks.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	pos := q * float64(len(sorted)-1)
+	i := int(pos)
+	if i >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(i)
+	return sorted[i]*(1-f) + sorted[i+1]*f
+}
+
+// seedFor derives a per-cell seed (FNV-1a over the cell's names) so each
+// cell's interval depends on its own data only, not on the table's order.
+func seedFor(base uint64, parts ...string) uint64 {
+	h := uint64(14695981039346656037) ^ base
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			h ^= uint64(p[i])
+			h *= 1099511628211
+		}
+		h ^= 0xff
+		h *= 1099511628211
+	}
+	return h
+}
