@@ -92,9 +92,11 @@ const PreparedMarker = ".diskprep-prepared.json"
 // Prepared is how diskprep made the target's filesystem.
 type Prepared struct {
 	FSType       string   `json:"fs_type"`
+	UUID         string   `json:"uuid,omitempty"`
 	MkfsArgv     []string `json:"mkfs_argv,omitempty"`
 	MkfsVersion  string   `json:"mkfs_version,omitempty"`
 	MountOptions string   `json:"mount_options,omitempty"`
+	PreparedAt   string   `json:"prepared_at,omitempty"`
 }
 
 // WorkloadResult is one workload: its parameters, every repetition and the

@@ -21,7 +21,7 @@ func WriteJSON(w io.Writer, rec *Record) error {
 func tableCells(r Row, repeats bool) []string {
 	s := r.Summary
 	cell := func(st Stat, f func(float64) string) string {
-		if !repeats || st.N < 2 {
+		if !repeats || st.N < 2 || st.Min == st.Max {
 			return f(st.Median)
 		}
 		return fmt.Sprintf("%s (%s-%s)", f(st.Median), f(st.Min), f(st.Max))

@@ -262,11 +262,21 @@ func readPrepared(mountPoint string) *Prepared {
 	if err != nil {
 		return nil
 	}
-	var p Prepared
-	if json.Unmarshal(b, &p) != nil {
+	// The marker's shape is disk.Marker ("diskprep/prepared/v1"); bench
+	// does not import disk, so it reads the fields it keeps by name.
+	var m struct {
+		FS          string   `json:"fs"`
+		UUID        string   `json:"uuid"`
+		MkfsArgv    []string `json:"mkfs_argv"`
+		MkfsVersion string   `json:"mkfs_version"`
+		MountOpts   string   `json:"mount_opts"`
+		PreparedAt  string   `json:"prepared_at"`
+	}
+	if json.Unmarshal(b, &m) != nil || m.FS == "" {
 		return nil
 	}
-	return &p
+	return &Prepared{FSType: m.FS, UUID: m.UUID, MkfsArgv: m.MkfsArgv, MkfsVersion: m.MkfsVersion,
+		MountOptions: m.MountOpts, PreparedAt: m.PreparedAt}
 }
 
 // deviceBusy reports why the device at path must not be written: mounted

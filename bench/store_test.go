@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/internal/atomicfile"
+)
+
+func recWithID(id string) *Record {
+	r := syntheticRecord()
+	r.ID = id
+	return r
+}
+
+func TestStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results", "nested") // Save creates it
+	ids := []string{"20261130T061500Z-aaaa", "20261130T061500Z-aabb", "20261129T000000Z-cccc"}
+	for _, id := range ids {
+		if err := Save(dir, recWithID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("store dir mode %v, %v", fi.Mode(), err)
+	}
+	// A record is never replaced.
+	if err := Save(dir, recWithID(ids[0])); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second Save of one id: %v", err)
+	}
+	if err := Save(dir, recWithID("../escape")); err == nil {
+		t.Error("Save accepted an id with a slash")
+	}
+
+	// What a killed writer, a stranger, a corrupt record and another schema
+	// leave behind: listed as warnings or ignored, never fatal.
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(atomicfile.TempPrefix+"20261130T061500Z-dddd.json-123", `{"schema":"diskprep/result/v1","id":"20261130T061500Z-dddd"}`)
+	write("corrupt.json", `{"schema":"diskprep/result/v1", "id": `)
+	write("inventory.json", `{"schema":"diskprep/inventory/v1","hostname":"x"}`)
+	write("future.json", `{"schema":"diskprep/result/v2","id":"20300101T000000Z-ffff"}`)
+	write("notes.txt", "not a record")
+	if err := os.Mkdir(filepath.Join(dir, "sub.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	entries, warnings, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Record.ID)
+		if filepath.Base(e.Path) != e.Record.ID+".json" {
+			t.Errorf("entry %s from %s", e.Record.ID, e.Path)
+		}
+	}
+	if strings.Join(got, " ") != "20261129T000000Z-cccc 20261130T061500Z-aaaa 20261130T061500Z-aabb" {
+		t.Errorf("List ids %v (want oldest first, temp file skipped)", got)
+	}
+	if len(warnings) != 3 {
+		t.Errorf("warnings %q, want 3 (corrupt, inventory, future)", warnings)
+	}
+	for _, name := range []string{"corrupt.json", "inventory.json", "future.json"} {
+		if !strings.Contains(strings.Join(warnings, "\n"), name) {
+			t.Errorf("no warning names %s: %q", name, warnings)
+		}
+	}
+	// The full record survives the trip.
+	if entries[1].Record.Workloads[1].Summary["read"].Name != "randread" || entries[1].Record.Host.Hostname != "bench-host" {
+		t.Error("record content lost in the store")
+	}
+
+	e, err := Load(dir, "20261129")
+	if err != nil || e.Record.ID != ids[2] {
+		t.Errorf("Load by unique prefix: %v %v", e, err)
+	}
+	if e, err := Load(dir, ids[0]); err != nil || e.Record.ID != ids[0] {
+		t.Errorf("Load by full id: %v", err)
+	}
+	if _, err := Load(dir, "20261130T061500Z-aa"); !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("ambiguous prefix: %v", err)
+	}
+	if _, err := Load(dir, "2019"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing id: %v", err)
+	}
+	if id, err := Remove(dir, "20261130T061500Z-aab"); err != nil || id != ids[1] {
+		t.Errorf("Remove: %s %v", id, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ids[1]+".json")); !os.IsNotExist(err) {
+		t.Error("removed record still there")
+	}
+	if _, err := Remove(dir, ids[1]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Remove twice: %v", err)
+	}
+
+	// A store that does not exist yet is empty, not an error.
+	entries, warnings, err = List(filepath.Join(t.TempDir(), "none"))
+	if err != nil || len(entries) != 0 || len(warnings) != 0 {
+		t.Errorf("missing store: %v %v %v", entries, warnings, err)
+	}
+}
+
+func TestSaveLeavesNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := Save(dir, recWithID("20261130T061500Z-0001")); err != nil {
+		t.Fatal(err)
+	}
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 || des[0].Name() != "20261130T061500Z-0001.json" {
+		var names []string
+		for _, d := range des {
+			names = append(names, d.Name())
+		}
+		t.Errorf("store holds %v", names)
+	}
+}

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWorkloadWarnings(t *testing.T) {
+	base := func() Workload {
+		w := DefaultWorkload()
+		w.Name = "w"
+		return w
+	}
+	env := environment{RAMBytes: 24 << 30}
+	tests := []struct {
+		name string
+		edit func(w *Workload)
+		env  environment
+		want []string // substrings, one per expected warning; none means no warning
+	}{
+		{"clean", func(w *Workload) {}, env, nil},
+		{"buffered small", func(w *Workload) { w.Direct = false }, env, []string{"smaller than RAM (24 GiB) and O_DIRECT is off"}},
+		{"buffered large", func(w *Workload) { w.Direct = false; w.SizeBytes = 32 << 30 }, env, nil},
+		{"buffered, RAM unknown", func(w *Workload) { w.Direct = false }, environment{}, nil},
+		{"sync deep", func(w *Workload) { w.Engine = "sync"; w.IODepth = 8 }, env, []string{"iodepth 8 with the sync engine"}},
+		{"auto deep", func(w *Workload) { w.IODepth = 8 }, env, nil},
+		{"few offsets", func(w *Workload) { w.RW = "randrw"; w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env,
+			[]string{"bs=32M size=2G gives 64 offsets: not random I/O"}},
+		{"sequential big blocks", func(w *Workload) { w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env, nil},
+		{"just enough offsets", func(w *Workload) { w.RW = "randread"; w.SizeBytes = 1000 * 4096 }, env, nil},
+		{"short", func(w *Workload) { w.Runtime = 2 * time.Second }, env, []string{"runtime 2s is under 3s"}},
+		{"size-based", func(w *Workload) { w.Runtime = 0 }, env, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := base()
+			tc.edit(&w)
+			got := workloadWarnings(w, tc.env)
+			checkWarnings(t, got, tc.want)
+		})
+	}
+}
+
+func checkWarnings(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("warnings %q, want %d matching %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("warning %q does not say %q", got[i], want[i])
+		}
+	}
+}
+
+func TestTargetWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		env  environment
+		want []string
+	}{
+		{"plain xfs", environment{FSType: "xfs", MountOptions: "rw,relatime,attr2"}, nil},
+		{"btrfs plain", environment{FSType: "btrfs", MountOptions: "rw,relatime,ssd,space_cache=v2"}, nil},
+		{"btrfs compress", environment{FSType: "btrfs", MountOptions: "rw,compress=zstd:3,ssd"}, []string{"btrfs mounted with compress=zstd:3"}},
+		{"btrfs compress-force", environment{FSType: "btrfs", MountOptions: "rw,compress-force=lzo"}, []string{"compress-force=lzo"}},
+		{"zfs", environment{FSType: "zfs"}, []string{"zfs filesystem"}},
+		{"vdo", environment{FSType: "xfs", DedupDevice: "target is on device-mapper volume dm-3 (vg-vpool0-vpool), a VDO volume"}, []string{"VDO volume"}},
+		{"governor performance", environment{Governors: map[string]int{"performance": 4}}, nil},
+		{"governor mixed", environment{Governors: map[string]int{"performance": 2, "powersave": 2}}, []string{"governor is powersave on 2 of 4 CPUs"}},
+		{"virtual disk", environment{VirtualDisk: true, VirtualBy: "vmware", Disk: "sdb"}, []string{"sdb is a virtual disk emulated by vmware"}},
+		{"physical disk", environment{Disk: "sdb"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWarnings(t, targetWarnings(tc.env), tc.want)
+		})
+	}
+}
+
+func TestRepetitionWarnings(t *testing.T) {
+	w := DefaultWorkload()
+	w.Name, w.IODepth = "deep", 32
+	env := environment{RAMBytes: 24 << 30}
+	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "sync", Direct: true}, env), []string{"sync engine ran (io_uring unavailable)"})
+	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "io_uring", Direct: true}, env), nil)
+	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "io_uring", Direct: false}, env), []string{"O_DIRECT was refused"})
+}
+
+func TestReadGovernors(t *testing.T) {
+	root := t.TempDir()
+	for cpu, g := range map[string]string{"cpu0": "powersave\n", "cpu1": "performance\n", "cpu2": "powersave\n"} {
+		d := filepath.Join(root, "sys/devices/system/cpu", cpu, "cpufreq")
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "scaling_governor"), []byte(g), 0o644)
+	}
+	// cpufreq without a governor file, and a non-CPU directory, count for nothing.
+	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu/cpu3/cpufreq"), 0o755)
+	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu/cpufreq/policy0"), 0o755)
+	got := readGovernors(root)
+	if len(got) != 2 || got["powersave"] != 2 || got["performance"] != 1 {
+		t.Errorf("governors %v", got)
+	}
+	if g := readGovernors(t.TempDir()); len(g) != 0 {
+		t.Errorf("no cpufreq: %v", g)
+	}
+}
+
+func TestDedupDevice(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dev, name, uuid string, slaves ...string) {
+		d := filepath.Join(root, "sys/block", dev)
+		os.MkdirAll(filepath.Join(d, "dm"), 0o755)
+		os.MkdirAll(filepath.Join(d, "slaves"), 0o755)
+		os.WriteFile(filepath.Join(d, "dm/name"), []byte(name+"\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "dm/uuid"), []byte(uuid+"\n"), 0o644)
+		for _, s := range slaves {
+			os.MkdirAll(filepath.Join(d, "slaves", s), 0o755)
+		}
+	}
+	mk("dm-0", "vg-root", "LVM-abc")
+	mk("dm-1", "vg-vpool0-vpool", "LVM-def")
+	mk("dm-2", "vg-vdolv", "LVM-ghi", "dm-1")
+	mk("dm-3", "vdo0", "VDO-1234")
+	if got := dedupDevice(root, "dm-0"); got != "" {
+		t.Errorf("plain LV flagged: %s", got)
+	}
+	if got := dedupDevice(root, "dm-2"); !strings.Contains(got, "dm-1 (vg-vpool0-vpool)") {
+		t.Errorf("LV on a VDO pool: %q", got)
+	}
+	if got := dedupDevice(root, "dm-3"); !strings.Contains(got, "VDO") {
+		t.Errorf("stand-alone VDO: %q", got)
+	}
+	if got := dedupDevice(root, "sdb1"); got != "" {
+		t.Errorf("partition flagged: %s", got)
+	}
+}
