@@ -1,0 +1,421 @@
+package probe
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"unicode/utf16"
+)
+
+// Entry is one partition of a table. StartLBA and Sectors count sectors of
+// the table's SectorSize (blkid's PART_ENTRY_OFFSET/SIZE count 512 bytes).
+type Entry struct {
+	Number   int    // GPT: entry index + 1; dos: slot 1-4, logical from 5
+	StartLBA uint64 // first sector
+	Sectors  uint64
+	TypeGUID string // GPT type GUID lower case; dos: type byte as "0x83"
+	PartUUID string // GPT unique GUID lower case; dos: "<disk id>-<nn>" as blkid
+	Name     string // GPT partition name; empty for dos
+}
+
+// Table is a partition table read from a whole device.
+type Table struct {
+	Type       string // "gpt" or "dos"
+	ID         string // GPT disk GUID lower case; dos disk signature as 0x%08x
+	SectorSize int
+	Partitions []Entry
+	// Warnings are problems that did not stop the table from being read: a
+	// corrupt primary GPT header (the backup was used), an invalid or
+	// disagreeing backup, a missing protective MBR, overlapping entries.
+	Warnings []string
+}
+
+const (
+	gptSignature  = "EFI PART"
+	gptHeaderMin  = 92
+	gptEntrySize  = 128
+	mbrTypeGPT    = 0xee
+	mbrTableStart = 446
+)
+
+// gptHeader is a GPT header that passed every check blkid makes, including
+// the CRC of its entry array.
+type gptHeader struct {
+	lba, altLBA             uint64
+	firstUsable, lastUsable uint64
+	entriesLBA              uint64
+	numEntries              uint32
+	entriesCRC              uint32
+	diskGUID                string
+	entries                 []byte
+}
+
+// hasGPTSignature says whether "EFI PART" is at the start of sector lba,
+// valid or not: a header that is there but broken is corruption, not
+// absence.
+func hasGPTSignature(d *device, ssz int64, lba uint64) bool {
+	b := d.read(int64(lba)*ssz, 8)
+	return b != nil && string(b) == gptSignature
+}
+
+func lastLBA(d *device, ssz int64) (uint64, bool) {
+	n := d.size / ssz
+	if n < 3 {
+		return 0, false
+	}
+	return uint64(n - 1), true
+}
+
+// readGPTHeader checks the header at lba as libblkid's get_gpt_header does
+// and says why it is rejected.
+func readGPTHeader(d *device, ssz int64, lba uint64) (*gptHeader, string) {
+	last, ok := lastLBA(d, ssz)
+	if !ok || lba > last {
+		return nil, "device too small"
+	}
+	sec := d.read(int64(lba)*ssz, ssz)
+	if sec == nil {
+		return nil, "unreadable"
+	}
+	if string(sec[:8]) != gptSignature {
+		return nil, "no signature"
+	}
+	hsz := le32(sec[12:])
+	if hsz < gptHeaderMin || int64(hsz) > ssz {
+		return nil, fmt.Sprintf("header size %d", hsz)
+	}
+	hdr := clone(sec[:hsz])
+	want := le32(hdr[16:])
+	copy(hdr[16:20], []byte{0, 0, 0, 0})
+	if crc32.ChecksumIEEE(hdr) != want {
+		return nil, "header CRC mismatch"
+	}
+	h := &gptHeader{
+		lba:         le64(hdr[24:]),
+		altLBA:      le64(hdr[32:]),
+		firstUsable: le64(hdr[40:]),
+		lastUsable:  le64(hdr[48:]),
+		diskGUID:    formatGUID(hdr[56:72]),
+		entriesLBA:  le64(hdr[72:]),
+		numEntries:  le32(hdr[80:]),
+		entriesCRC:  le32(hdr[88:]),
+	}
+	if h.lba != lba {
+		return nil, fmt.Sprintf("header claims LBA %d", h.lba)
+	}
+	fu, lu := h.firstUsable, h.lastUsable
+	if lu < fu || fu > last || lu > last {
+		return nil, fmt.Sprintf("usable LBAs %d-%d outside the device", fu, lu)
+	}
+	if fu < lba && lba < lu {
+		return nil, "header inside the usable area"
+	}
+	esz := uint64(h.numEntries) * uint64(le32(hdr[84:]))
+	if le32(hdr[84:]) != gptEntrySize || esz == 0 || esz > maxRead {
+		return nil, fmt.Sprintf("entry array of %d entries of %d bytes", h.numEntries, le32(hdr[84:]))
+	}
+	if h.entriesLBA > uint64(d.size/ssz) {
+		return nil, "entry array outside the device"
+	}
+	h.entries = d.read(int64(h.entriesLBA)*ssz, int64(esz))
+	if h.entries == nil {
+		return nil, "entry array outside the device"
+	}
+	if crc32.ChecksumIEEE(h.entries) != h.entriesCRC {
+		return nil, "entry array CRC mismatch"
+	}
+	return h, ""
+}
+
+// mbrSector returns sector 0 when it ends in 0x55AA.
+func mbrSector(d *device) []byte {
+	b := d.read(0, 512)
+	if b == nil || b[510] != 0x55 || b[511] != 0xaa {
+		return nil
+	}
+	return b
+}
+
+// isPMBR is libblkid's is_pmbr_valid: any of the four slots typed 0xEE.
+func isPMBR(d *device) bool {
+	b := mbrSector(d)
+	if b == nil {
+		return false
+	}
+	for i := 0; i < 4; i++ {
+		if b[mbrTableStart+16*i+4] == mbrTypeGPT {
+			return true
+		}
+	}
+	return false
+}
+
+// probeGPT reports each valid GPT header and the protective MBR. Like blkid
+// it wants a PMBR before it believes in a GPT; unlike blkid it tries both
+// common sector sizes, since it cannot ask the device.
+func probeGPT(d *device) []Signature {
+	if !isPMBR(d) {
+		return nil
+	}
+	var sigs []Signature
+	for _, ssz := range []int64{512, 4096} {
+		last, ok := lastLBA(d, ssz)
+		if !ok {
+			continue
+		}
+		for _, lba := range []uint64{1, last} {
+			if h, _ := readGPTHeader(d, ssz, lba); h != nil {
+				sigs = append(sigs, Signature{Type: "gpt", Usage: UsagePartitionTable, UUID: h.diskGUID,
+					Offset: int64(lba) * ssz, Magic: []byte(gptSignature)})
+			}
+		}
+	}
+	return append(sigs, Signature{Type: "PMBR", Usage: UsagePartitionTable, Offset: 510, Magic: []byte{0x55, 0xaa}})
+}
+
+// isDOS decides, as libblkid's probe_dos_pt, whether sector 0 is a DOS
+// partition table rather than a FAT/NTFS/exFAT boot sector or a PMBR.
+func isDOS(d *device) []byte {
+	b := mbrSector(d)
+	if b == nil {
+		return nil
+	}
+	if bytes.Equal(b[:4], []byte{0xc9, 0xc2, 0xd4, 0xc1}) { // AIX
+		return nil
+	}
+	if _, ok := fatBoot(d); ok {
+		return nil
+	}
+	if ntfsBoot(d) != nil || string(b[3:11]) == "EXFAT   " {
+		return nil
+	}
+	for i := 0; i < 4; i++ {
+		e := b[mbrTableStart+16*i:]
+		if e[0] != 0 && e[0] != 0x80 {
+			return nil
+		}
+		if e[4] == mbrTypeGPT {
+			return nil
+		}
+	}
+	return b
+}
+
+func probeDOS(d *device) []Signature {
+	b := isDOS(d)
+	if b == nil {
+		return nil
+	}
+	s := Signature{Type: "dos", Usage: UsagePartitionTable, Offset: 510, Magic: []byte{0x55, 0xaa}}
+	if id := le32(b[440:]); id != 0 {
+		s.UUID = fmt.Sprintf("%08x", id)
+	}
+	return []Signature{s}
+}
+
+// ReadTable reads the GPT or DOS partition table of a whole device of size
+// bytes. sectorSize is the logical sector size; 0 tries 512 and then 4096.
+// It returns nil, nil when the device carries no partition table, and an
+// error wrapping ErrCorruptTable when a GPT is announced but neither header
+// (with its entry array) is valid. A corrupt primary with a valid backup is
+// read from the backup and says so in Warnings.
+func ReadTable(r io.ReaderAt, size int64, sectorSize int) (*Table, error) {
+	sizes := []int64{512, 4096}
+	if sectorSize != 0 {
+		if sectorSize < 512 || sectorSize > 65536 || !isPowerOf2(uint64(sectorSize)) {
+			return nil, fmt.Errorf("read partition table: invalid sector size %d", sectorSize)
+		}
+		sizes = []int64{int64(sectorSize)}
+	}
+	d := newDevice(r, size)
+	pmbr := isPMBR(d)
+	for _, ssz := range sizes {
+		t, err := readGPT(d, ssz, pmbr)
+		if d.err != nil {
+			return nil, fmt.Errorf("read partition table: %w", d.err)
+		}
+		if t != nil || err != nil {
+			return t, err
+		}
+	}
+	if pmbr {
+		return nil, fmt.Errorf("protective MBR but no GPT header at sector size %v: %w", sizes, ErrCorruptTable)
+	}
+	t := readDOS(d, sizes[0])
+	if d.err != nil {
+		return nil, fmt.Errorf("read partition table: %w", d.err)
+	}
+	return t, nil
+}
+
+// readGPT returns nil, nil when no GPT header signature is present at this
+// sector size.
+func readGPT(d *device, ssz int64, pmbr bool) (*Table, error) {
+	last, ok := lastLBA(d, ssz)
+	if !ok {
+		return nil, nil
+	}
+	if !hasGPTSignature(d, ssz, 1) && !hasGPTSignature(d, ssz, last) {
+		return nil, nil
+	}
+	t := &Table{Type: "gpt", SectorSize: int(ssz)}
+	if !pmbr {
+		t.Warnings = append(t.Warnings, "no protective MBR (blkid and the kernel ignore this GPT)")
+	}
+	primary, why1 := readGPTHeader(d, ssz, 1)
+	backup, why2 := readGPTHeader(d, ssz, last)
+	if backup == nil && primary != nil && primary.altLBA != last && primary.altLBA > 1 {
+		// The disk grew (or the image was truncated) after partitioning:
+		// the backup sits where the primary says, not at the end.
+		if b, _ := readGPTHeader(d, ssz, primary.altLBA); b != nil {
+			backup, why2 = b, ""
+		}
+	}
+	h := primary
+	switch {
+	case primary == nil && backup == nil:
+		return nil, fmt.Errorf("GPT at sector size %d: primary header: %s; backup header: %s: %w", ssz, why1, why2, ErrCorruptTable)
+	case primary == nil:
+		h = backup
+		t.Warnings = append(t.Warnings, fmt.Sprintf("primary GPT header invalid (%s); using the backup header at LBA %d", why1, backup.lba))
+	case backup == nil:
+		t.Warnings = append(t.Warnings, fmt.Sprintf("backup GPT header at LBA %d invalid (%s)", last, why2))
+	default:
+		if diff := compareGPT(primary, backup); diff != "" {
+			t.Warnings = append(t.Warnings, "backup GPT header disagrees with the primary: "+diff)
+		}
+	}
+	if primary != nil && primary.altLBA != last {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("primary GPT header places the backup at LBA %d, but the last LBA is %d", primary.altLBA, last))
+	}
+	t.ID = h.diskGUID
+	t.Partitions, t.Warnings = gptEntries(h, t.Warnings)
+	return t, nil
+}
+
+func compareGPT(p, b *gptHeader) string {
+	switch {
+	case p.diskGUID != b.diskGUID:
+		return fmt.Sprintf("disk GUID %s vs %s", p.diskGUID, b.diskGUID)
+	case p.firstUsable != b.firstUsable || p.lastUsable != b.lastUsable:
+		return fmt.Sprintf("usable LBAs %d-%d vs %d-%d", p.firstUsable, p.lastUsable, b.firstUsable, b.lastUsable)
+	case p.entriesCRC != b.entriesCRC || p.numEntries != b.numEntries:
+		return "partition entries differ"
+	case b.altLBA != p.lba:
+		return fmt.Sprintf("backup points to primary at LBA %d", b.altLBA)
+	}
+	return ""
+}
+
+func gptEntries(h *gptHeader, warnings []string) ([]Entry, []string) {
+	var parts []Entry
+	for i := 0; i < int(h.numEntries); i++ {
+		e := h.entries[i*gptEntrySize : (i+1)*gptEntrySize]
+		if isZero(e[:16]) {
+			continue
+		}
+		first, end := le64(e[32:]), le64(e[40:])
+		if end < first {
+			warnings = append(warnings, fmt.Sprintf("partition %d ends (LBA %d) before it starts (LBA %d)", i+1, end, first))
+			continue
+		}
+		p := Entry{Number: i + 1, StartLBA: first, Sectors: end - first + 1,
+			TypeGUID: formatGUID(e[:16]), PartUUID: formatGUID(e[16:32]), Name: utf16le(e[56:128])}
+		if first < h.firstUsable || end > h.lastUsable {
+			warnings = append(warnings, fmt.Sprintf("partition %d (LBA %d-%d) outside the usable area %d-%d", p.Number, first, end, h.firstUsable, h.lastUsable))
+		}
+		for _, q := range parts {
+			if first <= q.StartLBA+q.Sectors-1 && q.StartLBA <= end {
+				warnings = append(warnings, fmt.Sprintf("partitions %d and %d overlap", q.Number, p.Number))
+			}
+		}
+		parts = append(parts, p)
+	}
+	return parts, warnings
+}
+
+// utf16le decodes a NUL-terminated UTF-16LE name.
+func utf16le(b []byte) string {
+	u := make([]uint16, 0, len(b)/2)
+	for i := 0; i+1 < len(b); i += 2 {
+		c := le16(b[i:])
+		if c == 0 {
+			break
+		}
+		u = append(u, c)
+	}
+	return string(utf16.Decode(u))
+}
+
+func isExtended(typ byte) bool { return typ == 0x05 || typ == 0x0f || typ == 0x85 }
+
+// readDOS reads the four primary slots and the chain of extended boot
+// records, numbering as blkid and the kernel do: empty primary slots keep
+// their number, logical partitions start at 5.
+func readDOS(d *device, ssz int64) *Table {
+	b := isDOS(d)
+	if b == nil {
+		return nil
+	}
+	id := le32(b[440:])
+	t := &Table{Type: "dos", ID: fmt.Sprintf("0x%08x", id), SectorSize: int(ssz)}
+	add := func(n int, typ byte, start, sectors uint64) {
+		t.Partitions = append(t.Partitions, Entry{Number: n, StartLBA: start, Sectors: sectors,
+			TypeGUID: fmt.Sprintf("0x%x", typ), PartUUID: fmt.Sprintf("%08x-%02x", id, n)})
+	}
+	for i := 0; i < 4; i++ {
+		e := b[mbrTableStart+16*i:]
+		start, n := uint64(le32(e[8:])), uint64(le32(e[12:]))
+		if n == 0 {
+			continue
+		}
+		add(i+1, e[4], start, n)
+		if isExtended(e[4]) {
+			t.Warnings = readLogical(d, ssz, start, n, add, t.Warnings)
+		}
+	}
+	return t
+}
+
+// readLogical follows the EBR chain; each EBR's first slot is a logical
+// partition relative to that EBR, its second the next EBR relative to the
+// extended partition.
+func readLogical(d *device, ssz int64, extStart, extSize uint64, add func(int, byte, uint64, uint64), warnings []string) []string {
+	seen := map[uint64]bool{}
+	ebr, num := extStart, 5
+	for len(seen) < 256 {
+		if seen[ebr] {
+			return append(warnings, fmt.Sprintf("extended boot record chain loops at LBA %d", ebr))
+		}
+		seen[ebr] = true
+		if ebr > uint64(d.size/ssz) {
+			return append(warnings, fmt.Sprintf("extended boot record at LBA %d beyond the device", ebr))
+		}
+		s := d.read(int64(ebr)*ssz, 512)
+		if s == nil || s[510] != 0x55 || s[511] != 0xaa {
+			return append(warnings, fmt.Sprintf("no extended boot record at LBA %d", ebr))
+		}
+		var next uint64
+		for i := 0; i < 4; i++ {
+			e := s[mbrTableStart+16*i:]
+			start, n := uint64(le32(e[8:])), uint64(le32(e[12:]))
+			if n == 0 || e[4] == 0 {
+				continue
+			}
+			if isExtended(e[4]) {
+				if next == 0 {
+					next = extStart + start
+				}
+				continue
+			}
+			add(num, e[4], ebr+start, n)
+			num++
+		}
+		if next == 0 || next >= extStart+extSize {
+			return warnings
+		}
+		ebr = next
+	}
+	return warnings
+}
