@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/engine"
+)
+
+// fakeEngine records what Run asks of the engine and answers with synthetic
+// results, so orchestration is tested without I/O.
+type fakeEngine struct {
+	mu      sync.Mutex
+	calls   []engine.Params
+	layouts []int64
+	// sizeAt is the test file's size seen at each Run call.
+	sizeAt []int64
+	// onRun may replace the result or fail (nil: a synthetic success).
+	onRun func(ctx context.Context, n int, p engine.Params) (*engine.Result, error)
+}
+
+func (f *fakeEngine) Run(ctx context.Context, p engine.Params) (*engine.Result, error) {
+	f.mu.Lock()
+	n := len(f.calls)
+	f.calls = append(f.calls, p)
+	var size int64 = -1
+	if fi, err := os.Stat(p.Path); err == nil {
+		size = fi.Size()
+	}
+	f.sizeAt = append(f.sizeAt, size)
+	f.mu.Unlock()
+	if p.Progress != nil {
+		p.Progress(engine.Snapshot{Elapsed: 500 * time.Millisecond, ReadIOs: 100, ReadBytes: 100 * uint64(p.BlockSize)})
+		p.Progress(engine.Snapshot{Elapsed: time.Second, ReadIOs: 300, ReadBytes: 300 * uint64(p.BlockSize)})
+	}
+	if f.onRun != nil {
+		return f.onRun(ctx, n, p)
+	}
+	var r, w uint64
+	switch {
+	case p.RW == engine.RandRW:
+		r, w = 60, 40
+	case p.RW.Writes():
+		w = 100
+	default:
+		r = 100
+	}
+	return syntheticResult(r, w, uint64(p.BlockSize), 1), nil
+}
+
+func (f *fakeEngine) Layout(ctx context.Context, path string, size int64, data engine.DataPattern) error {
+	f.mu.Lock()
+	f.layouts = append(f.layouts, size)
+	f.mu.Unlock()
+	// Sparse is enough for the fake: it only has to exist at that size.
+	return os.Truncate(path, size)
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+func TestRunDirectory(t *testing.T) {
+	target, results := t.TempDir(), filepath.Join(t.TempDir(), "results")
+	fake := &fakeEngine{}
+	var progress []Progress
+	rec, err := Run(context.Background(), Request{
+		Target: target, Set: "quick", Label: "demo", Repeat: 2,
+		Overrides: Overrides{Size: 8 << 20, Runtime: time.Second},
+	}, Options{
+		Host: syntheticHost(), ToolVersion: "v-test", ResultsDir: results, Engine: fake,
+		Progress: func(p Progress) { progress = append(progress, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := dirEntries(t, target); len(left) != 0 {
+		t.Errorf("target directory keeps %v", left)
+	}
+	saved := dirEntries(t, results)
+	if len(saved) != 1 || saved[0] != rec.ID+".json" {
+		t.Fatalf("store holds %v, want %s.json", saved, rec.ID)
+	}
+	back, err := ReadFile(filepath.Join(results, saved[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Label != "demo" || back.Set != "quick" || back.Repeat != 2 || back.ToolVersion != "v-test" ||
+		back.Host.Hostname != "bench-host" || back.Target.Kind != KindDir || back.Target.Path != target || back.Partial {
+		t.Errorf("record header %+v", back)
+	}
+	if back.Target.TestFile != filepath.Join(target, TestFileName(rec.ID)) {
+		t.Errorf("test file %s", back.Target.TestFile)
+	}
+	if back.Target.FSType == "" || back.Target.MountPoint == "" {
+		t.Errorf("filesystem of the target not identified: %+v", back.Target)
+	}
+
+	// Rounds: every workload once, then again.
+	var order []string
+	for _, p := range fake.calls {
+		if p.Path != back.Target.TestFile {
+			t.Errorf("engine got path %s", p.Path)
+		}
+		if p.Size != 8<<20 || p.Runtime != time.Second || !p.Direct {
+			t.Errorf("params %+v", p)
+		}
+		order = append(order, string(p.RW)+"/"+bsName(p.BlockSize))
+	}
+	want := "read/1M write/1M randread/4k randwrite/4k"
+	if got := strings.Join(order, " "); got != want+" "+want {
+		t.Errorf("run order %s", got)
+	}
+	// Laid out once, to the extent, before the first workload.
+	if len(fake.layouts) != 1 || fake.layouts[0] != 8<<20 || fake.sizeAt[0] != 8<<20 {
+		t.Errorf("layouts %v, file sizes at runs %v", fake.layouts, fake.sizeAt)
+	}
+	for _, wr := range back.Workloads {
+		if len(wr.Runs) != 2 || wr.Runs[0].Index != 1 || wr.Runs[1].Index != 2 {
+			t.Errorf("%s: runs %+v", wr.Params.Name, wr.Runs)
+		}
+		if len(wr.Summary) != 1 {
+			t.Errorf("%s: summary %v", wr.Params.Name, wr.Summary)
+		}
+	}
+	if !strings.Contains(strings.Join(Warnings(back), "\n"), "runtime 1s is under 3s") {
+		t.Errorf("warnings %q", Warnings(back))
+	}
+
+	// Progress: one layout line, then live figures with an ETA that shrinks.
+	if len(progress) == 0 || progress[0].Phase != "layout" {
+		t.Fatalf("progress %+v", progress)
+	}
+	last := progress[len(progress)-1]
+	if last.Index != 8 || last.Count != 8 || last.Repetition != 2 || last.Workload != "rnd4k-write" {
+		t.Errorf("last progress %+v", last)
+	}
+	first := progress[2] // second snapshot of the first workload
+	if first.ReadIOPS != 400 || first.ETA != 7*time.Second {
+		t.Errorf("progress of first run %+v (want 200 I/Os in 0.5 s, 7 s to go)", first)
+	}
+	if line := ProgressLine(first); !strings.Contains(line, "[1/8] seq1m-read (run 1/2)") || !strings.Contains(line, "400 IOPS") || !strings.Contains(line, "ETA 7s") {
+		t.Errorf("progress line %q", line)
+	}
+}
+
+func bsName(n int64) string {
+	if n >= 1<<20 {
+		return "1M"
+	}
+	return "4k"
+}
+
+func TestRunVideoFirstWrite(t *testing.T) {
+	target := t.TempDir()
+	fake := &fakeEngine{}
+	rec, err := Run(context.Background(), Request{Target: target, Set: "video", Overrides: Overrides{Size: 4 << 20}}, Options{Engine: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first write meets a fresh (sparse) file, and nothing was laid out:
+	// each read follows a full size-based write.
+	if len(fake.layouts) != 0 {
+		t.Errorf("video laid out the file: %v", fake.layouts)
+	}
+	if len(fake.calls) != 4 || fake.calls[0].Runtime != 0 || !fake.calls[0].Fsync {
+		t.Errorf("video calls %+v", fake.calls)
+	}
+	rows := Rows(rec)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "video-first-write video-read video-rewrite video-reread" {
+		t.Errorf("rows %v", names)
+	}
+	if left := dirEntries(t, target); len(left) != 0 {
+		t.Errorf("target keeps %v", left)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "discard", true: "keep-partial"}[keep], func(t *testing.T) {
+			target, results := t.TempDir(), t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+				if n < 2 {
+					return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
+				}
+				cancel() // Ctrl-C during the third workload
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}}
+			rec, err := Run(ctx, Request{Target: target, Set: "quick", KeepPartial: keep, Overrides: Overrides{Size: 4 << 20}},
+				Options{Engine: fake, ResultsDir: results})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v, want context.Canceled", err)
+			}
+			if left := dirEntries(t, target); len(left) != 0 {
+				t.Errorf("test file left behind: %v", left)
+			}
+			saved := dirEntries(t, results)
+			if !keep {
+				if rec != nil || len(saved) != 0 {
+					t.Errorf("record written without --keep-partial: %v", saved)
+				}
+				return
+			}
+			if rec == nil || !rec.Partial || len(saved) != 1 {
+				t.Fatalf("partial record %v, store %v", rec, saved)
+			}
+			back, err := ReadFile(filepath.Join(results, saved[0]))
+			if err != nil || !back.Partial {
+				t.Fatalf("saved record: %v", err)
+			}
+			if len(back.Workloads[0].Runs) != 1 || len(back.Workloads[1].Runs) != 1 || len(back.Workloads[2].Runs) != 0 {
+				t.Errorf("partial runs: %d %d %d", len(back.Workloads[0].Runs), len(back.Workloads[1].Runs), len(back.Workloads[2].Runs))
+			}
+			if len(Rows(back)) != 2 {
+				t.Errorf("rows of a partial record: %v", Rows(back))
+			}
+		})
+	}
+}
+
+func TestRunEngineFailure(t *testing.T) {
+	target, results := t.TempDir(), t.TempDir()
+	boom := errors.New("pwrite: input/output error")
+	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) { return nil, boom }}
+	_, err := Run(context.Background(), Request{Target: target, Set: "quick", KeepPartial: true, Overrides: Overrides{Size: 4 << 20}},
+		Options{Engine: fake, ResultsDir: results})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "seq1m-read") {
+		t.Errorf("err %v", err)
+	}
+	if left := append(dirEntries(t, target), dirEntries(t, results)...); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	// Parameters the engine rejects are the user's to fix: a usage error.
+	fake.onRun = func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		return nil, errors.Join(errors.New("bs not aligned"), engine.ErrParams)
+	}
+	_, err = Run(context.Background(), Request{Target: target, Set: "quick", Overrides: Overrides{Size: 4 << 20}}, Options{Engine: fake})
+	if !errors.Is(err, ErrUsage) {
+		t.Errorf("engine parameter error is not a usage error: %v", err)
+	}
+	if left := dirEntries(t, target); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestRunBadTargets(t *testing.T) {
+	dir := t.TempDir()
+	fake := &fakeEngine{}
+	run := func(req Request) error {
+		_, err := Run(context.Background(), req, Options{Engine: fake, ResultsDir: filepath.Join(dir, "results")})
+		return err
+	}
+	if err := run(Request{Target: filepath.Join(dir, "nope")}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing target: %v", err)
+	}
+	if err := run(Request{Target: "/dev/null"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("character device: %v", err)
+	}
+	// More than the filesystem has: refused before anything is created.
+	err := run(Request{Target: dir, Overrides: Overrides{Size: 1 << 50}})
+	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "not enough free space") {
+		t.Errorf("no space: %v", err)
+	}
+	if left := dirEntries(t, dir); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if err := run(Request{Target: dir, Set: "nope"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("unknown set: %v", err)
+	}
+
+	// A regular file is used in place: too small is a usage error, big
+	// enough is run without layout and kept.
+	file := filepath.Join(dir, "data.img")
+	if err := os.WriteFile(file, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(Request{Target: file, Overrides: Overrides{Size: 2 << 20}}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "file") {
+		t.Errorf("small file: %v", err)
+	}
+	rec, err := Run(context.Background(), Request{Target: file, Specs: []string{"rw=randread,size=1M"}}, Options{Engine: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Target.Kind != KindFile || rec.Target.TestFile != "" || len(fake.layouts) != 0 || fake.calls[len(fake.calls)-1].Path != file {
+		t.Errorf("file target: %+v, layouts %v", rec.Target, fake.layouts)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() != 1<<20 {
+		t.Errorf("file target changed: %v %v", fi, err)
+	}
+}
+
+func TestRunPreparedMarker(t *testing.T) {
+	// The marker is read from the mount root; a test directory is rarely a
+	// mount root, so check the reader on its own.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, PreparedMarker), []byte(`{"schema":"diskprep/prepared/v1","fs":"xfs","uuid":"u","mkfs_argv":["mkfs.xfs","-f","/dev/loop0"],"mkfs_version":"6.4.0","mount_opts":"noatime","prepared_at":"2026-11-30T06:00:00Z"}`), 0o644)
+	p := readPrepared(dir)
+	if p == nil || p.FSType != "xfs" || strings.Join(p.MkfsArgv, " ") != "mkfs.xfs -f /dev/loop0" || p.MountOptions != "noatime" || p.MkfsVersion != "6.4.0" {
+		t.Errorf("prepared %+v", p)
+	}
+	os.WriteFile(filepath.Join(dir, PreparedMarker), []byte(`{garbage`), 0o644)
+	if readPrepared(dir) != nil || readPrepared(t.TempDir()) != nil {
+		t.Error("corrupt or missing marker read as prepared")
+	}
+}
