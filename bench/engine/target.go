@@ -109,6 +109,9 @@ func sysfsLogicalBlockSize(major, minor uint32) (int64, error) {
 	return 0, fmt.Errorf("no logical block size for %d:%d", major, minor)
 }
 
+// openFile is unix.Open; tests swap it to refuse O_DIRECT.
+var openFile = unix.Open
+
 // openJob opens one job's descriptor. It reports whether O_DIRECT took.
 func openJob(path string, write, direct bool) (int, bool, error) {
 	flags := unix.O_CLOEXEC | unix.O_RDONLY
@@ -116,7 +119,7 @@ func openJob(path string, write, direct bool) (int, bool, error) {
 		flags = unix.O_CLOEXEC | unix.O_RDWR
 	}
 	if direct {
-		fd, err := unix.Open(path, flags|unix.O_DIRECT, 0)
+		fd, err := openFile(path, flags|unix.O_DIRECT, 0)
 		if err == nil {
 			return fd, true, nil
 		}
@@ -124,7 +127,7 @@ func openJob(path string, write, direct bool) (int, bool, error) {
 			return -1, false, fmt.Errorf("open %s: %w", path, err)
 		}
 	}
-	fd, err := unix.Open(path, flags, 0)
+	fd, err := openFile(path, flags, 0)
 	if err != nil {
 		return -1, false, fmt.Errorf("open %s: %w", path, err)
 	}
