@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// liveHost reads the live inventory, loop devices included, as the command does.
+func liveHost(t *testing.T) *hwinfo.Host {
+	t.Helper()
+	h, err := hwinfo.Read(context.Background(), hwinfo.Options{All: true})
+	if err != nil {
+		t.Fatalf("hwinfo: %v", err)
+	}
+	return h
+}
+
+func sha(t *testing.T, path string) [32]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// checkNumbers asserts every row of rec measured something real.
+func checkNumbers(t *testing.T, rec *Record) {
+	t.Helper()
+	rows := Rows(rec)
+	if len(rows) == 0 {
+		t.Fatal("record has no rows")
+	}
+	for _, r := range rows {
+		s := r.Summary
+		if s.IOPS.Median <= 0 || s.BWBytesPerS.Median <= 0 || s.RuntimeMS.Median <= 0 || s.LatP50NS.Median <= 0 || s.LatP99NS.Median < s.LatP50NS.Median {
+			t.Errorf("row %s: %+v", r.Name, s)
+		}
+	}
+	for _, wr := range rec.Workloads {
+		for _, run := range wr.Runs {
+			if run.Engine != engine.EngineSync && run.Engine != engine.EngineIOUring {
+				t.Errorf("%s: engine %q", wr.Params.Name, run.Engine)
+			}
+			if run.Device == nil {
+				t.Errorf("%s: no device statistics", wr.Params.Name)
+			}
+		}
+	}
+}
+
+func TestPrivilegedQuickOnFilesystems(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "mount", "umount")
+	for _, fs := range []struct {
+		name string
+		mkfs []string
+	}{
+		{"xfs", []string{"mkfs.xfs", "-f", "-q"}},
+		{"ext4", []string{"mkfs.ext4", "-F", "-q"}},
+	} {
+		t.Run(fs.name, func(t *testing.T) {
+			loop := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+			testenv.MustRun(t, fs.mkfs[0], append(fs.mkfs[1:], loop.Dev)...)
+			mnt := testenv.Mount(t, loop.Dev)
+			before := dirEntries(t, mnt)
+			results := t.TempDir()
+			rec, err := Run(context.Background(), Request{
+				Target: mnt, Set: "quick", Label: fs.name,
+				Overrides: Overrides{Runtime: time.Second, Size: 64 << 20},
+			}, Options{Host: liveHost(t), ToolVersion: "test", ResultsDir: results})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dirEntries(t, mnt); strings.Join(got, ",") != strings.Join(before, ",") {
+				t.Errorf("mount holds %v after the run, had %v", got, before)
+			}
+			saved, warnings, err := List(results)
+			if err != nil || len(saved) != 1 || len(warnings) != 0 {
+				t.Fatalf("store: %v %v %v", saved, warnings, err)
+			}
+			back := saved[0].Record
+			if back.ID != rec.ID || back.Host.Hostname == "" || back.Host.Kernel == "" || back.Host.CPU.Threads == 0 {
+				t.Errorf("host identity %+v", back.Host)
+			}
+			dev := filepath.Base(loop.Dev)
+			tg := back.Target
+			if tg.Kind != KindDir || tg.FSType != fs.name || tg.MountPoint != mnt || tg.Device != dev || tg.Disk != dev || tg.Transport != "loop" {
+				t.Errorf("target identity %+v", tg)
+			}
+			if len(back.Workloads) != 4 {
+				t.Fatalf("%d workloads", len(back.Workloads))
+			}
+			checkNumbers(t, back)
+			// With O_DIRECT on a loop device the engine's bytes reach the
+			// device: reads at least.
+			rd := back.Workloads[0].Runs[0]
+			if !rd.Direct || rd.Device.ReadBytes < rd.Read.IOBytes/2 {
+				t.Errorf("seq read: direct %v, device read %d of %d bytes", rd.Direct, rd.Device.ReadBytes, rd.Read.IOBytes)
+			}
+			var table strings.Builder
+			WriteTable(&table, back)
+			t.Logf("\n%s", table.String())
+		})
+	}
+}
+
+func TestPrivilegedDeviceReadOnly(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	loop := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
+	// Real content, so "unchanged" means something.
+	if err := engine.Layout(context.Background(), loop.Image, 64<<20, engine.DataPattern{}); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha(t, loop.Dev)
+	host := liveHost(t)
+
+	rec, err := Run(context.Background(), Request{
+		Target: loop.Dev, Set: "quick", Overrides: Overrides{Runtime: time.Second, Size: 32 << 20},
+	}, Options{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, wr := range rec.Workloads {
+		names = append(names, wr.Params.Name)
+	}
+	if strings.Join(names, " ") != "seq1m-read rnd4k-read" {
+		t.Errorf("workloads on a device without --allow-device-write: %v", names)
+	}
+	if !strings.Contains(strings.Join(rec.Warnings, "\n"), "skipped write workloads") {
+		t.Errorf("warnings %q", rec.Warnings)
+	}
+	if rec.Target.Kind != KindDevice || rec.Target.Device != filepath.Base(loop.Dev) || rec.Target.TestFile != "" {
+		t.Errorf("target %+v", rec.Target)
+	}
+	checkNumbers(t, rec)
+
+	// Only writes asked for: refused, exit 3.
+	_, err = Run(context.Background(), Request{Target: loop.Dev, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: host})
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("write to a device without the flag: %v", err)
+	}
+	if sha(t, loop.Dev) != sum {
+		t.Fatal("device bytes changed")
+	}
+
+	// Even with the flag, a mounted device is refused.
+	loop2 := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
+	testenv.MustRun(t, "mkfs.ext4", "-F", "-q", loop2.Dev)
+	testenv.Mount(t, loop2.Dev)
+	sum2 := sha(t, loop2.Image)
+	_, err = Run(context.Background(), Request{Target: loop2.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: liveHost(t)})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "mounted") {
+		t.Errorf("write to a mounted device: %v", err)
+	}
+	if sha(t, loop2.Image) != sum2 {
+		t.Error("mounted device's bytes changed")
+	}
+
+	// With the flag, an unused device the test owns is written.
+	rec, err = Run(context.Background(), Request{Target: loop.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=0"}}, Options{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Workloads[0].Runs[0].Write == nil || sha(t, loop.Dev) == sum {
+		t.Error("allowed device write did not write")
+	}
+}
+
+func TestPrivilegedCancel(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mount", "umount")
+	loop := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+	testenv.MustRun(t, "mkfs.xfs", "-f", "-q", loop.Dev)
+	mnt := testenv.Mount(t, loop.Dev)
+	results := t.TempDir()
+	before := dirEntries(t, mnt)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancel once the first workload is measuring, as Ctrl-C would.
+	progress := func(p Progress) {
+		if p.Phase == "run" && p.Elapsed > 300*time.Millisecond {
+			cancel()
+		}
+	}
+	start := time.Now()
+	_, err := Run(ctx, Request{Target: mnt, Set: "quick", Overrides: Overrides{Runtime: time.Minute, Size: 64 << 20}},
+		Options{ResultsDir: results, Progress: progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	t.Logf("cancelled run returned after %s", time.Since(start).Round(time.Millisecond))
+	if got := dirEntries(t, mnt); strings.Join(got, ",") != strings.Join(before, ",") {
+		t.Errorf("mount holds %v after cancel", got)
+	}
+	if saved := dirEntries(t, results); len(saved) != 0 {
+		t.Errorf("record written after cancel: %v", saved)
+	}
+}
