@@ -51,7 +51,7 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 			return nil
 		}
 		name := e.Name()
-		if r.isHolderDevice(name) {
+		if r.isHolderDevice(name) || !r.all && r.unusedByName(name) {
 			continue
 		}
 		d := r.readDisk(name, st, h)
@@ -71,6 +71,18 @@ func (r *reader) isHolderDevice(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "md") && r.exists("/sys/block/"+name+"/md")
+}
+
+// unusedByName skips, before reading a dozen attributes of each, the
+// devices hidden by default that a name and one file identify.
+func (r *reader) unusedByName(name string) bool {
+	switch {
+	case strings.HasPrefix(name, "loop"):
+		return !r.exists("/sys/block/" + name + "/loop/backing_file")
+	case strings.HasPrefix(name, "zram"), strings.HasPrefix(name, "ram"), strings.HasPrefix(name, "sr"):
+		return true
+	}
+	return false
 }
 
 func hiddenByDefault(d *Disk) bool {

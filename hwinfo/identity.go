@@ -21,8 +21,8 @@ func (r *reader) ghwArgs() []any {
 		ghw.WithChroot(r.root),
 		ghw.WithDisableTools(),
 		ghw.WithLogger(slog.New(demoteHandler{r.log.Handler()})),
-		// ghw's memory reader scans /var/log/syslog* when sysfs memory blocks
-		// are missing; that is slow and reads logs we have no business in.
+		// Should a ghw reader fall back to scanning /var/log/syslog* (its
+		// memory reader does), it finds nothing: slow, and not our business.
 		ghw.WithPathOverrides(ghw.PathOverrides{"/var": "/.diskprep-no-var"}),
 	}
 }
@@ -269,12 +269,10 @@ func (r *reader) readCPU(ci cpuInfo) CPU {
 	return c
 }
 
+// readMemory takes MemTotal from proc/meminfo itself: ghw's memory reader
+// also walks every sys/devices/system/memory block for the physical size,
+// which costs more than the rest of Read put together on a large host.
 func (r *reader) readMemory() Memory {
-	if info, err := ghw.Memory(r.ghwArgs()...); err == nil && info.TotalUsableBytes > 0 {
-		return Memory{TotalBytes: uint64(info.TotalUsableBytes)}
-	}
-	// ghw fails the whole call on unrelated hugepage trouble; MemTotal alone
-	// is all we need.
 	b, err := os.ReadFile(r.path("/proc/meminfo"))
 	if err != nil {
 		r.warn("memory unknown: read %s: %v", r.rel("/proc/meminfo"), unwrapPath(err))

@@ -39,7 +39,7 @@ type Options struct {
 //   - kernel: proc/sys/kernel/osrelease (never uname, so fixtures work);
 //   - CPU: ghw (proc/cpuinfo with sys/devices/system/cpu topology), then
 //     proc/cpuinfo alone (physical id, core id, cpu cores);
-//   - memory: ghw (proc/meminfo MemTotal), then our own meminfo parse;
+//   - memory: proc/meminfo MemTotal (usable memory, as free(1) shows);
 //   - board, system, BIOS: ghw over sys/class/dmi/id;
 //   - hypervisor: DMI vendor/product strings, sys/hypervisor/type, the
 //     cpuinfo "hypervisor" flag, kvm-clock to tell KVM from QEMU TCG;

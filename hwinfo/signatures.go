@@ -58,7 +58,7 @@ func (p *prober) fill(r *reader, d *Disk) {
 	if err != nil {
 		if !p.openFailed {
 			p.openFailed = true
-			r.warn("filesystem details not read from devices without a udev database: open %s: %v (root privileges needed)", d.Path, unwrapPath(err))
+			r.warn("no udev database and %s not readable (%v): filesystem labels and UUIDs unknown; run as root with access to the devices", d.Path, unwrapPath(err))
 		}
 		return
 	}
