@@ -1,0 +1,549 @@
+// Package planfile reads diskprep plan files: YAML that says, for several
+// disks at once, which disk (by a selector that must match exactly one) gets
+// which partitions, filesystems and mounts. It is how `diskprep prepare
+// --plan FILE` bootstraps a fresh install.
+//
+// Schema, version 1 (testdata/example.yaml is a commented example):
+//
+//	version: 1                  # required, must be 1
+//	disks:                      # one or more
+//	  - select:                 # required; every key given must match
+//	      path: /dev/sdb        # device node, also /dev/disk/by-id/... or by-path/...
+//	      by_id: ata-TOSHIBA_DT01ACA300_X3G7ABCDE   # a /dev/disk/by-id name
+//	      by_path: pci-0000:00:17.0-ata-2           # a /dev/disk/by-path name
+//	      serial: X3G7ABCDE     # case-insensitive
+//	      wwn: 0x5000039ff4c3a1b2                   # "0x", "naa." and case ignored
+//	      model: TOSHIBA DT01ACA300                 # model, or vendor + model; "_" = " "
+//	      size: 2.5T-3T         # MIN-MAX range (inclusive) or an exact size
+//	    wipe: false             # allow destroying existing signatures/tables
+//	    partitions:             # one or more, in disk order
+//	      - size: 100G          # a size, or "rest" (last partition only)
+//	        fs: xfs             # xfs or ext4
+//	        label: data         # GPT name and fs label: xfs <= 12, ext4 <= 16 bytes
+//	        mount: /data        # absolute; optional
+//	        options: noatime    # mount options, comma separated (needs mount)
+//	        mkfs_options: ["-m", "reflink=1"]   # extra mkfs arguments, as given
+//	        persist: true       # add an /etc/fstab line (needs mount)
+//
+// Sizes are binary as everywhere in diskprep: "3T" is 3 TiB, so a drive sold
+// as 3 TB (3.0e12 bytes, 2.73 TiB) is matched by "2.5T-3T".
+//
+// Every error names the file and line ("plan.yaml:12: ...") and wraps ErrPlan
+// (and disk.ErrUsage, which main maps to exit 2). Unknown keys are errors, so
+// a typo never silently drops a setting.
+package planfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/internal/units"
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrPlan is wrapped by every error about a plan file: unreadable, malformed,
+// unknown keys, invalid values, selectors that do not match exactly one disk.
+var ErrPlan = errors.New("bad plan")
+
+// Version is the schema version this package reads.
+const Version = 1
+
+// Limits that keep a hostile or broken file from making diskprep do silly
+// amounts of work; GPT itself holds 128 partitions.
+const (
+	maxFileBytes  = 1 << 20
+	maxDisks      = 64
+	maxPartitions = 128
+	maxMkfsOpts   = 64
+)
+
+// Plan is a parsed, validated plan file.
+type Plan struct {
+	Path    string // the file name as given to Load, used in messages
+	Version int
+	Disks   []DiskPlan
+}
+
+// DiskPlan is one entry of disks: which disk, and what to make of it.
+type DiskPlan struct {
+	Line       int // of the list item, for messages
+	Select     Selector
+	Wipe       bool
+	Partitions []disk.PartSpec // SizeBytes 0 = rest of the disk (last only)
+}
+
+// Selector picks one disk; every field that is set must match.
+type Selector struct {
+	Line    int
+	Path    string
+	ByID    string // a /dev/disk/by-id name, without the directory
+	ByPath  string // a /dev/disk/by-path name, without the directory
+	Serial  string
+	WWN     string
+	Model   string
+	Size    string // as written; SizeMin/SizeMax hold its bounds
+	SizeMin uint64
+	SizeMax uint64
+}
+
+type planError struct {
+	msg string
+	err error // an underlying cause (an os error), or nil
+}
+
+func (e *planError) Error() string { return e.msg }
+func (e *planError) Unwrap() error { return e.err }
+func (e *planError) Is(target error) bool {
+	return target == ErrPlan || target == disk.ErrUsage
+}
+
+// at formats an error at file:line (line 0: the file alone).
+func at(file string, line int, format string, args ...any) error {
+	pos := file
+	if line > 0 {
+		pos = file + ":" + strconv.Itoa(line)
+	}
+	return &planError{msg: pos + ": " + fmt.Sprintf(format, args...)}
+}
+
+// Load reads and validates the plan file at path.
+func Load(path string) (*Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &planError{msg: "read plan: " + err.Error(), err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, &planError{msg: "read plan: " + err.Error(), err: err}
+	}
+	return Parse(path, data)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Parse validates plan content; name is the file name used in messages.
+func Parse(name string, data []byte) (*Plan, error) {
+	if len(data) > maxFileBytes {
+		return nil, at(name, 0, "larger than %d bytes: not a plan file", maxFileBytes)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, at(name, 0, "empty plan: want \"version: 1\" and a list of disks")
+		}
+		return nil, yamlError(name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, at(name, extra.Line, "a second YAML document: a plan file holds one")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(name, err)
+	}
+	p := &parser{file: name}
+	if len(doc.Content) != 1 {
+		return nil, at(name, doc.Line, "empty plan: want \"version: 1\" and a list of disks")
+	}
+	return p.plan(doc.Content[0])
+}
+
+// parserProblems are the messages of yaml's parser (as opposed to its
+// scanner). For these yaml.v3 reports the 0-based line of the construct being
+// parsed (the line where the broken "{", "[" or list starts), so one is added
+// to name the line a person sees in an editor; scanner errors are already
+// 1-based.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if parserProblems[m[2]] {
+			line++
+		}
+		return at(name, line, "%s", m[2])
+	}
+	return at(name, 0, "%s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+type parser struct {
+	file string
+}
+
+func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
+	return at(p.file, n.Line, format, args...)
+}
+
+// fields checks that n is a mapping with only known, unique keys, and
+// returns the value nodes by key.
+func (p *parser) fields(n *yaml.Node, what string, known ...string) (map[string]*yaml.Node, error) {
+	if n.Kind == yaml.AliasNode {
+		return nil, p.errf(n, "%s: aliases are not supported in plan files", what)
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errf(n, "%s: want a mapping with keys %s, got %s", what, strings.Join(known, ", "), kind(n))
+	}
+	out := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, p.errf(k, "%s: keys must be plain words", what)
+		}
+		isKnown := false
+		for _, name := range known {
+			isKnown = isKnown || k.Value == name
+		}
+		if !isKnown {
+			return nil, p.errf(k, "%s: unknown key %q (known: %s)", what, k.Value, strings.Join(known, ", "))
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, p.errf(k, "%s: key %q given twice", what, k.Value)
+		}
+		if v.Kind == yaml.AliasNode {
+			return nil, p.errf(v, "%s.%s: aliases are not supported in plan files", what, k.Value)
+		}
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			continue // "key:" with no value counts as not given
+		}
+		out[k.Value] = v
+	}
+	return out, nil
+}
+
+func kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+func (p *parser) str(n *yaml.Node, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", p.errf(n, "%s: want a single value, got %s", what, kind(n))
+	}
+	if strings.ContainsFunc(n.Value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "", p.errf(n, "%s: control characters are not allowed", what)
+	}
+	return n.Value, nil
+}
+
+func (p *parser) boolean(n *yaml.Node, what string) (bool, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return false, p.errf(n, "%s: want true or false, got %s", what, kind(n))
+	}
+	var b bool
+	if err := n.Decode(&b); err != nil {
+		return false, p.errf(n, "%s: want true or false, got %s", what, kind(n))
+	}
+	return b, nil
+}
+
+func (p *parser) list(n *yaml.Node, what string, max int) ([]*yaml.Node, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, "%s: want a list, got %s", what, kind(n))
+	}
+	if len(n.Content) > max {
+		return nil, p.errf(n, "%s: %d items, at most %d allowed", what, len(n.Content), max)
+	}
+	return n.Content, nil
+}
+
+func (p *parser) plan(root *yaml.Node) (*Plan, error) {
+	f, err := p.fields(root, "plan", "version", "disks")
+	if err != nil {
+		return nil, err
+	}
+	v, ok := f["version"]
+	if !ok {
+		return nil, p.errf(root, "missing \"version: %d\"", Version)
+	}
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+		return nil, p.errf(v, "version: want %d, got %s", Version, kind(v))
+	}
+	if ver, err := strconv.Atoi(v.Value); err != nil || ver != Version {
+		return nil, p.errf(v, "version: unsupported version %s (this diskprep reads version %d)", v.Value, Version)
+	}
+	dn, ok := f["disks"]
+	if !ok {
+		return nil, p.errf(root, "missing \"disks\": the list of disks to prepare")
+	}
+	items, err := p.list(dn, "disks", maxDisks)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, p.errf(dn, "disks: empty list: nothing to prepare")
+	}
+	plan := &Plan{Path: p.file, Version: Version}
+	mounts := map[string]int{}
+	for i, item := range items {
+		d, err := p.disk(item, fmt.Sprintf("disks[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range d.Partitions {
+			if ps.Mount == "" {
+				continue
+			}
+			if line, dup := mounts[ps.Mount]; dup {
+				return nil, at(p.file, d.Line, "disks[%d]: mount point %s is already used at line %d", i, ps.Mount, line)
+			}
+			mounts[ps.Mount] = d.Line
+		}
+		plan.Disks = append(plan.Disks, d)
+	}
+	return plan, nil
+}
+
+func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {
+	d := DiskPlan{Line: n.Line}
+	f, err := p.fields(n, what, "select", "wipe", "partitions")
+	if err != nil {
+		return d, err
+	}
+	sn, ok := f["select"]
+	if !ok {
+		return d, p.errf(n, "%s: missing \"select\": which disk this is", what)
+	}
+	if d.Select, err = p.selector(sn, what+".select"); err != nil {
+		return d, err
+	}
+	if w, ok := f["wipe"]; ok {
+		if d.Wipe, err = p.boolean(w, what+".wipe"); err != nil {
+			return d, err
+		}
+	}
+	pn, ok := f["partitions"]
+	if !ok {
+		return d, p.errf(n, "%s: missing \"partitions\"", what)
+	}
+	parts, err := p.list(pn, what+".partitions", maxPartitions)
+	if err != nil {
+		return d, err
+	}
+	if len(parts) == 0 {
+		return d, p.errf(pn, "%s.partitions: empty list: want at least one partition", what)
+	}
+	for j, pn := range parts {
+		ps, err := p.partition(pn, fmt.Sprintf("%s.partitions[%d]", what, j), j == len(parts)-1)
+		if err != nil {
+			return d, err
+		}
+		d.Partitions = append(d.Partitions, ps)
+	}
+	return d, nil
+}
+
+var selectorKeys = []string{"path", "by_id", "by_path", "serial", "wwn", "model", "size"}
+
+func (p *parser) selector(n *yaml.Node, what string) (Selector, error) {
+	s := Selector{Line: n.Line}
+	f, err := p.fields(n, what, selectorKeys...)
+	if err != nil {
+		return s, err
+	}
+	if len(f) == 0 {
+		return s, p.errf(n, "%s: empty: give at least one of %s", what, strings.Join(selectorKeys, ", "))
+	}
+	vals := map[string]string{}
+	for k, v := range f {
+		str, err := p.str(v, what+"."+k)
+		if err != nil {
+			return s, err
+		}
+		if strings.TrimSpace(str) == "" {
+			return s, p.errf(v, "%s.%s: empty value", what, k)
+		}
+		vals[k] = strings.TrimSpace(str)
+	}
+	s.Path, s.ByID, s.ByPath = vals["path"], vals["by_id"], vals["by_path"]
+	s.Serial, s.WWN, s.Model, s.Size = vals["serial"], vals["wwn"], vals["model"], vals["size"]
+	if s.Path != "" && !strings.HasPrefix(s.Path, "/dev/") {
+		return s, p.errf(f["path"], "%s.path: %q is not a device path under /dev", what, s.Path)
+	}
+	for _, k := range []string{"by_id", "by_path"} {
+		if v := vals[k]; strings.Contains(strings.TrimPrefix(strings.TrimPrefix(v, "/dev/disk/by-id/"), "/dev/disk/by-path/"), "/") {
+			return s, p.errf(f[k], "%s.%s: %q: want a name from /dev/disk/%s", what, k, v, strings.ReplaceAll(k, "_", "-"))
+		}
+	}
+	s.ByID = filepath.Base(s.ByID)
+	if s.ByID == "." {
+		s.ByID = ""
+	}
+	s.ByPath = filepath.Base(s.ByPath)
+	if s.ByPath == "." {
+		s.ByPath = ""
+	}
+	if s.Size != "" {
+		if s.SizeMin, s.SizeMax, err = parseSizeRange(s.Size); err != nil {
+			return s, p.errf(f["size"], "%s.size: %v", what, err)
+		}
+	}
+	return s, nil
+}
+
+// parseSizeRange reads "MIN-MAX" (inclusive) or one exact size.
+func parseSizeRange(s string) (lo, hi uint64, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = units.ParseSize(a); err != nil {
+		return 0, 0, err
+	}
+	if !isRange {
+		if lo == 0 {
+			return 0, 0, fmt.Errorf("size %q: no disk has size 0", s)
+		}
+		return lo, lo, nil
+	}
+	if hi, err = units.ParseSize(b); err != nil {
+		return 0, 0, err
+	}
+	if hi == 0 || lo > hi {
+		return 0, 0, fmt.Errorf("size range %q: want MIN-MAX with MIN <= MAX, e.g. 2.5T-3T", s)
+	}
+	return lo, hi, nil
+}
+
+var partitionKeys = []string{"size", "fs", "label", "mount", "options", "mkfs_options", "persist"}
+
+// labelLimits are the filesystems' label lengths in bytes (mkfs.xfs -L
+// takes 12, mkfs.ext4 -L 16).
+var labelLimits = map[string]int{"xfs": 12, "ext4": 16}
+
+func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec, error) {
+	var ps disk.PartSpec
+	f, err := p.fields(n, what, partitionKeys...)
+	if err != nil {
+		return ps, err
+	}
+	str := func(key string) (string, *yaml.Node, error) {
+		v, ok := f[key]
+		if !ok {
+			return "", n, nil
+		}
+		s, err := p.str(v, what+"."+key)
+		return s, v, err
+	}
+
+	size, sn, err := str("size")
+	if err != nil {
+		return ps, err
+	}
+	switch {
+	case size == "":
+		return ps, p.errf(n, "%s: missing \"size\" (a size such as 100G, or rest)", what)
+	case strings.EqualFold(size, "rest"):
+		if !last {
+			return ps, p.errf(sn, "%s.size: \"rest\" is allowed only for the last partition", what)
+		}
+	default:
+		if ps.SizeBytes, err = units.ParseSize(size); err != nil {
+			return ps, p.errf(sn, "%s.size: %v", what, err)
+		}
+		if ps.SizeBytes == 0 {
+			return ps, p.errf(sn, "%s.size: must be more than 0", what)
+		}
+	}
+
+	fs, fn, err := str("fs")
+	if err != nil {
+		return ps, err
+	}
+	if _, ok := labelLimits[fs]; !ok {
+		if fs == "" {
+			return ps, p.errf(n, "%s: missing \"fs\" (xfs or ext4)", what)
+		}
+		return ps, p.errf(fn, "%s.fs: %q: want xfs or ext4", what, fs)
+	}
+	ps.FS = fs
+
+	label, ln, err := str("label")
+	if err != nil {
+		return ps, err
+	}
+	if max := labelLimits[fs]; len(label) > max {
+		return ps, p.errf(ln, "%s.label: %q is %d bytes; %s labels hold at most %d", what, label, len(label), fs, max)
+	}
+	ps.Label = label
+
+	mount, mn, err := str("mount")
+	if err != nil {
+		return ps, err
+	}
+	if mount != "" {
+		if !strings.HasPrefix(mount, "/") {
+			return ps, p.errf(mn, "%s.mount: %q: want an absolute path", what, mount)
+		}
+		mount = filepath.Clean(mount)
+		if mount == "/" {
+			return ps, p.errf(mn, "%s.mount: refusing to mount a data disk on /", what)
+		}
+		ps.Mount = mount
+	}
+
+	opts, on, err := str("options")
+	if err != nil {
+		return ps, err
+	}
+	if opts != "" {
+		if mount == "" {
+			return ps, p.errf(on, "%s.options: mount options need \"mount\"", what)
+		}
+		if strings.ContainsAny(opts, " \t") {
+			return ps, p.errf(on, "%s.options: %q: comma separated, without blanks", what, opts)
+		}
+		ps.MountOpts = opts
+	}
+
+	if mo, ok := f["mkfs_options"]; ok {
+		items, err := p.list(mo, what+".mkfs_options", maxMkfsOpts)
+		if err != nil {
+			return ps, err
+		}
+		for k, it := range items {
+			s, err := p.str(it, fmt.Sprintf("%s.mkfs_options[%d]", what, k))
+			if err != nil {
+				return ps, err
+			}
+			if s == "" {
+				return ps, p.errf(it, "%s.mkfs_options[%d]: empty argument", what, k)
+			}
+			ps.MkfsOpts = append(ps.MkfsOpts, s)
+		}
+	}
+
+	if pn, ok := f["persist"]; ok {
+		if ps.Persist, err = p.boolean(pn, what+".persist"); err != nil {
+			return ps, err
+		}
+		if ps.Persist && mount == "" {
+			return ps, p.errf(pn, "%s.persist: an fstab line needs \"mount\"", what)
+		}
+	}
+	return ps, nil
+}

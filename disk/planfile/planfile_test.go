@@ -1,0 +1,166 @@
+package planfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/disk"
+)
+
+func TestLoadExample(t *testing.T) {
+	p, err := Load("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Plan{
+		Path:    "testdata/example.yaml",
+		Version: 1,
+		Disks: []DiskPlan{
+			{
+				Line: 36,
+				Select: Selector{Line: 37, Serial: "X3G7ABCDE", Model: "TOSHIBA DT01ACA300", Size: "2.5T-3T",
+					SizeMin: 5 << 39, SizeMax: 3 << 40},
+				Partitions: []disk.PartSpec{
+					{SizeBytes: 100 << 30, FS: "xfs", Label: "data", Mount: "/data", MountOpts: "noatime",
+						MkfsOpts: []string{"-m", "reflink=1"}, Persist: true},
+					{SizeBytes: 0, FS: "ext4", Label: "scratch", Mount: "/scratch", Persist: true},
+				},
+			},
+			{
+				Line:   55,
+				Select: Selector{Line: 55, ByID: "nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R123456A"},
+				Partitions: []disk.PartSpec{
+					{FS: "xfs", Label: "fast", Mount: "/fast", MountOpts: "noatime", Persist: true},
+				},
+			},
+		},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("got  %+v\nwant %+v", p, want)
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, ErrPlan) || !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, disk.ErrUsage) {
+		t.Fatalf("got %v, want ErrPlan, disk.ErrUsage and ErrNotExist", err)
+	}
+}
+
+const head = "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n"
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"empty", "", "plan.yaml: empty plan"},
+		{"comments only", "# nothing\n", "plan.yaml: empty plan"},
+		{"syntax", "version: 1\ndisks:\n  - select: {path: /dev/sdb\n", "plan.yaml:3: "},
+		{"syntax block", "version: 1\ndisks:\n  - a\n  b: c\n", "plan.yaml:3: did not find expected '-' indicator"},
+		{"syntax scanner", "version: 1\n  disks: 2\n", "plan.yaml:2: mapping values are not allowed"},
+		{"unknown anchor", "version: 1\ndisks: *nope\n", "plan.yaml: unknown anchor 'nope' referenced"},
+		{"tab indent", "version: 1\ndisks:\n\t- select: {}\n", "plan.yaml:3: "},
+		{"not a mapping", "- a\n- b\n", "plan.yaml:1: plan: want a mapping"},
+		{"unknown top key", "version: 1\ndisk:\n  - {}\n", `plan.yaml:2: plan: unknown key "disk" (known: version, disks)`},
+		{"missing version", "disks: []\n", `plan.yaml:1: missing "version: 1"`},
+		{"version 2", "version: 2\ndisks: []\n", "plan.yaml:1: version: unsupported version 2"},
+		{"version string", "version: one\ndisks: []\n", `plan.yaml:1: version: want 1, got "one"`},
+		{"missing disks", "version: 1\n", `plan.yaml:1: missing "disks"`},
+		{"disks not a list", "version: 1\ndisks: {a: b}\n", "plan.yaml:2: disks: want a list, got a mapping"},
+		{"disks empty", "version: 1\ndisks: []\n", "plan.yaml:2: disks: empty list"},
+		{"second document", "version: 1\ndisks: []\n---\nversion: 1\n", "plan.yaml:3: a second YAML document"},
+		{"unknown disk key", "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    wype: true\n", `plan.yaml:4: disks[0]: unknown key "wype"`},
+		{"missing select", "version: 1\ndisks:\n  - partitions: []\n", `plan.yaml:3: disks[0]: missing "select"`},
+		{"empty select", "version: 1\ndisks:\n  - select: {}\n    partitions: [{size: rest, fs: xfs}]\n", "plan.yaml:3: disks[0].select: empty"},
+		{"unknown selector key", "version: 1\ndisks:\n  - select:\n      paht: /dev/sdb\n", `plan.yaml:4: disks[0].select: unknown key "paht"`},
+		{"path not dev", "version: 1\ndisks:\n  - select: {path: sdb}\n", `plan.yaml:3: disks[0].select.path: "sdb" is not a device path`},
+		{"size range reversed", "version: 1\ndisks:\n  - select:\n      size: 3T-2T\n", "plan.yaml:4: disks[0].select.size: size range"},
+		{"size range bad", "version: 1\ndisks:\n  - select:\n      size: 3X-4T\n", "plan.yaml:4: disks[0].select.size: size \"3X\""},
+		{"by_id with dirs", "version: 1\ndisks:\n  - select: {by_id: /dev/disk/by-uuid/x}\n", "plan.yaml:3: disks[0].select.by_id"},
+		{"wipe yes", "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    wipe: yes\n", `plan.yaml:4: disks[0].wipe: want true or false, got "yes"`},
+		{"missing partitions", "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n", `plan.yaml:3: disks[0]: missing "partitions"`},
+		{"empty partitions", head[:len(head)-1] + " []\n", "plan.yaml:4: disks[0].partitions: empty list"},
+		{"unknown partition key", head + "      - size: rest\n        fs: xfs\n        siez: 1G\n", `plan.yaml:7: disks[0].partitions[0]: unknown key "siez" (known: size, fs, label`},
+		{"duplicate key", head + "      - size: rest\n        fs: xfs\n        fs: ext4\n", `plan.yaml:7: disks[0].partitions[0]: key "fs" given twice`},
+		{"missing size", head + "      - fs: xfs\n", `plan.yaml:5: disks[0].partitions[0]: missing "size"`},
+		{"rest not last", head + "      - {size: rest, fs: xfs}\n      - {size: 1G, fs: xfs}\n", `plan.yaml:5: disks[0].partitions[0].size: "rest" is allowed only for the last`},
+		{"bad size unit", head + "      - {size: 10X, fs: xfs}\n", `plan.yaml:5: disks[0].partitions[0].size: size "10X": unknown unit`},
+		{"negative size", head + "      - {size: -1G, fs: xfs}\n", `plan.yaml:5: disks[0].partitions[0].size: size "-1G"`},
+		{"zero size", head + "      - {size: 0, fs: xfs}\n", "plan.yaml:5: disks[0].partitions[0].size: must be more than 0"},
+		{"size is a list", head + "      - {size: [1G], fs: xfs}\n", "plan.yaml:5: disks[0].partitions[0].size: want a single value, got a list"},
+		{"missing fs", head + "      - {size: rest}\n", `plan.yaml:5: disks[0].partitions[0]: missing "fs"`},
+		{"fs btrfs", head + "      - size: rest\n        fs: btrfs\n", `plan.yaml:6: disks[0].partitions[0].fs: "btrfs": want xfs or ext4`},
+		{"xfs label too long", head + "      - {size: rest, fs: xfs, label: abcdefghijklm}\n", "plan.yaml:5: disks[0].partitions[0].label: \"abcdefghijklm\" is 13 bytes; xfs labels hold at most 12"},
+		{"ext4 label too long", head + "      - {size: rest, fs: ext4, label: abcdefghijklmnopq}\n", "ext4 labels hold at most 16"},
+		{"label control char", head + "      - {size: rest, fs: ext4, label: \"a\\tb\"}\n", "plan.yaml:5: disks[0].partitions[0].label: control characters"},
+		{"relative mount", head + "      - {size: rest, fs: xfs, mount: data}\n", `plan.yaml:5: disks[0].partitions[0].mount: "data": want an absolute path`},
+		{"mount on root", head + "      - {size: rest, fs: xfs, mount: /.}\n", "plan.yaml:5: disks[0].partitions[0].mount: refusing to mount a data disk on /"},
+		{"options without mount", head + "      - {size: rest, fs: xfs, options: noatime}\n", `plan.yaml:5: disks[0].partitions[0].options: mount options need "mount"`},
+		{"options with blanks", head + "      - {size: rest, fs: xfs, mount: /d, options: \"noatime, nodev\"}\n", "comma separated, without blanks"},
+		{"persist without mount", head + "      - size: rest\n        fs: xfs\n        persist: true\n", `plan.yaml:7: disks[0].partitions[0].persist: an fstab line needs "mount"`},
+		{"mkfs_options string", head + "      - {size: rest, fs: xfs, mkfs_options: \"-m reflink=1\"}\n", "plan.yaml:5: disks[0].partitions[0].mkfs_options: want a list"},
+		{"mkfs_options nested", head + "      - {size: rest, fs: xfs, mkfs_options: [[-m]]}\n", "plan.yaml:5: disks[0].partitions[0].mkfs_options[0]: want a single value"},
+		{"alias", "version: 1\nx: &a {path: /dev/sdb}\n", `plan.yaml:2: plan: unknown key "x"`},
+		{"alias value", "version: 1\ndisks:\n  - select: &s {path: /dev/sdb}\n    partitions: [{size: rest, fs: xfs}]\n  - select: *s\n", "plan.yaml:5: disks[1].select: aliases are not supported"},
+		{"duplicate mount", "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions: [{size: rest, fs: xfs, mount: /data}]\n" +
+			"  - select: {path: /dev/sdc}\n    partitions: [{size: rest, fs: xfs, mount: /data/}]\n", "plan.yaml:5: disks[1]: mount point /data is already used at line 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse("plan.yaml", []byte(c.yaml))
+			if err == nil {
+				t.Fatalf("no error; plan %+v", p)
+			}
+			if !errors.Is(err, ErrPlan) || !errors.Is(err, disk.ErrUsage) {
+				t.Errorf("%v does not wrap ErrPlan and disk.ErrUsage", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got  %q\nwant it to contain %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is more than one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	y := "version: 1\ndisks:\n" +
+		"  - select: {path: /dev/disk/by-id/wwn-0x5000039ff4c3a1b2, size: \"3000592982016\"}\n" +
+		"    wipe: true\n" +
+		"    partitions:\n" +
+		"      - {size: 1.5G, fs: ext4, label: abcdefghijklmnop, mount: /srv/a/, options: \"noatime,nodev\"}\n" +
+		"      - {size: 2048, fs: xfs, label: abcdefghijkl, mkfs_options: [-f, \"-i\", size=512]}\n" +
+		"      - {size: REST, fs: xfs, label: , persist: false}\n"
+	p, err := Parse("p.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Disks[0]
+	if !d.Wipe || d.Select.SizeMin != 3000592982016 || d.Select.SizeMax != 3000592982016 || d.Select.Path != "/dev/disk/by-id/wwn-0x5000039ff4c3a1b2" {
+		t.Fatalf("disk: %+v", d)
+	}
+	want := []disk.PartSpec{
+		{SizeBytes: 3 << 29, FS: "ext4", Label: "abcdefghijklmnop", Mount: "/srv/a", MountOpts: "noatime,nodev"},
+		{SizeBytes: 2048, FS: "xfs", Label: "abcdefghijkl", MkfsOpts: []string{"-f", "-i", "size=512"}},
+		{FS: "xfs"},
+	}
+	if !reflect.DeepEqual(d.Partitions, want) {
+		t.Fatalf("partitions:\n got %+v\nwant %+v", d.Partitions, want)
+	}
+}
+
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(path, []byte("#"+strings.Repeat("x", maxFileBytes)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "not a plan file") {
+		t.Fatalf("got %v", err)
+	}
+}
