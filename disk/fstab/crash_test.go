@@ -21,6 +21,9 @@ import (
 // presence turns TestCrashChild from a skip into the victim process.
 const crashChildEnv = "DISKPREP_FSTAB_CRASH_CHILD"
 
+// crashOpEnv says which edit the child makes: "add" or "remove".
+const crashOpEnv = "DISKPREP_FSTAB_CRASH_OP"
+
 var crashEntry = Entry{Spec: "UUID=0f0e0d0c-0b0a-0908-0706-050403020100", File: "/data", VFSType: "xfs", Options: "noatime"}
 
 // TestCrashChild is the process TestCrashSafety kills. It says "ready" just
@@ -34,31 +37,51 @@ func TestCrashChild(t *testing.T) {
 	fixedClock(t)
 	testHook = func(string) { time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond) }
 	fmt.Println("ready")
-	if _, err := Add(path, crashEntry); err != nil {
+	var err error
+	if os.Getenv(crashOpEnv) == "remove" {
+		_, err = Remove(path, func(e Entry) bool { return e.File == crashEntry.File })
+	} else {
+		_, err = Add(path, crashEntry)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("done")
 }
 
-// TestCrashSafety SIGKILLs Add at random points and checks that fstab is
-// always exactly the old or the new content, the backup (when present) is
-// the old content, and a rerun converges to the new content.
+// TestCrashSafety SIGKILLs Add and Remove at random points and checks that
+// fstab is always exactly the old or the new content, the backup (when
+// present) is the old content, and a rerun converges to the new content.
 func TestCrashSafety(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("inside the helper process")
 	}
 	fixedClock(t)
-	oldData, err := os.ReadFile("testdata/centos7.fstab")
+	base, err := os.ReadFile("testdata/centos7.fstab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The expected new content, made by the same code path uninterrupted.
+	// The file with diskprep's line, made by the same code path uninterrupted.
 	ref := filepath.Join(t.TempDir(), "fstab")
-	os.WriteFile(ref, oldData, 0o644)
+	os.WriteFile(ref, base, 0o644)
 	if _, err := Add(ref, crashEntry); err != nil {
 		t.Fatal(err)
 	}
-	newData, _ := os.ReadFile(ref)
+	withEntry, _ := os.ReadFile(ref)
+	t.Run("add", func(t *testing.T) { crashLoop(t, "add", base, withEntry) })
+	t.Run("remove", func(t *testing.T) { crashLoop(t, "remove", withEntry, base) })
+}
+
+func crashLoop(t *testing.T, op string, oldData, newData []byte) {
+	t.Setenv(crashOpEnv, op)
+	rerun := func(path string) error {
+		if op == "remove" {
+			_, err := Remove(path, func(e Entry) bool { return e.File == crashEntry.File })
+			return err
+		}
+		_, err := Add(path, crashEntry)
+		return err
+	}
 
 	// Calibrate: how long an uninterrupted child takes from "ready" to exit,
 	// so the random kill delays cover the whole edit on this machine's disk.
@@ -103,7 +126,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 
 		// Rerun converges and clears a killed run's temporaries.
-		if _, err := Add(path, crashEntry); err != nil {
+		if err := rerun(path); err != nil {
 			t.Fatalf("iteration %d: rerun: %v", i, err)
 		}
 		if got, _ := os.ReadFile(path); !bytes.Equal(got, newData) {
@@ -130,7 +153,7 @@ func runChildIn(t *testing.T, path string, oldData []byte, kill time.Duration) t
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path) // crashOpEnv comes via t.Setenv
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
