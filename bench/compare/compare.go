@@ -141,8 +141,7 @@ func MethodText() string {
 	return fmt.Sprintf("verdicts: two-sided Mann–Whitney U test on the pooled repetitions (exact, ties included, up to %d arrangements; "+
 		"normal approximation with tie correction beyond), α=%.2f; with too few repetitions to ever reach p<α "+
 		"(fewer than 4 per side, or 3 against fewer than 5) a cell says %q. "+
-		"Intervals: 95%% percentile bootstrap of the ratio of medians (%d resamples, fixed seed). "+
-		"MB/s is 10^6 bytes/s; values are medians with min–max over repetitions",
+		"Intervals: 95%% percentile bootstrap of the ratio of medians (%d resamples, fixed seed)",
 		exactLimit, Alpha, VerdictTooFew, BootstrapResamples)
 }
 

@@ -1,0 +1,180 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
+)
+
+// RecordFormats are the outputs of Record (json is the record itself and
+// left to the caller).
+var RecordFormats = []string{"table", "markdown", "csv"}
+
+// Record renders one result record: what ran where, then a line per
+// workload direction with median (min–max) over repetitions.
+func Record(w io.Writer, format string, rec *bench.Record) error {
+	switch format {
+	case "table", "":
+		return recordTable(w, rec)
+	case "markdown", "md":
+		return recordMarkdown(w, rec)
+	case "csv":
+		return recordCSV(w, rec)
+	}
+	return fmt.Errorf("%q (valid: %s, json): %w", format, strings.Join(RecordFormats, ", "), ErrFormat)
+}
+
+// recordFacts are the identity lines above a record's table, reusing the
+// comparison's identity (a one-record comparison shares everything).
+func recordFacts(rec *bench.Record) []compare.Field {
+	facts := []compare.Field{{Key: "id", Name: "Record", Value: rec.ID}}
+	if rec.Label != "" {
+		facts = append(facts, compare.Field{Key: "label", Name: "Label", Value: rec.Label})
+	}
+	when := rec.Start.UTC().Format(time.RFC3339)
+	if !rec.End.IsZero() && rec.End.After(rec.Start) {
+		when += fmt.Sprintf(" (%s)", rec.End.Sub(rec.Start).Round(time.Second))
+	}
+	facts = append(facts, compare.Field{Key: "time", Name: "Time", Value: when})
+	if rec.Partial {
+		facts = append(facts, compare.Field{Key: "partial", Name: "Partial", Value: "yes: interrupted, kept with --keep-partial"})
+	}
+	if c, err := compare.Compare([]*bench.Record{rec}, compare.Options{By: compare.ByRecord}); err == nil {
+		facts = append(facts, c.Environment...)
+	}
+	return facts
+}
+
+type recordLine struct {
+	name, dir                       string
+	n                               int
+	mbps, iops, p50, p99, p999, cpu string
+}
+
+func stat(s bench.Stat, f func(float64) string) string {
+	if s.N > 1 && s.Min != s.Max {
+		return fmt.Sprintf("%s (%s–%s)", f(s.Median), f(s.Min), f(s.Max))
+	}
+	return f(s.Median)
+}
+
+func recordLines(rec *bench.Record) []recordLine {
+	var out []recordLine
+	for _, wr := range rec.Workloads {
+		for _, dir := range []string{"read", "write"} {
+			s, ok := wr.Summary[dir]
+			if !ok {
+				continue
+			}
+			var p999 []float64
+			for _, r := range wr.Runs {
+				d := r.Read
+				if dir == "write" {
+					d = r.Write
+				}
+				if d != nil {
+					p999 = append(p999, d.LatNS.P999)
+				}
+			}
+			out = append(out, recordLine{
+				name: s.Name, dir: dir, n: s.IOPS.N,
+				mbps: stat(s.BWBytesPerS, func(v float64) string { return num(v / 1e6) }),
+				iops: stat(s.IOPS, num),
+				p50:  stat(s.LatP50NS, latency),
+				p99:  stat(s.LatP99NS, latency),
+				p999: latency(bench.Summarize(p999).Median),
+			})
+		}
+	}
+	return out
+}
+
+func recordTable(w io.Writer, rec *bench.Record) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	for _, f := range recordFacts(rec) {
+		fmt.Fprintf(tw, "%s\t%s\n", f.Name, f.Value)
+	}
+	tw.Flush()
+	b.WriteString("\n")
+	tw = tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tDIR\tRUNS\tMB/s\tIOPS\tLAT p50\tLAT p99\tLAT p99.9")
+	for _, l := range recordLines(rec) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.name, l.dir, l.n, l.mbps, l.iops, l.p50, l.p99, l.p999)
+	}
+	tw.Flush()
+	writeRecordNotes(&b, rec, "  - ")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeRecordNotes(b *strings.Builder, rec *bench.Record, bullet string) {
+	var warns []string
+	warns = append(warns, rec.Warnings...)
+	for _, wr := range rec.Workloads {
+		warns = append(warns, wr.Warnings...)
+	}
+	if len(warns) > 0 {
+		b.WriteString("\nWarnings\n")
+		if bullet == "- " {
+			b.WriteString("\n")
+		}
+		for _, w := range warns {
+			fmt.Fprintf(b, "%s%s\n", bullet, w)
+		}
+	}
+	b.WriteString("\nMB/s is 10^6 bytes/s; with several runs: median (min–max); latency is per I/O completion.\n")
+}
+
+func recordMarkdown(w io.Writer, rec *bench.Record) error {
+	var b strings.Builder
+	name := rec.ID
+	if rec.Label != "" {
+		name = rec.Label + " (" + rec.ID + ")"
+	}
+	fmt.Fprintf(&b, "## %s\n\n| Workload | Dir | Runs | MB/s | IOPS | Lat p50 | Lat p99 | Lat p99.9 |\n|---|---|--:|--:|--:|--:|--:|--:|\n", mdCell(name))
+	for _, l := range recordLines(rec) {
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mdCell(l.name), l.dir, l.n, l.mbps, l.iops, l.p50, l.p99, l.p999)
+	}
+	b.WriteString("\n### Environment\n\n| | |\n|---|---|\n")
+	for _, f := range recordFacts(rec) {
+		fmt.Fprintf(&b, "| %s | %s |\n", f.Name, mdCell(f.Value))
+	}
+	writeRecordNotes(&b, rec, "- ")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func recordCSV(w io.Writer, rec *bench.Record) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"record", "label", "workload", "row", "dir", "repetition", "engine", "direct",
+		"io_bytes", "ios", "iops", "bw_bytes_per_s", "runtime_ms", "lat_min_ns", "lat_mean_ns", "lat_p50_ns",
+		"lat_p90_ns", "lat_p99_ns", "lat_p99_9_ns", "lat_max_ns"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, wr := range rec.Workloads {
+		for _, r := range wr.Runs {
+			for _, dir := range []string{"read", "write"} {
+				d := r.Read
+				if dir == "write" {
+					d = r.Write
+				}
+				if d == nil {
+					continue
+				}
+				l := d.LatNS
+				cw.Write([]string{rec.ID, rec.Label, wr.Params.Name, wr.Params.RowName(dir), dir, strconv.Itoa(r.Index), r.Engine,
+					strconv.FormatBool(r.Direct), strconv.FormatUint(d.IOBytes, 10), strconv.FormatUint(d.IOs, 10), f(d.IOPS),
+					f(d.BWBytesPerS), f(d.RuntimeMS), f(l.Min), f(l.Mean), f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.Max)})
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

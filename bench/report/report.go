@@ -1,0 +1,223 @@
+// Package report renders a comparison (bench/compare) and single records for
+// people: an aligned terminal table, Markdown for posts and issues, CSV for
+// spreadsheets, JSON for programs, one self-contained HTML file with inline
+// SVG charts, and the main chart alone as SVG.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/diskprep/diskprep/bench/compare"
+)
+
+// ErrFormat is returned for an output format this package does not know.
+var ErrFormat = errors.New("unknown report format")
+
+// Formats lists the comparison outputs in the order help text shows them.
+var Formats = []string{"table", "markdown", "csv", "json", "html", "svg"}
+
+// Write renders c in format.
+func Write(w io.Writer, format string, c *compare.Comparison) error {
+	switch format {
+	case "table", "":
+		return Table(w, c)
+	case "markdown", "md":
+		return Markdown(w, c)
+	case "csv":
+		return CSV(w, c)
+	case "json":
+		return JSON(w, c)
+	case "html":
+		return HTML(w, c)
+	case "svg":
+		return SVG(w, c)
+	}
+	return fmt.Errorf("%q (valid: %s): %w", format, strings.Join(Formats, ", "), ErrFormat)
+}
+
+// JSON writes the comparison as an indented JSON document.
+func JSON(w io.Writer, c *compare.Comparison) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Schema string `json:"schema"`
+		*compare.Comparison
+	}{"diskprep/comparison/v1", c})
+}
+
+// num formats a figure with precision that suits its size: 3 significant
+// digits at least, never a useless tail of decimals on large numbers.
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 100 || v == 0:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// latency formats nanoseconds with a unit people read: 85 µs, 1.4 ms.
+func latency(ns float64) string {
+	switch {
+	case ns <= 0:
+		return "-"
+	case ns >= 1e9:
+		return num(ns/1e9) + " s"
+	case ns >= 1e6:
+		return num(ns/1e6) + " ms"
+	case ns >= 1e3:
+		return num(ns/1e3) + " µs"
+	}
+	return num(ns) + " ns"
+}
+
+// metricValue formats a value of metric (latency metrics are in µs).
+func metricValue(metric string, v float64) string {
+	if metric == compare.MetricLatP99 {
+		return latency(v * 1e3)
+	}
+	return num(v)
+}
+
+// valueText is a cell's median with its range when there are repetitions.
+func valueText(metric string, v compare.Value) string {
+	s := metricValue(metric, v.Median)
+	if len(v.Values) > 1 {
+		s += " (" + metricValue(metric, v.Min) + "–" + metricValue(metric, v.Max) + ")"
+	}
+	return s
+}
+
+func pct(p float64) string {
+	if math.Abs(p) < 0.05 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%+.1f%%", p)
+}
+
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "p<0.001"
+	}
+	return fmt.Sprintf("p=%.3f", p)
+}
+
+// changeText is what a non-baseline cell says against the baseline: a
+// percentage only when it means something, and always why.
+func changeText(v compare.Value) string {
+	switch v.Verdict {
+	case compare.VerdictBaseline:
+		return "baseline"
+	case compare.VerdictMissing:
+		return "no baseline"
+	case compare.VerdictSame:
+		s := "no significant difference"
+		if v.P != nil {
+			s += " (" + pValue(*v.P) + ")"
+		}
+		return s
+	case compare.VerdictTooFew:
+		if v.ChangePct == nil {
+			return compare.VerdictTooFew
+		}
+		return pct(*v.ChangePct) + " (" + compare.VerdictTooFew + ")"
+	case compare.VerdictSignificant:
+		word := "worse"
+		if v.Better {
+			word = "better"
+		}
+		s := word
+		if v.ChangePct != nil {
+			s = pct(*v.ChangePct) + " " + word
+		}
+		var why []string
+		if v.P != nil {
+			why = append(why, pValue(*v.P))
+		}
+		if v.CILowPct != nil && v.CIHighPct != nil {
+			why = append(why, fmt.Sprintf("95%% CI %s to %s", pct(*v.CILowPct), pct(*v.CIHighPct)))
+		}
+		if len(why) > 0 {
+			s += " (" + strings.Join(why, ", ") + ")"
+		}
+		return s
+	}
+	return v.Verdict
+}
+
+// groupHeader names a column with its number of records when pooled.
+func groupHeader(c *compare.Comparison, gi int) string {
+	g := c.Groups[gi]
+	if gi == 0 && len(c.Groups) > 1 {
+		return g.Name + " (baseline)"
+	}
+	return g.Name
+}
+
+// line is one printed row of the comparison: a row's metric across groups.
+type line struct {
+	row, metric string
+	first       bool // first metric of its row
+	values      []string
+	changes     []string // per non-baseline group
+}
+
+func lines(c *compare.Comparison) []line {
+	var out []line
+	for _, r := range c.Rows {
+		for mi, m := range c.Metrics {
+			l := line{row: r.Name, metric: m, first: mi == 0}
+			for gi, cell := range r.Cells {
+				if !cell.Present {
+					l.values = append(l.values, "-")
+					if gi > 0 {
+						l.changes = append(l.changes, "-")
+					}
+					continue
+				}
+				v := cell.Metrics[mi]
+				l.values = append(l.values, valueText(m, v))
+				if gi > 0 {
+					l.changes = append(l.changes, changeText(v))
+				}
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func title(c *compare.Comparison) string {
+	names := make([]string, len(c.Groups))
+	for i, g := range c.Groups {
+		names[i] = g.Name
+	}
+	return strings.Join(names, " vs ")
+}
+
+func byText(c *compare.Comparison) string {
+	s := "by " + c.By
+	if c.AutoBy {
+		s += " (chosen automatically; --by changes it)"
+	}
+	return s
+}
+
+func unitOf(metric string) string {
+	switch metric {
+	case compare.MetricMBps:
+		return "MB/s (10^6 bytes/s)"
+	case compare.MetricLatP99:
+		return "p99 completion latency"
+	}
+	return metric
+}

@@ -1,0 +1,311 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
+	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+
+// fixture is three filesystems on one disk: xfs and ext4 with five
+// repetitions each (ext4 clearly slower on three rows, the same on one),
+// btrfs with a single run that cannot be judged, and a kernel that differs.
+func fixture() []*bench.Record {
+	w := func(name, rw string, bs uint64, first bool, v ...float64) ct.Workload {
+		return ct.Workload{Name: name, RW: rw, BS: bs, MBps: v, SlowFirstSecond: first}
+	}
+	xfs := ct.Record(ct.Opts{ID: ct.ID(1), Label: "xfs", FS: "xfs", Start: t0, Workloads: []ct.Workload{
+		w("seq1m-read", "read", 1<<20, false, 520, 525, 515, 522, 518),
+		w("seq1m-write", "write", 1<<20, true, 480, 484, 476, 482, 478),
+		w("rnd4k-read", "randread", 4<<10, false, 40, 40.4, 39.6, 40.2, 39.8),
+		w("mixed", "randrw", 4<<10, false, 30, 30.3, 29.7, 30.1, 29.9),
+	}})
+	ext4 := ct.Record(ct.Opts{ID: ct.ID(2), Label: "ext4", FS: "ext4", Start: t0.Add(time.Hour), Workloads: []ct.Workload{
+		w("seq1m-read", "read", 1<<20, false, 468, 472, 464, 470, 466),
+		w("seq1m-write", "write", 1<<20, true, 432, 436, 428, 434, 430),
+		w("rnd4k-read", "randread", 4<<10, false, 40.1, 39.7, 40.3, 39.9, 40.0),
+		w("mixed", "randrw", 4<<10, false, 27, 27.3, 26.7, 27.1, 26.9),
+	}})
+	btrfs := ct.Record(ct.Opts{ID: ct.ID(3), Label: "btrfs", FS: "btrfs", Kernel: "6.1.0-26-amd64", Start: t0.Add(2 * time.Hour), Workloads: []ct.Workload{
+		w("seq1m-read", "read", 1<<20, false, 500),
+		w("seq1m-write", "write", 1<<20, true, 300),
+		w("rnd4k-read", "randread", 4<<10, false, 38),
+	}})
+	return []*bench.Record{xfs, ext4, btrfs}
+}
+
+func comparison(t *testing.T, latency bool) *compare.Comparison {
+	t.Helper()
+	c, err := compare.Compare(fixture(), compare.Options{Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
+	}
+}
+
+func TestGoldenComparison(t *testing.T) {
+	for _, format := range Formats {
+		for _, lat := range []bool{false, true} {
+			name := "compare." + format
+			if lat {
+				if format != "table" && format != "markdown" {
+					continue
+				}
+				name = "compare-latency." + format
+			}
+			t.Run(name, func(t *testing.T) {
+				var buf bytes.Buffer
+				if err := Write(&buf, format, comparison(t, lat)); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name, buf.Bytes())
+			})
+		}
+	}
+}
+
+func TestGoldenRecord(t *testing.T) {
+	rec := fixture()[0]
+	rec.Warnings = []string{"CPU frequency governor is powersave of 32 CPUs, not performance: clock scaling adds variance"}
+	for _, format := range RecordFormats {
+		var buf bytes.Buffer
+		if err := Record(&buf, format, rec); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "record."+format, buf.Bytes())
+	}
+	if err := Record(io.Discard, "xml", rec); err == nil {
+		t.Error("unknown record format accepted")
+	}
+}
+
+func TestTableSaysWhatItMeans(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Table(&buf, comparison(t, false)); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"-10.0% worse (p=0.008",                       // seq1m-read ext4 vs xfs
+		"no significant difference (p=",               // rnd4k-read
+		"-3.8% (n too small to judge)",                // seq1m-read btrfs: 500 vs 520
+		"records differ in Kernel, not only in label", // the comparability warning
+		"Mann–Whitney", "Kernel", "5.14.0-427.el9.x86_64", "6.1.0-26-amd64",
+		"mixed-read", "mixed-write",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// The CPU is shared: shown once, in the environment, not per column.
+	if n := strings.Count(out, "AMD EPYC 7302P"); n != 1 {
+		t.Errorf("shared CPU shown %d times, want once", n)
+	}
+}
+
+// svgBlocks returns every <svg>…</svg> of an HTML page.
+func svgBlocks(t *testing.T, page string) []string {
+	t.Helper()
+	var out []string
+	for {
+		i := strings.Index(page, "<svg")
+		if i < 0 {
+			return out
+		}
+		j := strings.Index(page[i:], "</svg>")
+		if j < 0 {
+			t.Fatal("unterminated <svg>")
+		}
+		out = append(out, page[i:i+j+len("</svg>")])
+		page = page[i+j+len("</svg>"):]
+	}
+}
+
+// svgInfo parses one SVG strictly as XML and counts its elements.
+type svgInfo struct {
+	chart, row string
+	counts     map[string]int
+	title      string
+}
+
+func parseSVG(t *testing.T, s string) svgInfo {
+	t.Helper()
+	info := svgInfo{counts: map[string]int{}}
+	dec := xml.NewDecoder(strings.NewReader(s))
+	dec.Strict = true
+	depth := 0
+	inTitle := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, s)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			depth++
+			info.counts[e.Name.Local]++
+			if e.Name.Local == "svg" {
+				for _, a := range e.Attr {
+					switch a.Name.Local {
+					case "data-chart":
+						info.chart = a.Value
+					case "data-row":
+						info.row = a.Value
+					}
+				}
+			}
+			inTitle = e.Name.Local == "title" && depth == 2
+		case xml.CharData:
+			if inTitle {
+				info.title += string(e)
+			}
+		case xml.EndElement:
+			depth--
+			inTitle = false
+		}
+	}
+	return info
+}
+
+func TestHTMLSelfContainedAndCharts(t *testing.T) {
+	c := comparison(t, false)
+	var buf bytes.Buffer
+	if err := HTML(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, bad := range []string{"<script", "http://", "https://", "url(", "@import", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q: not self-contained", bad)
+		}
+	}
+	for _, want := range []string{"prefers-color-scheme: dark", "<table>", "Environment", "Mann–Whitney"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	blocks := svgBlocks(t, page)
+	byKind := map[string][]svgInfo{}
+	for _, b := range blocks {
+		info := parseSVG(t, b)
+		if info.title == "" {
+			t.Errorf("chart %s %s has no <title>", info.chart, info.row)
+		}
+		byKind[info.chart] = append(byKind[info.chart], info)
+	}
+	rows := len(c.Rows)
+	// Present cells: every row in xfs and ext4; btrfs lacks mixed-read/-write.
+	present := 0
+	runs := map[string]int{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			if cell.Present {
+				present++
+				runs[r.Name] += cell.N
+			}
+		}
+	}
+	for _, kind := range []string{"bars-mb-s", "bars-iops"} {
+		if len(byKind[kind]) != 1 {
+			t.Fatalf("%d %s charts, want 1", len(byKind[kind]), kind)
+		}
+		if got := byKind[kind][0].counts["rect"]; got != present {
+			t.Errorf("%s: %d bars, want %d (one per present cell)", kind, got, present)
+		}
+	}
+	if len(byKind["latency"]) != rows || len(byKind["timeseries"]) != rows {
+		t.Fatalf("%d latency and %d time-series charts, want %d each", len(byKind["latency"]), len(byKind["timeseries"]), rows)
+	}
+	for _, info := range byKind["latency"] {
+		want := 0
+		for _, r := range c.Rows {
+			if r.Name == info.row {
+				for _, cell := range r.Cells {
+					if cell.Present {
+						want += 4
+					}
+				}
+			}
+		}
+		if info.counts["rect"] != want {
+			t.Errorf("latency %s: %d bars, want %d (4 percentiles per present group)", info.row, info.counts["rect"], want)
+		}
+	}
+	for _, info := range byKind["timeseries"] {
+		if info.counts["polyline"] != runs[info.row] {
+			t.Errorf("time series %s: %d lines, want %d (one per repetition)", info.row, info.counts["polyline"], runs[info.row])
+		}
+	}
+}
+
+func TestSVGStandalone(t *testing.T) {
+	var buf bytes.Buffer
+	if err := SVG(&buf, comparison(t, false)); err != nil {
+		t.Fatal(err)
+	}
+	info := parseSVG(t, buf.String())
+	if info.chart != "bars-mb-s" || info.counts["svg"] != 1 || info.counts["style"] != 1 {
+		t.Errorf("standalone svg: %+v", info)
+	}
+	if !strings.Contains(buf.String(), `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Error("standalone svg without namespace")
+	}
+}
+
+func TestJSONRoundTrips(t *testing.T) {
+	var buf bytes.Buffer
+	if err := JSON(&buf, comparison(t, true)); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Schema string `json:"schema"`
+		compare.Comparison
+	}
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Schema != "diskprep/comparison/v1" || len(back.Groups) != 3 || len(back.Rows) != 5 || len(back.Metrics) != 3 {
+		t.Errorf("decoded %s: %d groups %d rows %d metrics", back.Schema, len(back.Groups), len(back.Rows), len(back.Metrics))
+	}
+}
+
+func TestUnknownFormat(t *testing.T) {
+	if err := Write(io.Discard, "pdf", comparison(t, false)); err == nil {
+		t.Error("pdf accepted")
+	}
+}
