@@ -1,23 +1,20 @@
 package disk
 
 import (
-	"errors"
 	"io"
+
+	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
 // signature is one on-disk magic, as hwinfo/probe reports it.
-type signature struct {
-	Type, Usage, Label, UUID string
-	Offset                   int64
-	Magic                    []byte
-}
+type signature = probe.Signature
 
 // gptInfo is a partition table read back from a device.
 type gptInfo struct {
-	Type string // "gpt", "dos"
-	ID   string
-	// Partitions with LBAs in logical sectors.
-	Partitions []tablePart
+	Type       string // "gpt", "dos"
+	ID         string
+	Partitions []tablePart // LBAs in logical sectors
+	Warnings   []string
 }
 
 type tablePart struct {
@@ -27,9 +24,22 @@ type tablePart struct {
 	GUID             string
 }
 
-var errNoProbe = errors.New("signature prober not available")
+func probeSignatures(r io.ReaderAt, size int64) ([]signature, error) {
+	return probe.Probe(r, size)
+}
 
-// probeSignatures and readTable wrap hwinfo/probe.
-func probeSignatures(r io.ReaderAt, size int64) ([]signature, error) { return nil, errNoProbe }
-
-func readTable(r io.ReaderAt, size int64, sector uint64) (*gptInfo, error) { return nil, errNoProbe }
+// readTable returns nil, nil when there is no table.
+func readTable(r io.ReaderAt, size int64, sector uint64) (*gptInfo, error) {
+	t, err := probe.ReadTable(r, size, int(sector))
+	if err != nil || t == nil {
+		return nil, err
+	}
+	g := &gptInfo{Type: t.Type, ID: t.ID, Warnings: t.Warnings}
+	for _, e := range t.Partitions {
+		g.Partitions = append(g.Partitions, tablePart{
+			Number: e.Number, StartLBA: e.StartLBA, EndLBA: e.StartLBA + e.Sectors - 1,
+			Name: e.Name, TypeGUID: e.TypeGUID, GUID: e.PartUUID,
+		})
+	}
+	return g, nil
+}

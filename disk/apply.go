@@ -1,0 +1,607 @@
+package disk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/atomicfile"
+	"golang.org/x/sys/unix"
+)
+
+// ErrMissingProgram is wrapped when mkfs (or another needed program) is not
+// installed; the message names the package to install.
+var ErrMissingProgram = errors.New("program not installed")
+
+// Deps are Apply's and Release's ties to the host. Zero values mean the live
+// machine.
+type Deps struct {
+	Runner Runner       // nil: ExecRunner
+	Logger *slog.Logger // nil: discard
+	// Root is where diskprep's state (run/diskprep: locks, attached loops),
+	// etc/fstab, proc/1/comm and run/udev/control are found; "" means "/".
+	Root string
+	// SysDir, DevDir and ProcDir are the live kernel interfaces; they are
+	// apart from Root because a test's temporary root has no kernel behind it.
+	SysDir, DevDir, ProcDir string
+	// FstabPath overrides Root/etc/fstab.
+	FstabPath string
+	// Refresh re-reads the host facts just before writing, to re-check the
+	// fingerprint and that nothing got mounted or stacked on the disk since
+	// planning. Nil skips that re-check (the O_EXCL open and the on-disk
+	// size and table id are still checked).
+	Refresh func(ctx context.Context) (*hwinfo.Host, error)
+}
+
+type applier struct {
+	runner                                Runner
+	log                                   *slog.Logger
+	root, sysDir, devDir, procDir, runDir string
+	fstabPath                             string
+	refresh                               func(ctx context.Context) (*hwinfo.Host, error)
+}
+
+func newApplier(d Deps) *applier {
+	a := &applier{runner: d.Runner, log: d.Logger, root: d.Root, sysDir: d.SysDir, devDir: d.DevDir, procDir: d.ProcDir, fstabPath: d.FstabPath, refresh: d.Refresh}
+	if a.runner == nil {
+		a.runner = ExecRunner{}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.root == "" {
+		a.root = "/"
+	}
+	if a.sysDir == "" {
+		a.sysDir = "/sys"
+	}
+	if a.devDir == "" {
+		a.devDir = "/dev"
+	}
+	if a.procDir == "" {
+		a.procDir = "/proc"
+	}
+	if a.fstabPath == "" {
+		a.fstabPath = filepath.Join(a.root, "etc/fstab")
+	}
+	a.runDir = filepath.Join(a.root, "run/diskprep")
+	return a
+}
+
+// Apply carries out plan and nothing else: every GUID, LBA, argv and line
+// was decided by PlanDisk. What Apply adds are checks that the world has not
+// changed since (device lock, O_EXCL open, size, table id, signatures,
+// fingerprint) and read-backs that what it wrote is there. Refusals wrap
+// ErrRefused and happen before anything is written. On failure, mounts made
+// and a loop device attached by this call are undone; the disk's new table
+// or filesystem is left as it is.
+func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) {
+	if plan == nil || plan.Schema != PlanSchema {
+		return nil, fmt.Errorf("apply: not a %s plan", PlanSchema)
+	}
+	a := newApplier(deps)
+	res = &Result{Schema: ResultSchema, Device: plan.Device, Notes: append([]string(nil), plan.Notes...)}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	// A missing mkfs must stop us before the table is written.
+	versions := map[string]string{}
+	for _, pp := range plan.Partitions {
+		if pp.Mkfs == nil || versions[pp.Mkfs[0]] != "" {
+			continue
+		}
+		v, err := a.mkfsVersion(ctx, pp)
+		if err != nil {
+			return nil, err
+		}
+		versions[pp.Mkfs[0]] = v
+	}
+
+	p := plan
+	if p.Image != nil {
+		res.Image = p.Image.Path
+		dev, unlock, err := a.prepareImage(p, res, &undo)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		p = p.Bind(dev)
+		res.Device = p.Device
+	}
+
+	devnum, err := devNumber(p.Device)
+	if err != nil {
+		return nil, refuse(p.Device, err.Error())
+	}
+	unlock, err := lockDevice(a.runDir, p.Device, devnum)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if p.Destructive() && (p.Image == nil || !p.Image.Attach) {
+		if err := a.recheckFacts(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+
+	mode := os.O_RDONLY
+	if p.Table != nil {
+		// O_EXCL on a block device fails with EBUSY while anything has it
+		// claimed: a mounted partition, an LVM/MD/dm holder, another tool.
+		mode = os.O_RDWR | os.O_EXCL
+	}
+	f, err := os.OpenFile(p.Device, mode, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return nil, refuse(p.Device, fmt.Sprintf("%s is in use (exclusive open: %v)", p.Device, unix.EBUSY))
+		}
+		return nil, fmt.Errorf("open %s: %w", p.Device, err)
+	}
+	defer f.Close()
+
+	if p.Table != nil {
+		if err := a.writeTable(f, p, res); err != nil {
+			return nil, err
+		}
+	}
+	usedBLKPG, err := a.syncKernelPartitions(f, p)
+	if err != nil {
+		return nil, fmt.Errorf("make the kernel see the partitions of %s: %w", p.Device, err)
+	}
+	if usedBLKPG {
+		res.Notes = append(res.Notes, "the kernel did not pick up the partitions from the table: added with BLKPG")
+	}
+	f.Close()
+
+	fstabChanged := false
+	for _, pp := range p.Partitions {
+		if err := a.waitDeviceNode(ctx, pp.Name); err != nil {
+			return nil, err
+		}
+		pr, err := a.preparePartition(ctx, p, pp, versions[firstOr(pp.Mkfs)], &undo)
+		res.Partitions = append(res.Partitions, pr)
+		if err != nil {
+			return res, err
+		}
+		fstabChanged = fstabChanged || pr.FstabAdded
+		res.Changed = res.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded
+	}
+	if fstabChanged && a.systemdIsInit() {
+		if err := a.do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
+			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
+		}
+	}
+	res.Changed = res.Changed || res.TableWritten || res.LoopAttached || len(res.Wiped) > 0
+	return res, nil
+}
+
+func firstOr(a []string) string {
+	if len(a) == 0 {
+		return ""
+	}
+	return a[0]
+}
+
+// do runs one logged external step.
+func (a *applier) do(ctx context.Context, what string, argv []string) error {
+	a.log.Info(what+": started", "argv", argv)
+	out, err := a.runner.Run(ctx, argv[0], argv[1:]...)
+	if err != nil {
+		a.log.Error(what+": failed", "argv", argv, "err", err, "output", string(out))
+		return err
+	}
+	a.log.Info(what+": finished", "argv", argv)
+	return nil
+}
+
+func (a *applier) mkfsVersion(ctx context.Context, pp PartPlan) (string, error) {
+	prog := pp.Mkfs[0]
+	out, err := a.runner.Run(ctx, prog, "-V")
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%s is not installed: install the %s package: %w", prog, filesystems[pp.FS].pkg, ErrMissingProgram)
+		}
+		return "", fmt.Errorf("%s -V: %w", prog, err)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+// prepareImage creates and attaches the image as planned and returns the
+// loop device.
+func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, func(), error) {
+	im := p.Image
+	sum := sha256.Sum256([]byte(im.Path))
+	if err := os.MkdirAll(filepath.Join(a.runDir, "locks"), 0o755); err != nil {
+		return "", nil, fmt.Errorf("lock %s: %w", im.Path, err)
+	}
+	unlock, err := flockFile(filepath.Join(a.runDir, "locks", "image-"+hex.EncodeToString(sum[:8])+".lock"), im.Path)
+	if err != nil {
+		return "", nil, err
+	}
+	fail := func(err error) (string, func(), error) {
+		unlock()
+		return "", nil, err
+	}
+	if im.Attach {
+		if dev := a.loopFor(im.Path); dev != "" {
+			return fail(refuse(im.Path, fmt.Sprintf("%s was attached to %s since planning", im.Path, dev)))
+		}
+	}
+	switch {
+	case im.Create:
+		a.log.Info("create image: started", "path", im.Path, "size", im.SizeBytes)
+		f, err := os.OpenFile(im.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return fail(refuse(im.Path, fmt.Sprintf("%s appeared since planning", im.Path)))
+			}
+			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
+		}
+		*undo = append(*undo, func() { os.Remove(im.Path) })
+		err = f.Truncate(int64(im.SizeBytes))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
+		}
+		a.log.Info("create image: finished", "path", im.Path)
+	case im.Recreate:
+		a.log.Info("recreate image: started", "path", im.Path, "size", im.SizeBytes)
+		if err := resizeEmpty(im.Path, im.SizeBytes); err != nil {
+			return fail(fmt.Errorf("recreate image %s: %w", im.Path, err))
+		}
+		res.Wiped = append(res.Wiped, "image "+im.Path+" recreated empty")
+	default:
+		fi, err := os.Stat(im.Path)
+		if err != nil || !fi.Mode().IsRegular() || uint64(fi.Size()) != im.SizeBytes {
+			return fail(refuse(im.Path, fmt.Sprintf("%s changed since planning", im.Path)))
+		}
+	}
+	if !im.Attach {
+		if bf := loopBackingFile(a.sysDir, filepath.Base(p.Device)); bf != im.Path {
+			return fail(refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
+		}
+		return p.Device, unlock, nil
+	}
+	a.log.Info("attach image: started", "path", im.Path, "sector", im.SectorBytes)
+	dev, err := attachLoop(a.devDir, im.Path, im.SectorBytes)
+	if err != nil {
+		a.log.Error("attach image: failed", "path", im.Path, "err", err)
+		return fail(err)
+	}
+	a.log.Info("attach image: finished", "path", im.Path, "device", dev)
+	*undo = append(*undo, func() {
+		if err := detachLoop(a.sysDir, dev); err != nil {
+			a.log.Error("detach after failure", "device", dev, "err", err)
+		}
+		os.Remove(loopStatePath(a.runDir, dev))
+	})
+	res.LoopAttached = true
+	if err := writeLoopState(a.runDir, loopState{Device: dev, Image: im.Path, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()}); err != nil {
+		return fail(fmt.Errorf("record loop device %s: %w", dev, err))
+	}
+	return dev, unlock, nil
+}
+
+// resizeEmpty drops every byte of an image and gives it the new size, sparse.
+func resizeEmpty(path string, size uint64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(size)); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// loopFor names the loop device backed by image, "" when none.
+func (a *applier) loopFor(image string) string {
+	matches, _ := filepath.Glob(filepath.Join(a.sysDir, "block", "loop*", "loop", "backing_file"))
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err == nil && strings.TrimSpace(string(b)) == image {
+			return "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(m)))
+		}
+	}
+	return ""
+}
+
+// recheckFacts re-reads the host right before writing: same disk identity,
+// nothing mounted, swapped on or stacked on it since planning.
+func (a *applier) recheckFacts(ctx context.Context, p *Plan) error {
+	if a.refresh == nil {
+		return nil
+	}
+	h, err := a.refresh(ctx)
+	if err != nil {
+		return fmt.Errorf("re-read facts for %s: %w", p.Device, err)
+	}
+	d, part := h.Device(p.Device)
+	if d == nil || part != nil {
+		return refuse(p.Device, fmt.Sprintf("%s is no longer listed as a disk", p.Device))
+	}
+	fp := Fingerprint{Serial: d.Serial, WWN: d.WWN, SizeBytes: d.SizeBytes, TableType: d.PartitionTable, TableID: d.PartitionTableID}
+	if diff := fp.diff(p.Fingerprint); diff != "" {
+		return refuse(p.Device, fmt.Sprintf("%s changed since planning: %s", p.Device, diff))
+	}
+	if d.System {
+		return refuse(p.Device, fmt.Sprintf("%s now holds the running system", d.Name))
+	}
+	if busy := inUse(d, p.Partitions, compareExisting(d, p.Partitions)); len(busy) > 0 {
+		return refuse(p.Device, busy...)
+	}
+	return nil
+}
+
+// writeTable checks the disk is still what was planned, wipes (if asked)
+// and writes and verifies the GPT.
+func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
+	t := p.Table
+	size, err := deviceSize(f)
+	if err != nil {
+		return err
+	}
+	lss, err := logicalSector(f)
+	if err != nil {
+		return err
+	}
+	if size != p.Fingerprint.SizeBytes || lss != t.SectorBytes {
+		return refuse(p.Device, fmt.Sprintf("%s is now %d bytes with %d-byte sectors; planned %d bytes with %d-byte sectors", p.Device, size, lss, p.Fingerprint.SizeBytes, t.SectorBytes))
+	}
+	cur, terr := readTable(f, int64(size), lss)
+	curType, curID := "", ""
+	if cur != nil {
+		curType, curID = cur.Type, cur.ID
+	}
+	if terr == nil && (!sameTableID(curID, p.Fingerprint.TableID) || curType != p.Fingerprint.TableType && p.Fingerprint.TableType != "") {
+		return refuse(p.Device, fmt.Sprintf("the partition table of %s changed since planning (now %s %s, planned %s %s)", p.Device, orNone(curType), curID, orNone(p.Fingerprint.TableType), p.Fingerprint.TableID))
+	}
+	sigs, err := a.signaturesToWipe(f, p, size)
+	if err != nil {
+		return err
+	}
+	if len(sigs) > 0 && !p.Wipe {
+		var ev []string
+		for _, s := range sigs {
+			ev = append(ev, fmt.Sprintf("%s signature at offset %d", s.Type, s.Offset))
+		}
+		return refuse(p.Device, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", p.Device, strings.Join(ev, ", ")))
+	}
+	for _, s := range sigs {
+		a.log.Info("wipe signature: started", "device", p.Device, "type", s.Type, "offset", s.Offset, "bytes", len(s.Magic))
+		if _, err := f.WriteAt(make([]byte, len(s.Magic)), s.Offset); err != nil {
+			a.log.Error("wipe signature: failed", "device", p.Device, "err", err)
+			return fmt.Errorf("wipe %s signature at %d on %s: %w", s.Type, s.Offset, p.Device, err)
+		}
+		res.Wiped = append(res.Wiped, fmt.Sprintf("%s at offset %d", s.Type, s.Offset))
+	}
+	if len(sigs) > 0 {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("wipe %s: %w", p.Device, err)
+		}
+		a.log.Info("wipe signatures: finished", "device", p.Device, "count", len(sigs))
+	}
+	a.log.Info("write GPT: started", "device", p.Device, "disk_guid", t.DiskGUID, "partitions", len(p.Partitions))
+	if err := writeGPT(f, p); err != nil {
+		a.log.Error("write GPT: failed", "device", p.Device, "err", err)
+		return err
+	}
+	res.TableWritten = true
+	if err := verifyGPT(f, p); err != nil {
+		a.log.Error("write GPT: verify failed", "device", p.Device, "err", err)
+		return err
+	}
+	a.log.Info("write GPT: finished", "device", p.Device)
+	return nil
+}
+
+// signaturesToWipe finds every signature on the disk, and inside each
+// planned partition's region, where a whole-disk probe cannot see an old
+// filesystem that mkfs would trip over (or that would resurface).
+func (a *applier) signaturesToWipe(f *os.File, p *Plan, size uint64) ([]signature, error) {
+	sigs, err := probeSignatures(f, int64(size))
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", p.Device, err)
+	}
+	for _, pp := range p.Partitions {
+		in, err := probeSignatures(io.NewSectionReader(f, int64(pp.StartBytes), int64(pp.SizeBytes)), int64(pp.SizeBytes))
+		if err != nil {
+			return nil, fmt.Errorf("probe %s region of %s: %w", pp.Name, p.Device, err)
+		}
+		for _, s := range in {
+			s.Offset += int64(pp.StartBytes)
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs, nil
+}
+
+func sameTableID(a, b string) bool {
+	norm := func(s string) string { return strings.TrimPrefix(strings.ToLower(s), "0x") }
+	return norm(a) == norm(b)
+}
+
+// preparePartition makes the filesystem, mounts it, writes the marker and
+// the fstab line, as far as the plan asks.
+func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, version string, undo *[]func()) (PartResult, error) {
+	pr := PartResult{
+		Number: pp.Number, Device: pp.Path, StartBytes: pp.StartBytes, SizeBytes: pp.SizeBytes, PartUUID: pp.PartGUID,
+		FS: pp.FS, Label: pp.FSLabel, MountPoint: pp.MountPoint, MountOpts: pp.MountOpts, FstabLine: pp.FstabLine,
+	}
+	if pp.Mkfs != nil {
+		force := len(pp.Mkfs) > 1 && (pp.Mkfs[1] == "-f" || pp.Mkfs[1] == "-F")
+		if !force {
+			if sigs, err := probeDevice(pp.Path); err != nil {
+				return pr, err
+			} else if len(sigs) > 0 {
+				return pr, refuse(pp.Path, fmt.Sprintf("%s already holds a %s signature (pass --wipe to destroy it)", pp.Path, sigs[0].Type))
+			}
+		}
+		if err := a.do(ctx, "make filesystem", pp.Mkfs); err != nil {
+			return pr, fmt.Errorf("make %s on %s: %w", pp.FS, pp.Path, err)
+		}
+		pr.Formatted, pr.MkfsArgv, pr.MkfsVersion = true, pp.Mkfs, version
+	}
+	uuid, err := a.readBackFS(pp)
+	if err != nil {
+		return pr, err
+	}
+	pr.UUID = uuid
+
+	if pp.MountPoint != "" {
+		mounted, err := a.mountState(pp)
+		if err != nil {
+			return pr, err
+		}
+		if !mounted {
+			if pp.MountArgv == nil {
+				return pr, fmt.Errorf("%s is no longer mounted at %s: plan again", pp.Path, pp.MountPoint)
+			}
+			if err := os.MkdirAll(pp.MountPoint, 0o755); err != nil {
+				return pr, fmt.Errorf("create mount point %s: %w", pp.MountPoint, err)
+			}
+			if err := a.do(ctx, "mount", pp.MountArgv); err != nil {
+				return pr, fmt.Errorf("mount %s at %s: %w", pp.Path, pp.MountPoint, err)
+			}
+			pr.Mounted = true
+			*undo = append(*undo, func() {
+				if err := unix.Unmount(pp.MountPoint, 0); err != nil {
+					a.log.Error("unmount after failure", "point", pp.MountPoint, "err", err)
+				}
+			})
+		}
+		if err := a.writeMarker(p, pp, pr); err != nil {
+			return pr, err
+		}
+	}
+	if pp.Persist {
+		e := fstabEntry(pp)
+		e.Spec = "UUID=" + pr.UUID
+		a.log.Info("add fstab entry: started", "fstab", a.fstabPath, "line", fstab.EntryLine(e))
+		changed, err := fstab.Add(a.fstabPath, e)
+		if err != nil {
+			a.log.Error("add fstab entry: failed", "fstab", a.fstabPath, "err", err)
+			return pr, err
+		}
+		a.log.Info("add fstab entry: finished", "fstab", a.fstabPath, "changed", changed)
+		pr.FstabAdded = changed
+	}
+	return pr, nil
+}
+
+func probeDevice(path string) ([]signature, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := deviceSize(f)
+	if err != nil {
+		return nil, err
+	}
+	sigs, err := probeSignatures(f, int64(size))
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", path, err)
+	}
+	return sigs, nil
+}
+
+// readBackFS checks the filesystem on the partition is the planned one and
+// returns its UUID as read from the device.
+func (a *applier) readBackFS(pp PartPlan) (string, error) {
+	sigs, err := probeDevice(pp.Path)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range sigs {
+		if s.Type == pp.FS {
+			if pp.FSUUID != "" && !strings.EqualFold(s.UUID, pp.FSUUID) {
+				return "", fmt.Errorf("%s holds %s UUID %s, planned %s", pp.Path, s.Type, s.UUID, pp.FSUUID)
+			}
+			return s.UUID, nil
+		}
+	}
+	var found []string
+	for _, s := range sigs {
+		found = append(found, s.Type)
+	}
+	return "", fmt.Errorf("%s does not hold the planned %s filesystem (found: %s)", pp.Path, pp.FS, orNone(strings.Join(found, ", ")))
+}
+
+// mountState says whether the partition is mounted at its mount point, and
+// refuses a mount point taken by something else (mounting over it would
+// hide that filesystem).
+func (a *applier) mountState(pp PartPlan) (bool, error) {
+	mounts, err := readMountinfo(filepath.Join(a.procDir, "self/mountinfo"))
+	if err != nil {
+		return false, fmt.Errorf("read mounts: %w", err)
+	}
+	devnum, err := devNumber(pp.Path)
+	if err != nil {
+		return false, err
+	}
+	mine := false
+	for _, m := range mounts {
+		if filepath.Clean(m.point) != pp.MountPoint {
+			continue
+		}
+		if m.devnum != devnum {
+			return false, refuse(pp.Path, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
+		}
+		mine = true
+	}
+	return mine, nil
+}
+
+func (a *applier) writeMarker(p *Plan, pp PartPlan, pr PartResult) error {
+	path := filepath.Join(pp.MountPoint, MarkerFile)
+	if !pr.Formatted {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	m := Marker{
+		Schema: MarkerSchema, FS: pp.FS, Label: pp.FSLabel, UUID: pr.UUID, Device: pp.Path, Disk: p.Device,
+		DiskModel: p.Disk.Model, DiskSerial: p.Disk.Serial, MkfsArgv: pr.MkfsArgv, MkfsVersion: pr.MkfsVersion,
+		MountOpts: pp.MountOpts, PreparedAt: time.Now().UTC().Format(time.RFC3339),
+	}
+	if p.Image != nil {
+		m.Image = p.Image.Path
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func (a *applier) systemdIsInit() bool {
+	b, err := os.ReadFile(filepath.Join(a.root, "proc/1/comm"))
+	return err == nil && strings.TrimSpace(string(b)) == "systemd"
+}

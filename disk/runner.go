@@ -1,0 +1,64 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// Runner runs one external program and returns its output. Every program
+// diskprep runs (mkfs, mount, udevadm, systemctl) goes through it, so tests
+// script the exact argv sequence.
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+// ExecRunner runs programs with exec.CommandContext; cancelling the context
+// kills the child. It returns stdout followed by stderr, since version banners
+// (mkfs.ext4 -V) go to stderr; on failure the error is a *RunError.
+type ExecRunner struct{}
+
+// RunError is a program that could not be run or exited non-zero.
+type RunError struct {
+	Argv     []string
+	ExitCode int // -1 when it did not run or was killed
+	Stderr   string
+	Err      error
+}
+
+func (e *RunError) Error() string {
+	msg := fmt.Sprintf("%s: %v", QuoteArgv(e.Argv), e.Err)
+	if e.ExitCode > 0 {
+		msg = fmt.Sprintf("%s: exit status %d", QuoteArgv(e.Argv), e.ExitCode)
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + strings.Join(strings.Fields(s), " ")
+	}
+	return msg
+}
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Run implements Runner.
+func (ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := append(stdout.Bytes(), stderr.Bytes()...)
+	if err != nil {
+		re := &RunError{Argv: append([]string{name}, args...), ExitCode: -1, Stderr: stderr.String(), Err: err}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			re.ExitCode = ee.ExitCode()
+		}
+		if ctx.Err() != nil {
+			re.Err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return out, re
+	}
+	return out, nil
+}
