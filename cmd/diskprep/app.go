@@ -92,6 +92,7 @@ func globalFlags() []cli.Flag {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		// inventoryCommand(), lands with hwinfo.Read
+		benchCommand(),
 		completionCommand(),
 	}
 }

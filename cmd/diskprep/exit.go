@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -53,6 +54,8 @@ var sentinels = []struct {
 }{
 	{context.Canceled, exitInterrupted},
 	{units.ErrSyntax, exitUsage},
+	{bench.ErrUsage, exitUsage},
+	{bench.ErrRefused, exitRefused},
 }
 
 func exitCode(err error) int {

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+type benchOptions struct {
+	Target           string
+	Set              string
+	Workloads        []string
+	Runtime          string
+	Size             string
+	BS               string
+	Jobs             int
+	IODepth          int
+	Engine           string
+	Repeat           int
+	Label            string
+	AllowDeviceWrite bool
+	KeepPartial      bool
+	NoDirect         bool
+}
+
+// specList collects repeated --workload flags verbatim: a SPEC is itself
+// comma-separated, so cli's comma-splitting slice flag would cut it apart.
+// It is made fresh for each command built, so runs do not share specs.
+type specList []string
+
+func (s *specList) Set(v string) error { *s = append(*s, v); return nil }
+func (s *specList) String() string     { return strings.Join(*s, " ") }
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "benchmark a directory, file or block device and record the result",
+		ArgsUsage: "TARGET",
+		Description: `Bench runs a built-in workload set (or --workload SPECs) with diskprep's own
+I/O engine (O_DIRECT, sync or io_uring; no fio needed), prints a table and
+stores one record with the host's and the disk's identity in the results store.
+
+TARGET is a directory (a test file is made there, filled with real data, and
+removed afterwards, also on Ctrl-C), a regular file (used in place, must be at
+least --size), or a block device (read workloads only, unless
+--allow-device-write; a mounted or system device is never written).
+
+Sets: ` + setList() + `
+
+A SPEC is key=value pairs, as in fio:
+  name=seqread,rw=read,bs=32M,size=2G,jobs=16,iodepth=1,runtime=10s
+keys: name, rw (read|write|randread|randwrite|randrw), bs, size, offset, jobs,
+iodepth, runtime (0 = one pass over size), ramp, rwmixread, fsync (0|1),
+seed, direct (0|1), engine (auto|sync|io_uring), data (random|zeros|compress:NN).
+Flags such as --size override a set's values and fill what a SPEC leaves out.
+MB/s is 10^6 bytes per second.
+
+Examples:
+  diskprep bench /mnt/data --set quick
+  diskprep bench /mnt/data --set fileserver --repeat 3 --label xfs
+  diskprep bench /mnt/data --set cdm --size 4G -o markdown >> post.md
+  diskprep bench /mnt/data --workload rw=randread,bs=4k,iodepth=32,runtime=30s
+  diskprep bench /dev/sdb --set nvme                 # reads only
+  diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(bench.SetNames(), ", ") + " (default " + bench.DefaultSet + ")"},
+			// No short alias: cli copies an alias's value onto the long name
+			// through String and Set, which would add every SPEC twice.
+			&cli.GenericFlag{Name: "workload", Value: &specList{}, Usage: "custom workload `SPEC` (repeatable), instead of --set"},
+			&cli.StringFlag{Name: "runtime", Usage: "`DURATION` of each time-based workload, e.g. 30s, 1m"},
+			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the test region, e.g. 1G"},
+			&cli.StringFlag{Name: "bs", Usage: "block `SIZE`, e.g. 4k, 1M"},
+			&cli.IntFlag{Name: "jobs", Usage: "parallel jobs (`N`) per workload", DefaultText: "the set's"},
+			&cli.IntFlag{Name: "iodepth", Usage: "I/Os in flight (`N`) per job", DefaultText: "the set's"},
+			&cli.StringFlag{Name: "engine", Usage: "I/O `ENGINE`: auto, sync or io_uring"},
+			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run each workload `N` times; report median, min and max"},
+			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm)"},
+			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
+			&cli.BoolFlag{Name: "keep-partial", Usage: "on interruption, save what was measured, marked partial"},
+			&cli.BoolFlag{Name: "no-direct", Usage: "buffered I/O instead of O_DIRECT (measures the page cache too)"},
+		},
+		Action: action(func(c *cli.Context, e *env) error {
+			if c.NArg() != 1 {
+				return usageErr(fmt.Errorf("bench takes one TARGET (a directory, file or block device), got %d arguments", c.NArg()))
+			}
+			opts := benchOptions{
+				Target:           c.Args().First(),
+				Set:              c.String("set"),
+				Runtime:          c.String("runtime"),
+				Size:             c.String("size"),
+				BS:               c.String("bs"),
+				Jobs:             c.Int("jobs"),
+				IODepth:          c.Int("iodepth"),
+				Engine:           c.String("engine"),
+				Repeat:           c.Int("repeat"),
+				Label:            c.String("label"),
+				AllowDeviceWrite: c.Bool("allow-device-write"),
+				KeepPartial:      c.Bool("keep-partial"),
+				NoDirect:         c.Bool("no-direct"),
+			}
+			if s, ok := c.Generic("workload").(*specList); ok && s != nil {
+				opts.Workloads = *s
+			}
+			return runBench(c.Context, opts, e)
+		}),
+	}
+}
+
+func setList() string {
+	var out []string
+	for _, n := range bench.SetNames() {
+		s, _ := bench.LookupSet(n)
+		out = append(out, fmt.Sprintf("\n  %-11s %s", n, s.Description))
+	}
+	return strings.Join(out, "")
+}
+
+// request turns the options into a bench request; errors are usage errors.
+func (o benchOptions) request() (bench.Request, error) {
+	req := bench.Request{
+		Target: o.Target, Set: o.Set, Specs: o.Workloads, Repeat: o.Repeat, Label: o.Label,
+		AllowDeviceWrite: o.AllowDeviceWrite, KeepPartial: o.KeepPartial,
+	}
+	ov := &req.Overrides
+	var err error
+	if o.Runtime != "" {
+		if ov.Runtime, err = units.ParseDuration(o.Runtime); err != nil {
+			return req, fmt.Errorf("--runtime: %w", err)
+		}
+		if ov.Runtime == 0 {
+			return req, fmt.Errorf("--runtime must be positive (size-based runs: runtime=0 in a --workload SPEC)")
+		}
+	}
+	if o.Size != "" {
+		if ov.Size, err = units.ParseSize(o.Size); err != nil {
+			return req, fmt.Errorf("--size: %w", err)
+		}
+		if ov.Size == 0 {
+			return req, errors.New("--size must be positive")
+		}
+	}
+	if o.BS != "" {
+		if ov.BS, err = units.ParseSize(o.BS); err != nil {
+			return req, fmt.Errorf("--bs: %w", err)
+		}
+		if ov.BS == 0 {
+			return req, errors.New("--bs must be positive")
+		}
+	}
+	if o.Jobs < 0 || o.IODepth < 0 {
+		return req, errors.New("--jobs and --iodepth must be at least 1")
+	}
+	if o.Repeat < 1 {
+		return req, fmt.Errorf("--repeat %d: must be at least 1", o.Repeat)
+	}
+	ov.Jobs, ov.IODepth, ov.Engine, ov.NoDirect = o.Jobs, o.IODepth, o.Engine, o.NoDirect
+	return req, nil
+}
+
+func runBench(ctx context.Context, opts benchOptions, e *env) error {
+	format, err := e.format("table", "json", "markdown")
+	if err != nil {
+		return err
+	}
+	req, err := opts.request()
+	if err != nil {
+		return usageErr(err)
+	}
+	// Plan before reading the hardware: a typo answers at once.
+	if _, err := bench.Plan(req); err != nil {
+		return usageErr(err)
+	}
+	// hwinfo's diagnostics (no DMI, no udev) are about the inventory, not
+	// this run; they only show with --verbose.
+	hwlog := e.Logger
+	if !e.Verbose {
+		hwlog = nil
+	}
+	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
+	if err != nil {
+		return err
+	}
+	var live *bench.LiveLine
+	var progress func(bench.Progress)
+	if !e.Quiet && isTerminal(e.Stderr) {
+		live = &bench.LiveLine{W: e.Stderr}
+		progress = live.Update
+	}
+	rec, err := bench.Run(ctx, req, bench.Options{
+		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
+		Progress: progress, Logger: e.Logger,
+	})
+	if live != nil {
+		live.Clear()
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			if rec != nil && rec.Partial {
+				return fmt.Errorf("interrupted; partial result saved as %s: %w", filepath.Join(e.ResultsDir, rec.ID+".json"), err)
+			}
+			return fmt.Errorf("interrupted; test file removed, no result saved: %w", err)
+		}
+		if errors.Is(err, bench.ErrUsage) {
+			return usageErr(err)
+		}
+		return err
+	}
+	switch format {
+	case "json":
+		err = bench.WriteJSON(e.Stdout, rec)
+	case "markdown":
+		err = bench.WriteMarkdown(e.Stdout, rec)
+	default:
+		err = bench.WriteTable(e.Stdout, rec)
+	}
+	if err != nil {
+		return err
+	}
+	if !e.Quiet {
+		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
+	}
+	return nil
+}
