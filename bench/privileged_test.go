@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,47 @@ func TestPrivilegedCancel(t *testing.T) {
 	if saved := dirEntries(t, results); len(saved) != 0 {
 		t.Errorf("record written after cancel: %v", saved)
 	}
+}
+
+// TestPrivilegedSystemDiskRefused checks the write guard against the disk
+// holding / without ever running a workload: only the checks run, so the
+// system disk is opened read-only at most.
+func TestPrivilegedSystemDiskRefused(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	major, minor, err := engine.DeviceOf("/")
+	if err != nil {
+		t.Skipf("root filesystem device: %v", err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join("/sys/dev/block", fmtMajMin(major, minor)))
+	if err != nil {
+		t.Skipf("root filesystem is not on a block device (%d:%d)", major, minor)
+	}
+	dev := "/dev/" + filepath.Base(real)
+	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 {
+		t.Skipf("no device node %s", dev)
+	}
+	tg, err := resolveTarget(dev, "x", liveHost(t))
+	if errors.Is(err, os.ErrPermission) {
+		// Some sandboxes deny opening the system disk even to root; the
+		// guard works from sysfs, mountinfo and the inventory all the same.
+		tg = &target{ident: Target{Path: dev, Kind: KindDevice}, path: dev, major: major, minor: minor, haveDev: true}
+		tg.identify(liveHost(t))
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := Plan(Request{Specs: []string{"rw=write,size=1M"}})
+	if _, _, err := tg.admit(ws, true); !errors.Is(err, ErrRefused) {
+		t.Fatalf("write to the disk holding / (%s) with --allow-device-write: %v", dev, err)
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	// Reads of it are fine.
+	ws, _ = Plan(Request{Specs: []string{"rw=read,size=1M"}})
+	if kept, _, err := tg.admit(ws, false); err != nil || len(kept) != 1 {
+		t.Errorf("read of the system disk: %v", err)
+	}
+}
+
+func fmtMajMin(major, minor uint32) string {
+	return strconv.FormatUint(uint64(major), 10) + ":" + strconv.FormatUint(uint64(minor), 10)
 }

@@ -244,21 +244,21 @@ func (t *target) check(ws []Workload, extent uint64) error {
 	if t.sectorSz > 512 {
 		for _, w := range ws {
 			if w.Direct && (w.BlockBytes%t.sectorSz != 0 || w.OffsetBytes%t.sectorSz != 0) {
-				return fmt.Errorf("workload %s: bs %s and offset must be multiples of the device's %d-byte logical sector for O_DIRECT: %w",
-					w.Name, units.FormatSizeShort(w.BlockBytes), t.sectorSz, ErrUsage)
+				return usagef("workload %s: bs %s and offset must be multiples of the device's %d-byte logical sector for O_DIRECT",
+					w.Name, units.FormatSizeShort(w.BlockBytes), t.sectorSz)
 			}
 		}
 	}
 	switch t.ident.Kind {
 	case KindDevice:
 		if extent > t.size {
-			return fmt.Errorf("workloads need %s but device %s has %s (lower --size): %w",
-				units.FormatSize(extent), t.path, units.FormatSize(t.size), ErrUsage)
+			return usagef("workloads need %s but device %s has %s (lower --size)",
+				units.FormatSize(extent), t.path, units.FormatSize(t.size))
 		}
 	case KindFile:
 		if extent > t.size {
-			return fmt.Errorf("workloads need %s but file %s has %s (lower --size or use a directory): %w",
-				units.FormatSize(extent), t.path, units.FormatSize(t.size), ErrUsage)
+			return usagef("workloads need %s but file %s has %s (lower --size or use a directory)",
+				units.FormatSize(extent), t.path, units.FormatSize(t.size))
 		}
 	case KindDir:
 		free, err := freeBytes(filepath.Dir(t.path))
@@ -354,7 +354,7 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 	if err != nil {
 		r.log.Info("workload failed", "workload", w.Name, "err", err)
 		if errors.Is(err, engine.ErrParams) {
-			return Repetition{}, fmt.Errorf("workload %s: %w: %w", w.Name, err, ErrUsage)
+			return Repetition{}, usagef("workload %s: %w", w.Name, err)
 		}
 		if ctx.Err() != nil {
 			return Repetition{}, ctx.Err()

@@ -34,7 +34,7 @@ func SetNames() []string {
 func LookupSet(name string) (Set, error) {
 	b, ok := setBuilders[name]
 	if !ok {
-		return Set{}, fmt.Errorf("unknown workload set %q (known: %s): %w", name, strings.Join(SetNames(), ", "), ErrUsage)
+		return Set{}, usagef("unknown workload set %q (known: %s)", name, strings.Join(SetNames(), ", "))
 	}
 	return b(), nil
 }

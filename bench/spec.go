@@ -14,9 +14,21 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// ErrUsage is wrapped by every error caused by bad input: an unknown set or
-// workload key, a bad size, a block size the target cannot align to.
-var ErrUsage = errors.New("usage")
+// ErrUsage is matched (errors.Is) by every error caused by bad input: an
+// unknown set or workload key, a bad size, a block size the target cannot
+// align to. Its text does not appear in the messages.
+var ErrUsage = errors.New("usage error")
+
+// usageError marks err as bad input without adding words to its message.
+type usageError struct{ err error }
+
+func (u usageError) Error() string        { return u.err.Error() }
+func (u usageError) Unwrap() error        { return u.err }
+func (u usageError) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
 
 // ErrRefused is wrapped when running would write to a block device that must
 // not be written (no --allow-device-write, mounted, or a system disk).
@@ -171,7 +183,7 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 	w := base
 	given := map[string]bool{}
 	if strings.TrimSpace(spec) == "" {
-		return w, nil, fmt.Errorf("workload spec is empty: %w", ErrUsage)
+		return w, nil, usagef("workload spec is empty")
 	}
 	for _, kv := range strings.Split(spec, ",") {
 		kv = strings.TrimSpace(kv)
@@ -181,20 +193,20 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return w, nil, fmt.Errorf("workload spec %q: %q is not key=value: %w", spec, kv, ErrUsage)
+			return w, nil, usagef("workload spec %q: %q is not key=value", spec, kv)
 		}
 		if a, ok := specAliases[k]; ok {
 			k = a
 		}
 		set, ok := specKeys[k]
 		if !ok {
-			return w, nil, fmt.Errorf("workload spec %q: unknown key %q (known: %s): %w", spec, k, knownKeys(), ErrUsage)
+			return w, nil, usagef("workload spec %q: unknown key %q (known: %s)", spec, k, knownKeys())
 		}
 		if given[k] {
-			return w, nil, fmt.Errorf("workload spec %q: key %q given twice: %w", spec, k, ErrUsage)
+			return w, nil, usagef("workload spec %q: key %q given twice", spec, k)
 		}
 		if err := set(&w, v); err != nil {
-			return w, nil, fmt.Errorf("workload spec %q: %s=%s: %w: %w", spec, k, v, err, ErrUsage)
+			return w, nil, usagef("workload spec %q: %s=%s: %w", spec, k, v, err)
 		}
 		given[k] = true
 	}
@@ -271,11 +283,11 @@ func parseData(v string) (kind string, percent int, err error) {
 // time). Errors wrap ErrUsage.
 func (w Workload) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("workload %s: %s: %w", w.Name, fmt.Sprintf(format, args...), ErrUsage)
+		return usagef("workload %s: %s", w.Name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case w.Name == "" || strings.IndexFunc(w.Name, badNameRune) >= 0:
-		return fmt.Errorf("workload name %q: use letters, digits, '.', '_' and '-' only: %w", w.Name, ErrUsage)
+		return usagef("workload name %q: use letters, digits, '.', '_' and '-' only", w.Name)
 	case w.BlockBytes == 0 || w.BlockBytes%512 != 0:
 		return bad("bs %d is not a multiple of 512", w.BlockBytes)
 	case w.SizeBytes < w.BlockBytes:

@@ -115,7 +115,7 @@ func Load(dir, id string) (*Entry, error) {
 
 func match(entries []Entry, id string) (*Entry, error) {
 	if id == "" {
-		return nil, fmt.Errorf("result id is empty: %w", ErrUsage)
+		return nil, usagef("result id is empty")
 	}
 	var found []*Entry
 	for i := range entries {

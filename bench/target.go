@@ -56,7 +56,7 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("target %s does not exist: %w", path, ErrUsage)
+		return nil, usagef("target %s does not exist", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", path, err)
@@ -78,7 +78,7 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 			return nil, fmt.Errorf("target %s: %w", path, err)
 		}
 	default:
-		return nil, fmt.Errorf("target %s is not a directory, regular file or block device: %w", path, ErrUsage)
+		return nil, usagef("target %s is not a directory, regular file or block device", path)
 	}
 	t.major, t.minor, err = engine.DeviceOf(abs)
 	t.haveDev = err == nil
