@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/internal/testenv"
 )
@@ -19,6 +21,26 @@ import (
 // These tests make real signatures with the real tools on loop devices and
 // hold Probe and ReadTable to what blkid, wipefs, sgdisk and sfdisk say about
 // the same device.
+
+// newLoop is testenv.NewLoop plus a detach that waits: the kernel finishes
+// an auto-clear detach asynchronously, and testenv's cleanup checks too soon
+// after a successful `losetup -d`, failing tests that did nothing wrong.
+func newLoop(t *testing.T, size int64, opt testenv.LoopOptions) *testenv.Loop {
+	t.Helper()
+	l := testenv.NewLoop(t, size, opt)
+	t.Cleanup(func() {
+		testenv.UnmountAll(t, l.Dev)
+		testenv.Run("losetup", "-d", l.Dev)
+		sys := "/sys/block/" + filepath.Base(l.Dev) + "/loop/backing_file"
+		for i := 0; i < 50; i++ {
+			if b, err := os.ReadFile(sys); err != nil || strings.TrimSpace(string(b)) != l.Image {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return l
+}
 
 func probePath(t *testing.T, path string) []Signature {
 	t.Helper()
@@ -72,14 +94,27 @@ func blkidExport(t *testing.T, path string) map[string]string {
 	return m
 }
 
-// unescapeExport undoes the backslash quoting of blkid -o export.
+// unescapeExport undoes blkid -o export's quoting: a backslash before
+// shell-special bytes, and cat -v style M-x / ^x for the rest.
 func unescapeExport(v string) string {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) {
+		switch {
+		case v[i] == '\\' && i+1 < len(v):
 			i++
+			b.WriteByte(v[i])
+		case strings.HasPrefix(v[i:], "M-^") && i+3 < len(v):
+			b.WriteByte((v[i+3] ^ 0x40) | 0x80)
+			i += 3
+		case strings.HasPrefix(v[i:], "M-") && i+2 < len(v):
+			b.WriteByte(v[i+2] | 0x80)
+			i += 2
+		case v[i] == '^' && i+1 < len(v):
+			b.WriteByte(v[i+1] ^ 0x40)
+			i++
+		default:
+			b.WriteByte(v[i])
 		}
-		b.WriteByte(v[i])
 	}
 	return b.String()
 }
@@ -223,7 +258,7 @@ func TestRealFilesystems(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			l := testenv.NewLoop(t, c.size, testenv.LoopOptions{SectorSize: c.sectorSize})
+			l := newLoop(t, c.size, testenv.LoopOptions{SectorSize: c.sectorSize})
 			testenv.MustRun(t, c.argv[0], append(c.argv[1:], l.Dev)...)
 			sigs := compareWithTools(t, l.Dev)
 			var got *Signature
@@ -286,7 +321,7 @@ func TestRealGPT(t *testing.T) {
 	testenv.RequirePrivileged(t, "sgdisk", "blkid", "wipefs")
 	for _, ss := range []int{512, 4096} {
 		t.Run(fmt.Sprint(ss), func(t *testing.T) {
-			l := testenv.NewLoop(t, 96<<20, testenv.LoopOptions{SectorSize: ss})
+			l := newLoop(t, 96<<20, testenv.LoopOptions{SectorSize: ss})
 			testenv.MustRun(t, "sgdisk", "-n", "1:0:+8M", "-c", "1:alpha", "-t", "1:8300",
 				"-n", "2:0:+16M", "-c", "2:βeta two", "-t", "2:8e00",
 				"-n", "4:0:0", "-c", "4:", "-t", "4:ef00", l.Dev)
@@ -359,5 +394,31 @@ func checkAgainstSgdisk(t *testing.T, dev string, tbl *Table, ss int) {
 	}
 	if fmt.Sprint(nums) != "[1 2 4]" {
 		t.Errorf("partition numbers %v, want [1 2 4]", nums)
+	}
+}
+
+// TestSyntheticAgreesWithBlkid holds the hand-built images of the unit tests
+// to blkid and wipefs, so that a builder and the prober cannot share a
+// misreading of a format.
+func TestSyntheticAgreesWithBlkid(t *testing.T) {
+	testenv.RequirePrivileged(t, "blkid", "wipefs")
+	for _, c := range syntheticCases() {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.HasSuffix(c.name, "-4096") {
+				img := filepath.Join(t.TempDir(), "img")
+				if err := os.WriteFile(img, c.img, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				compareWithTools(t, img)
+				return
+			}
+			// blkid takes the sector size from the device, and a file has
+			// 512-byte sectors: a 4Kn image needs a 4Kn loop device.
+			l := newLoop(t, int64(len(c.img)), testenv.LoopOptions{SectorSize: 4096})
+			if err := os.WriteFile(l.Dev, c.img, 0); err != nil {
+				t.Fatal(err)
+			}
+			compareWithTools(t, l.Dev)
+		})
 	}
 }

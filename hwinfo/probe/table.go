@@ -175,7 +175,7 @@ func probeGPT(d *device) []Signature {
 }
 
 // isDOS decides, as libblkid's probe_dos_pt, whether sector 0 is a DOS
-// partition table rather than a FAT/NTFS/exFAT boot sector or a PMBR.
+// partition table rather than a FAT or exFAT boot sector or a PMBR.
 func isDOS(d *device) []byte {
 	b := mbrSector(d)
 	if b == nil {
@@ -187,7 +187,9 @@ func isDOS(d *device) []byte {
 	if _, ok := fatBoot(d); ok {
 		return nil
 	}
-	if ntfsBoot(d) != nil || string(b[3:11]) == "EXFAT   " {
+	// NTFS is not excluded: libblkid reports an NTFS boot sector that
+	// passes these checks as a (usually empty) DOS table too.
+	if string(b[3:11]) == "EXFAT   " {
 		return nil
 	}
 	for i := 0; i < 4; i++ {

@@ -10,6 +10,7 @@ const (
 	zfsNVListStart    = 16 << 10
 	zfsUberMagic      = 0x00bab10c
 	zfsWant           = 4 // libblkid wants four uberblocks before it believes
+	zfsMinSize        = 64 << 20
 )
 
 type zfsUber struct {
@@ -23,6 +24,9 @@ type zfsUber struct {
 // wipefs keeps erasing until fewer than four remain, so Probe replays that
 // loop and reports every uberblock wipefs -a would zero.
 func probeZFS(d *device) []Signature {
+	if d.size < zfsMinSize { // libblkid's minsz: smaller devices are never ZFS
+		return nil
+	}
 	align := d.size % zfsLabelSize
 	labels := []int64{0, zfsLabelSize, d.size - 2*zfsLabelSize - align, d.size - zfsLabelSize - align}
 	var ubs [4][]zfsUber
