@@ -54,8 +54,8 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 		if r.isHolderDevice(name) || !r.all && r.unusedByName(name) {
 			continue
 		}
-		d := r.readDisk(name, st, h)
-		if !r.all && hiddenByDefault(&d) {
+		d, sizeKnown := r.readDisk(name, st, h)
+		if !r.all && hiddenByDefault(&d, sizeKnown) {
 			continue
 		}
 		disks = append(disks, d)
@@ -85,7 +85,9 @@ func (r *reader) unusedByName(name string) bool {
 	return false
 }
 
-func hiddenByDefault(d *Disk) bool {
+// hiddenByDefault: a device whose size could not be read is shown, with
+// its warning; one that says it is empty (card reader, idle nbd) is not.
+func hiddenByDefault(d *Disk, sizeKnown bool) bool {
 	switch {
 	case d.Transport == "loop":
 		return d.LoopBackingFile == ""
@@ -94,10 +96,10 @@ func hiddenByDefault(d *Disk) bool {
 	case strings.HasPrefix(d.Name, "sr"):
 		return true
 	}
-	return d.SizeBytes == 0
+	return sizeKnown && d.SizeBytes == 0
 }
 
-func (r *reader) readDisk(name string, st *blockState, h *Host) Disk {
+func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, bool) {
 	sys := "/sys/block/" + name
 	d := Disk{Name: name, Path: "/dev/" + name}
 	devPath := sys
@@ -108,10 +110,11 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) Disk {
 			devPath = filepath.Join("/sys/block", target)
 		}
 	}
-	if n, ok := r.readUint(sys + "/size"); ok {
+	n, sizeKnown := r.readUint(sys + "/size")
+	if sizeKnown {
 		d.SizeBytes = n * 512 // sysfs counts 512-byte units whatever the sector size
-	} else {
-		r.warn("%s: size unknown", name)
+	} else if !r.exists(sys + "/size") {
+		r.warn("%s: size unknown: %s missing", name, r.rel(sys+"/size"))
 	}
 	d.LogicalSectorBytes, _ = r.readUint(sys + "/queue/logical_block_size")
 	d.PhysicalSectorBytes, _ = r.readUint(sys + "/queue/physical_block_size")
@@ -156,7 +159,7 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) Disk {
 	}
 	d.FSType = fallbackFSType(d.FSType, d.Mounts, directSwapOf(d.Swap, d.Holders))
 	markSystem(&d)
-	return d
+	return d, sizeKnown
 }
 
 // fallbackFSType uses what the kernel says is on a device when neither udev

@@ -423,7 +423,9 @@ func (r *reader) detectContainer() string {
 	if r.exists("/.dockerenv") {
 		return "docker"
 	}
+	looked := false
 	if s, ok := r.readString("/proc/1/cgroup"); ok {
+		looked = true
 		switch {
 		case strings.Contains(s, "/docker/") || strings.Contains(s, "/docker-"):
 			return "docker"
@@ -436,6 +438,7 @@ func (r *reader) detectContainer() string {
 		}
 	}
 	if s, ok := r.readString("/proc/self/mountinfo"); ok {
+		looked = true
 		for _, line := range strings.Split(s, "\n") {
 			f := strings.Fields(line)
 			if len(f) > 4 && f[4] == "/" && strings.Contains(line, " - overlay ") {
@@ -447,6 +450,9 @@ func (r *reader) detectContainer() string {
 				}
 			}
 		}
+	}
+	if !looked {
+		return "" // nothing to judge by
 	}
 	return "none"
 }
