@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"diskprep"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+func TestBenchBadInput(t *testing.T) {
+	target, results := t.TempDir(), filepath.Join(t.TempDir(), "results")
+	file := filepath.Join(t.TempDir(), "small.img")
+	os.WriteFile(file, make([]byte, 4096), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no target", []string{"bench"}, 2, "one TARGET"},
+		{"two targets", []string{"bench", target, target}, 2, "one TARGET"},
+		{"missing target", []string{"bench", filepath.Join(target, "nope")}, 2, "does not exist"},
+		{"unknown set", []string{"bench", target, "--set", "turbo"}, 2, `unknown workload set "turbo"`},
+		{"unknown key", []string{"bench", target, "--workload", "rw=read,colour=blue"}, 2, `unknown key "colour"`},
+		{"set and workload", []string{"bench", target, "--set", "quick", "--workload", "rw=read"}, 2, "not both"},
+		{"bad size", []string{"bench", target, "--size", "2X"}, 2, "--size"},
+		{"bad runtime", []string{"bench", target, "--runtime", "soon"}, 2, "--runtime"},
+		{"bs unaligned", []string{"bench", target, "--bs", "1000"}, 2, "multiple of 512"},
+		{"size below bs", []string{"bench", target, "--workload", "bs=1M,size=4k"}, 2, "smaller than bs"},
+		{"jobs range", []string{"bench", target, "--jobs", "100000"}, 2, "out of range"},
+		{"iodepth negative", []string{"bench", target, "--iodepth", "-1"}, 2, "at least 1"},
+		{"repeat zero", []string{"bench", target, "--repeat", "0"}, 2, "--repeat"},
+		{"engine", []string{"bench", target, "--engine", "libaio"}, 2, "engine"},
+		{"format", []string{"bench", target, "-o", "csv"}, 2, "unknown output format"},
+		{"file too small", []string{"bench", file, "--size", "1M"}, 2, "file"},
+		{"no space", []string{"bench", target, "--size", "1P"}, 1, "not enough free space"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(tc.args, "--results", results)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.code, stderr)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "diskprep: ") || !strings.Contains(stderr, tc.msg) {
+				t.Errorf("stderr %q, want one line mentioning %q", stderr, tc.msg)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q", stdout)
+			}
+			if left := append(entries(t, target), entries(t, results)...); len(left) != 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestBenchHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "bench", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, s := range append(bench.SetNames(), "--workload", "--allow-device-write", "--keep-partial", "Examples:", "10^6") {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("help lacks %q", s)
+		}
+	}
+}
+
+func TestPrivilegedBenchCLI(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mount", "umount")
+	loop := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+	testenv.MustRun(t, "mkfs.xfs", "-f", "-q", loop.Dev)
+	mnt := testenv.Mount(t, loop.Dev)
+	results := t.TempDir()
+
+	// Flags on both sides of the target, global ones too.
+	code, stdout, stderr := runCLI(t, "-o", "json", "bench", "--set", "quick", mnt, "--runtime", "1s", "--size", "32M", "--label", "xfs", "--results", results, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rec bench.Record
+	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+		t.Fatalf("stdout is not a record: %v\n%s", err, stdout)
+	}
+	if rec.Schema != bench.Schema || rec.Label != "xfs" || rec.Target.FSType != "xfs" || rec.Host.Hostname == "" || rec.ToolVersion == "" {
+		t.Errorf("record %+v", rec)
+	}
+	saved := entries(t, results)
+	if len(saved) != 1 || saved[0] != rec.ID+".json" {
+		t.Errorf("store %v, want %s.json", saved, rec.ID)
+	}
+	if left := entries(t, mnt); len(left) != 0 {
+		t.Errorf("mount keeps %v", left)
+	}
+
+	// The table names its units.
+	code, stdout, stderr = runCLI(t, "bench", mnt, "--workload", "name=rr,rw=randread,bs=4k,size=16M,runtime=1s", "--results", results)
+	if code != 0 || !strings.Contains(stdout, "10^6 bytes/s") || !strings.Contains(stdout, "\nrr ") || !strings.Contains(stderr, "saved ") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// A block device is not written without the flag: exit 3, bytes unchanged.
+	raw := testenv.NewLoop(t, 16<<20, testenv.LoopOptions{})
+	before := fileSum(t, raw.Image)
+	code, _, stderr = runCLI(t, "bench", raw.Dev, "--workload", "rw=write,size=1M,runtime=1s", "--results", results)
+	if code != 3 || !strings.Contains(stderr, "--allow-device-write") {
+		t.Errorf("device write: exit %d %q", code, stderr)
+	}
+	if fileSum(t, raw.Image) != before {
+		t.Error("device bytes changed")
+	}
+}
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
