@@ -259,3 +259,32 @@ func TestPrivilegedSystemDiskRefused(t *testing.T) {
 func fmtMajMin(major, minor uint32) string {
 	return strconv.FormatUint(uint64(major), 10) + ":" + strconv.FormatUint(uint64(minor), 10)
 }
+
+func TestPrivilegedSectorAlignment(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mount", "umount")
+	loop := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{SectorSize: 4096})
+	testenv.MustRun(t, "mkfs.xfs", "-f", "-q", loop.Dev)
+	mnt := testenv.Mount(t, loop.Dev)
+	results := t.TempDir()
+	for _, target := range []string{mnt, loop.Dev} {
+		_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s"}},
+			Options{ResultsDir: results})
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "4096-byte logical sector") {
+			t.Errorf("%s: bs=512 on a 4K-sector device: %v", target, err)
+		}
+	}
+	if left := append(dirEntries(t, mnt), dirEntries(t, results)...); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	// Buffered I/O has no alignment rule.
+	rec, err := Run(context.Background(), Request{Target: mnt, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s,direct=0"}}, Options{Host: liveHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Target.LogicalSectorBytes != 4096 {
+		t.Errorf("logical sector %d", rec.Target.LogicalSectorBytes)
+	}
+	if !strings.Contains(strings.Join(Warnings(rec), "\n"), "O_DIRECT is off") {
+		t.Errorf("warnings %q", Warnings(rec))
+	}
+}
