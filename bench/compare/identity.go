@@ -201,13 +201,16 @@ func identities(groups []Group, by string) ([]Field, []string) {
 type paramSet [][2]string
 
 func paramsOf(w bench.Workload) paramSet {
-	ps := paramSet{
-		{"rw", w.RW},
-		{"bs", units.FormatSizeShort(w.BlockBytes)},
-		{"size", units.FormatSizeShort(w.SizeBytes)},
-		{"jobs", strconv.Itoa(w.Jobs)},
-		{"iodepth", strconv.Itoa(w.IODepth)},
+	// Zero means unknown (an imported fio 2.x run does not say): left out
+	// rather than shown as a value.
+	ps := paramSet{{"rw", w.RW}}
+	if w.BlockBytes > 0 {
+		ps = append(ps, [2]string{"bs", units.FormatSizeShort(w.BlockBytes)})
 	}
+	if w.SizeBytes > 0 {
+		ps = append(ps, [2]string{"size", units.FormatSizeShort(w.SizeBytes)})
+	}
+	ps = append(ps, [2]string{"jobs", strconv.Itoa(w.Jobs)}, [2]string{"iodepth", strconv.Itoa(w.IODepth)})
 	if w.Runtime > 0 {
 		ps = append(ps, [2]string{"runtime", w.Runtime.Round(time.Millisecond).String()})
 	} else {

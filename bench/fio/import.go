@@ -1,0 +1,507 @@
+// Package fio converts between diskprep result records and fio's
+// --output-format=json documents, so old fio runs join comparisons and
+// diskprep runs feed the plotting tools people already have for fio.
+//
+// fio changed its JSON over time; Import reads both shapes:
+//   - fio 2.x: "io_bytes" in KiB, "bw" in KiB/s, latencies "clat"/"lat" in
+//     microseconds (percentiles too), no "job options" or "timestamp";
+//   - fio 3.x: "io_bytes" in bytes (plus "io_kbytes"), "bw_bytes", latencies
+//     "clat_ns"/"lat_ns" in nanoseconds, per-job "job options".
+package fio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// ErrNotFio is returned for input that holds no fio JSON document.
+var ErrNotFio = errors.New("not fio JSON output")
+
+// UnknownHost is the hostname of an imported record when none was given:
+// fio's JSON does not say where it ran.
+const UnknownHost = "imported, unknown"
+
+// ImportOptions say what fio's JSON does not.
+type ImportOptions struct {
+	Label    string
+	HostNote string    // stands in for the unknown host identity
+	Source   string    // file name, for warnings and the record
+	Now      time.Time // start time when the document has no timestamp
+	ID       string    // record id; "" makes one from the start time
+}
+
+// document is the part of fio's JSON that Import reads.
+type document struct {
+	Version     string         `json:"fio version"`
+	Timestamp   int64          `json:"timestamp"`
+	TimestampMS int64          `json:"timestamp_ms"`
+	Global      map[string]any `json:"global options"`
+	Jobs        []job          `json:"jobs"`
+}
+
+type job struct {
+	Name       string         `json:"jobname"`
+	GroupID    int            `json:"groupid"`
+	Error      int            `json:"error"`
+	Options    map[string]any `json:"job options"`
+	Read       *direction     `json:"read"`
+	Write      *direction     `json:"write"`
+	Trim       *direction     `json:"trim"`
+	Mixed      *direction     `json:"mixed"` // unified_rw_reporting
+	JobRuntime float64        `json:"job_runtime"`
+	Elapsed    float64        `json:"elapsed"`
+	UsrCPU     float64        `json:"usr_cpu"`
+	SysCPU     float64        `json:"sys_cpu"`
+}
+
+type direction struct {
+	IOBytes  float64  `json:"io_bytes"`
+	IOKBytes *float64 `json:"io_kbytes"`
+	BWBytes  *float64 `json:"bw_bytes"`
+	BW       float64  `json:"bw"` // KiB/s
+	IOPS     float64  `json:"iops"`
+	Runtime  float64  `json:"runtime"` // ms
+	TotalIOs *float64 `json:"total_ios"`
+	ClatNS   *lat     `json:"clat_ns"`
+	Clat     *lat     `json:"clat"` // µs, fio 2.x
+	LatNS    *lat     `json:"lat_ns"`
+	Lat      *lat     `json:"lat"` // µs, fio 2.x
+}
+
+type lat struct {
+	Min        float64            `json:"min"`
+	Max        float64            `json:"max"`
+	Mean       float64            `json:"mean"`
+	N          float64            `json:"N"`
+	Percentile map[string]float64 `json:"percentile"`
+}
+
+// extract finds the fio JSON document in data. fio prints notes and
+// warnings to stdout before the JSON ("note: both iodepth >= 1 and
+// synchronous I/O engine ..."); those are skipped with a warning. The JSON
+// itself starts with a '{' at the start of a line.
+func extract(data []byte) (*document, []string, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, nil, fmt.Errorf("empty input: %w", ErrNotFio)
+	}
+	var candidates []int
+	if trimmed[0] == '{' {
+		candidates = []int{bytes.IndexByte(data, '{')}
+	} else {
+		for i := 0; i+1 < len(data); i++ {
+			if data[i] == '\n' && data[i+1] == '{' {
+				candidates = append(candidates, i+1)
+			}
+		}
+	}
+	var lastErr error = errors.New("no JSON object found")
+	for _, start := range candidates {
+		dec := json.NewDecoder(bytes.NewReader(data[start:]))
+		var probe map[string]json.RawMessage
+		if err := dec.Decode(&probe); err != nil {
+			lastErr = fmt.Errorf("corrupt JSON: %w", err)
+			continue
+		}
+		if _, ok := probe["jobs"]; !ok {
+			lastErr = errors.New(`a JSON document without "jobs"`)
+			continue
+		}
+		var doc document
+		if err := json.Unmarshal(data[start:start+int(dec.InputOffset())], &doc); err != nil {
+			return nil, nil, fmt.Errorf("fio JSON of an unexpected shape: %v: %w", err, ErrNotFio)
+		}
+		if len(doc.Jobs) == 0 {
+			return nil, nil, fmt.Errorf("fio JSON without jobs: %w", ErrNotFio)
+		}
+		var warnings []string
+		if pre := bytes.TrimSpace(data[:start]); len(pre) > 0 {
+			first, _, _ := strings.Cut(string(pre), "\n")
+			warnings = append(warnings, fmt.Sprintf("skipped %d bytes of text before the JSON (fio printed %q)", len(pre), first))
+		}
+		if rest := bytes.TrimSpace(data[start+int(dec.InputOffset()):]); len(rest) > 0 {
+			warnings = append(warnings, fmt.Sprintf("skipped %d bytes of text after the JSON", len(rest)))
+		}
+		return &doc, warnings, nil
+	}
+	return nil, nil, fmt.Errorf("%v: %w", lastErr, ErrNotFio)
+}
+
+// Import turns one fio JSON output into a record: one workload per job (or
+// per group with group_reporting), jobs of the same name and group summed
+// as fio's group_reporting would. The warnings say what was approximated
+// or skipped.
+func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
+	doc, warnings, err := extract(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := opts.Now
+	switch {
+	case doc.TimestampMS > 0:
+		start = time.UnixMilli(doc.TimestampMS)
+	case doc.Timestamp > 0:
+		start = time.Unix(doc.Timestamp, 0)
+	}
+	start = start.UTC()
+	version := doc.Version
+	if version == "" {
+		version = "fio (version unknown)"
+	}
+	rec := &bench.Record{
+		Schema: bench.Schema, ID: opts.ID, Label: opts.Label, Start: start,
+		ToolVersion: version + " (imported)", Set: "fio", Repeat: 1,
+	}
+	if rec.ID == "" {
+		rec.ID = bench.NewID(start)
+	}
+	rec.Host.Hostname = UnknownHost
+	if opts.HostNote != "" {
+		rec.Host.Hostname = opts.HostNote
+	}
+	source := opts.Source
+	if source == "" {
+		source = "fio JSON"
+	}
+	rec.Warnings = append(rec.Warnings, fmt.Sprintf("imported from %s (%s): host, disk and filesystem identity unknown", source, version))
+
+	type agg struct {
+		name  string
+		jobs  []job
+		group int
+	}
+	var order []*agg
+	byKey := map[string]*agg{}
+	for _, j := range doc.Jobs {
+		key := fmt.Sprintf("%d/%s", j.GroupID, j.Name)
+		a, ok := byKey[key]
+		if !ok {
+			a = &agg{name: j.Name, group: j.GroupID}
+			byKey[key] = a
+			order = append(order, a)
+		}
+		a.jobs = append(a.jobs, j)
+	}
+	names := map[string]int{}
+	var elapsed float64
+	for _, a := range order {
+		wr, ws, err := workload(a.name, a.jobs, doc.Global, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Two groups may reuse a job name: keep row names unique.
+		names[a.name]++
+		if n := names[a.name]; n > 1 {
+			wr.Params.Name = fmt.Sprintf("%s-%d", a.name, n)
+			if wr.Params.ReportRead != "" {
+				wr.Params.ReportRead, wr.Params.ReportWrite = wr.Params.Name+"-read", wr.Params.Name+"-write"
+			}
+		}
+		summarize(&wr)
+		if len(wr.Summary) == 0 {
+			warnings = append(warnings, fmt.Sprintf("job %s: no read or write I/O, skipped", a.name))
+			continue
+		}
+		warnings = append(warnings, ws...)
+		elapsed = math.Max(elapsed, wr.Runs[0].ElapsedMS)
+		rec.Workloads = append(rec.Workloads, wr)
+	}
+	if len(rec.Workloads) == 0 {
+		return nil, nil, fmt.Errorf("fio JSON with no read or write I/O in any job: %w", ErrNotFio)
+	}
+	rec.End = start.Add(time.Duration(elapsed * float64(time.Millisecond)))
+	return rec, warnings, nil
+}
+
+// option reads a job option, falling back to the global options.
+func option(jobs []job, global map[string]any, keys ...string) string {
+	for _, k := range keys {
+		for _, j := range jobs {
+			if v, ok := j.Options[k]; ok {
+				return fmt.Sprint(v)
+			}
+		}
+		if v, ok := global[k]; ok {
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
+}
+
+func hasOption(jobs []job, global map[string]any, key string) bool {
+	for _, j := range jobs {
+		if _, ok := j.Options[key]; ok {
+			return true
+		}
+	}
+	_, ok := global[key]
+	return ok
+}
+
+func truthy(v string) bool {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// size parses a fio size; "4k,64k" (read,write) and "4k-16k" (a range)
+// take their first figure; percentages and junk give 0 (unknown).
+func size(v string) uint64 {
+	v = strings.TrimSpace(v)
+	if i := strings.IndexAny(v, ",-:"); i > 0 {
+		v = v[:i]
+	}
+	n, err := units.ParseSize(v)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func atoi(v string, def int) int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// workload builds one workload from the jobs fio reported under one name
+// and group (one job with group_reporting; numjobs jobs without).
+func workload(name string, jobs []job, global map[string]any, start time.Time) (bench.WorkloadResult, []string, error) {
+	var warnings []string
+	rw := option(jobs, global, "rw", "readwrite")
+	switch rw {
+	case "":
+		rw = "read" // fio's default
+	case "rw":
+		rw = "readwrite"
+	}
+	engine := option(jobs, global, "ioengine")
+	if engine == "" {
+		engine = "psync"
+	}
+	direct := truthy(option(jobs, global, "direct"))
+	if b := option(jobs, global, "buffered"); b != "" && !truthy(b) {
+		direct = true
+	}
+	p := bench.Workload{
+		Name:       name,
+		RW:         rw,
+		BlockBytes: size(option(jobs, global, "bs", "blocksize")),
+		SizeBytes:  size(option(jobs, global, "size")),
+		Jobs:       atoi(option(jobs, global, "numjobs"), 1),
+		IODepth:    atoi(option(jobs, global, "iodepth"), 1),
+		RWMixRead:  atoi(option(jobs, global, "rwmixread"), 50),
+		Direct:     direct,
+		Engine:     engine,
+	}
+	if p.BlockBytes == 0 && !hasOption(jobs, global, "bs") && !hasOption(jobs, global, "blocksize") && jobs[0].Options != nil {
+		p.BlockBytes = 4 << 10 // fio's default, when fio told us the options
+	}
+	if rt := option(jobs, global, "runtime"); rt != "" {
+		if d, err := units.ParseDuration(rt); err == nil {
+			p.Runtime = d
+		}
+	}
+	if r := option(jobs, global, "ramp_time"); r != "" {
+		if d, err := units.ParseDuration(r); err == nil {
+			p.Ramp = d
+		}
+	}
+	if len(jobs) > 1 && !hasOption(jobs, global, "numjobs") {
+		p.Jobs = len(jobs)
+	}
+	rep := bench.Repetition{Index: 1, Start: start, Engine: engine, Direct: direct}
+	var mixed bool
+	for _, j := range jobs {
+		if j.Error != 0 {
+			warnings = append(warnings, fmt.Sprintf("job %s: fio reported error %d", name, j.Error))
+		}
+		if j.Mixed != nil {
+			mixed = true
+		}
+		if j.Trim != nil && ioBytes(j.Trim) > 0 {
+			warnings = append(warnings, fmt.Sprintf("job %s: trim I/O is not imported", name))
+		}
+	}
+	if mixed {
+		warnings = append(warnings, fmt.Sprintf("job %s: unified_rw_reporting mixes reads and writes; imported as reads", name))
+	}
+	rep.Read = combine(jobs, func(j job) *direction {
+		if j.Mixed != nil {
+			return j.Mixed
+		}
+		return j.Read
+	})
+	rep.Write = combine(jobs, func(j job) *direction { return j.Write })
+	if len(jobs) > 1 && (rep.Read != nil || rep.Write != nil) {
+		warnings = append(warnings, fmt.Sprintf("job %s: %d jobs reported separately (no group_reporting): rates summed, latency percentiles approximated by the I/O-weighted mean of the jobs' percentiles", name, len(jobs)))
+	}
+	var cpuUser, cpuSys, elapsed float64
+	for _, j := range jobs {
+		runtimeS := j.JobRuntime / 1000
+		if runtimeS == 0 {
+			runtimeS = math.Max(dirRuntime(j.Read), dirRuntime(j.Write)) / 1000
+		}
+		cpuUser += j.UsrCPU / 100 * runtimeS
+		cpuSys += j.SysCPU / 100 * runtimeS
+		elapsed = math.Max(elapsed, math.Max(dirRuntime(j.Read), dirRuntime(j.Write)))
+	}
+	rep.CPUUserS, rep.CPUSysS, rep.ElapsedMS = cpuUser, cpuSys, elapsed
+	if rep.Read != nil && rep.Write != nil {
+		p.ReportRead, p.ReportWrite = name+"-read", name+"-write"
+	}
+	return bench.WorkloadResult{Params: p, Runs: []bench.Repetition{rep}}, warnings, nil
+}
+
+func dirRuntime(d *direction) float64 {
+	if d == nil {
+		return 0
+	}
+	return d.Runtime
+}
+
+// fio 3.x writes io_kbytes next to io_bytes in bytes; fio 2.x wrote only
+// io_bytes, in KiB.
+func ioBytes(d *direction) float64 {
+	if d.IOKBytes != nil {
+		return d.IOBytes
+	}
+	return d.IOBytes * 1024
+}
+
+func bwBytes(d *direction) float64 {
+	if d.BWBytes != nil {
+		return *d.BWBytes
+	}
+	return d.BW * 1024
+}
+
+// clat returns completion latency in ns: clat_ns, or fio 2.x's clat in µs.
+func clat(d *direction) (l lat, scale float64, ok bool) {
+	switch {
+	case d.ClatNS != nil:
+		return *d.ClatNS, 1, true
+	case d.Clat != nil:
+		return *d.Clat, 1000, true
+	case d.LatNS != nil:
+		return *d.LatNS, 1, true
+	case d.Lat != nil:
+		return *d.Lat, 1000, true
+	}
+	return lat{}, 0, false
+}
+
+// percentile is the value at q, or at the nearest listed percentile above
+// it (conservative) when fio was given another percentile_list; 0 when fio
+// reported none.
+func percentile(m map[string]float64, q float64) float64 {
+	type kv struct{ q, v float64 }
+	var list []kv
+	for k, v := range m {
+		f, err := strconv.ParseFloat(k, 64)
+		if err != nil || f <= 0 {
+			continue // fio 2.x pads the list with "0.00": 0
+		}
+		list = append(list, kv{f, v})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].q < list[j].q })
+	for _, e := range list {
+		if e.q >= q-1e-9 {
+			return e.v
+		}
+	}
+	return 0
+}
+
+// combine sums one direction over the jobs of a workload.
+func combine(jobs []job, pick func(job) *direction) *bench.DirResult {
+	var out bench.DirResult
+	var weight, minL, meanL float64
+	var pct [4]float64
+	minL = math.Inf(1)
+	seen := false
+	for _, j := range jobs {
+		d := pick(j)
+		if d == nil {
+			continue
+		}
+		b := ioBytes(d)
+		ios := 0.0
+		if d.TotalIOs != nil {
+			ios = *d.TotalIOs
+		} else if d.Runtime > 0 {
+			ios = math.Round(d.IOPS * d.Runtime / 1000)
+		}
+		if b == 0 && ios == 0 {
+			continue
+		}
+		seen = true
+		out.IOBytes += uint64(b)
+		out.IOs += uint64(ios)
+		out.IOPS += d.IOPS
+		out.BWBytesPerS += bwBytes(d)
+		out.RuntimeMS = math.Max(out.RuntimeMS, d.Runtime)
+		l, scale, ok := clat(d)
+		if !ok {
+			continue
+		}
+		w := math.Max(ios, 1)
+		weight += w
+		minL = math.Min(minL, l.Min*scale)
+		out.LatNS.Max = math.Max(out.LatNS.Max, l.Max*scale)
+		meanL += l.Mean * scale * w
+		for i, q := range []float64{50, 90, 99, 99.9} {
+			pct[i] += percentile(l.Percentile, q) * scale * w
+		}
+	}
+	if !seen {
+		return nil
+	}
+	if weight > 0 {
+		out.LatNS.Min = minL
+		out.LatNS.Mean = meanL / weight
+		out.LatNS.P50, out.LatNS.P90, out.LatNS.P99, out.LatNS.P999 = pct[0]/weight, pct[1]/weight, pct[2]/weight, pct[3]/weight
+	}
+	return &out
+}
+
+// summarize fills the workload's summary the way bench does for its own runs.
+func summarize(wr *bench.WorkloadResult) {
+	wr.Summary = map[string]bench.DirSummary{}
+	for _, dir := range []string{"read", "write"} {
+		var iops, bw, rt, p50, p99, mean []float64
+		for _, r := range wr.Runs {
+			d := r.Read
+			if dir == "write" {
+				d = r.Write
+			}
+			if d == nil {
+				continue
+			}
+			iops, bw, rt = append(iops, d.IOPS), append(bw, d.BWBytesPerS), append(rt, d.RuntimeMS)
+			p50, p99, mean = append(p50, d.LatNS.P50), append(p99, d.LatNS.P99), append(mean, d.LatNS.Mean)
+		}
+		if len(iops) == 0 {
+			continue
+		}
+		wr.Summary[dir] = bench.DirSummary{
+			Name: wr.Params.RowName(dir), IOPS: bench.Summarize(iops), BWBytesPerS: bench.Summarize(bw),
+			RuntimeMS: bench.Summarize(rt), LatP50NS: bench.Summarize(p50), LatP99NS: bench.Summarize(p99),
+			LatMeanNS: bench.Summarize(mean),
+		}
+	}
+}
