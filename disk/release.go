@@ -55,6 +55,7 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 
 	// Work out the devices concerned, as kernel names.
 	var disk string             // whole disk (or loop) name
+	var parentLoop string       // the disk of a single partition released
 	devs := map[string]string{} // "major:minor" -> name, of the disk and its partitions
 	var points []string         // mount points to unmount
 	fstabPoints := map[string]bool{}
@@ -74,6 +75,7 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 		if disk != name {
 			// A single partition: only it.
 			devs[fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))] = name
+			parentLoop = disk
 			disk = ""
 			res.Device = "/dev/" + name
 		}
@@ -94,6 +96,9 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 				points = append(points, point)
 				if name, err := a.blockName(parseDevnum(m.devnum)); err == nil {
 					devs[m.devnum] = name
+					if d := a.wholeDisk(name); d != name {
+						parentLoop = d
+					}
 				}
 			}
 		}
@@ -173,6 +178,13 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 		}
 	}
 
+	// Releasing the last mounted partition of a loop device diskprep
+	// attached releases the device too: nothing else would detach it.
+	if disk == "" && strings.HasPrefix(parentLoop, "loop") && !a.anyMounted(mounts, parentLoop, res.Unmounted) {
+		if _, err := readLoopState(a.runDir, a.sysDir, "/dev/"+parentLoop); err == nil {
+			disk = parentLoop
+		}
+	}
 	if disk != "" && strings.HasPrefix(disk, "loop") {
 		dev := "/dev/" + disk
 		image := loopBackingFile(a.sysDir, disk)
@@ -274,4 +286,25 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// anyMounted says whether a partition of disk (or disk itself) is still
+// mounted somewhere other than the points just unmounted.
+func (a *applier) anyMounted(mounts []mountEntry, disk string, unmounted []string) bool {
+	nums := map[string]bool{}
+	if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", disk, "dev")); err == nil {
+		nums[n] = true
+	}
+	parts, _ := kernelPartitions(a.sysDir, disk)
+	for _, kp := range parts {
+		if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", kp.name, "dev")); err == nil {
+			nums[n] = true
+		}
+	}
+	for _, m := range mounts {
+		if nums[m.devnum] && !contains(unmounted, m.point) {
+			return true
+		}
+	}
+	return false
 }

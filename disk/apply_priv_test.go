@@ -1,0 +1,486 @@
+package disk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+var privPrograms = []string{"mkfs.xfs", "mkfs.ext4", "sgdisk", "blkid", "xfs_repair", "e2fsck", "findmnt"}
+
+func facts(ctx context.Context) (*hwinfo.Host, error) {
+	return hwinfo.Read(ctx, hwinfo.Options{All: true})
+}
+
+func mustFacts(t *testing.T) *hwinfo.Host {
+	t.Helper()
+	h, err := facts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+func testDeps(t *testing.T) Deps {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A real fstab is never empty; the root's entry is what an edit must keep.
+	if err := os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1\t/\txfs\tdefaults\t0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Deps{
+		Root:    root,
+		Logger:  slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Refresh: facts,
+	}
+}
+
+// newDisk makes a loop device and registers, to run before testenv's
+// detach, the removal of the mounts and BLKPG partitions the test made
+// (a detached loop device keeps BLKPG partitions otherwise).
+func newDisk(t *testing.T, size int64, sector int) *testenv.Loop {
+	t.Helper()
+	l := testenv.NewLoop(t, size, testenv.LoopOptions{SectorSize: sector})
+	t.Cleanup(func() { dropPartitions(t, l.Dev) })
+	return l
+}
+
+func dropPartitions(t *testing.T, dev string) {
+	testenv.UnmountAll(t, dev)
+	f, err := os.Open(dev)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	parts, _ := kernelPartitions("/sys", filepath.Base(dev))
+	for _, kp := range parts {
+		if err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0); err != nil {
+			t.Errorf("remove partition %s: %v", kp.name, err)
+		}
+	}
+}
+
+func hashFile(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// blkidValue runs blkid -p (low-level probe, no cache) for one tag.
+func blkidValue(t *testing.T, dev, tag string) string {
+	t.Helper()
+	out, _ := testenv.Run("blkid", "-p", "-s", tag, "-o", "value", dev)
+	return strings.TrimSpace(out)
+}
+
+func TestPrivilegedPrepare(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	cases := []struct {
+		fs     string
+		sector int
+	}{{"xfs", 512}, {"ext4", 512}, {"xfs", 4096}, {"ext4", 4096}}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s-%d", c.fs, c.sector), func(t *testing.T) {
+			ctx := context.Background()
+			l := newDisk(t, 1<<30, c.sector)
+			deps := testDeps(t)
+			mnt := filepath.Join(t.TempDir(), "mnt")
+			req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: c.fs, Label: "bench", Mount: mnt, MountOpts: "noatime", Persist: true}}}
+			plan, err := PlanDisk(req, mustFacts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Apply(ctx, plan, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Unmount(mnt, 0) })
+			pp := plan.Partitions[0]
+			pr := res.Partitions[0]
+			if !res.Changed || !res.TableWritten || !pr.Formatted || !pr.Mounted || !pr.FstabAdded || pr.UUID != pp.FSUUID {
+				t.Fatalf("result %+v", res)
+			}
+
+			// The table, as sgdisk sees it.
+			out := testenv.MustRun(t, "sgdisk", "-v", l.Dev)
+			if !strings.Contains(out, "No problems found") {
+				t.Errorf("sgdisk -v:\n%s", out)
+			}
+			out = testenv.MustRun(t, "sgdisk", "-p", l.Dev)
+			wantRow := fmt.Sprintf("1 %d %d", pp.StartLBA, pp.EndLBA)
+			if !strings.Contains(strings.Join(strings.Fields(out), " "), wantRow) || !strings.Contains(out, "bench") ||
+				!strings.Contains(out, fmt.Sprintf("Sector size (logical/physical): %d/", c.sector)) {
+				t.Errorf("sgdisk -p lacks %q:\n%s", wantRow, out)
+			}
+			if pp.StartBytes != 1<<20 {
+				t.Errorf("start %d, want 1 MiB", pp.StartBytes)
+			}
+			// The filesystem, as blkid sees it.
+			if got := blkidValue(t, pp.Path, "TYPE"); got != c.fs {
+				t.Errorf("blkid TYPE %q", got)
+			}
+			if got := blkidValue(t, pp.Path, "UUID"); got != pr.UUID {
+				t.Errorf("blkid UUID %q, result %q", got, pr.UUID)
+			}
+			if got := blkidValue(t, pp.Path, "LABEL"); got != "bench" {
+				t.Errorf("blkid LABEL %q", got)
+			}
+			if got := blkidValue(t, l.Dev, "PTTYPE"); got != "gpt" {
+				t.Errorf("blkid PTTYPE %q", got)
+			}
+			// Mounted where asked, with the options.
+			out = testenv.MustRun(t, "findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", mnt)
+			if f := strings.Fields(out); len(f) < 3 || f[0] != pp.Path || f[1] != c.fs || !strings.Contains(f[2], "noatime") {
+				t.Errorf("findmnt: %q", out)
+			}
+			m, err := ReadMarker(mnt)
+			if err != nil || m.FS != c.fs || m.UUID != pr.UUID || m.MkfsVersion == "" || len(m.MkfsArgv) == 0 || m.Device != pp.Path {
+				t.Errorf("marker %+v %v", m, err)
+			}
+			fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab"))
+			if !strings.Contains(string(fst), "UUID="+pr.UUID+"\t"+mnt+"\t"+c.fs+"\tdefaults,nofail,noatime") {
+				t.Errorf("fstab:\n%s", fst)
+			}
+
+			// Again: nothing to do.
+			again, err := PlanDisk(req, mustFacts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !again.Unchanged {
+				t.Fatalf("second plan is not a no-op: %+v", again)
+			}
+			res2, err := Apply(ctx, again, deps)
+			if err != nil || res2.Changed {
+				t.Fatalf("second apply: %v %+v", err, res2)
+			}
+			fst2, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab"))
+			if string(fst2) != string(fst) {
+				t.Errorf("fstab changed on the second run:\n%s", fst2)
+			}
+
+			// The filesystem checks clean once unmounted.
+			if err := unix.Unmount(mnt, 0); err != nil {
+				t.Fatal(err)
+			}
+			if c.fs == "xfs" {
+				testenv.MustRun(t, "xfs_repair", "-n", pp.Path)
+			} else {
+				testenv.MustRun(t, "e2fsck", "-fn", pp.Path)
+			}
+		})
+	}
+}
+
+func TestPrivilegedWipe(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	l := newDisk(t, 1<<30, 0)
+	testenv.MustRun(t, "mkfs.ext4", "-q", "-L", "old", l.Dev)
+	req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs", Label: "new", SizeBytes: 512 << 20}, {FS: "ext4", Label: "rest"}}}
+	before := hashFile(t, l.Image)
+	if _, err := PlanDisk(req, mustFacts(t)); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "ext4") {
+		t.Fatalf("without --wipe: %v", err)
+	}
+	req.Wipe = true
+	plan, err := PlanDisk(req, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashFile(t, l.Image) != before {
+		t.Fatal("planning wrote to the device")
+	}
+	res, err := Apply(ctx, plan, testDeps(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Wiped) == 0 || !strings.Contains(res.Wiped[0], "ext4") {
+		t.Errorf("wiped %q", res.Wiped)
+	}
+	if got := blkidValue(t, l.Dev, "TYPE"); got != "" {
+		t.Errorf("whole disk still has TYPE %q", got)
+	}
+	if got := blkidValue(t, l.Dev, "PTTYPE"); got != "gpt" {
+		t.Errorf("PTTYPE %q", got)
+	}
+	for i, fs := range []string{"xfs", "ext4"} {
+		if got := blkidValue(t, plan.Partitions[i].Path, "TYPE"); got != fs {
+			t.Errorf("partition %d TYPE %q", i+1, got)
+		}
+	}
+	out := testenv.MustRun(t, "sgdisk", "-v", l.Dev)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("sgdisk -v:\n%s", out)
+	}
+	testenv.MustRun(t, "xfs_repair", "-n", plan.Partitions[0].Path)
+	testenv.MustRun(t, "e2fsck", "-fn", plan.Partitions[1].Path)
+}
+
+// Every refusal leaves the device's bytes exactly as they were.
+func TestPrivilegedRefusals(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	xfs := func(dev string, wipe bool) Request {
+		return Request{Device: dev, Wipe: wipe, Partitions: []PartSpec{{FS: "ext4", Label: "x"}}}
+	}
+	type setup func(t *testing.T, l *testenv.Loop) (Request, func() error)
+	plainly := func(req Request) func() error { return nil }
+	_ = plainly
+	cases := []struct {
+		name     string
+		setup    setup
+		evidence string
+	}{
+		{"signature", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			testenv.MustRun(t, "mkfs.ext4", "-q", l.Dev)
+			return xfs(l.Dev, false), nil
+		}, "ext4 signature"},
+		{"mounted", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			testenv.MustRun(t, "mkfs.ext4", "-q", l.Dev)
+			testenv.Mount(t, l.Dev)
+			return xfs(l.Dev, true), nil
+		}, "is mounted at"},
+		{"swap", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			testenv.MustRun(t, "mkswap", l.Dev)
+			testenv.MustRun(t, "swapon", l.Dev)
+			t.Cleanup(func() { testenv.Run("swapoff", l.Dev) })
+			return xfs(l.Dev, true), nil
+		}, "swap on loop"},
+		{"too small", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			return Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs"}}}, nil
+		}, "too small"},
+		{"partition", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			f, err := os.Open(l.Dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := blkpg(f.Fd(), unix.BLKPG_ADD_PARTITION, 1, 1<<20, 32<<20); err != nil {
+				t.Fatal(err)
+			}
+			return xfs(PartitionName(filepath.Base(l.Dev), 1), true), nil
+		}, "is a partition of"},
+		{"locked", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			return xfs(l.Dev, false), nil
+		}, "another diskprep (pid"},
+		{"mounted after planning", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			testenv.MustRun(t, "mkfs.ext4", "-q", l.Dev)
+			return xfs(l.Dev, true), func() error {
+				testenv.Mount(t, l.Dev)
+				return nil
+			}
+		}, "is mounted at"},
+		{"changed after planning", func(t *testing.T, l *testenv.Loop) (Request, func() error) {
+			return xfs(l.Dev, false), func() error {
+				_, err := testenv.Run("sgdisk", "-o", l.Dev)
+				return err
+			}
+		}, "changed since planning"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newDisk(t, 64<<20, 0)
+			req, between := c.setup(t, l)
+			deps := testDeps(t)
+			if c.name == "locked" {
+				devnum, err := devNumber(l.Dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock, err := lockDevice(filepath.Join(deps.Root, "run/diskprep"), l.Dev, devnum)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unlock()
+			}
+			before := hashFile(t, l.Image)
+			plan, err := PlanDisk(req, mustFacts(t))
+			if err == nil {
+				if between != nil {
+					if err := between(); err != nil {
+						t.Fatal(err)
+					}
+					before = hashFile(t, l.Image)
+				}
+				_, err = Apply(ctx, plan, deps)
+			}
+			if !errors.Is(err, ErrRefused) {
+				t.Fatalf("got %v, want a refusal", err)
+			}
+			if !strings.Contains(err.Error(), c.evidence) {
+				t.Errorf("refusal %q does not name %q", err, c.evidence)
+			}
+			if after := hashFile(t, l.Image); after != before {
+				t.Errorf("device bytes changed by a refused prepare")
+			}
+		})
+	}
+}
+
+// A read-only device is refused by planning and, were facts stale, by the
+// write itself; its bytes stay the same either way.
+func TestPrivilegedReadOnly(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	l := newDisk(t, 400<<20, 0)
+	testenv.MustRun(t, "blockdev", "--setro", l.Dev)
+	t.Cleanup(func() { testenv.Run("blockdev", "--setrw", l.Dev) })
+	before := hashFile(t, l.Image)
+	_, err := PlanDisk(Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("got %v", err)
+	}
+	if hashFile(t, l.Image) != before {
+		t.Error("device changed")
+	}
+}
+
+func TestPrivilegedImageAndRelease(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	mnt := filepath.Join(dir, "mnt")
+	deps := testDeps(t)
+	req := Request{Image: img, ImageSizeBytes: 1 << 30, Partitions: []PartSpec{{FS: "xfs", Label: "img", Mount: mnt, Persist: true}}}
+	var attached []string
+	t.Cleanup(func() {
+		for _, dev := range attached {
+			if loopBackingFile("/sys", filepath.Base(dev)) == img {
+				dropPartitions(t, dev)
+				detachLoop("/sys", dev)
+				t.Errorf("%s left attached", dev)
+			}
+		}
+	})
+	prepare := func() *Result {
+		t.Helper()
+		plan, err := PlanDisk(req, mustFacts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, plan, deps)
+		if res != nil && res.LoopAttached {
+			attached = append(attached, res.Device)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := prepare()
+	if !res.LoopAttached || !strings.HasPrefix(res.Device, "/dev/loop") || res.Image != img {
+		t.Fatalf("result %+v", res)
+	}
+	fi, err := os.Stat(img)
+	if err != nil || fi.Size() != 1<<30 {
+		t.Fatalf("image %v %v", fi, err)
+	}
+	var st unix.Stat_t
+	if unix.Stat(img, &st); st.Blocks*512 > 256<<20 {
+		t.Errorf("image not sparse: %d bytes allocated", st.Blocks*512)
+	}
+	if got := loopBackingFile("/sys", filepath.Base(res.Device)); got != img {
+		t.Errorf("backing file %q", got)
+	}
+	out := testenv.MustRun(t, "sgdisk", "-v", res.Device)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("sgdisk -v:\n%s", out)
+	}
+	if m, err := ReadMarker(mnt); err != nil || m.Image != img {
+		t.Errorf("marker %+v %v", m, err)
+	}
+
+	// Same again while attached: nothing changes.
+	if res2 := prepare(); res2.Changed || res2.Device != res.Device {
+		t.Errorf("second run %+v", res2)
+	}
+
+	rel, err := Release(ctx, mnt, ReleaseOptions{}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rel.Unmounted) != 1 || len(rel.FstabRemoved) != 1 || rel.Detached != res.Device || rel.Image != img || rel.ImageRemoved {
+		t.Errorf("release %+v", rel)
+	}
+	if out, _ := testenv.Run("findmnt", mnt); strings.TrimSpace(out) != "" {
+		t.Errorf("still mounted: %s", out)
+	}
+	if loopBackingFile("/sys", filepath.Base(res.Device)) == img {
+		t.Errorf("still attached")
+	}
+	if fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab")); strings.Contains(string(fst), "UUID=") || !strings.Contains(string(fst), "/dev/vda1") {
+		t.Errorf("fstab still has the entry:\n%s", fst)
+	}
+
+	// The detached image is still prepared: attaching it again is all it takes.
+	res3 := prepare()
+	if !res3.LoopAttached || res3.TableWritten || res3.Partitions[0].Formatted || !res3.Partitions[0].Mounted {
+		t.Errorf("re-attach %+v", res3)
+	}
+	rel, err = Release(ctx, res3.Device, ReleaseOptions{RemoveImage: true}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rel.ImageRemoved || rel.Detached != res3.Device {
+		t.Errorf("release %+v", rel)
+	}
+	if _, err := os.Stat(img); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("image still there: %v", err)
+	}
+}
+
+// An existing image of another size, or a device node given as --image, is
+// refused without touching it.
+func TestPrivilegedImageRefusals(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	dir := t.TempDir()
+	img := filepath.Join(dir, "x.img")
+	if err := os.WriteFile(img, []byte("not empty"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := PlanDisk(Request{Image: img, ImageSizeBytes: 1 << 30, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--wipe") {
+		t.Errorf("other size: %v", err)
+	}
+	l := newDisk(t, 400<<20, 0)
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink(l.Dev, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{l.Dev, link} {
+		_, err = PlanDisk(Request{Image: p, ImageSizeBytes: 400 << 20, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "device node") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
