@@ -484,3 +484,38 @@ func TestPrivilegedImageRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The exact programs Apply runs, in order, for a two-partition plan.
+func TestPrivilegedArgvSequence(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	l := newDisk(t, 1<<30, 0)
+	dir := t.TempDir()
+	req := Request{Device: l.Dev, Partitions: []PartSpec{
+		{FS: "ext4", Label: "a", SizeBytes: 256 << 20, MkfsOpts: []string{"-E", "lazy_itable_init=1"}, Mount: dir + "/a", MountOpts: "noatime"},
+		{FS: "xfs", Label: "b", Mount: dir + "/b"},
+	}}
+	plan, err := PlanDisk(req, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := plan.Partitions[0], plan.Partitions[1]
+	r := &scriptedRunner{t: t, calls: []scriptedCall{
+		{argv: []string{"mkfs.ext4", "-V"}, pass: true},
+		{argv: []string{"mkfs.xfs", "-V"}, pass: true},
+		{argv: []string{"mkfs.ext4", "-L", "a", "-U", p1.FSUUID, "-E", "lazy_itable_init=1", p1.Path}, pass: true},
+		{argv: []string{"mount", "-t", "ext4", "-o", "noatime", p1.Path, dir + "/a"}, pass: true},
+		{argv: []string{"mkfs.xfs", "-L", "b", "-m", "uuid=" + p2.FSUUID, p2.Path}, pass: true},
+		{argv: []string{"mount", "-t", "xfs", p2.Path, dir + "/b"}, pass: true},
+	}}
+	deps := testDeps(t)
+	deps.Runner = r
+	res, err := Apply(context.Background(), plan, deps)
+	t.Cleanup(func() { unix.Unmount(dir+"/a", 0); unix.Unmount(dir+"/b", 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.done()
+	if !strings.HasPrefix(res.Partitions[0].MkfsVersion, "mke2fs ") || !strings.HasPrefix(res.Partitions[1].MkfsVersion, "mkfs.xfs version") {
+		t.Errorf("versions %q %q", res.Partitions[0].MkfsVersion, res.Partitions[1].MkfsVersion)
+	}
+}
