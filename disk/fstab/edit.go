@@ -36,41 +36,68 @@ func step(name string) {
 // point taken by another device, or the device already mounted elsewhere, is
 // an error wrapping ErrConflict that names the existing line.
 func Add(path string, e Entry) (changed bool, err error) {
+	_, changed, err = Replace(path, nil, e)
+	return changed, err
+}
+
+// Replace is Remove of the managed entries matching stale, then Add of e, in
+// one atomic write: for a disk prepared again (--wipe gives its filesystem a
+// new UUID), so the old line goes and the new one comes with no moment, and
+// no crash, that leaves both or neither. A managed entry identical to e is
+// kept as it is. stale may be nil.
+func Replace(path string, stale func(Entry) bool, e Entry) (removed []Entry, changed bool, err error) {
 	if e.Spec == "" || e.File == "" {
-		return false, fmt.Errorf("add fstab entry: spec and mount point are required")
+		return nil, false, fmt.Errorf("add fstab entry: spec and mount point are required")
 	}
 	err = edit(path, func(lines []Line) ([]Line, error) {
-		for _, l := range lines {
-			if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
-				return nil, nil
-			}
+		removed = nil
+		if stale != nil {
+			lines, removed = removeManaged(lines, func(x Entry) bool {
+				return stale(x) && !(sameSpec(x.Spec, e.Spec) && sameTarget(x.File, e.File))
+			})
 		}
-		for i, l := range lines {
-			if l.Entry == nil {
-				continue
-			}
-			if sameFile(l.Entry.File, e.File) {
-				return nil, fmt.Errorf("mount point %s is already in %s at line %d: %q: %w", e.File, path, i+1, l.Raw, ErrConflict)
-			}
-			if sameSpec(l.Entry.Spec, e.Spec) {
-				return nil, fmt.Errorf("%s is already in %s at line %d: %q: %w", e.Spec, path, i+1, l.Raw, ErrConflict)
-			}
+		out, added, err := addEntry(path, lines, e)
+		if err != nil {
+			return nil, err
 		}
-		out := append([]Line(nil), lines...)
-		if n := len(out); n > 0 {
-			out[n-1].noNewline = false
+		changed = added || len(removed) > 0
+		if !changed {
+			return nil, nil
 		}
-		out = append(out,
-			Line{Raw: MarkerLine(e, now().UTC().Format("2006-01-02")), Marker: true, MarkerSpec: e.Spec},
-			Line{Raw: EntryLine(e), Entry: &e, Managed: true},
-		)
-		changed = true
 		return out, nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("add %s to fstab: %w", e.File, err)
+		return nil, false, fmt.Errorf("add %s to fstab: %w", e.File, err)
 	}
-	return changed, nil
+	return removed, changed, nil
+}
+
+func addEntry(path string, lines []Line, e Entry) ([]Line, bool, error) {
+	for _, l := range lines {
+		if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
+			return lines, false, nil
+		}
+	}
+	for _, l := range lines {
+		if l.Entry == nil {
+			continue
+		}
+		if sameFile(l.Entry.File, e.File) {
+			return nil, false, fmt.Errorf("mount point %s is already in %s at line %d: %q: %w", e.File, path, l.num, l.Raw, ErrConflict)
+		}
+		if sameSpec(l.Entry.Spec, e.Spec) {
+			return nil, false, fmt.Errorf("%s is already in %s at line %d: %q: %w", e.Spec, path, l.num, l.Raw, ErrConflict)
+		}
+	}
+	out := append([]Line(nil), lines...)
+	if n := len(out); n > 0 {
+		out[n-1].noNewline = false
+	}
+	out = append(out,
+		Line{Raw: MarkerLine(e, now().UTC().Format("2006-01-02")), Marker: true, MarkerSpec: e.Spec},
+		Line{Raw: EntryLine(e), Entry: &e, Managed: true},
+	)
+	return out, true, nil
 }
 
 // Remove drops the diskprep-managed entries for which match returns true,
@@ -79,21 +106,10 @@ func Add(path string, e Entry) (changed bool, err error) {
 // has nothing to remove.
 func Remove(path string, match func(Entry) bool) (removed []Entry, err error) {
 	err = edit(path, func(lines []Line) ([]Line, error) {
-		drop := make([]bool, len(lines))
-		for i, l := range lines {
-			if l.Managed && match(*l.Entry) {
-				drop[i], drop[i-1] = true, true
-				removed = append(removed, *l.Entry)
-			}
-		}
+		var out []Line
+		out, removed = removeManaged(lines, match)
 		if len(removed) == 0 {
 			return nil, nil
-		}
-		var out []Line
-		for i, l := range lines {
-			if !drop[i] {
-				out = append(out, l)
-			}
 		}
 		return out, nil
 	})
@@ -101,6 +117,30 @@ func Remove(path string, match func(Entry) bool) (removed []Entry, err error) {
 		return nil, fmt.Errorf("remove from fstab: %w", err)
 	}
 	return removed, nil
+}
+
+func removeManaged(lines []Line, match func(Entry) bool) ([]Line, []Entry) {
+	drop := make([]bool, len(lines))
+	var removed []Entry
+	for i, l := range lines {
+		// Managed implies a marker line at i-1.
+		if l.Managed && match(*l.Entry) {
+			drop[i], drop[i-1] = true, true
+			removed = append(removed, *l.Entry)
+		}
+	}
+	if len(removed) == 0 {
+		return lines, nil
+	}
+	out := make([]Line, 0, len(lines))
+	for i, l := range lines {
+		if !drop[i] {
+			out = append(out, l)
+		}
+	}
+	// A removed last line takes the file's missing final newline with it;
+	// the new last line then ends with one, as a file should.
+	return out, removed
 }
 
 // edit runs change over the parsed file under an exclusive lock and, when it

@@ -23,7 +23,7 @@
 //
 // # Writing
 //
-// Add and Remove replace the file atomically (temporary file, fsync, rename,
+// Add, Remove and Replace (both in one write) rewrite the file atomically (temporary file, fsync, rename,
 // directory fsync) after saving the previous content as "<name>.diskprep.bak"
 // beside it. One backup, overwritten on each change, rather than one per
 // timestamp: it is the file as it was just before diskprep's latest edit, at
@@ -75,6 +75,9 @@ type Line struct {
 	// marker naming the same spec.
 	Managed bool
 
+	// num is the 1-based line number in the parsed file (0 for new lines),
+	// for messages that name an existing line.
+	num int
 	// noNewline records that this last line of the file had no trailing
 	// newline, so Render gives back the same bytes.
 	noNewline bool
@@ -96,6 +99,7 @@ func Parse(data []byte) ([]Line, error) {
 	lines := make([]Line, len(parts))
 	for i, raw := range parts {
 		lines[i] = parseLine(raw)
+		lines[i].num = i + 1
 	}
 	lines[len(lines)-1].noNewline = noNewline
 	markManaged(lines)

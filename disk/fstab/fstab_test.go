@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 func fixedClock(t *testing.T) {
@@ -356,4 +359,73 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Rewriting keeps the owner of fstab and of its backup (chown needs root).
+func TestOwnerPreserved(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "privileged test: needs root to chown")
+	}
+	fixedClock(t)
+	path := filepath.Join(t.TempDir(), "fstab")
+	if err := os.WriteFile(path, []byte("# owned\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 4321, 4322); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Add(path, Entry{Spec: "UUID=x", File: "/x", VFSType: "xfs"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + BackupSuffix} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 4321 || st.Gid != 4322 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: owner %d:%d mode %v, want 4321:4322 0600", p, st.Uid, st.Gid, fi.Mode().Perm())
+		}
+	}
+}
+
+func TestReplace(t *testing.T) {
+	fixedClock(t)
+	path := filepath.Join(t.TempDir(), "fstab")
+	orig := "/dev/sda1 /home xfs defaults 0 0\n" +
+		"# diskprep: UUID=old added 2026-01-01\n" +
+		"UUID=old\t/data\txfs\tdefaults,nofail\t0\t0\n" +
+		"UUID=keep /srv ext4 defaults 0 2\n"
+	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onData := func(e Entry) bool { return e.File == "/data" || e.File == "/home" }
+	e := Entry{Spec: "UUID=new", File: "/data", VFSType: "xfs"}
+	removed, changed, err := Replace(path, onData, e)
+	if err != nil || !changed || len(removed) != 1 || removed[0].Spec != "UUID=old" {
+		t.Fatalf("removed %+v changed %v err %v", removed, changed, err)
+	}
+	want := "/dev/sda1 /home xfs defaults 0 0\n" +
+		"UUID=keep /srv ext4 defaults 0 2\n" +
+		"# diskprep: UUID=new added 2026-11-30 (\"diskprep release\" removes this entry)\n" +
+		"UUID=new\t/data\txfs\tdefaults,nofail\t0\t0\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if bak, _ := os.ReadFile(path + BackupSuffix); string(bak) != orig {
+		t.Fatalf("backup %q, want the original (one write)", bak)
+	}
+	// Again: the managed entry is the one asked for, nothing changes.
+	removed, changed, err = Replace(path, onData, e)
+	if err != nil || changed || len(removed) != 0 {
+		t.Fatalf("rerun: removed %+v changed %v err %v", removed, changed, err)
+	}
+	// An unmanaged line on the mount point is never replaced.
+	removed, changed, err = Replace(path, onData, Entry{Spec: "UUID=other", File: "/srv", VFSType: "ext4"})
+	if !errors.Is(err, ErrConflict) || changed || removed != nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("unmanaged conflict: removed %+v changed %v err %v", removed, changed, err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("refused Replace changed the file:\n%s", got)
+	}
 }

@@ -66,6 +66,10 @@ func (p *Plan) Resolve(host *hwinfo.Host) ([]Resolved, error) {
 			TableID:   m.PartitionTableID,
 		}
 		expect := fp
+		dev := m.Path
+		if dev == "" {
+			dev = "/dev/" + m.Name
+		}
 		parts := make([]disk.PartSpec, len(d.Partitions))
 		for k, ps := range d.Partitions {
 			ps.MkfsOpts = append([]string(nil), ps.MkfsOpts...)
@@ -75,7 +79,7 @@ func (p *Plan) Resolve(host *hwinfo.Host) ([]Resolved, error) {
 			Disk:        *m,
 			Fingerprint: fp,
 			Request: disk.Request{
-				Device:     m.Path,
+				Device:     dev,
 				Partitions: parts,
 				Wipe:       d.Wipe,
 				Expect:     &expect,
