@@ -65,7 +65,10 @@ type Line struct {
 	// Raw is the line exactly as in the file, without its newline.
 	Raw string
 	// Entry holds the decoded fields when the line is an entry (two or more
-	// fields, not a comment); nil otherwise.
+	// fields, not a comment); nil otherwise. Deliberately more lenient than
+	// libmount, which skips lines with a missing type or non-numeric
+	// dump/pass: such a line still shows what its author meant to mount
+	// where, so Add treats its mount point as taken.
 	Entry *Entry
 	// Marker is true for a diskprep ownership comment; MarkerSpec is the
 	// device spec it names.

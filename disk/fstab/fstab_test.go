@@ -429,3 +429,15 @@ func TestReplace(t *testing.T) {
 		t.Fatalf("refused Replace changed the file:\n%s", got)
 	}
 }
+
+// Lines mount(8) would skip as malformed still reserve their mount point.
+func TestMalformedLineStillConflicts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fstab")
+	orig := "UUID=y /b xfs defaults # old disk\n/dev/sdz1 /c\n"
+	os.WriteFile(path, []byte(orig), 0o644)
+	for _, mp := range []string{"/b", "/c"} {
+		if _, err := Add(path, Entry{Spec: "UUID=new", File: mp, VFSType: "xfs"}); !errors.Is(err, ErrConflict) {
+			t.Errorf("Add %s: %v, want ErrConflict", mp, err)
+		}
+	}
+}
