@@ -279,9 +279,11 @@ func readPrepared(mountPoint string) *Prepared {
 		MountOptions: m.MountOpts, PreparedAt: m.PreparedAt}
 }
 
-// deviceBusy reports why the device at path must not be written: mounted
-// (itself or a partition), held by a stacked device, a system disk, or
-// opened exclusively by someone (the kernel's own answer, O_EXCL).
+// deviceBusy reports why the device at path must not be written: a system
+// disk, mounted (itself or a partition), used as swap, held by a stacked
+// device (LVM, MD, dm-crypt), or opened exclusively by someone (the
+// kernel's own answer to O_EXCL). Several sources on purpose: the
+// inventory may be stale, sysfs and mountinfo are live.
 func (t *target) deviceBusy() string {
 	if t.disk != nil && t.disk.System {
 		why := strings.Join(t.disk.SystemReasons, "; ")
@@ -290,23 +292,40 @@ func (t *target) deviceBusy() string {
 		}
 		return fmt.Sprintf("%s is a system disk (%s)", t.disk.Name, why)
 	}
-	if t.haveDev {
-		parts := map[string]bool{fmt.Sprintf("%d:%d", t.major, t.minor): true}
-		if t.ident.Device != "" {
-			// Partitions of a whole disk are subdirectories with a dev file.
-			des, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", t.ident.Device))
-			for _, de := range des {
-				if b, err := os.ReadFile(filepath.Join(sysRoot, "class/block", t.ident.Device, de.Name(), "dev")); err == nil {
-					parts[strings.TrimSpace(string(b))] = true
-				}
+	if why := t.inventoryBusy(); why != "" {
+		return why
+	}
+	if t.haveDev && t.ident.Device != "" {
+		// The device and, for a whole disk, its partitions (subdirectories
+		// with a dev file).
+		names := map[string]string{fmt.Sprintf("%d:%d", t.major, t.minor): t.ident.Device}
+		sys := filepath.Join(sysRoot, "class/block", t.ident.Device)
+		des, _ := os.ReadDir(sys)
+		for _, de := range des {
+			if b, err := os.ReadFile(filepath.Join(sys, de.Name(), "dev")); err == nil {
+				names[strings.TrimSpace(string(b))] = de.Name()
 			}
-			if h, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", t.ident.Device, "holders")); len(h) > 0 {
-				return fmt.Sprintf("%s is held by %s", t.ident.Device, h[0].Name())
+		}
+		for _, name := range names {
+			dir := sys
+			if name != t.ident.Device {
+				dir = filepath.Join(sys, name)
+			}
+			if h, _ := os.ReadDir(filepath.Join(dir, "holders")); len(h) > 0 {
+				return fmt.Sprintf("%s is held by %s", name, h[0].Name())
 			}
 		}
 		for _, m := range mounts() {
-			if parts[m.majmin] || m.source == t.path {
+			if _, ok := names[m.majmin]; ok || m.source == t.path {
 				return fmt.Sprintf("%s is mounted on %s", m.source, m.point)
+			}
+		}
+		for _, sw := range swaps() {
+			base := filepath.Base(sw)
+			for _, name := range names {
+				if base == name {
+					return fmt.Sprintf("%s is in use as swap", sw)
+				}
 			}
 		}
 	}
@@ -319,6 +338,52 @@ func (t *target) deviceBusy() string {
 	}
 	unix.Close(fd)
 	return ""
+}
+
+// inventoryBusy is what the hwinfo inventory says about the device's use.
+func (t *target) inventoryBusy() string {
+	used := func(name string, mounts []hwinfo.Mount, swap bool, holders []hwinfo.Holder) string {
+		switch {
+		case len(mounts) > 0:
+			return fmt.Sprintf("%s is mounted on %s", name, mounts[0].Point)
+		case swap:
+			return fmt.Sprintf("%s is in use as swap", name)
+		case len(holders) > 0:
+			return fmt.Sprintf("%s is held by %s", name, holders[0].Name)
+		}
+		return ""
+	}
+	if p := t.part; p != nil {
+		return used(p.Name, p.Mounts, p.Swap, p.Holders)
+	}
+	d := t.disk
+	if d == nil || d.Name != t.ident.Device {
+		return ""
+	}
+	if why := used(d.Name, d.Mounts, d.Swap, d.Holders); why != "" {
+		return why
+	}
+	for _, p := range d.Partitions {
+		if why := used(p.Name, p.Mounts, p.Swap, p.Holders); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// swaps lists the active swap devices and files from procRoot/swaps.
+func swaps() []string {
+	b, err := os.ReadFile(filepath.Join(procRoot, "swaps"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for i, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); i > 0 && len(f) > 0 {
+			out = append(out, unescapeMount(f[0]))
+		}
+	}
+	return out
 }
 
 // freeBytes is the space an unprivileged writer may still use in dir.

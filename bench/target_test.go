@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// fakeRoots points sysfs and procfs at a fixture tree for one test.
+func fakeRoots(t *testing.T) (sys, proc string) {
+	t.Helper()
+	root := t.TempDir()
+	sys, proc = filepath.Join(root, "sys"), filepath.Join(root, "proc")
+	oldSys, oldProc := sysRoot, procRoot
+	sysRoot, procRoot = sys, proc
+	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
+	return sys, proc
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const mountinfo = `22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 22 8:17 / /mnt/data rw,noatime shared:5 - xfs /dev/sdb1 rw,attr2,inode64,logbufs=8
+31 22 8:33 / /mnt/my\040disk rw,relatime shared:6 - ext4 /dev/sdc1 rw
+`
+
+func TestDeviceBusy(t *testing.T) {
+	sys, proc := fakeRoots(t)
+	writeFile(t, filepath.Join(proc, "self/mountinfo"), mountinfo)
+	writeFile(t, filepath.Join(proc, "swaps"), "Filename\tType\tSize\tUsed\tPriority\n/dev/sdd2  partition\t1048572\t0\t-2\n")
+	disk := func(name string, minor int, parts ...string) {
+		writeFile(t, filepath.Join(sys, "class/block", name, "dev"), fmt.Sprintf("8:%d\n", minor))
+		os.MkdirAll(filepath.Join(sys, "class/block", name, "holders"), 0o755)
+		for i, p := range parts {
+			writeFile(t, filepath.Join(sys, "class/block", name, p, "dev"), fmt.Sprintf("8:%d\n", minor+i+1))
+			os.MkdirAll(filepath.Join(sys, "class/block", name, p, "holders"), 0o755)
+		}
+	}
+	disk("sdb", 16, "sdb1")
+	disk("sdc", 32, "sdc1")
+	disk("sdd", 48, "sdd1", "sdd2")
+	disk("sde", 64, "sde1")
+	os.MkdirAll(filepath.Join(sys, "class/block/sde/sde1/holders/dm-0"), 0o755)
+	disk("sdf", 80, "sdf1")
+
+	mk := func(dev string, major, minor uint32, host *hwinfo.Host) *target {
+		tg := &target{ident: Target{Path: "/nonexistent/" + dev, Kind: KindDevice, Device: dev}, path: "/nonexistent/" + dev, major: major, minor: minor, haveDev: true}
+		if host != nil {
+			tg.disk, tg.part = host.Device(dev)
+		}
+		return tg
+	}
+	system := &hwinfo.Host{Disks: []hwinfo.Disk{
+		{Name: "vda", System: true, SystemReasons: []string{"/ on vda"}},
+		{Name: "sdf", Partitions: []hwinfo.Partition{{Name: "sdf1", Holders: []hwinfo.Holder{{Name: "md127"}}}}},
+	}}
+	tests := []struct {
+		tg   *target
+		want string
+	}{
+		{mk("vda", 254, 0, system), "vda is a system disk (/ on vda)"},
+		{mk("sdb", 8, 16, nil), "/dev/sdb1 is mounted on /mnt/data"},
+		{mk("sdb1", 8, 17, nil), "/dev/sdb1 is mounted on /mnt/data"},
+		{mk("sdc", 8, 32, nil), "/dev/sdc1 is mounted on /mnt/my disk"},
+		{mk("sdd", 8, 48, nil), "/dev/sdd2 is in use as swap"},
+		{mk("sde", 8, 64, nil), "sde1 is held by dm-0"},
+		{mk("sdf", 8, 80, system), "sdf1 is held by md127"}, // from the inventory only
+		{mk("sdf1", 8, 81, nil), ""},
+		{mk("sdf", 8, 80, nil), ""},
+	}
+	for _, tc := range tests {
+		if got := tc.tg.deviceBusy(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.tg.ident.Device, got, tc.want)
+		}
+	}
+}
+
+func TestFindMount(t *testing.T) {
+	_, proc := fakeRoots(t)
+	writeFile(t, filepath.Join(proc, "self/mountinfo"), mountinfo)
+	m, ok := findMount("/mnt/data/sub/dir", 8, 17, true, false)
+	if !ok || m.point != "/mnt/data" || m.fstype != "xfs" || m.options != "rw,noatime,attr2,inode64,logbufs=8" || m.source != "/dev/sdb1" {
+		t.Errorf("mount %+v %v", m, ok)
+	}
+	// Same path prefix but another device: not that mount.
+	if m, ok := findMount("/mnt/data2", 254, 0, true, false); !ok || m.point != "/" {
+		t.Errorf("root mount %+v %v", m, ok)
+	}
+	if m, ok := findMount("/dev/sdc1", 8, 33, true, true); !ok || m.point != "/mnt/my disk" {
+		t.Errorf("device mount %+v %v", m, ok)
+	}
+	if _, ok := findMount("/dev/sdz", 8, 200, true, true); ok {
+		t.Error("unmounted device found mounted")
+	}
+}
