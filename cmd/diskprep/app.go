@@ -92,6 +92,8 @@ func globalFlags() []cli.Flag {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		// inventoryCommand(), lands with hwinfo.Read
+		prepareCommand(),
+		releaseCommand(),
 		benchCommand(),
 		completionCommand(),
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -56,6 +57,8 @@ var sentinels = []struct {
 	{units.ErrSyntax, exitUsage},
 	{bench.ErrUsage, exitUsage},
 	{bench.ErrRefused, exitRefused},
+	{disk.ErrUsage, exitUsage},
+	{disk.ErrRefused, exitRefused},
 }
 
 func exitCode(err error) int {

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/planfile"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+type prepareOptions struct {
+	Device        string
+	Image         string
+	Size          string
+	SectorSize    string
+	PlanFile      string
+	FS            string
+	Label         string
+	Mount         string
+	MountOpts     string
+	MkfsOpts      []string
+	PartitionSize string
+	Persist       bool
+	Wipe          bool
+	DryRun        bool
+	Yes           bool
+}
+
+// appendValue is a repeatable string flag that keeps each value whole:
+// urfave's StringSlice splits on commas, which would cut mkfs arguments such
+// as "reflink=1,crc=1" apart.
+type appendValue struct{ vals []string }
+
+func (v *appendValue) Set(s string) error { v.vals = append(v.vals, s); return nil }
+func (v *appendValue) String() string     { return strings.Join(v.vals, " ") }
+
+func prepareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "prepare",
+		Usage:     "partition (GPT), format (xfs or ext4), mount and persist a data disk",
+		ArgsUsage: "DEVICE | --image FILE --size SIZE | --plan FILE",
+		Description: `Prepare writes a GPT with one partition spanning the disk (or one of
+--partition-size), aligned to 1 MiB (or the disk's physical sector / optimal
+I/O size when larger), makes the filesystem, mounts it and, with --persist,
+adds an /etc/fstab line by UUID with defaults,nofail.
+
+It refuses (exit 3, nothing written) a disk that holds the system, is
+mounted, used as swap or held by LVM/MD/dm-crypt, is read-only, too small,
+locked by another diskprep, or carries a partition table or signature (unless
+--wipe). It shows the disk and what would be destroyed and asks; --yes skips
+the question, and without a terminal --yes is required. Running the same
+prepare again on a disk already prepared as asked changes nothing.
+
+--dry-run prints exactly the plan that would be carried out (-o json for the
+machine-readable plan) and needs no root when the facts are readable.
+
+Examples:
+  diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist
+  diskprep prepare /dev/nvme1n1 --fs ext4 --mkfs-opt=-E --mkfs-opt=lazy_itable_init=0 --dry-run
+  diskprep prepare /dev/sdc --fs xfs --wipe --yes --mount /srv --mount-opt noatime
+  diskprep prepare --image /var/tmp/scratch.img --size 10G --fs xfs --mount /mnt/scratch
+  diskprep prepare --plan bootstrap.yaml --dry-run
+  diskprep release /data                     # unmount, drop the fstab line`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "fs", Usage: "filesystem: `xfs` or ext4"},
+			&cli.StringFlag{Name: "label", Usage: "GPT partition name and filesystem `LABEL` (xfs <= 12, ext4 <= 16 bytes)"},
+			&cli.StringFlag{Name: "mount", Usage: "mount the filesystem at `DIR` (created if missing)"},
+			&cli.StringFlag{Name: "mount-opt", Usage: "mount `OPTIONS`, comma separated (noatime,discard)"},
+			&cli.GenericFlag{Name: "mkfs-opt", Value: &appendValue{}, Usage: "extra mkfs `ARG`, repeatable, passed as given (--mkfs-opt=-m --mkfs-opt=reflink=1)"},
+			&cli.BoolFlag{Name: "persist", Usage: "add an /etc/fstab line (by UUID, defaults,nofail); needs --mount"},
+			&cli.StringFlag{Name: "partition-size", Usage: "make the partition `SIZE` instead of the whole disk"},
+			&cli.BoolFlag{Name: "wipe", Usage: "destroy existing partition tables and signatures (as wipefs -a) first"},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the plan and change nothing"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
+			&cli.StringFlag{Name: "image", Usage: "prepare a sparse image `FILE` on a loop device instead of a disk"},
+			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
+			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
+			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
+		},
+		Action: action(func(c *cli.Context, e *env) error {
+			if c.NArg() > 1 {
+				return usageErr(fmt.Errorf("prepare takes one device (got %q)", c.Args().Slice()))
+			}
+			opts := prepareOptions{
+				Device: c.Args().First(), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
+				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
+				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
+				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
+			}
+			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
+				opts.MkfsOpts = v.vals
+			}
+			return runPrepare(c.Context, opts, e)
+		}),
+	}
+}
+
+// prepareDeps are the ties to the machine, swapped by tests.
+var (
+	geteuid   = os.Geteuid
+	readFacts = func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
+		return hwinfo.Read(ctx, hwinfo.Options{Root: root, All: true, Logger: e.Logger})
+	}
+	applyDeps   = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger} }
+	applyPlan   = disk.Apply
+	releaseFunc = disk.Release
+)
+
+// requests turns the flags (or the plan file) into disk requests.
+func (o prepareOptions) requests(host *hwinfo.Host) ([]disk.Request, error) {
+	if o.PlanFile != "" {
+		if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
+			len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" {
+			return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
+		}
+		pf, err := planfile.Load(o.PlanFile)
+		if err != nil {
+			return nil, err
+		}
+		resolved, err := pf.Resolve(host)
+		if err != nil {
+			return nil, err
+		}
+		reqs := make([]disk.Request, len(resolved))
+		for i, r := range resolved {
+			reqs[i] = r.Request
+		}
+		return reqs, nil
+	}
+	switch {
+	case o.Device == "" && o.Image == "":
+		return nil, usageErr(errors.New("prepare needs a DEVICE, --image FILE --size SIZE, or --plan FILE"))
+	case o.Device != "" && o.Image != "":
+		return nil, usageErr(errors.New("give a DEVICE or --image, not both"))
+	case o.Size != "" && o.Image == "":
+		return nil, usageErr(errors.New("--size is for --image"))
+	case o.FS == "":
+		return nil, usageErr(errors.New("--fs is required: xfs or ext4"))
+	}
+	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist}
+	if o.PartitionSize != "" {
+		n, err := units.ParseSize(o.PartitionSize)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--partition-size: %w", err))
+		}
+		if n == 0 {
+			return nil, usageErr(errors.New("--partition-size must be more than 0"))
+		}
+		ps.SizeBytes = n
+	}
+	req := disk.Request{Device: o.Device, Image: o.Image, Wipe: o.Wipe, Partitions: []disk.PartSpec{ps}}
+	if o.Image != "" {
+		if o.Size != "" {
+			n, err := units.ParseSize(o.Size)
+			if err != nil {
+				return nil, usageErr(fmt.Errorf("--size: %w", err))
+			}
+			if n == 0 {
+				return nil, usageErr(errors.New("--size must be more than 0"))
+			}
+			req.ImageSizeBytes = n
+		}
+		switch o.SectorSize {
+		case "", "512":
+		case "4096", "4k", "4K":
+			req.ImageSectorBytes = 4096
+		default:
+			return nil, usageErr(fmt.Errorf("--sector-size %q: use 512 or 4096", o.SectorSize))
+		}
+	}
+	return []disk.Request{req}, nil
+}
+
+func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
+	format, err := e.format("table", "json")
+	if err != nil {
+		return err
+	}
+	if e.Root != "" && e.Root != "/" && !opts.DryRun {
+		return usageErr(errors.New("--root reads another machine's facts: prepare can only --dry-run with it"))
+	}
+	if !opts.DryRun && geteuid() != 0 {
+		return errors.New("prepare needs root (try --dry-run to see the plan)")
+	}
+	host, err := readFacts(ctx, e.Root, e)
+	if err != nil {
+		return err
+	}
+	reqs, err := opts.requests(host)
+	if err != nil {
+		return err
+	}
+	// Plan every disk before touching any: one refusal stops them all.
+	plans := make([]*disk.Plan, len(reqs))
+	for i, r := range reqs {
+		if plans[i], err = disk.PlanDisk(r, host); err != nil {
+			if r.Origin != "" {
+				return fmt.Errorf("%s: %w", r.Origin, err)
+			}
+			return err
+		}
+	}
+	if opts.DryRun {
+		if format == "json" {
+			if len(plans) == 1 && opts.PlanFile == "" {
+				return writeJSON(e.Stdout, plans[0])
+			}
+			return writeJSON(e.Stdout, plans)
+		}
+		for _, p := range plans {
+			if err := p.WriteText(e.Stdout); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
+		return nil
+	}
+	for _, p := range plans {
+		ask, err := disk.NeedConfirmation(p, opts.Yes, e.IsTerminal)
+		if err != nil {
+			return err
+		}
+		if ask && !confirm(e, p) {
+			return disk.ErrNotConfirmed
+		}
+	}
+	deps := applyDeps(e)
+	if deps.Refresh == nil {
+		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, e) }
+	}
+	var results []*disk.Result
+	for _, p := range plans {
+		res, err := applyPlan(ctx, p, deps)
+		if err != nil {
+			// Show what the earlier disks got before failing on this one.
+			for _, r := range results {
+				r.WriteText(e.Stderr)
+			}
+			return err
+		}
+		results = append(results, res)
+	}
+	if format == "json" {
+		if len(results) == 1 && opts.PlanFile == "" {
+			return writeJSON(e.Stdout, results[0])
+		}
+		return writeJSON(e.Stdout, results)
+	}
+	for _, r := range results {
+		if err := r.WriteText(e.Stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confirm shows the disk and what will be lost, and reads y/N. It reads
+// byte by byte so that, with several disks, no answer is swallowed by a
+// buffer meant for the first.
+func confirm(e *env, p *disk.Plan) bool {
+	fmt.Fprint(e.Stderr, disk.ConfirmationPrompt(p))
+	if e.Stdin == nil {
+		return false
+	}
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 256 {
+		n, err := e.Stdin.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	return disk.Confirmed(string(line))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
