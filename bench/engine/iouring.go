@@ -16,8 +16,7 @@ import (
 func (j *job) runURing(sh *shared, depth int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// The ring is made on this locked thread: with SINGLE_ISSUER the kernel
-	// holds it to the thread that submits.
+	// The ring is made and used on this locked thread only.
 	r, err := uring.New(uint32(depth))
 	if err != nil {
 		j.err = err

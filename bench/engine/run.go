@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -222,6 +223,12 @@ func runJobs(ctx context.Context, p Params, eng string, jobs []*job, res *Result
 	}
 	if p.Ramp == 0 {
 		unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	}
+	// Workers hold their P through raw syscalls; one P each plus one for
+	// the coordinator, progress and the caller keeps everyone scheduled.
+	if prev := runtime.GOMAXPROCS(0); prev < len(jobs)+1 {
+		runtime.GOMAXPROCS(len(jobs) + 1)
+		defer runtime.GOMAXPROCS(prev)
 	}
 	var wg sync.WaitGroup
 	for _, j := range jobs {
