@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/report"
+)
+
+type compareOptions struct {
+	Sources []string // record ids, record files or directories of records
+	By      string
+	Latency bool
+	Filter  recordFilter
+	Output  string
+}
+
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "compare results side by side, with the changes that are larger than the noise",
+		ArgsUsage: "[ID|FILE|DIR]...",
+		Description: `Compare lines up records by workload, one column per group of records, the
+first group being the baseline. Groups are made --by label (default when
+records have labels), fs, host, device or record; records of one group are
+pooled as repetitions. Each cell shows the median MB/s (10^6 bytes/s) and IOPS
+with min–max over repetitions; every other column shows its change against the
+baseline and whether it is real: a two-sided Mann–Whitney U test on the
+repetitions (α=0.05) with a 95% bootstrap interval of the ratio of medians.
+Inside the noise it says "no significant difference"; with too few repetitions
+(bench --repeat 5 is a good habit) it says "n too small to judge".
+
+Facts shared by all records (host, kernel, CPU, disk ...) are shown once; facts
+that differ are shown per column, and a warning names any difference beyond
+the grouping (kernel, CPU, disk model, engine, O_DIRECT, workload parameters).
+
+With no arguments, every record in the results store that matches --label,
+--host and --fs is compared. Arguments are record ids (or unique prefixes),
+record files, or directories of records copied from other machines.
+
+Examples:
+  diskprep compare                                  # the whole store, by label
+  diskprep compare --label 'xfs*'                  # filters take shell patterns
+  diskprep compare --by fs -o markdown >> post.md
+  diskprep compare 20261130T0615 20261130T0642 --latency
+  diskprep compare ./results-esx ./results-baremetal --by host -o html --output report.html
+  diskprep compare --fs ext4 --by device -o csv > ext4.csv
+  diskprep compare -o svg --output throughput.svg`,
+		Flags: append(filterFlags(),
+			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
+			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
+			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
+		),
+		Action: action(func(c *cli.Context, e *env) error {
+			return runCompare(c.Context, compareOptions{
+				Sources: c.Args().Slice(), By: c.String("by"), Latency: c.Bool("latency"),
+				Filter: filterFrom(c), Output: c.String("output"),
+			}, e)
+		}),
+	}
+}
+
+// formatFromFile picks a report format from an output file name.
+func formatFromFile(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".html", ".htm":
+		return "html"
+	case ".svg":
+		return "svg"
+	case ".md", ".markdown":
+		return "markdown"
+	case ".csv":
+		return "csv"
+	case ".json":
+		return "json"
+	}
+	return ""
+}
+
+func runCompare(_ context.Context, opts compareOptions, e *env) error {
+	if opts.By != "" && !slices.Contains(compare.ByNames, opts.By) {
+		return usageErr(fmt.Errorf("unknown --by %q (valid: %s)", opts.By, strings.Join(compare.ByNames, ", ")))
+	}
+	if e.Format == "" && opts.Output != "" {
+		e.Format = formatFromFile(opts.Output)
+	}
+	format, err := e.format(report.Formats...)
+	if err != nil {
+		return err
+	}
+	if err := opts.Filter.validate(); err != nil {
+		return err
+	}
+	recs, warnings, err := loadForCompare(opts.Sources, e.ResultsDir)
+	if err != nil {
+		return err
+	}
+	warnAll(e, warnings)
+	var picked []*bench.Record
+	for _, r := range recs {
+		if opts.Filter.match(r) {
+			picked = append(picked, r)
+		}
+	}
+	if len(picked) == 0 {
+		where := strings.Join(opts.Sources, ", ")
+		if where == "" {
+			where = e.ResultsDir
+		}
+		if len(recs) > 0 {
+			return fmt.Errorf("%w: none of the %d records in %s match the filters", compare.ErrNothing, len(recs), where)
+		}
+		return fmt.Errorf("%w: no result records in %s (run diskprep bench, or give record files or directories)", compare.ErrNothing, where)
+	}
+	c, err := compare.Compare(picked, compare.Options{By: opts.By, Latency: opts.Latency})
+	if err != nil {
+		return err
+	}
+	if format == "csv" || format == "svg" || opts.Output != "" {
+		// These outputs do not carry the caveats (or go to a file): say
+		// them where the person running the command sees them.
+		warnAll(e, c.Warnings)
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, format, c); err != nil {
+		return err
+	}
+	return writeOutput(e, opts.Output, buf.Bytes())
+}
+
+// loadForCompare reads the records named by sources (ids in the store,
+// record files, directories of records), or the whole store when there are
+// none. Unreadable files and other schemas are skipped with a warning; a
+// record reached twice counts once.
+func loadForCompare(sources []string, store string) ([]*bench.Record, []string, error) {
+	var recs []*bench.Record
+	var warnings []string
+	seen := map[string]string{}
+	add := func(r *bench.Record, from string) {
+		if prev, ok := seen[r.ID]; ok {
+			if prev != from {
+				warnings = append(warnings, fmt.Sprintf("record %s given twice (%s and %s): counted once", r.ID, prev, from))
+			}
+			return
+		}
+		seen[r.ID] = from
+		recs = append(recs, r)
+	}
+	addDir := func(dir string) error {
+		entries, ws, err := bench.List(dir)
+		if err != nil {
+			return err
+		}
+		warnings = append(warnings, ws...)
+		for _, en := range entries {
+			add(en.Record, en.Path)
+		}
+		return nil
+	}
+	if len(sources) == 0 {
+		return recs, warnings, addDir(store)
+	}
+	for _, src := range sources {
+		fi, statErr := os.Stat(src)
+		switch {
+		case statErr == nil && fi.IsDir():
+			if err := addDir(src); err != nil {
+				return nil, nil, err
+			}
+		case statErr == nil:
+			r, err := bench.ReadFile(src)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("skipped %s: %v", src, err))
+				continue
+			}
+			add(r, src)
+		default:
+			// Not a path: an id (or unique prefix) in the store.
+			en, err := bench.Load(store, src)
+			if err != nil {
+				if errors.Is(err, bench.ErrNotFound) {
+					return nil, nil, fmt.Errorf("%s is neither a file, a directory nor a result id in %s: %w", src, store, err)
+				}
+				return nil, nil, err
+			}
+			add(en.Record, en.Path)
+		}
+	}
+	return recs, warnings, nil
+}

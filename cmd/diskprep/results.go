@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/fio"
+	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/internal/atomicfile"
+)
+
+// recordFilter selects records by label, host and filesystem; each is a
+// shell pattern ("xfs*"), empty matches everything.
+type recordFilter struct {
+	Label, Host, FS string
+}
+
+func (f recordFilter) match(r *bench.Record) bool {
+	ok := func(pattern, value string) bool {
+		if pattern == "" {
+			return true
+		}
+		m, err := path.Match(pattern, value)
+		return err == nil && m || pattern == value
+	}
+	return ok(f.Label, r.Label) && ok(f.Host, r.Host.Hostname) && ok(f.FS, compare.GroupKey(r, compare.ByFS))
+}
+
+func (f recordFilter) validate() error {
+	for _, p := range []string{f.Label, f.Host, f.FS} {
+		if _, err := path.Match(p, ""); err != nil {
+			return usageErr(fmt.Errorf("bad pattern %q: %w", p, err))
+		}
+	}
+	return nil
+}
+
+func filterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "label", Usage: "only records whose label matches `PATTERN` (shell pattern, e.g. 'xfs*')"},
+		&cli.StringFlag{Name: "host", Usage: "only records from hosts matching `PATTERN`"},
+		&cli.StringFlag{Name: "fs", Usage: "only records on filesystems matching `PATTERN` (xfs, ext4, 'raw device')"},
+	}
+}
+
+func filterFrom(c *cli.Context) recordFilter {
+	return recordFilter{Label: c.String("label"), Host: c.String("host"), FS: c.String("fs")}
+}
+
+func warnAll(e *env, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+	}
+}
+
+func resultsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "results",
+		Usage: "list, show, remove, import and export stored benchmark results",
+		Description: `Every bench run is stored as one JSON record in the results store (--results,
+$DISKPREP_RESULTS, else /var/lib/diskprep/results as root). Records copied in
+from other hosts or VMs sit side by side and compare with "diskprep compare".
+An ID may be shortened to any unique prefix, as with git commits.
+
+Examples:
+  diskprep results list
+  diskprep results list --label 'xfs*' -o csv
+  diskprep results show 20261130T061500Z-3fa9
+  diskprep results show 20261130T0615 -o json
+  diskprep results rm 20261130T061500Z-3fa9
+  diskprep results import old-run.json --label vm-vmdk --host-note "esx01 guest"
+  diskprep results export 20261130T0615 --format fio > run.fio.json`,
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list stored results (id, time, label, host, target, fs, set)",
+				Description: `Examples:
+  diskprep results list
+  diskprep results list --fs ext4 --host 'web*'
+  diskprep results list -o json | jq '.[].id'`,
+				Flags: filterFlags(),
+				Action: action(func(c *cli.Context, e *env) error {
+					if c.NArg() > 0 {
+						return usageErr(fmt.Errorf("results list takes no arguments (got %q)", c.Args().First()))
+					}
+					return runResultsList(c.Context, filterFrom(c), e)
+				}),
+			},
+			{
+				Name:      "show",
+				Usage:     "show one result as a table (or the whole record with -o json)",
+				ArgsUsage: "ID",
+				Description: `Examples:
+  diskprep results show 20261130T061500Z-3fa9
+  diskprep results show 20261130T0615 -o markdown >> post.md
+  diskprep results show 20261130T0615 -o json`,
+				Action: action(func(c *cli.Context, e *env) error {
+					if c.NArg() != 1 {
+						return usageErr(fmt.Errorf("results show takes one ID, got %d arguments", c.NArg()))
+					}
+					return runResultsShow(c.Context, c.Args().First(), e)
+				}),
+			},
+			{
+				Name:      "rm",
+				Aliases:   []string{"remove"},
+				Usage:     "remove stored results",
+				ArgsUsage: "ID...",
+				Description: `Examples:
+  diskprep results rm 20261130T061500Z-3fa9
+  diskprep results rm 20261130T0615 20261130T0620`,
+				Action: action(func(c *cli.Context, e *env) error {
+					if c.NArg() == 0 {
+						return usageErr(errors.New("results rm takes one or more IDs"))
+					}
+					return runResultsRm(c.Context, c.Args().Slice(), e)
+				}),
+			},
+			{
+				Name:      "import",
+				Usage:     "import fio --output-format=json output as results",
+				ArgsUsage: "FILE.json...",
+				Description: `Turns fio JSON output (fio 2.x or 3.x, one or several jobs, with or without
+group_reporting) into diskprep records, so old fio runs join comparisons.
+fio does not record the host, so the host is "imported, unknown" unless
+--host-note says what it was. Text fio printed before its JSON is skipped with a
+warning. "-" reads standard input.
+
+Examples:
+  diskprep results import old-run.json --label vm-vmdk
+  fio --output-format=json job.fio | diskprep results import - --label rdm --host-note "esx01 guest"`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "label", Usage: "`LABEL` of the imported records"},
+					&cli.StringFlag{Name: "host-note", Usage: "`TEXT` standing in for the unknown host (e.g. \"esx01 guest, vmdk\")"},
+				},
+				Action: action(func(c *cli.Context, e *env) error {
+					if c.NArg() == 0 {
+						return usageErr(errors.New("results import takes one or more fio JSON files"))
+					}
+					return runResultsImport(c.Context, resultsImportOptions{
+						Files: c.Args().Slice(), Label: c.String("label"), HostNote: c.String("host-note"),
+					}, e)
+				}),
+			},
+			{
+				Name:      "export",
+				Usage:     "export a result as fio-style JSON (or the record as JSON)",
+				ArgsUsage: "ID",
+				Description: `Writes the record in fio's --output-format=json shape (jobs with read/write
+iops, bw_bytes, bw in KiB/s, runtime, clat_ns with percentiles, lat_ns), which
+fio plotting tools read. A workload repeated several times is exported as its
+repetition closest to the median.
+
+Examples:
+  diskprep results export 20261130T0615 --format fio > run.fio.json
+  diskprep results export 20261130T0615 --as fio --output run.fio.json
+  diskprep results export 20261130T0615 --as json     # the record itself`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "as", Usage: "export `FORMAT`: fio (default) or json; --format fio works too"},
+					&cli.StringFlag{Name: "output", Usage: "write to `FILE` instead of standard output"},
+				},
+				Action: action(func(c *cli.Context, e *env) error {
+					if c.NArg() != 1 {
+						return usageErr(fmt.Errorf("results export takes one ID, got %d arguments", c.NArg()))
+					}
+					return runResultsExport(c.Context, resultsExportOptions{ID: c.Args().First(), As: c.String("as"), Output: c.String("output")}, e)
+				}),
+			},
+		},
+	}
+}
+
+// resultRow is one line of `results list`.
+type resultRow struct {
+	ID        string    `json:"id"`
+	Start     time.Time `json:"start"`
+	Label     string    `json:"label"`
+	Host      string    `json:"host"`
+	Target    string    `json:"target"`
+	FS        string    `json:"fs"`
+	Set       string    `json:"set"`
+	Repeat    int       `json:"repeat"`
+	Workloads int       `json:"workloads"`
+	Partial   bool      `json:"partial,omitempty"`
+	Path      string    `json:"path"`
+}
+
+func rowOf(en bench.Entry) resultRow {
+	r := en.Record
+	target := r.Target.Path
+	if r.Target.Disk != "" && r.Target.Path != "/dev/"+r.Target.Disk {
+		target += " (" + r.Target.Disk + ")"
+	}
+	return resultRow{
+		ID: r.ID, Start: r.Start, Label: r.Label, Host: r.Host.Hostname, Target: target,
+		FS: compare.GroupKey(r, compare.ByFS), Set: r.Set, Repeat: r.Repeat, Workloads: len(r.Workloads),
+		Partial: r.Partial, Path: en.Path,
+	}
+}
+
+func runResultsList(_ context.Context, f recordFilter, e *env) error {
+	format, err := e.format("table", "json", "markdown", "csv")
+	if err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	entries, warnings, err := bench.List(e.ResultsDir)
+	if err != nil {
+		return err
+	}
+	warnAll(e, warnings)
+	rows := []resultRow{}
+	for _, en := range entries {
+		if f.match(en.Record) {
+			rows = append(rows, rowOf(en))
+		}
+	}
+	when := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
+	cells := func(r resultRow) []string {
+		set := r.Set
+		if r.Repeat > 1 {
+			set += fmt.Sprintf(" ×%d", r.Repeat)
+		}
+		if r.Partial {
+			set += " (partial)"
+		}
+		return []string{r.ID, when(r.Start), r.Label, r.Host, r.Target, r.FS, set}
+	}
+	header := []string{"ID", "TIME (UTC)", "LABEL", "HOST", "TARGET", "FS", "SET"}
+	switch format {
+	case "json":
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	case "csv":
+		cw := csv.NewWriter(e.Stdout)
+		cw.Write([]string{"id", "start", "label", "host", "target", "fs", "set", "repeat", "workloads", "partial", "path"})
+		for _, r := range rows {
+			cw.Write([]string{r.ID, r.Start.UTC().Format(time.RFC3339), r.Label, r.Host, r.Target, r.FS, r.Set,
+				fmt.Sprint(r.Repeat), fmt.Sprint(r.Workloads), fmt.Sprint(r.Partial), r.Path})
+		}
+		cw.Flush()
+		return cw.Error()
+	case "markdown":
+		var b strings.Builder
+		fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		for _, r := range rows {
+			c := cells(r)
+			for i := range c {
+				c[i] = markdownCell(c[i])
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(c, " | "))
+		}
+		_, err := io.WriteString(e.Stdout, b.String())
+		return err
+	}
+	if len(rows) == 0 {
+		if len(entries) == 0 {
+			fmt.Fprintf(e.Stdout, "no results in %s\n", e.ResultsDir)
+		} else {
+			fmt.Fprintf(e.Stdout, "no results match (of %d in %s)\n", len(entries), e.ResultsDir)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		c := cells(r)
+		for i := range c {
+			c[i] = dashIfEmpty(c[i])
+		}
+		fmt.Fprintln(tw, strings.Join(c, "\t"))
+	}
+	return tw.Flush()
+}
+
+func runResultsShow(_ context.Context, id string, e *env) error {
+	format, err := e.format("table", "json", "markdown", "csv")
+	if err != nil {
+		return err
+	}
+	en, err := bench.Load(e.ResultsDir, id)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(en.Record)
+	}
+	return report.Record(e.Stdout, format, en.Record)
+}
+
+func runResultsRm(_ context.Context, ids []string, e *env) error {
+	// Resolve every id first: a typo in the third id must not leave the
+	// first two removed and the user unsure which.
+	var full []string
+	for _, id := range ids {
+		en, err := bench.Load(e.ResultsDir, id)
+		if err != nil {
+			return err
+		}
+		full = append(full, en.Record.ID)
+	}
+	for _, id := range full {
+		removed, err := bench.Remove(e.ResultsDir, id)
+		if err != nil {
+			return err
+		}
+		if !e.Quiet {
+			fmt.Fprintf(e.Stdout, "removed %s\n", removed)
+		}
+	}
+	return nil
+}
+
+type resultsImportOptions struct {
+	Files           []string
+	Label, HostNote string
+}
+
+func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) error {
+	// Read and convert every file before saving any, so a bad file in the
+	// list saves nothing.
+	var recs []*bench.Record
+	for _, file := range opts.Files {
+		var data []byte
+		var err error
+		name := file
+		if file == "-" {
+			name = "standard input"
+			data, err = io.ReadAll(e.Stdin)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		rec, warnings, err := fio.Import(data, fio.ImportOptions{Label: opts.Label, HostNote: opts.HostNote, Source: name, Now: time.Now()})
+		if err != nil {
+			return fmt.Errorf("import %s: %w", name, err)
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(e.Stderr, "warning: %s: %s\n", name, w)
+		}
+		// Two imports within one second must not share an id.
+		for _, other := range recs {
+			if other.ID == rec.ID {
+				rec.ID = bench.NewID(rec.Start)
+			}
+		}
+		recs = append(recs, rec)
+	}
+	for i, rec := range recs {
+		if err := bench.Save(e.ResultsDir, rec); err != nil {
+			return err
+		}
+		if !e.Quiet {
+			fmt.Fprintf(e.Stdout, "imported %s as %s (%d workloads, fio run of %s)\n", opts.Files[i], rec.ID, len(rec.Workloads), rec.Start.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+type resultsExportOptions struct {
+	ID, As, Output string
+}
+
+func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) error {
+	as := opts.As
+	if as == "" {
+		// The global --format/-o flag catches "export ID --format fio".
+		switch e.Format {
+		case "", "table":
+			as = "fio"
+		default:
+			as = e.Format
+		}
+	}
+	if as != "fio" && as != "json" {
+		return usageErr(fmt.Errorf("unknown export format %q (valid: fio, json)", as))
+	}
+	en, err := bench.Load(e.ResultsDir, opts.ID)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if as == "fio" {
+		err = fio.Export(&buf, en.Record)
+	} else {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(en.Record)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOutput(e, opts.Output, buf.Bytes())
+}
+
+// writeOutput writes data to file atomically, or to stdout when file is "".
+func writeOutput(e *env, file string, data []byte) error {
+	if file == "" || file == "-" {
+		_, err := e.Stdout.Write(data)
+		return err
+	}
+	if err := atomicfile.Write(file, data, 0o644); err != nil {
+		return err
+	}
+	if !e.Quiet {
+		abs, _ := filepath.Abs(file)
+		fmt.Fprintf(e.Stderr, "wrote %s\n", abs)
+	}
+	return nil
+}
+
+func dashIfEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// markdownCell keeps a value from breaking a Markdown table.
+func markdownCell(s string) string {
+	return dashIfEmpty(strings.NewReplacer("|", `\|`, "\n", " ").Replace(s))
+}

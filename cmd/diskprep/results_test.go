@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+)
+
+var resultsT0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+
+// resultsEnv is an env writing into buffers, with its own results store.
+func resultsEnv(t *testing.T, format string) (*env, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	return &env{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Format: format,
+		ResultsDir: filepath.Join(t.TempDir(), "results"),
+	}, &out, &errb
+}
+
+// storeQuick saves an xfs and an ext4 record (five repetitions each, ext4
+// 10% slower) and returns them.
+func storeQuick(t *testing.T, dir string) (xfs, ext4 *bench.Record) {
+	t.Helper()
+	xfs = ct.Quick(ct.ID(1), "xfs", "xfs", 1, 5, resultsT0)
+	ext4 = ct.Quick(ct.ID(2), "ext4", "ext4", 0.9, 5, resultsT0.Add(time.Hour))
+	for _, r := range []*bench.Record{xfs, ext4} {
+		if err := bench.Save(dir, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return xfs, ext4
+}
+
+// runDiskprep runs the whole CLI with buffers: flags, exit codes, stderr.
+func runDiskprep(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"diskprep"}, args...), strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestResultsList(t *testing.T) {
+	e, out, errb := resultsEnv(t, "")
+	xfs, ext4 := storeQuick(t, e.ResultsDir)
+	// A corrupt file and another schema: skipped, named, never fatal.
+	os.WriteFile(filepath.Join(e.ResultsDir, "broken.json"), []byte("{not json"), 0o644)
+	os.WriteFile(filepath.Join(e.ResultsDir, "future.json"), []byte(`{"schema":"diskprep/result/v9","id":"x"}`), 0o644)
+	if err := runResultsList(context.Background(), recordFilter{}, e); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ID", xfs.ID, ext4.ID, "xfs", "ext4", "box1", "quick ×5", "2026-11-30 06:00"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"broken.json", "future.json", "diskprep/result/v9"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("warnings lack %q: %s", want, errb)
+		}
+	}
+
+	out.Reset()
+	if err := runResultsList(context.Background(), recordFilter{FS: "ext*"}, e); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), xfs.ID) || !strings.Contains(out.String(), ext4.ID) {
+		t.Errorf("--fs ext* kept the wrong records:\n%s", out)
+	}
+
+	out.Reset()
+	e.Format = "json"
+	if err := runResultsList(context.Background(), recordFilter{Label: "xfs"}, e); err != nil {
+		t.Fatal(err)
+	}
+	var rows []resultRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ID != xfs.ID || rows[0].FS != "xfs" || rows[0].Workloads != 4 {
+		t.Errorf("json rows %+v", rows)
+	}
+
+	for _, f := range []string{"csv", "markdown"} {
+		out.Reset()
+		e.Format = f
+		if err := runResultsList(context.Background(), recordFilter{}, e); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(out.String(), "\n"); n != 3 && !(f == "markdown" && n == 4) {
+			t.Errorf("%s: %d lines:\n%s", f, n, out)
+		}
+	}
+
+	e.Format = "html"
+	if err := runResultsList(context.Background(), recordFilter{}, e); exitCode(err) != exitUsage {
+		t.Errorf("-o html for list: %v", err)
+	}
+	if err := runResultsList(context.Background(), recordFilter{Host: "["}, e); exitCode(err) != exitUsage {
+		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+func TestResultsListEmpty(t *testing.T) {
+	e, out, _ := resultsEnv(t, "")
+	if err := runResultsList(context.Background(), recordFilter{}, e); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "no results in") {
+		t.Errorf("empty store: %q", out)
+	}
+}
+
+func TestResultsShow(t *testing.T) {
+	e, out, _ := resultsEnv(t, "")
+	xfs, _ := storeQuick(t, e.ResultsDir)
+	// A unique prefix is enough.
+	if err := runResultsShow(context.Background(), xfs.ID[:len(xfs.ID)-2], e); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{xfs.ID, "seq1m-read", "rnd4k-write", "MB/s", "LAT p99", "Samsung SSD 870 EVO"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	out.Reset()
+	e.Format = "json"
+	if err := runResultsShow(context.Background(), xfs.ID, e); err != nil {
+		t.Fatal(err)
+	}
+	var back bench.Record
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.ID != xfs.ID || len(back.Workloads) != 4 {
+		t.Errorf("json show: %v %+v", err, back.ID)
+	}
+	// Both stored records share the prefix "20261130T060": ambiguous.
+	if err := runResultsShow(context.Background(), "20261130T060", e); !errors.Is(err, bench.ErrAmbiguous) {
+		t.Errorf("ambiguous prefix: %v", err)
+	}
+	if err := runResultsShow(context.Background(), "19990101", e); !errors.Is(err, bench.ErrNotFound) || exitCode(err) != exitFailure {
+		t.Errorf("unknown id: %v (exit %d)", err, exitCode(err))
+	}
+}
+
+func TestResultsRm(t *testing.T) {
+	e, out, _ := resultsEnv(t, "")
+	xfs, ext4 := storeQuick(t, e.ResultsDir)
+	// One bad id among good ones removes nothing.
+	if err := runResultsRm(context.Background(), []string{xfs.ID, "nosuch"}, e); err == nil {
+		t.Fatal("rm with an unknown id succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(e.ResultsDir, xfs.ID+".json")); err != nil {
+		t.Errorf("a record was removed although the command failed: %v", err)
+	}
+	if err := runResultsRm(context.Background(), []string{xfs.ID}, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ResultsDir, xfs.ID+".json")); !os.IsNotExist(err) {
+		t.Errorf("record still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ResultsDir, ext4.ID+".json")); err != nil {
+		t.Errorf("the other record went too: %v", err)
+	}
+	if !strings.Contains(out.String(), "removed "+xfs.ID) {
+		t.Errorf("output %q", out)
+	}
+}
+
+func TestResultsImportExport(t *testing.T) {
+	e, out, errb := resultsEnv(t, "")
+	src := filepath.Join("..", "..", "bench", "fio", "testdata")
+	files := []string{filepath.Join(src, "fio-3.33-randrw-numjobs2-group.json"), filepath.Join(src, "fio-3.33-note-before-json.json")}
+	err := runResultsImport(context.Background(), resultsImportOptions{Files: files, Label: "old-vm", HostNote: "esx01 guest"}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := bench.List(e.ResultsDir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%d records stored (%v), want 2", len(entries), err)
+	}
+	for _, en := range entries {
+		if en.Record.Label != "old-vm" || en.Record.Host.Hostname != "esx01 guest" {
+			t.Errorf("imported record %s: label %q host %q", en.Record.ID, en.Record.Label, en.Record.Host.Hostname)
+		}
+	}
+	if strings.Count(out.String(), "imported ") != 2 || !strings.Contains(errb.String(), "note: both iodepth") {
+		t.Errorf("stdout %q stderr %q", out, errb)
+	}
+
+	// Not fio JSON: a clear error, nothing saved.
+	bad := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(bad, []byte("just some notes\n"), 0o644)
+	err = runResultsImport(context.Background(), resultsImportOptions{Files: []string{bad}}, e)
+	if err == nil || !strings.Contains(err.Error(), "not fio JSON") || exitCode(err) != exitFailure {
+		t.Errorf("importing text: %v", err)
+	}
+	if after, _, _ := bench.List(e.ResultsDir); len(after) != 2 {
+		t.Errorf("%d records after a failed import", len(after))
+	}
+
+	// Export: --as fio, and --format fio arriving as the global format.
+	id := entries[0].Record.ID
+	for _, c := range []struct{ as, format string }{{"fio", ""}, {"", "fio"}, {"", ""}} {
+		out.Reset()
+		e.Format = c.format
+		if err := runResultsExport(context.Background(), resultsExportOptions{ID: id, As: c.as}, e); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Version string `json:"fio version"`
+			Jobs    []struct {
+				Name string `json:"jobname"`
+				Read struct {
+					IOPS float64 `json:"iops"`
+				} `json:"read"`
+			} `json:"jobs"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Jobs) == 0 || doc.Jobs[0].Read.IOPS == 0 {
+			t.Errorf("export as=%q format=%q: %v %+v", c.as, c.format, err, doc)
+		}
+	}
+	e.Format = ""
+	if err := runResultsExport(context.Background(), resultsExportOptions{ID: id, As: "xml"}, e); exitCode(err) != exitUsage {
+		t.Errorf("export as xml: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "out.fio.json")
+	if err := runResultsExport(context.Background(), resultsExportOptions{ID: id, Output: file}, e); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || !bytes.Contains(b, []byte(`"clat_ns"`)) {
+		t.Errorf("export file: %v", err)
+	}
+}
+
+// The whole CLI: flags after positionals, --format fio for export, exit codes.
+func TestResultsCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	xfs, _ := storeQuick(t, dir)
+	code, out, errb := runDiskprep(t, "", "results", "export", xfs.ID, "--format", "fio", "--results", dir)
+	if code != 0 || !strings.Contains(out, `"jobs"`) {
+		t.Errorf("export --format fio: exit %d, %s %s", code, errb, out)
+	}
+	code, out, _ = runDiskprep(t, "", "results", "list", "--results", dir, "--label", "ext4", "-o", "json")
+	if code != 0 || strings.Contains(out, xfs.ID) || !strings.Contains(out, `"ext4"`) {
+		t.Errorf("list: exit %d %s", code, out)
+	}
+	code, _, errb = runDiskprep(t, "", "results", "show", "nosuch", "--results", dir)
+	if code != exitFailure || !strings.Contains(errb, "nosuch") {
+		t.Errorf("show unknown: exit %d %s", code, errb)
+	}
+	code, _, _ = runDiskprep(t, "", "results", "show", "--results", dir)
+	if code != exitUsage {
+		t.Errorf("show without id: exit %d", code)
+	}
+	fioJSON, err := os.ReadFile(filepath.Join("..", "..", "bench", "fio", "testdata", "fio-3.33-randread.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb = runDiskprep(t, string(fioJSON), "results", "import", "-", "--label", "piped", "--results", dir)
+	if code != 0 || !strings.Contains(out, "imported - as ") {
+		t.Errorf("import from stdin: exit %d %s %s", code, out, errb)
+	}
+	code, out, _ = runDiskprep(t, "", "results", "--help")
+	for _, sub := range []string{"list", "show", "rm", "import", "export", "Examples:"} {
+		if !strings.Contains(out, sub) {
+			t.Errorf("results help lacks %q (exit %d)", sub, code)
+		}
+	}
+}
