@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -57,6 +58,7 @@ var sentinels = []struct {
 	{units.ErrSyntax, exitUsage},
 	{bench.ErrUsage, exitUsage},
 	{bench.ErrRefused, exitRefused},
+	{compare.ErrUsage, exitUsage},
 	{disk.ErrUsage, exitUsage},
 	{disk.ErrRefused, exitRefused},
 }
