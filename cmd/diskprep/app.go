@@ -91,10 +91,12 @@ func globalFlags() []cli.Flag {
 // commands lists every command; one file per command.
 func commands() []*cli.Command {
 	return []*cli.Command{
-		// inventoryCommand(), lands with hwinfo.Read
+		inventoryCommand(),
 		prepareCommand(),
 		releaseCommand(),
 		benchCommand(),
+		resultsCommand(),
+		compareCommand(),
 		completionCommand(),
 	}
 }
