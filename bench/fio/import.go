@@ -192,6 +192,17 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 		}
 		a.jobs = append(a.jobs, j)
 	}
+	// fio names its target in the job options; the first one stands for
+	// the record (fio 2.x did not write options at all).
+	for _, j := range doc.Jobs {
+		if t := option([]job{j}, doc.Global, "filename", "directory"); t != "" {
+			rec.Target.Path, rec.Target.Kind = t, "imported"
+			if strings.HasPrefix(t, "/dev/") {
+				rec.Target.Device = strings.TrimPrefix(t, "/dev/")
+			}
+			break
+		}
+	}
 	names := map[string]int{}
 	var elapsed float64
 	for _, a := range order {
