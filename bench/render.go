@@ -215,13 +215,32 @@ func hostLine(h Host) string {
 }
 
 // allWarnings lists the record's warnings and its workloads', once each.
+// The same warning about several workloads ("seq1m-read: runtime 1s is
+// under 3s", "seq1m-write: runtime 1s ...") becomes one line naming them all.
 func allWarnings(rec *Record) []string {
 	out := appendNew(nil, rec.Warnings...)
+	var order []string
+	names := map[string][]string{}
 	for _, wr := range rec.Workloads {
-		out = appendNew(out, wr.Warnings...)
+		var ws []string
+		ws = appendNew(ws, wr.Warnings...)
 		for _, r := range wr.Runs {
-			out = appendNew(out, r.Warnings...)
+			ws = appendNew(ws, r.Warnings...)
 		}
+		for _, w := range ws {
+			msg, ok := strings.CutPrefix(w, wr.Params.Name+": ")
+			if !ok {
+				out = appendNew(out, w)
+				continue
+			}
+			if _, seen := names[msg]; !seen {
+				order = append(order, msg)
+			}
+			names[msg] = appendNew(names[msg], wr.Params.Name)
+		}
+	}
+	for _, msg := range order {
+		out = append(out, strings.Join(names[msg], ", ")+": "+msg)
 	}
 	return out
 }
