@@ -46,6 +46,7 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 	st.prober = r.newProber()
 
 	var disks []Disk
+	var pend []pending
 	for _, e := range entries {
 		if ctx.Err() != nil {
 			return nil
@@ -54,14 +55,26 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 		if r.isHolderDevice(name) || !r.all && r.unusedByName(name) {
 			continue
 		}
-		d, sizeKnown := r.readDisk(name, st, h)
-		if !r.all && hiddenByDefault(&d, sizeKnown) {
+		d, pd := r.readDisk(name, st, h)
+		if !r.all && hiddenByDefault(&d, pd.sizeKnown) {
 			continue
 		}
 		disks = append(disks, d)
+		pend = append(pend, pd)
+	}
+	st.prober.fillAll(ctx, r, disks, pend)
+	for i := range disks {
+		r.finishDisk(&disks[i], pend[i], st)
 	}
 	sort.Slice(disks, func(i, j int) bool { return naturalLess(disks[i].Name, disks[j].Name) })
 	return disks
+}
+
+// pending carries what finishDisk needs from readDisk.
+type pending struct {
+	sizeKnown bool
+	noUdev    bool
+	majmin    string
 }
 
 // isHolderDevice tells device-mapper and MD devices apart: they are listed
@@ -99,7 +112,10 @@ func hiddenByDefault(d *Disk, sizeKnown bool) bool {
 	return sizeKnown && d.SizeBytes == 0
 }
 
-func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, bool) {
+// readDisk reads what sysfs and udev say about one disk and its partitions.
+// Signatures and the use made of it (mounts, holders) come after, in
+// fillAll and finishDisk.
+func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) {
 	sys := "/sys/block/" + name
 	d := Disk{Name: name, Path: "/dev/" + name}
 	devPath := sys
@@ -144,13 +160,15 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, bool) {
 		d.FSType, d.FSLabel, d.FSUUID = udev["ID_FS_TYPE"], udevString(udev, "ID_FS_LABEL"), udev["ID_FS_UUID"]
 	}
 	d.Partitions = r.readPartitions(name, st)
+	return d, pending{sizeKnown: sizeKnown, noUdev: len(udev) == 0, majmin: majmin}
+}
 
-	if len(udev) == 0 {
-		st.prober.fill(r, &d)
-	}
-
-	d.Mounts = append(d.Mounts, st.mounts[majmin]...)
-	d.Swap = st.swaps[name]
+// finishDisk adds mounts, swap and holders, the filesystem type the kernel
+// knows when nothing else said, and the system mark.
+func (r *reader) finishDisk(d *Disk, pd pending, st *blockState) {
+	sys := "/sys/block/" + d.Name
+	d.Mounts = append(d.Mounts, st.mounts[pd.majmin]...)
+	d.Swap = st.swaps[d.Name]
 	d.Holders = r.readHolders(sys, st, 0)
 	stackedUse(&d.Mounts, &d.Swap, d.Holders, "")
 	for i := range d.Partitions {
@@ -158,8 +176,7 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, bool) {
 		p.FSType = fallbackFSType(p.FSType, p.Mounts, directSwapOf(p.Swap, p.Holders))
 	}
 	d.FSType = fallbackFSType(d.FSType, d.Mounts, directSwapOf(d.Swap, d.Holders))
-	markSystem(&d)
-	return d, sizeKnown
+	markSystem(d)
 }
 
 // fallbackFSType uses what the kernel says is on a device when neither udev

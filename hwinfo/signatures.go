@@ -1,8 +1,12 @@
 package hwinfo
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -37,8 +41,7 @@ var backend sigBackend
 // by reading the device itself. Only on the live root: a fixture tree's
 // /dev holds no device contents.
 type prober struct {
-	backend    sigBackend
-	openFailed bool
+	backend sigBackend
 }
 
 func (r *reader) newProber() *prober {
@@ -48,19 +51,46 @@ func (r *reader) newProber() *prober {
 	return &prober{backend: backend}
 }
 
-// fill opens the disk read-only (never O_EXCL, never for writing) and reads
-// its table and the signatures at the start of each partition.
-func (p *prober) fill(r *reader, d *Disk) {
-	if p == nil || d.SizeBytes == 0 {
+// fillAll probes the disks udev said nothing about, all at once: on a host
+// full of spinning disks each probe waits for a few seeks, and those overlap.
+// Only the first open failure becomes a warning (an unprivileged run
+// would otherwise warn once per disk).
+func (p *prober) fillAll(ctx context.Context, r *reader, disks []Disk, pend []pending) {
+	if p == nil {
 		return
 	}
+	errs := make([]error, len(disks))
+	var wg sync.WaitGroup
+	for i := range disks {
+		d := &disks[i]
+		// Opening an optical drive can spin it up or wait for media.
+		if !pend[i].noUdev || d.SizeBytes == 0 || strings.HasPrefix(d.Name, "sr") {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ctx.Err() == nil {
+				errs[i] = p.fill(r, d)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			r.warn("%v: filesystem labels and UUIDs unknown where there is no udev database; run as root with access to the devices", err)
+			return
+		}
+	}
+}
+
+// fill opens the disk read-only (never O_EXCL, never for writing) and reads
+// its table and the signatures at the start of each partition. It runs
+// concurrently with other disks, so it logs but does not warn.
+func (p *prober) fill(r *reader, d *Disk) error {
 	f, err := os.OpenFile(r.path(d.Path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		if !p.openFailed {
-			p.openFailed = true
-			r.warn("no udev database and %s not readable (%v): filesystem labels and UUIDs unknown; run as root with access to the devices", d.Path, unwrapPath(err))
-		}
-		return
+		return fmt.Errorf("open %s: %w", d.Path, unwrapPath(err))
 	}
 	defer f.Close()
 	size := int64(d.SizeBytes)
@@ -101,6 +131,7 @@ func (p *prober) fill(r *reader, d *Disk) {
 			d.FSType, d.FSLabel, d.FSUUID = s.Type, s.Label, s.UUID
 		}
 	}
+	return nil
 }
 
 // first returns the signature udev would have reported as ID_FS_TYPE.
