@@ -15,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -421,4 +426,111 @@ func TestSyntheticAgreesWithBlkid(t *testing.T) {
 			compareWithTools(t, l.Dev)
 		})
 	}
+}
+
+// TestRealFAT32AndISO makes FAT32 and ISO 9660 with go-diskfs (mkfs.vfat and
+// xorriso are not always installed) and holds Probe to blkid and wipefs.
+func TestRealFAT32AndISO(t *testing.T) {
+	testenv.RequirePrivileged(t, "blkid", "wipefs")
+	t.Run("fat32", func(t *testing.T) {
+		img := filepath.Join(t.TempDir(), "fat.img")
+		d, err := diskfs.Create(img, 300<<20, diskfs.SectorSize512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if _, err := d.CreateFilesystem(disk.FilesystemSpec{Partition: 0, FSType: filesystem.TypeFat32, VolumeLabel: "GODISKFS"}); err != nil {
+			t.Fatal(err)
+		}
+		sigs := compareWithTools(t, img)
+		if len(sigs) == 0 || sigs[0].Type != "vfat" || sigs[0].UUID == "" {
+			t.Errorf("signatures %+v", sigs)
+		}
+	})
+	for _, joliet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("iso9660-joliet=%v", joliet), func(t *testing.T) {
+			img := filepath.Join(t.TempDir(), "cd.iso")
+			d, err := diskfs.Create(img, 4<<20, diskfs.SectorSize(2048))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			fs, err := d.CreateFilesystem(disk.FilesystemSpec{Partition: 0, FSType: filesystem.TypeISO9660, WorkDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Mkdir("/docs"); err != nil {
+				t.Fatal(err)
+			}
+			iso, ok := fs.(*iso9660.FileSystem)
+			if !ok {
+				t.Fatalf("%T is not an ISO 9660 file system", fs)
+			}
+			if err := iso.Finalize(iso9660.FinalizeOptions{VolumeIdentifier: "MY_CD", Joliet: joliet}); err != nil {
+				t.Fatal(err)
+			}
+			sigs := compareWithTools(t, img)
+			if len(sigs) == 0 || sigs[0].Type != "iso9660" || sigs[0].Label != "MY_CD" {
+				t.Errorf("signatures %+v", sigs)
+			}
+		})
+	}
+}
+
+// TestRealPartitionFilesystems puts file systems inside GPT partitions
+// (through a second loop device limited to the partition, since this
+// kernel parses no partition tables) and probes them from the whole disk
+// through a section reader, as hwinfo does.
+func TestRealPartitionFilesystems(t *testing.T) {
+	testenv.RequirePrivileged(t, "sgdisk", "blkid", "wipefs", "mkfs.xfs", "mkfs.ext4")
+	for _, ss := range []int{512, 4096} {
+		t.Run(fmt.Sprint(ss), func(t *testing.T) {
+			l := newLoop(t, 512<<20, testenv.LoopOptions{SectorSize: ss})
+			testenv.MustRun(t, "sgdisk", "-n", "1:0:+320M", "-c", "1:xfs", "-n", "2:0:0", "-c", "2:ext4", l.Dev)
+			tbl, err := readTablePath(t, l.Dev, ss)
+			if err != nil || tbl == nil || len(tbl.Partitions) != 2 {
+				t.Fatalf("table %+v, %v", tbl, err)
+			}
+			mkfs := map[int][]string{1: {"mkfs.xfs", "-q", "-f", "-L", "px"}, 2: {"mkfs.ext4", "-q", "-F", "-L", "pe"}}
+			f, err := os.Open(l.Dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, p := range tbl.Partitions {
+				start, size := int64(p.StartLBA)*int64(ss), int64(p.Sectors)*int64(ss)
+				part := partitionLoop(t, l.Image, start, size, ss)
+				testenv.MustRun(t, mkfs[p.Number][0], append(mkfs[p.Number][1:], part)...)
+				want := compareWithTools(t, part)
+				got, err := Probe(io.NewSectionReader(f, start, size), size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("partition %d through the whole disk: %+v, through its own device: %+v", p.Number, got, want)
+				}
+			}
+		})
+	}
+}
+
+// partitionLoop attaches a loop device over part of an image and detaches
+// it (waiting for the kernel) when the test ends.
+func partitionLoop(t *testing.T, image string, offset, size int64, ss int) string {
+	t.Helper()
+	dev := strings.TrimSpace(testenv.MustRun(t, "losetup", "--find", "--show", "--offset", fmt.Sprint(offset),
+		"--sizelimit", fmt.Sprint(size), "--sector-size", fmt.Sprint(ss), image))
+	t.Cleanup(func() {
+		testenv.UnmountAll(t, dev)
+		if _, err := testenv.Run("losetup", "-d", dev); err != nil {
+			t.Errorf("detach %s: %v", dev, err)
+		}
+		for i := 0; i < 50; i++ {
+			if _, err := os.Stat("/sys/block/" + filepath.Base(dev) + "/loop"); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dev
 }
