@@ -81,8 +81,10 @@ type Virtualization struct {
 
 // Disk is one whole block device.
 type Disk struct {
-	Name   string   `json:"name"` // sda, nvme0n1, vdb, loop3
-	Path   string   `json:"path"` // /dev/sda
+	Name string `json:"name"` // sda, nvme0n1, vdb, loop3
+	Path string `json:"path"` // /dev/sda
+	// ByID and ByPath are the udev symlinks naming the whole disk, as full
+	// paths (/dev/disk/by-id/ata-TOSHIBA_DT01ACA300_Z3GK...), sorted.
 	ByID   []string `json:"by_id,omitempty"`
 	ByPath []string `json:"by_path,omitempty"`
 
@@ -121,6 +123,10 @@ type Disk struct {
 	FSLabel string `json:"fs_label,omitempty"`
 	FSUUID  string `json:"fs_uuid,omitempty"`
 
+	// Mounts, Swap and Holders are about the whole-disk device (a
+	// filesystem or PV without a partition table); partitions have their
+	// own. Mounts include those of holders, with Via set; Swap is true when
+	// the device or a holder on it is active swap.
 	Mounts     []Mount     `json:"mounts,omitempty"`
 	Swap       bool        `json:"swap"`
 	Holders    []Holder    `json:"holders,omitempty"`
@@ -129,8 +135,9 @@ type Disk struct {
 	// LoopBackingFile is the image behind a loop device.
 	LoopBackingFile string `json:"loop_backing_file,omitempty"`
 
-	// System marks a disk that holds /, /boot, /boot/efi or active swap,
-	// directly or through holders (LVM, MD, dm-crypt). prepare refuses it.
+	// System marks a disk that holds /, /boot, /boot/efi, /usr, /var or
+	// active swap, directly or through holders (LVM, MD, dm-crypt). prepare
+	// refuses it.
 	System        bool     `json:"system"`
 	SystemReasons []string `json:"system_reasons,omitempty"` // e.g. "/ on nvme0n1p2 via dm-0 (cl-root)"
 }
@@ -151,6 +158,8 @@ type Partition struct {
 	PartLabel string `json:"part_label,omitempty"`
 	PartType  string `json:"part_type,omitempty"` // GPT type GUID or MBR type (0x83)
 
+	// Mounts include those of holders stacked on the partition, with Via
+	// set; Swap is true when the partition or a holder on it is active swap.
 	Mounts  []Mount  `json:"mounts,omitempty"`
 	Swap    bool     `json:"swap"`
 	Holders []Holder `json:"holders,omitempty"`
@@ -162,16 +171,16 @@ type Mount struct {
 	FSType  string `json:"fs_type"`
 	Options string `json:"options"`
 	Source  string `json:"source"`        // as in mountinfo: /dev/sda1, /dev/mapper/cl-root
-	Via     string `json:"via,omitempty"` // holder chain when not direct: "dm-0 (cl-root)"
+	Via     string `json:"via,omitempty"` // holder chain when not direct: "dm-0 (cl-root)", "dm-0 (luks-1) -> dm-1 (vg-lv)"
 }
 
 // Holder is a virtual device stacked on a disk or partition.
 type Holder struct {
-	Name    string   `json:"name"`    // dm-0, md127
-	Kind    string   `json:"kind"`    // lvm, md, crypt, multipath, dm, other
-	DMName  string   `json:"dm_name"` // cl-root (from /sys/block/dm-0/dm/name), md name
-	Mounts  []Mount  `json:"mounts,omitempty"`
-	Swap    bool     `json:"swap"`
+	Name    string   `json:"name"`              // dm-0, md127
+	Kind    string   `json:"kind"`              // lvm, md, crypt, multipath, dm, other
+	DMName  string   `json:"dm_name"`           // cl-root (from /sys/block/dm-0/dm/name), md name
+	Mounts  []Mount  `json:"mounts,omitempty"`  // its own mounts only (Via empty)
+	Swap    bool     `json:"swap"`              // itself active swap
 	Holders []Holder `json:"holders,omitempty"` // stacked further (LVM on dm-crypt)
 }
 
