@@ -84,6 +84,15 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 		dev := a.loopFor(real)
 		if dev == "" {
 			res.Image = real
+			if opt.RemoveImage {
+				// Asked by name and flag: the file is not in use by a loop
+				// device, so deleting it cannot pull a disk from under anyone.
+				if err := os.Remove(real); err != nil {
+					return res, fmt.Errorf("remove image %s: %w", real, err)
+				}
+				res.ImageRemoved = true
+				return res, nil
+			}
 			res.Notes = append(res.Notes, fmt.Sprintf("%s is not attached to a loop device", real))
 			return res, nil
 		}
@@ -281,7 +290,7 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if !did {
+	if !did && !r.ImageRemoved {
 		fmt.Fprintf(&b, "nothing to release for %s\n", r.Target)
 	}
 	_, err := io.WriteString(w, b.String())
