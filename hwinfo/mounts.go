@@ -162,6 +162,11 @@ func (r *reader) readHolders(sys string, st *blockState, depth int) []Holder {
 			h.Kind = "dm"
 		}
 		majmin, _ := r.readString(hsys + "/dev")
+		if h.Kind == "md" {
+			// The array's own name ("root", or "host:root") is only in udev.
+			u := r.udevData(majmin)
+			h.DMName = firstNonEmpty(u["MD_DEVNAME"], u["MD_NAME"])
+		}
 		h.Mounts = st.mounts[majmin]
 		h.Swap = st.swaps[name]
 		h.Holders = r.readHolders(hsys, st, depth+1)

@@ -1,0 +1,87 @@
+package hwinfo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestStackedHolders builds LVM on dm-crypt on a partition, and an MD
+// mirror, and checks holder kinds, names, Via chains and the system mark.
+func TestStackedHolders(t *testing.T) {
+	root := t.TempDir()
+	dev := "/sys/devices/pci0000:00/0000:00:17.0/ata2/host1/target1:0:0/1:0:0:0/block/sdb"
+	dev2 := "/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sdc"
+	files := map[string]string{
+		dev + "/dev": "8:16", dev + "/size": "2000", dev + "/sdb1/partition": "1", dev + "/sdb1/start": "2048",
+		dev + "/sdb1/size": "1000", dev + "/sdb1/dev": "8:17",
+		dev2 + "/dev": "8:32", dev2 + "/size": "2000",
+		"/sys/devices/virtual/block/dm-2/dev": "253:2", "/sys/devices/virtual/block/dm-2/dm/name": "luks-0c1d",
+		"/sys/devices/virtual/block/dm-2/dm/uuid": "CRYPT-LUKS2-0c1d2e3f-luks-0c1d",
+		"/sys/devices/virtual/block/dm-3/dev":     "253:3", "/sys/devices/virtual/block/dm-3/dm/name": "vg0-var",
+		"/sys/devices/virtual/block/dm-3/dm/uuid": "LVM-abcdef",
+		"/sys/devices/virtual/block/dm-4/dev":     "253:4", "/sys/devices/virtual/block/dm-4/dm/name": "vg0-swap",
+		"/sys/devices/virtual/block/dm-4/dm/uuid": "LVM-abcdeg",
+		"/sys/devices/virtual/block/md127/dev":    "9:127", "/sys/devices/virtual/block/md127/md/level": "raid1",
+		"/run/udev/data/b9:127":      "E:MD_LEVEL=raid1\nE:MD_DEVNAME=data\nE:MD_NAME=host:data\n",
+		"/proc/self/mountinfo":       "30 1 253:3 / /var rw,relatime - xfs /dev/mapper/vg0-var rw\n31 1 9:127 / /srv rw,relatime - ext4 /dev/md127 rw\n",
+		"/proc/swaps":                "Filename Type Size Used Priority\n/dev/mapper/vg0-swap partition 1000 0 -2\n",
+		"/proc/sys/kernel/osrelease": "6.1.0\n",
+	}
+	for p, c := range files {
+		mkfile(t, root, p, c+"\n")
+	}
+	links := map[string]string{
+		"/sys/block/sdb":           dev,
+		"/sys/block/sdc":           dev2,
+		"/sys/block/dm-2":          "/sys/devices/virtual/block/dm-2",
+		"/sys/block/dm-3":          "/sys/devices/virtual/block/dm-3",
+		"/sys/block/dm-4":          "/sys/devices/virtual/block/dm-4",
+		"/sys/block/md127":         "/sys/devices/virtual/block/md127",
+		dev + "/sdb1/holders/dm-2": "/sys/devices/virtual/block/dm-2",
+		"/sys/devices/virtual/block/dm-2/holders/dm-3": "/sys/devices/virtual/block/dm-3",
+		"/sys/devices/virtual/block/dm-2/holders/dm-4": "/sys/devices/virtual/block/dm-4",
+		dev2 + "/holders/md127":                        "/sys/devices/virtual/block/md127",
+	}
+	for l, target := range links {
+		p := filepath.Join(root, l)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+		if err := os.Symlink(rel, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Disks) != 2 {
+		t.Fatalf("disks: %+v", h.Disks)
+	}
+	varMount := Mount{Point: "/var", FSType: "xfs", Options: "rw,relatime", Source: "/dev/mapper/vg0-var"}
+	want := Partition{
+		Name: "sdb1", Path: "/dev/sdb1", Number: 1, StartBytes: 2048 * 512, SizeBytes: 1000 * 512,
+		Mounts: []Mount{withVia(varMount, "dm-2 (luks-0c1d) -> dm-3 (vg0-var)")},
+		Swap:   true,
+		Holders: []Holder{{Name: "dm-2", Kind: "crypt", DMName: "luks-0c1d", Holders: []Holder{
+			{Name: "dm-3", Kind: "lvm", DMName: "vg0-var", Mounts: []Mount{varMount}},
+			{Name: "dm-4", Kind: "lvm", DMName: "vg0-swap", Swap: true},
+		}}},
+	}
+	sdb := h.Disks[0]
+	assertSameJSON(t, sdb.Partitions, []Partition{want})
+	assertSameJSON(t, sdb.SystemReasons, []string{
+		"/var on sdb1 via dm-2 (luks-0c1d) -> dm-3 (vg0-var)",
+		"swap on sdb1 via dm-2 (luks-0c1d) -> dm-4 (vg0-swap)",
+	})
+	sdc := h.Disks[1]
+	srv := Mount{Point: "/srv", FSType: "ext4", Options: "rw,relatime", Source: "/dev/md127"}
+	assertSameJSON(t, sdc.Holders, []Holder{{Name: "md127", Kind: "md", DMName: "data", Mounts: []Mount{srv}}})
+	assertSameJSON(t, sdc.Mounts, []Mount{withVia(srv, "md127 (data)")})
+	if sdc.System || sdc.FSType != "" {
+		t.Errorf("sdc: /srv is not a system mount, and md's fs is not sdc's: %+v", sdc)
+	}
+}
