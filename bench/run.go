@@ -366,6 +366,9 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 	if haveStats {
 		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
 			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), res.Elapsed, res.Read.Bytes+res.Write.Bytes)
+			if why := agreementWarning(w, one); why != "" {
+				one.Warnings = append(one.Warnings, why)
+			}
 		}
 	}
 	if w.Writes() && w.Runtime == 0 && w.OffsetBytes == 0 && r.t.ident.Kind == KindDir {

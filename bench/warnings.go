@@ -176,3 +176,40 @@ func dedupDeviceDepth(root, dev string, depth int) string {
 	}
 	return ""
 }
+
+// agreementWarning flags a run whose device traffic does not match what the
+// engine counted, beyond what the edges of the measured window explain: the
+// diskstats bracket includes the ramp and the I/Os in flight when the
+// window opens and closes (up to jobs x iodepth x bs each), the engine's
+// count does not. What remains is a cache, compression, or another process.
+func agreementWarning(w Workload, r Repetition) string {
+	d := r.Device
+	if d == nil || d.AgreementPercent == nil {
+		return ""
+	}
+	var engineBytes uint64
+	if r.Read != nil {
+		engineBytes += r.Read.IOBytes
+	}
+	if r.Write != nil {
+		engineBytes += r.Write.IOBytes
+	}
+	device := float64(d.ReadBytes + d.WriteBytes)
+	slack := 2*float64(w.Jobs)*float64(w.IODepth)*float64(w.BlockBytes) + 0.05*float64(engineBytes)
+	if w.Ramp > 0 && r.ElapsedMS > 0 {
+		// The ramp moves about as much per second as the window does.
+		slack += float64(engineBytes) * (float64(w.Ramp.Milliseconds()) / r.ElapsedMS)
+	}
+	if abs(device-float64(engineBytes)) <= slack {
+		return ""
+	}
+	return fmt.Sprintf("%s: the device moved %.0f%% of the bytes the engine counted (%s vs %s): a cache, compression or other I/O on the device is in play",
+		w.Name, *d.AgreementPercent, units.FormatSize(uint64(device)), units.FormatSize(engineBytes))
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -137,3 +137,28 @@ func TestDedupDevice(t *testing.T) {
 		t.Errorf("partition flagged: %s", got)
 	}
 }
+
+func TestAgreementWarning(t *testing.T) {
+	w := DefaultWorkload()
+	w.Name, w.BlockBytes, w.Jobs, w.IODepth = "w", 1<<20, 2, 4 // 16 MiB may be in flight at the edges
+	run := func(engineRead, devRead uint64) Repetition {
+		a := float64(devRead) / float64(engineRead) * 100
+		return Repetition{ElapsedMS: 1000, Read: &DirResult{IOBytes: engineRead}, Device: &DeviceIO{ReadBytes: devRead, AgreementPercent: &a}}
+	}
+	if got := agreementWarning(w, run(1<<30, 1<<30+30<<20)); got != "" {
+		t.Errorf("edge I/O flagged: %s", got)
+	}
+	if got := agreementWarning(w, run(1<<30, 1<<30+100<<20)); !strings.Contains(got, "the device moved 110%") {
+		t.Errorf("excess device traffic: %q", got)
+	}
+	if got := agreementWarning(w, run(1<<30, 100<<20)); !strings.Contains(got, "moved 10%") || !strings.Contains(got, "cache") {
+		t.Errorf("reads served from a cache: %q", got)
+	}
+	w.Ramp = time.Second // a second of ramp explains another window's worth
+	if got := agreementWarning(w, run(1<<30, 2<<30)); got != "" {
+		t.Errorf("ramp traffic flagged: %s", got)
+	}
+	if got := agreementWarning(w, Repetition{}); got != "" {
+		t.Errorf("no device: %s", got)
+	}
+}
