@@ -38,6 +38,7 @@ func syntheticCases() []syntheticCase {
 		{"jbd", extImage(8*mb, "log", uuidA, 0, 0x8, 0), []sigWant{{"jbd", "other", "log", uuidA, 0x438}}},
 		{"swap", swapImage(8*mb, 4096, "swaplab", uuidA), []sigWant{{"swap", "other", "swaplab", uuidA, 4086}}},
 		{"swap-64k", swapImage(8*mb, 65536, "", uuidA), []sigWant{{"swap", "other", "", uuidA, 65526}}},
+		{"swap-v0", func() []byte { b := make([]byte, 1*mb); copy(b[4086:], "SWAP-SPACE"); return b }(), []sigWant{{"swap", "other", "", "", 4086}}},
 		{"lvm2", lvmImage(8*mb, "AbCdEf0123456789ghIJklMNopQRstUV"), []sigWant{{"LVM2_member", "raid", "", "AbCdEf-0123-4567-89gh-IJkl-MNop-QRstUV", 0x218}}},
 		{"luks1", luksImage(4*mb, 1, "", uuidA), []sigWant{{"crypto_LUKS", "crypto", "", uuidA, 0}}},
 		{"luks2", luks2, []sigWant{{"crypto_LUKS", "crypto", "cryptlab", uuidA, 0}, {"crypto_LUKS", "crypto", "cryptlab", uuidA, 0x4000}}},
