@@ -128,6 +128,9 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 	}
 	rec.Warnings = append(rec.Warnings, warnings...)
 	rec.Warnings = append(rec.Warnings, targetWarnings(env)...)
+	if t.ident.Kind == KindDir {
+		rec.Warnings = append(rec.Warnings, leftovers(t.ident.Path)...)
+	}
 	rec.Workloads = make([]WorkloadResult, len(workloads))
 	for i, w := range workloads {
 		rec.Workloads[i].Params = w
@@ -484,4 +487,18 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
+}
+
+// leftovers names test files of earlier runs that were killed before they
+// could clean up. They are not removed: another run may be using one.
+func leftovers(dir string) []string {
+	paths, _ := filepath.Glob(filepath.Join(dir, TestFileName("*")))
+	var out []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			out = append(out, fmt.Sprintf("%s (%s) is a test file left by an earlier run that was killed, or one running now: remove it if no bench is running",
+				p, units.FormatSize(uint64(fi.Size()))))
+		}
+	}
+	return out
 }

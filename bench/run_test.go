@@ -327,3 +327,22 @@ func TestRunPreparedMarker(t *testing.T) {
 		t.Error("corrupt or missing marker read as prepared")
 	}
 }
+
+func TestRunNamesLeftovers(t *testing.T) {
+	target := t.TempDir()
+	old := filepath.Join(target, TestFileName("20261129T000000Z-dead"))
+	if err := os.WriteFile(old, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Run(context.Background(), Request{Target: target, Overrides: Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rec.Warnings, "\n"), old+" (4 KiB) is a test file left by an earlier run") {
+		t.Errorf("warnings %q", rec.Warnings)
+	}
+	// Named, not removed: it may belong to a run in progress.
+	if left := dirEntries(t, target); len(left) != 1 || left[0] != filepath.Base(old) {
+		t.Errorf("target holds %v", left)
+	}
+}
