@@ -78,9 +78,14 @@ type pending struct {
 }
 
 // isHolderDevice tells device-mapper and MD devices apart: they are listed
-// under the disks they stack on, not as disks.
+// under the disks they stack on, not as disks. Hidden devices (the per-path
+// nvme0c0n1 of native NVMe multipath) are never listed either: their
+// namespace, nvme0n1, is.
 func (r *reader) isHolderDevice(name string) bool {
 	if strings.HasPrefix(name, "dm-") || r.exists("/sys/block/"+name+"/dm") {
+		return true
+	}
+	if strings.HasPrefix(name, "nvme") && r.readBool("/sys/block/"+name+"/hidden") {
 		return true
 	}
 	return strings.HasPrefix(name, "md") && r.exists("/sys/block/"+name+"/md")

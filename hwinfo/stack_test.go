@@ -85,3 +85,39 @@ func TestStackedHolders(t *testing.T) {
 		t.Errorf("sdc: /srv is not a system mount, and md's fs is not sdc's: %+v", sdc)
 	}
 }
+
+// TestNVMeMultipathHiddenPath: native NVMe multipath shows the namespace
+// once (nvme0n1, under the subsystem) and hides each path (nvme0c0n1).
+func TestNVMeMultipathHiddenPath(t *testing.T) {
+	root := t.TempDir()
+	ns := "/sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1"
+	path := "/sys/devices/pci0000:00/0000:00:1d.0/0000:03:00.0/nvme/nvme0/nvme0c0n1"
+	for p, c := range map[string]string{
+		ns + "/dev": "259:0", ns + "/size": "2000", ns + "/hidden": "0",
+		"/sys/devices/virtual/nvme-subsystem/nvme-subsys0/model":  "KIOXIA CM6",
+		"/sys/devices/virtual/nvme-subsystem/nvme-subsys0/serial": "X1",
+		path + "/dev": "259:1", path + "/size": "2000", path + "/hidden": "1",
+	} {
+		mkfile(t, root, p, c+"\n")
+	}
+	for l, target := range map[string]string{
+		"/sys/block/nvme0n1": ns, "/sys/block/nvme0c0n1": path,
+		ns + "/device": "/sys/devices/virtual/nvme-subsystem/nvme-subsys0",
+	} {
+		p := filepath.Join(root, l)
+		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rel, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := Read(context.Background(), Options{Root: root, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Disks) != 1 || h.Disks[0].Name != "nvme0n1" || h.Disks[0].Transport != "nvme" || h.Disks[0].Model != "KIOXIA CM6" || h.Disks[0].Serial != "X1" {
+		t.Errorf("disks: %+v", h.Disks)
+	}
+}
