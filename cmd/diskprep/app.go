@@ -97,6 +97,7 @@ func commands() []*cli.Command {
 		benchCommand(),
 		resultsCommand(),
 		compareCommand(),
+		fscompareCommand(),
 		completionCommand(),
 	}
 }

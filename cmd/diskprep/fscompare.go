@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+type fscompareOptions struct {
+	Device     string
+	Image      string
+	Size       string
+	FS         []string
+	Set        string
+	Runtime    string
+	Repeat     int
+	Mount      string // mount point used for every filesystem; "" = a fresh temporary directory
+	MountOpts  string
+	SectorSize string
+	Keep       bool
+	Yes        bool
+	Latency    bool
+	Output     string
+}
+
+// defaultFSCompareRepeat is the fewest repetitions per filesystem at which
+// the Mann–Whitney verdicts can say anything (4 against 4 reaches p<0.05;
+// one more gives room for an outlier).
+const defaultFSCompareRepeat = 5
+
+func fscompareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fscompare",
+		Usage:     "prepare a disk with each filesystem in turn, benchmark each, and compare them",
+		ArgsUsage: "DEVICE | --image FILE --size SIZE",
+		Description: `Fscompare answers "xfs or ext4 on this disk?" in one command. For each
+filesystem of --fs in turn it prepares the disk (GPT, mkfs, mount: wiping it,
+with the same safety checks and confirmation as prepare), runs the workload set
+--repeat times, stores the record labelled with the filesystem, and releases
+the disk; then it prints the comparison (MB/s, IOPS, change against the first
+filesystem and whether it is larger than the run-to-run noise). mkfs and mount
+options are kept in the records and shown in the report.
+
+At the end the disk is released: unmounted, no fstab line, a loop image
+detached (the image file stays; --keep leaves the last filesystem mounted).
+Ctrl-C releases what was prepared.
+
+Examples:
+  sudo diskprep fscompare --image /var/tmp/diskprep.img --size 4G --fs xfs,ext4 --set quick
+  sudo diskprep fscompare /dev/sdb --fs xfs,ext4 --set fileserver --repeat 5 --yes
+  sudo diskprep fscompare /dev/nvme1n1 --fs ext4,xfs --set nvme -o html --output fs.html
+  sudo diskprep fscompare /dev/sdc --fs xfs,ext4 --mount-opt noatime --latency -o markdown`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "fs", Value: "xfs,ext4", Usage: "filesystems to compare, comma separated, in column order: `LIST`"},
+			&cli.StringFlag{Name: "image", Usage: "use a sparse image `FILE` on a loop device instead of a disk"},
+			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (4G)"},
+			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
+			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(bench.SetNames(), ", ") + " (default " + bench.DefaultSet + ")"},
+			&cli.StringFlag{Name: "runtime", Usage: "`DURATION` of each time-based workload (overrides the set's)"},
+			&cli.IntFlag{Name: "repeat", Value: defaultFSCompareRepeat, Usage: "run each workload `N` times per filesystem (4 or more to judge differences)"},
+			&cli.StringFlag{Name: "mount", Usage: "mount each filesystem at `DIR` (default: a new temporary directory)"},
+			&cli.StringFlag{Name: "mount-opt", Usage: "mount `OPTIONS` for every filesystem, comma separated"},
+			&cli.BoolFlag{Name: "keep", Usage: "leave the last filesystem prepared and mounted"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask before wiping the disk"},
+			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency to the comparison"},
+			&cli.StringFlag{Name: "output", Usage: "write the comparison to `FILE` (its extension picks the format when -o is not given)"},
+		},
+		Action: action(func(c *cli.Context, e *env) error {
+			if c.NArg() > 1 {
+				return usageErr(fmt.Errorf("fscompare takes one DEVICE (got %q)", c.Args().Slice()))
+			}
+			var fss []string
+			for _, f := range strings.Split(c.String("fs"), ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					fss = append(fss, f)
+				}
+			}
+			return runFSCompare(c.Context, fscompareOptions{
+				Device: c.Args().First(), Image: c.String("image"), Size: c.String("size"), FS: fss,
+				Set: c.String("set"), Runtime: c.String("runtime"), Repeat: c.Int("repeat"),
+				Mount: c.String("mount"), MountOpts: c.String("mount-opt"), SectorSize: c.String("sector-size"),
+				Keep: c.Bool("keep"), Yes: c.Bool("yes"), Latency: c.Bool("latency"), Output: c.String("output"),
+			}, e)
+		}),
+	}
+}
+
+// check validates the options and builds the parts that do not depend on
+// the machine, so a typo is answered before anything is touched.
+func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
+	var dreq disk.Request
+	var breq bench.Request
+	switch {
+	case o.Device == "" && o.Image == "":
+		return dreq, breq, errors.New("fscompare needs a DEVICE or --image FILE --size SIZE")
+	case o.Device != "" && o.Image != "":
+		return dreq, breq, errors.New("give a DEVICE or --image, not both")
+	case o.Size != "" && o.Image == "":
+		return dreq, breq, errors.New("--size is for --image")
+	case len(o.FS) == 0:
+		return dreq, breq, errors.New("--fs needs at least one filesystem: xfs, ext4")
+	case o.Repeat < 1 || o.Repeat > bench.MaxRepeat:
+		return dreq, breq, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, bench.MaxRepeat)
+	}
+	seen := map[string]bool{}
+	for _, f := range o.FS {
+		if f != "xfs" && f != "ext4" {
+			return dreq, breq, fmt.Errorf("--fs %q: diskprep makes xfs and ext4", f)
+		}
+		if seen[f] {
+			return dreq, breq, fmt.Errorf("--fs lists %s twice", f)
+		}
+		seen[f] = true
+	}
+	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true}
+	if o.Image != "" {
+		if o.Size != "" {
+			n, err := units.ParseSize(o.Size)
+			if err != nil {
+				return dreq, breq, fmt.Errorf("--size: %w", err)
+			}
+			dreq.ImageSizeBytes = n
+		}
+		switch o.SectorSize {
+		case "", "512":
+		case "4096", "4k", "4K":
+			dreq.ImageSectorBytes = 4096
+		default:
+			return dreq, breq, fmt.Errorf("--sector-size %q: use 512 or 4096", o.SectorSize)
+		}
+	}
+	breq = bench.Request{Target: "/", Set: o.Set, Repeat: o.Repeat}
+	if o.Runtime != "" {
+		d, err := units.ParseDuration(o.Runtime)
+		if err != nil {
+			return dreq, breq, fmt.Errorf("--runtime: %w", err)
+		}
+		breq.Overrides.Runtime = d
+	}
+	if _, err := bench.Plan(breq); err != nil {
+		return dreq, breq, err
+	}
+	return dreq, breq, nil
+}
+
+func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error) {
+	if e.Format == "" && opts.Output != "" {
+		e.Format = formatFromFile(opts.Output)
+	}
+	format, err := e.format(report.Formats...)
+	if err != nil {
+		return err
+	}
+	dreq, breq, err := opts.check()
+	if err != nil {
+		return usageErr(err)
+	}
+	if e.Root != "" && e.Root != "/" {
+		return usageErr(errors.New("--root reads another machine's facts: fscompare works on this machine only"))
+	}
+	if geteuid() != 0 {
+		return errors.New("fscompare needs root (it partitions, formats and mounts)")
+	}
+	mount := opts.Mount
+	madeMount := false
+	if mount == "" {
+		if mount, err = os.MkdirTemp("", "diskprep-fscompare-"); err != nil {
+			return err
+		}
+		madeMount = true
+	}
+	if mount, err = filepath.Abs(mount); err != nil {
+		return err
+	}
+	// What to hand to release: the image (which also detaches its loop
+	// device) or the disk (every mounted partition of it).
+	releaseTarget := opts.Device
+	if opts.Image != "" {
+		releaseTarget = opts.Image
+	}
+	// hwinfo's notes (no DMI, no udev) are about the inventory, not this
+	// comparison: only with --verbose, as bench does.
+	factsEnv := *e
+	if !e.Verbose {
+		factsEnv.Logger = slog.New(slog.DiscardHandler)
+	}
+	deps := applyDeps(e)
+	if deps.Refresh == nil {
+		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, &factsEnv) }
+	}
+	prepared, kept := false, false
+	defer func() {
+		// Release also after an interruption: the cancelled ctx must not
+		// stop the cleanup, so it runs without its cancellation.
+		if prepared && !kept {
+			if res, rerr := releaseFunc(context.WithoutCancel(ctx), releaseTarget, disk.ReleaseOptions{}, deps); rerr != nil {
+				if res != nil {
+					res.WriteText(e.Stderr)
+				}
+				err = errors.Join(err, fmt.Errorf("release %s: %w", releaseTarget, rerr))
+			} else if !e.Quiet {
+				fmt.Fprintf(e.Stderr, "fscompare: released %s\n", releaseTarget)
+			}
+		}
+		if madeMount && !kept {
+			os.Remove(mount) // empty once unmounted; left alone if not
+		}
+	}()
+
+	say := func(format string, args ...any) {
+		if !e.Quiet {
+			fmt.Fprintf(e.Stderr, "fscompare: "+format+"\n", args...)
+		}
+	}
+	var records []*bench.Record
+	for i, fs := range opts.FS {
+		host, err := readFacts(ctx, e.Root, &factsEnv)
+		if err != nil {
+			return err
+		}
+		req := dreq
+		req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
+		plan, err := disk.PlanDisk(req, host)
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", fs, err)
+		}
+		if i == 0 {
+			// Later rounds only destroy the filesystem this command made.
+			ask, err := disk.NeedConfirmation(plan, opts.Yes, e.IsTerminal)
+			if err != nil {
+				return err
+			}
+			if ask && !confirm(e, plan) {
+				return disk.ErrNotConfirmed
+			}
+		}
+		say("%d/%d: preparing %s on %s", i+1, len(opts.FS), fs, releaseTarget)
+		res, err := applyPlan(ctx, plan, deps)
+		if res != nil || err == nil {
+			prepared = true
+		}
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", fs, err)
+		}
+		dev := res.Device
+		if len(res.Partitions) > 0 {
+			dev = res.Partitions[0].Device
+		}
+		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, breq.SetName(), breq.Repeat)
+		br := breq
+		br.Target, br.Label = mount, fs
+		var live *bench.LiveLine
+		var progress func(bench.Progress)
+		if !e.Quiet && isTerminal(e.Stderr) {
+			live = &bench.LiveLine{W: e.Stderr}
+			progress = live.Update
+		}
+		rec, err := bench.Run(ctx, br, bench.Options{
+			Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir, Progress: progress, Logger: e.Logger,
+		})
+		if live != nil {
+			live.Clear()
+		}
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", fs, err)
+		}
+		say("%d/%d: %s saved as %s", i+1, len(opts.FS), fs, rec.ID)
+		records = append(records, rec)
+		if i == len(opts.FS)-1 && opts.Keep {
+			kept = true
+			say("--keep: %s stays mounted at %s (diskprep release %s undoes it)", fs, mount, releaseTarget)
+			break
+		}
+		if _, err := releaseFunc(ctx, releaseTarget, disk.ReleaseOptions{}, deps); err != nil {
+			return fmt.Errorf("release %s after %s: %w", releaseTarget, fs, err)
+		}
+		prepared = false
+	}
+	c, err := compare.Compare(records, compare.Options{By: compare.ByFS, Latency: opts.Latency})
+	if err != nil {
+		return err
+	}
+	if format == "csv" || format == "svg" || opts.Output != "" {
+		warnAll(e, c.Warnings)
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, format, c); err != nil {
+		return err
+	}
+	if slices.Contains([]string{"table", "markdown"}, format) && opts.Output == "" {
+		ids := make([]string, len(records))
+		for i, r := range records {
+			ids[i] = r.ID
+		}
+		fmt.Fprintf(&buf, "\nRecords: %s (diskprep compare %s -o html --output report.html)\n", strings.Join(ids, ", "), strings.Join(ids, " "))
+	}
+	return writeOutput(e, opts.Output, buf.Bytes())
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+func TestFSCompareBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		opts fscompareOptions
+		want string
+	}{
+		{"nothing", fscompareOptions{FS: []string{"xfs"}, Repeat: 1}, "needs a DEVICE"},
+		{"both", fscompareOptions{Device: "/dev/sdx", Image: "/x.img", FS: []string{"xfs"}, Repeat: 1}, "not both"},
+		{"size without image", fscompareOptions{Device: "/dev/sdx", Size: "1G", FS: []string{"xfs"}, Repeat: 1}, "--size is for --image"},
+		{"btrfs", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "btrfs"}, Repeat: 1}, "btrfs"},
+		{"twice", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "xfs"}, Repeat: 1}, "twice"},
+		{"repeat 0", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 0}, "--repeat"},
+		{"unknown set", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Set: "nosuch"}, "nosuch"},
+		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Runtime: "soon"}, "--runtime"},
+	}
+	for _, c := range cases {
+		e, _, _ := resultsEnv(t, "")
+		err := runFSCompare(context.Background(), c.opts, e)
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v (exit %d), want usage error naming %q", c.name, err, exitCode(err), c.want)
+		}
+	}
+	code, out, _ := runDiskprep(t, "", "fscompare", "--help")
+	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--keep") {
+		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
+
+// The real thing on an image: each filesystem made (blkid, while mounted),
+// benchmarked and recorded, and at the end nothing left attached, mounted or
+// in fstab.
+func TestPrivilegedFSCompareImage(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "blkid", "findmnt", "losetup", "mount", "umount")
+	dir := t.TempDir()
+	img := filepath.Join(dir, "fscompare.img")
+	mnt := filepath.Join(dir, "mnt")
+	fstabBefore, _ := os.ReadFile("/etc/fstab")
+
+	var seen []string // filesystem types blkid found on the mounted device
+	orig := releaseFunc
+	t.Cleanup(func() { releaseFunc = orig })
+	releaseFunc = func(ctx context.Context, target string, opt disk.ReleaseOptions, deps disk.Deps) (*disk.ReleaseResult, error) {
+		if src, err := testenv.Run("findmnt", "-n", "-o", "SOURCE", mnt); err == nil {
+			typ, _ := testenv.Run("blkid", "-p", "-o", "value", "-s", "TYPE", strings.TrimSpace(src))
+			seen = append(seen, strings.TrimSpace(typ))
+		}
+		return orig(ctx, target, opt, deps)
+	}
+	t.Cleanup(func() {
+		// Whatever happened, leave no loop device behind.
+		if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+			testenv.UnmountAll(t, strings.TrimSpace(out))
+			testenv.Run("losetup", "-d", strings.TrimSpace(out))
+		}
+	})
+
+	e, out, errb := resultsEnv(t, "markdown")
+	err := runFSCompare(context.Background(), fscompareOptions{
+		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 1,
+		Mount: mnt, Yes: true,
+	}, e)
+	if err != nil {
+		t.Fatalf("fscompare: %v\n%s", err, errb)
+	}
+	if !slices.Equal(seen, []string{"xfs", "ext4"}) {
+		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4]", seen)
+	}
+	entries, _, err := bench.List(e.ResultsDir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%d records (%v), want 2", len(entries), err)
+	}
+	for i, fs := range []string{"xfs", "ext4"} {
+		r := entries[i].Record
+		if r.Label != fs || r.Target.FSType != fs || r.Target.Prepared == nil || !strings.HasPrefix(r.Target.Prepared.MkfsArgv[0], "mkfs."+fs) {
+			t.Errorf("record %d: label %q fs %q prepared %+v", i, r.Label, r.Target.FSType, r.Target.Prepared)
+		}
+	}
+	for _, want := range []string{"## xfs vs ext4", "ext4 vs xfs", "mkfs.xfs", "mkfs.ext4", "seq1m-read"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	// Released: no loop device on the image, nothing mounted, fstab as before.
+	if o, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(o) != "" {
+		t.Errorf("image still attached to %s", o)
+	}
+	if o, err := testenv.Run("findmnt", "-n", mnt); err == nil {
+		t.Errorf("still mounted: %s", o)
+	}
+	if after, _ := os.ReadFile("/etc/fstab"); string(after) != string(fstabBefore) {
+		t.Error("/etc/fstab changed")
+	}
+}
