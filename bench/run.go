@@ -353,7 +353,11 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 	}
 	start := r.now()
 	r.log.Info("workload started", "workload", w.Name, "repetition", rep, "path", r.t.path)
+	wallStart := time.Now()
 	res, err := r.eng.Run(ctx, p)
+	// The diskstats bracket spans the whole call (ramp, setup, drain), so
+	// utilization and queue depth are over that, not the measured window.
+	wall := time.Since(wallStart)
 	if err != nil {
 		r.log.Info("workload failed", "workload", w.Name, "err", err)
 		if errors.Is(err, engine.ErrParams) {
@@ -368,7 +372,7 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 	one := repetitionOf(res, rep, start)
 	if haveStats {
 		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
-			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), res.Elapsed, res.Read.Bytes+res.Write.Bytes)
+			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), wall, res.Read.Bytes+res.Write.Bytes)
 			if why := agreementWarning(w, one); why != "" {
 				one.Warnings = append(one.Warnings, why)
 			}
