@@ -160,7 +160,7 @@ type DeviceIO struct {
 	WriteBytes  uint64  `json:"write_bytes"`
 	ReadIOs     uint64  `json:"read_ios"`
 	WriteIOs    uint64  `json:"write_ios"`
-	UtilPercent float64 `json:"util_percent"`
+	UtilPercent float64 `json:"util_percent"` // over the whole engine call, ramp included
 	AvgQueue    float64 `json:"avg_queue"`
 	// AgreementPercent is device bytes as a percentage of engine bytes
 	// (read+write): about 100 with O_DIRECT on a plain device; far off when

@@ -182,7 +182,12 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		summarize(&rec.Workloads[i])
 	}
 	if err != nil {
-		if ctx.Err() == nil || !req.KeepPartial {
+		runs := 0
+		for _, wr := range rec.Workloads {
+			runs += len(wr.Runs)
+		}
+		// Keep a partial record only when it holds a measurement.
+		if ctx.Err() == nil || !req.KeepPartial || runs == 0 {
 			return nil, err
 		}
 		rec.Partial = true

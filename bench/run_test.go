@@ -241,6 +241,19 @@ func TestRunCancel(t *testing.T) {
 	}
 }
 
+func TestRunCancelBeforeAnyMeasurement(t *testing.T) {
+	target, results := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec, err := Run(ctx, Request{Target: target, KeepPartial: true, Overrides: Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}, ResultsDir: results})
+	if !errors.Is(err, context.Canceled) || rec != nil {
+		t.Errorf("rec %v err %v", rec, err)
+	}
+	if left := append(dirEntries(t, target), dirEntries(t, results)...); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
 func TestRunEngineFailure(t *testing.T) {
 	target, results := t.TempDir(), t.TempDir()
 	boom := errors.New("pwrite: input/output error")
