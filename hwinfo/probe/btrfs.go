@@ -8,11 +8,6 @@ func probeBtrfs(d *device) []Signature {
 	if sb == nil || string(sb[64:72]) != "_BHRfS_M" {
 		return nil
 	}
-	// A superblock records its own position; a stray copy elsewhere (an
-	// image inside a file) does not.
-	if le64(sb[48:]) != btrfsSuperOffset {
-		return nil
-	}
 	return []Signature{{Type: "btrfs", Usage: UsageFilesystem, Label: cString(sb[299 : 299+256]),
 		UUID: formatUUID(sb[32:48]), Offset: btrfsSuperOffset + 64, Magic: clone(sb[64:72])}}
 }

@@ -12,9 +12,34 @@ import (
 // the builders cannot drift into a private dialect.
 
 var (
-	le = binary.LittleEndian
-	be = binary.BigEndian
+	le         = binary.LittleEndian
+	be         = binary.BigEndian
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
+
+const extROCompatMetaCsum = 0x0400
+
+// lvmLabelCRC is LVM2's CRC: the IEEE polynomial seeded with 0xf597a6cf and
+// not inverted at the end.
+func lvmLabelCRC(b []byte) uint32 {
+	return ^crc32.Update(^uint32(0xf597a6cf), crc32.IEEETable, b)
+}
+
+// mdV1Checksum is mdadm's calc_sb_1_csum: a 64-bit sum of little-endian
+// words with sb_csum taken as zero, folded to 32 bits.
+func mdV1Checksum(b []byte) uint32 {
+	var sum uint64
+	i := 0
+	for ; i+4 <= len(b); i += 4 {
+		if i != 216 {
+			sum += uint64(le.Uint32(b[i:]))
+		}
+	}
+	if len(b)-i == 2 {
+		sum += uint64(le.Uint16(b[i:]))
+	}
+	return uint32(sum&0xffffffff + sum>>32)
+}
 
 func uuidBytes(s string) []byte {
 	var b []byte

@@ -28,10 +28,6 @@ func luksHeader(d *device, off int64, magic string) (Signature, bool) {
 	case 1:
 		s.UUID = cString(h[168:208])
 	case 2:
-		// A LUKS2 header records where it lives.
-		if be64(h[256:]) != uint64(off) {
-			return Signature{}, false
-		}
 		s.UUID = cString(h[168:208])
 		s.Label = cString(h[24:72])
 	}

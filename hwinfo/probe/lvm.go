@@ -1,23 +1,16 @@
 package probe
 
-import "hash/crc32"
-
-// lvmLabelCRC is LVM2's CRC: the IEEE polynomial seeded with 0xf597a6cf and
-// not inverted at the end.
-func lvmLabelCRC(b []byte) uint32 {
-	return ^crc32.Update(^uint32(0xf597a6cf), crc32.IEEETable, b)
-}
-
 // probeLVM finds a physical-volume label in one of the first four sectors
 // (pvcreate puts it in the second). The magic wipefs erases is the type
-// "LVM2 001" at offset 24 of that sector.
+// "LVM2 001" at offset 24 of that sector. The label CRC is not checked,
+// as blkid -p and wipefs do not let a bad one hide the label.
 func probeLVM(d *device) []Signature {
 	for i := int64(0); i < 4; i++ {
 		l := d.read(i*512, 512)
 		if l == nil || string(l[:8]) != "LABELONE" || string(l[24:32]) != "LVM2 001" {
 			continue
 		}
-		if le64(l[8:]) != uint64(i) || lvmLabelCRC(l[20:]) != le32(l[16:]) {
+		if le64(l[8:]) != uint64(i) {
 			continue
 		}
 		s := Signature{Type: "LVM2_member", Usage: UsageRAID, Offset: i*512 + 24, Magic: clone(l[24:32])}

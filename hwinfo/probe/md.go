@@ -56,33 +56,14 @@ func mdV090(d *device, off int64) (Signature, bool) {
 	return Signature{Type: "linux_raid_member", Usage: UsageRAID, UUID: formatUUID(uuid[:]), Offset: off, Magic: clone(sb[:4])}, true
 }
 
-// mdV1 reads a 1.x superblock, which must name its own position and carry a
-// good checksum; set_name is the label ("host:0").
+// mdV1 reads a 1.x superblock, which must name its own position; set_name
+// is the label ("host:0"). Like blkid -p and wipefs, a bad checksum does not
+// hide it.
 func mdV1(d *device, off int64) (Signature, bool) {
 	sb := d.read(off, 256)
 	if sb == nil || le32(sb) != mdMagic || le32(sb[4:]) != 1 || le64(sb[144:]) != uint64(off)>>9 {
 		return Signature{}, false
 	}
-	full := d.read(off, 256+int64(le32(sb[220:]))*2)
-	if full == nil || mdV1Checksum(full) != le32(sb[216:]) {
-		return Signature{}, false
-	}
 	return Signature{Type: "linux_raid_member", Usage: UsageRAID, Label: cString(sb[32:64]),
 		UUID: formatUUID(sb[16:32]), Offset: off, Magic: clone(sb[:4])}, true
-}
-
-// mdV1Checksum is mdadm's calc_sb_1_csum: a 64-bit sum of little-endian
-// words with sb_csum taken as zero, folded to 32 bits.
-func mdV1Checksum(b []byte) uint32 {
-	var sum uint64
-	i := 0
-	for ; i+4 <= len(b); i += 4 {
-		if i != 216 {
-			sum += uint64(le32(b[i:]))
-		}
-	}
-	if len(b)-i == 2 {
-		sum += uint64(le16(b[i:]))
-	}
-	return uint32(sum&0xffffffff + sum>>32)
 }

@@ -428,6 +428,20 @@ func TestSyntheticAgreesWithBlkid(t *testing.T) {
 	}
 }
 
+// TestRejectsAgreeWithBlkid: what Probe rejects, blkid and wipefs reject.
+func TestRejectsAgreeWithBlkid(t *testing.T) {
+	testenv.RequirePrivileged(t, "blkid", "wipefs")
+	for name, data := range rejectCases() {
+		t.Run(name, func(t *testing.T) {
+			img := filepath.Join(t.TempDir(), "img")
+			if err := os.WriteFile(img, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			compareWithTools(t, img)
+		})
+	}
+}
+
 // TestRealFAT32AndISO makes FAT32 and ISO 9660 with go-diskfs (mkfs.vfat and
 // xorriso are not always installed) and holds Probe to blkid and wipefs.
 func TestRealFAT32AndISO(t *testing.T) {

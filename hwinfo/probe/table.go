@@ -151,13 +151,11 @@ func isPMBR(d *device) bool {
 	return false
 }
 
-// probeGPT reports each valid GPT header and the protective MBR. Like blkid
-// it wants a PMBR before it believes in a GPT; unlike blkid it tries both
-// common sector sizes, since it cannot ask the device.
+// probeGPT reports each valid GPT header and the protective MBR. Like
+// wipefs (BLKID_PARTS_FORCE_GPT) it does not need a PMBR to believe in a
+// GPT; unlike blkid it tries both common sector sizes, since it cannot ask
+// the device.
 func probeGPT(d *device) []Signature {
-	if !isPMBR(d) {
-		return nil
-	}
 	var sigs []Signature
 	for _, ssz := range []int64{512, 4096} {
 		last, ok := lastLBA(d, ssz)
@@ -171,7 +169,10 @@ func probeGPT(d *device) []Signature {
 			}
 		}
 	}
-	return append(sigs, Signature{Type: "PMBR", Usage: UsagePartitionTable, Offset: 510, Magic: []byte{0x55, 0xaa}})
+	if isPMBR(d) {
+		sigs = append(sigs, Signature{Type: "PMBR", Usage: UsagePartitionTable, Offset: 510, Magic: []byte{0x55, 0xaa}})
+	}
+	return sigs
 }
 
 // isDOS decides, as libblkid's probe_dos_pt, whether sector 0 is a DOS
