@@ -41,6 +41,8 @@ type Host struct {
 	System   hwinfo.SystemProduct  `json:"system"`
 	BIOS     hwinfo.BIOS           `json:"bios"`
 	Virt     hwinfo.Virtualization `json:"virtualization"`
+	// Warnings are the inventory's facts that could not be read.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // HostOf trims an inventory to the identity a record keeps.
@@ -51,6 +53,7 @@ func HostOf(h *hwinfo.Host) Host {
 	return Host{
 		Hostname: h.Hostname, OS: h.OS, Kernel: h.Kernel, CPU: h.CPU, Memory: h.Memory,
 		Board: h.Board, System: h.System, BIOS: h.BIOS, Virt: h.Virt,
+		Warnings: append([]string(nil), h.Warnings...),
 	}
 }
 
