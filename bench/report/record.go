@@ -55,7 +55,7 @@ func recordFacts(rec *bench.Record) []compare.Field {
 type recordLine struct {
 	name, dir                       string
 	n                               int
-	mbps, iops, p50, p99, p999, cpu string
+	mbps, iops, p50, p99, p999 string
 }
 
 func stat(s bench.Stat, f func(float64) string) string {

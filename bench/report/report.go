@@ -211,13 +211,3 @@ func byText(c *compare.Comparison) string {
 	}
 	return s
 }
-
-func unitOf(metric string) string {
-	switch metric {
-	case compare.MetricMBps:
-		return "MB/s (10^6 bytes/s)"
-	case compare.MetricLatP99:
-		return "p99 completion latency"
-	}
-	return metric
-}
