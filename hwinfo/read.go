@@ -128,7 +128,7 @@ func (r *reader) warn(format string, args ...any) {
 	}
 	r.warned[msg] = true
 	r.warnings = append(r.warnings, msg)
-	r.log.Warn(msg)
+	r.log.Debug("hwinfo warning", "msg", msg) // the caller shows Host.Warnings itself
 }
 
 // rel shows a host path as the user knows it, without the fixture root.
