@@ -53,8 +53,8 @@ func recordFacts(rec *bench.Record) []compare.Field {
 }
 
 type recordLine struct {
-	name, dir                       string
-	n                               int
+	name, dir                  string
+	n                          int
 	mbps, iops, p50, p99, p999 string
 }
 
