@@ -73,6 +73,12 @@ func targetWarnings(env environment) []string {
 	if why := compressingFS(env.FSType, env.MountOptions); why != "" {
 		out = append(out, why+": written data may be compressed or deduplicated, write figures depend on the data")
 	}
+	switch env.FSType {
+	case "tmpfs", "ramfs":
+		out = append(out, env.FSType+" target: the data lives in RAM, figures measure memory, not a disk")
+	case "nfs", "nfs4", "cifs", "smb3", "9p", "virtiofs", "fuse.sshfs", "ceph", "glusterfs":
+		out = append(out, env.FSType+" target: a network or host-shared filesystem, figures include the transport and the server")
+	}
 	if env.DedupDevice != "" {
 		out = append(out, env.DedupDevice+": written data may be compressed or deduplicated below the filesystem")
 	}

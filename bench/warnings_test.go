@@ -72,6 +72,8 @@ func TestTargetWarnings(t *testing.T) {
 		{"governor mixed", environment{Governors: map[string]int{"performance": 2, "powersave": 2}}, []string{"governor is powersave on 2 of 4 CPUs"}},
 		{"virtual disk", environment{VirtualDisk: true, VirtualBy: "vmware", Disk: "sdb"}, []string{"sdb is a virtual disk emulated by vmware"}},
 		{"physical disk", environment{Disk: "sdb"}, nil},
+		{"tmpfs", environment{FSType: "tmpfs"}, []string{"data lives in RAM"}},
+		{"nfs", environment{FSType: "nfs4"}, []string{"network or host-shared"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
