@@ -30,6 +30,7 @@ svg.chart .s2{fill:var(--s2);stroke:var(--s2)} svg.chart .s3{fill:var(--s3);stro
 svg.chart .s4{fill:var(--s4);stroke:var(--s4)} svg.chart .s5{fill:var(--s5);stroke:var(--s5)}
 svg.chart .bar{stroke:none}
 svg.chart .line{fill:none;stroke-width:2}
+svg.chart .pt{stroke:none}
 `
 
 var dashes = []string{"", "6 3", "2 3", "8 3 2 3", "1 2", "12 4"}
@@ -372,6 +373,7 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 	for gi, g := range c.Groups {
 		ly := topH + 18*float64(gi) + 8
 		d.f(`<line class="line %s" x1="10" y1="%.1f" x2="40" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(gi), ly, ly, dashes[gi%len(dashes)])
+		marker(d, gi, 25, ly)
 		d.text(46, ly+4, "start", "", g.Name)
 	}
 	plotW := chartW - plotL - plotR
@@ -383,8 +385,10 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 		d.text(plotL-6, y(v)+4, "end", "muted", num(v))
 	}
 	d.f(`<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", plotL, plotTop+plotH, plotL+plotW, plotTop+plotH)
-	for _, t := range []int{0, maxT / 2, maxT} {
-		d.text(x(float64(t)), plotTop+plotH+14, "middle", "muted", fmt.Sprintf("%d s", t))
+	for i, t := range []int{0, maxT / 2, maxT} {
+		if i == 0 || t != 0 && t != maxT || i == 2 {
+			d.text(x(float64(t)), plotTop+plotH+14, "middle", "muted", fmt.Sprintf("%d s", t))
+		}
 	}
 	var desc []string
 	// One end label per group (on its last run): a label per repetition
@@ -398,6 +402,13 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 		}
 		d.f(`<polyline class="line %s" stroke-dasharray="%s" points="%s"><title>%s</title></polyline>`+"\n",
 			series(rn.group), dashes[rn.group%len(dashes)], strings.Join(pts, " "), esc(rn.label+": "+joinNums(rn.points)+" MB/s"))
+		if len(rn.points) <= maxMarkers {
+			// Markers keep a short run (one second is a single point, which
+			// a line cannot show) visible; their shape tells groups apart.
+			for i, v := range rn.points {
+				marker(d, rn.group, x(float64(i)+0.5), y(v))
+			}
+		}
 		labelled[rn.group] = rn
 		desc = append(desc, rn.label+": "+joinNums(rn.points))
 	}
@@ -408,6 +419,25 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 		}
 	}
 	return d.finish(ttl, "MB/s per second. "+strings.Join(desc, "; ")+".", false)
+}
+
+// maxMarkers is the longest run that gets a marker on every second.
+const maxMarkers = 120
+
+// marker draws a point in its group's colour and shape: circle, square,
+// triangle, diamond, in turn.
+func marker(d *svgDoc, group int, cx, cy float64) {
+	cls := "pt " + series(group)
+	switch group % 4 {
+	case 0:
+		d.f(`<circle class="%s" cx="%.1f" cy="%.1f" r="3.5"/>`+"\n", cls, cx, cy)
+	case 1:
+		d.f(`<rect class="%s" x="%.1f" y="%.1f" width="7" height="7"/>`+"\n", cls, cx-3.5, cy-3.5)
+	case 2:
+		d.f(`<polygon class="%s" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", cls, cx, cy-4.5, cx+4.5, cy+3.5, cx-4.5, cy+3.5)
+	default:
+		d.f(`<polygon class="%s" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", cls, cx, cy-4.5, cx+4.5, cy, cx, cy+4.5, cx-4.5, cy)
+	}
 }
 
 func joinNums(vs []float64) string {
