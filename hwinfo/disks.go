@@ -31,8 +31,10 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 	st := &blockState{ghwDisks: map[string]*ghw.Disk{}}
 	// ghw enumerates the disks (and reads their udev identity) for us; it
 	// skips what it cannot use (unused loop devices), which --all still
-	// lists, so sys/block stays the list we walk.
-	if bi, err := ghw.Block(r.ghwArgs()...); err == nil {
+	// lists, so sys/block stays the list we walk. Its block reader re-reads
+	// all of /proc/self/mounts for every partition (thousands of lines on a
+	// container host) for mount facts we take from mountinfo once: hide it.
+	if bi, err := ghw.Block(r.ghwArgs("/proc")...); err == nil {
 		for _, d := range bi.Disks {
 			st.ghwDisks[d.Name] = d
 		}

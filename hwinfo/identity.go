@@ -16,14 +16,19 @@ import (
 // ghwArgs points ghw at our root, keeps it from running tools, and routes its
 // warnings (which it would print to stderr) into our logger at debug level:
 // our own warnings already say what is missing, once, in plain words.
-func (r *reader) ghwArgs() []any {
+// hidden maps host directories ghw should find empty.
+func (r *reader) ghwArgs(hidden ...string) []any {
+	// Should a ghw reader fall back to scanning /var/log/syslog* (its memory
+	// reader does), it finds nothing: slow, and not our business.
+	overrides := ghw.PathOverrides{"/var": "/.diskprep-hidden/var"}
+	for _, h := range hidden {
+		overrides[h] = "/.diskprep-hidden" + h
+	}
 	return []any{
 		ghw.WithChroot(r.root),
 		ghw.WithDisableTools(),
 		ghw.WithLogger(slog.New(demoteHandler{r.log.Handler()})),
-		// Should a ghw reader fall back to scanning /var/log/syslog* (its
-		// memory reader does), it finds nothing: slow, and not our business.
-		ghw.WithPathOverrides(ghw.PathOverrides{"/var": "/.diskprep-no-var"}),
+		ghw.WithPathOverrides(overrides),
 	}
 }
 

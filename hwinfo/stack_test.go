@@ -121,3 +121,30 @@ func TestNVMeMultipathHiddenPath(t *testing.T) {
 		t.Errorf("disks: %+v", h.Disks)
 	}
 }
+
+// TestGhwFillsSerial: a serial only sg3_utils' udev rules recorded
+// (SCSI_IDENT_SERIAL) reaches us through ghw's block reader.
+func TestGhwFillsSerial(t *testing.T) {
+	root := t.TempDir()
+	dev := "/sys/devices/pci0000:00/0000:00:10.0/host2/target2:0:0/2:0:0:0/block/sda"
+	for p, c := range map[string]string{
+		dev + "/dev": "8:0", dev + "/size": "2000",
+		"/run/udev/data/b8:0": "E:ID_BUS=scsi\nE:SCSI_IDENT_SERIAL=6000c29a1b2c\n",
+	} {
+		mkfile(t, root, p, c+"\n")
+	}
+	rel, _ := filepath.Rel(filepath.Join(root, "sys/block"), filepath.Join(root, dev))
+	if err := os.MkdirAll(filepath.Join(root, "sys/block"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rel, filepath.Join(root, "sys/block/sda")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Disks) != 1 || h.Disks[0].Serial != "6000c29a1b2c" || h.Disks[0].Transport != "scsi" {
+		t.Errorf("disks: %+v", h.Disks)
+	}
+}
