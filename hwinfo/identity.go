@@ -358,7 +358,7 @@ func (r *reader) detectHypervisor(d dmiFacts, ci cpuInfo) (string, string) {
 	switch {
 	case has(d.sysVendor, "VMware") || has(d.product, "VMware"):
 		return "vmware", "dmi sys_vendor=" + d.sysVendor + ", product_name=" + d.product
-	case has(d.sysVendor, "innotek") || has(d.product, "VirtualBox") || has(d.boardVendor, "Oracle Corporation") && has(d.product, "VirtualBox"):
+	case has(d.sysVendor, "innotek") || has(d.product, "VirtualBox"):
 		return "virtualbox", "dmi sys_vendor=" + d.sysVendor + ", product_name=" + d.product
 	case has(d.sysVendor, "Microsoft Corporation") && has(d.product, "Virtual Machine"):
 		return "hyperv", "dmi sys_vendor=" + d.sysVendor + ", product_name=" + d.product

@@ -45,12 +45,14 @@ type Options struct {
 //     cpuinfo "hypervisor" flag, kvm-clock to tell KVM from QEMU TCG;
 //   - container: proc/1/environ, run/systemd/container, run/.containerenv,
 //     .dockerenv, proc/1/cgroup, the root mount in mountinfo;
-//   - disks: ghw's block enumeration and sys/block for sizes, sector sizes and
-//     queue limits; model, serial, firmware, WWN, bus and filesystems from the
-//     udev database (run/udev/data), else sysfs (device/model, vendor, rev,
-//     vpd_pg80, wwid, NVMe serial and firmware_rev, virtio vendor 0x1af4),
-//     else, on the live root only, the on-disk signatures read by
-//     hwinfo/probe, else the filesystem type from mountinfo;
+//   - disks: the sys/block list; sizes, sector sizes and queue limits from
+//     sysfs; bus from the device's sysfs path, then udev ID_BUS; model,
+//     serial, firmware and WWN from the udev database (run/udev/data), else
+//     sysfs (device/model, vendor, rev, vpd_pg80, wwid, NVMe serial and
+//     firmware_rev, virtio vendor 0x1af4), else what ghw's block reader
+//     found; filesystems and partition entries from udev, else, on the live
+//     root only, the signatures hwinfo/probe reads from the device, else the
+//     type it is mounted with (mountinfo) or "swap" (proc/swaps);
 //   - mounts from proc/self/mountinfo, swap from proc/swaps, holders from
 //     sys/block/*/holders (dm name and uuid decide LVM, crypt, multipath).
 //
