@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,18 +81,64 @@ func dropPartitions(t *testing.T, dev string) {
 	}
 }
 
+// hashFile hashes an image's bytes. Only the allocated extents are read
+// (SEEK_DATA/SEEK_HOLE): holes read as zeros, and hashing gigabytes of zeros
+// on a shared two-core machine would make every refusal test slow.
 func hashFile(t *testing.T, path string) string {
 	t.Helper()
+	// Settle writeback first, so the extent map is the file's real one and
+	// not a snapshot of delayed allocation in progress.
+	unix.Sync()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		t.Fatal(err)
 	}
+	h := sha256.New()
+	fmt.Fprintf(h, "size %d\n", fi.Size())
+	var off int64
+	for off < fi.Size() {
+		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+		if err != nil { // ENXIO: only a hole remains
+			break
+		}
+		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Hash non-zero blocks with their offsets: reading through the loop
+		// device may allocate zero pages (tmpfs), which is not a change.
+		buf := make([]byte, 1<<20)
+		for pos := data; pos < hole; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-pos)], pos)
+			if err != nil && n == 0 {
+				t.Fatal(err)
+			}
+			for b := 0; b < n; b += 4096 {
+				blk := buf[b:min(b+4096, n)]
+				if !allZero(blk) {
+					fmt.Fprintf(h, "block %d\n", pos+int64(b))
+					h.Write(blk)
+				}
+			}
+			pos += int64(n)
+		}
+		off = hole
+	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // blkidValue runs blkid -p (low-level probe, no cache) for one tag.
@@ -205,7 +250,7 @@ func TestPrivilegedPrepare(t *testing.T) {
 func TestPrivilegedWipe(t *testing.T) {
 	testenv.RequirePrivileged(t, privPrograms...)
 	ctx := context.Background()
-	l := newDisk(t, 1<<30, 0)
+	l := newDisk(t, 768<<20, 0)
 	testenv.MustRun(t, "mkfs.ext4", "-q", "-L", "old", l.Dev)
 	req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs", Label: "new", SizeBytes: 512 << 20}, {FS: "ext4", Label: "rest"}}}
 	before := hashFile(t, l.Image)
@@ -517,5 +562,93 @@ func TestPrivilegedArgvSequence(t *testing.T) {
 	r.done()
 	if !strings.HasPrefix(res.Partitions[0].MkfsVersion, "mke2fs ") || !strings.HasPrefix(res.Partitions[1].MkfsVersion, "mkfs.xfs version") {
 		t.Errorf("versions %q %q", res.Partitions[0].MkfsVersion, res.Partitions[1].MkfsVersion)
+	}
+}
+
+// Prepared once, then asked differently with --wipe: the old GPT (both
+// headers, the PMBR) and the old filesystem go, the new layout is clean.
+func TestPrivilegedWipeOverPrepared(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	l := newDisk(t, 512<<20, 0)
+	deps := testDeps(t)
+	first, err := PlanDisk(Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs", Label: "old"}}}, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, first, deps); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "ext4", Label: "a", SizeBytes: 100 << 20}, {FS: "ext4", Label: "b"}}}
+	before := hashFile(t, l.Image)
+	if _, err := PlanDisk(req, mustFacts(t)); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--wipe") {
+		t.Fatalf("without --wipe: %v", err)
+	}
+	if hashFile(t, l.Image) != before {
+		t.Fatal("refused plan changed the device")
+	}
+	req.Wipe = true
+	plan, err := PlanDisk(req, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, plan, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wiped := strings.Join(res.Wiped, ",")
+	for _, want := range []string{"gpt", "PMBR", "xfs"} {
+		if !strings.Contains(wiped, want) {
+			t.Errorf("wiped %q lacks %s", wiped, want)
+		}
+	}
+	out := testenv.MustRun(t, "sgdisk", "-v", l.Dev)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("sgdisk -v:\n%s", out)
+	}
+	out = testenv.MustRun(t, "sgdisk", "-p", l.Dev)
+	if !strings.Contains(out, strings.ToUpper(plan.Table.DiskGUID)) || strings.Count(out, "8300") != 2 {
+		t.Errorf("sgdisk -p:\n%s", out)
+	}
+	for _, pp := range plan.Partitions {
+		if got := blkidValue(t, pp.Path, "TYPE"); got != "ext4" {
+			t.Errorf("%s TYPE %q", pp.Path, got)
+		}
+		testenv.MustRun(t, "e2fsck", "-fn", pp.Path)
+	}
+}
+
+// Beyond 2 TiB of 512-byte sectors the protective MBR's sector count
+// saturates at 0xFFFFFFFF (go-diskfs alone would truncate it). Only the
+// table is written: a sparse 3 TiB loop device costs nothing.
+func TestPrivilegedLargeDiskPMBR(t *testing.T) {
+	testenv.RequirePrivileged(t, "sgdisk")
+	l := newDisk(t, 3<<40, 0)
+	fixedUUIDs(t)
+	plan, err := PlanDisk(Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(l.Dev, os.O_RDWR|os.O_EXCL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := writeGPT(f, plan); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyGPT(f, plan); err != nil {
+		t.Fatal(err)
+	}
+	mbr := make([]byte, 512)
+	if _, err := f.ReadAt(mbr, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mbr[446+12 : 446+16]; string(got) != "\xff\xff\xff\xff" || mbr[446+4] != 0xee || mbr[510] != 0x55 || mbr[511] != 0xaa {
+		t.Errorf("protective MBR entry % x", mbr[446:462])
+	}
+	out := testenv.MustRun(t, "sgdisk", "-v", l.Dev)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("sgdisk -v:\n%s", out)
 	}
 }
