@@ -101,17 +101,7 @@ func deviceSize(path string) (uint64, error) {
 
 // identify fills the device, disk and filesystem identity as far as known.
 func (t *target) identify(host *hwinfo.Host) {
-	if t.haveDev {
-		sys := filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", t.major, t.minor))
-		if real, err := filepath.EvalSymlinks(sys); err == nil {
-			t.ident.Device = filepath.Base(real)
-			queue := filepath.Join(real, "queue")
-			if _, err := os.Stat(filepath.Join(real, "partition")); err == nil {
-				queue = filepath.Join(filepath.Dir(real), "queue")
-			}
-			t.sectorSz = readUint(filepath.Join(queue, "logical_block_size"))
-		}
-	}
+	found := t.haveDev && t.blockDevice()
 	if m, ok := findMount(t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == KindDevice); ok {
 		t.ident.FSType = m.fstype
 		t.ident.MountPoint = m.point
@@ -119,6 +109,15 @@ func (t *target) identify(host *hwinfo.Host) {
 		t.ident.MountSource = m.source
 		if t.ident.Kind != KindDevice {
 			t.ident.Prepared = readPrepared(m.point)
+		}
+		// btrfs and other multi-device filesystems give files an anonymous
+		// st_dev (0:NN); the mount's source names the real device.
+		if !found && strings.HasPrefix(m.source, "/dev/") {
+			var st unix.Stat_t
+			if unix.Stat(m.source, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK {
+				t.major, t.minor = unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))
+				t.haveDev = t.blockDevice()
+			}
 		}
 	}
 	if host == nil || t.ident.Device == "" {
@@ -143,6 +142,23 @@ func (t *target) identify(host *hwinfo.Host) {
 		t.ident.SizeBytes = d.SizeBytes
 		t.ident.LogicalSectorBytes, t.ident.PhysicalSectorBytes = d.LogicalSectorBytes, d.PhysicalSectorBytes
 	}
+}
+
+// blockDevice names the block device major:minor from sysfs, with its
+// logical sector size; false when sysfs does not know it.
+func (t *target) blockDevice() bool {
+	sys := filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", t.major, t.minor))
+	real, err := filepath.EvalSymlinks(sys)
+	if err != nil {
+		return false
+	}
+	t.ident.Device = filepath.Base(real)
+	queue := filepath.Join(real, "queue")
+	if _, err := os.Stat(filepath.Join(real, "partition")); err == nil {
+		queue = filepath.Join(filepath.Dir(real), "queue")
+	}
+	t.sectorSz = readUint(filepath.Join(queue, "logical_block_size"))
+	return true
 }
 
 // underlying lists the devices a stacked device sits on, depth first.
