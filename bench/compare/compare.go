@@ -173,6 +173,11 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 		c.Groups[i].Records = append(c.Groups[i].Records, r)
 	}
 	c.Environment, c.Warnings = identities(c.Groups, by)
+	for _, r := range recs {
+		if r.Partial {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("record %s is partial (interrupted): some repetitions or workloads are missing", r.ID))
+		}
+	}
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
 	if len(c.Rows) == 0 {
 		return nil, fmt.Errorf("the records hold no measured workloads: %w", ErrNothing)

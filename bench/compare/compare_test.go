@@ -301,3 +301,15 @@ func TestQuickShape(t *testing.T) {
 		}
 	}
 }
+
+func TestPartialRecordWarned(t *testing.T) {
+	a, b := rec("p1", "a", 500), rec("p2", "b", 400)
+	b.Partial = true
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(cmp.Warnings, "\n"), "record p2 is partial") {
+		t.Errorf("warnings %q", cmp.Warnings)
+	}
+}

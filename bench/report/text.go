@@ -182,7 +182,7 @@ func Markdown(w io.Writer, c *compare.Comparison) error {
 func CSV(w io.Writer, c *compare.Comparison) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"workload", "dir", "metric", "group", "baseline", "n", "median", "min", "max",
-		"change_pct", "verdict", "p", "ci_low_pct", "ci_high_pct", "params"})
+		"change_pct", "verdict", "p", "test", "ci_low_pct", "ci_high_pct", "params"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	fp := func(v *float64) string {
 		if v == nil {
@@ -198,11 +198,18 @@ func CSV(w io.Writer, c *compare.Comparison) error {
 			for gi, cell := range r.Cells {
 				rec := []string{r.Name, r.Dir, m, c.Groups[gi].Name, c.Groups[0].Name}
 				if !cell.Present {
-					rec = append(rec, "0", "", "", "", "", compare.VerdictMissing, "", "", "", r.Params)
+					rec = append(rec, "0", "", "", "", "", compare.VerdictMissing, "", "", "", "", r.Params)
 				} else {
 					v := cell.Metrics[mi]
+					test := ""
+					switch {
+					case v.P != nil && v.Exact:
+						test = "Mann-Whitney U, exact"
+					case v.P != nil:
+						test = "Mann-Whitney U, normal approximation"
+					}
 					rec = append(rec, strconv.Itoa(len(v.Values)), f(v.Median), f(v.Min), f(v.Max),
-						fp(v.ChangePct), v.Verdict, fp(v.P), fp(v.CILowPct), fp(v.CIHighPct), r.Params)
+						fp(v.ChangePct), v.Verdict, fp(v.P), test, fp(v.CILowPct), fp(v.CIHighPct), r.Params)
 				}
 				cw.Write(rec)
 			}
