@@ -263,3 +263,19 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestImportStatusIntervalUsesTheLastDocument(t *testing.T) {
+	first, _ := readRaw(t, "fio-3.33-randread.json")
+	last, r := readRaw(t, "fio-3.33-two-jobs-direct.json")
+	data := append(append(append([]byte(nil), first...), '\n'), last...)
+	rec, warns, err := Import(data, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Workloads) != len(r.Jobs) || rec.Workloads[0].Params.Name != r.Jobs[0].Name {
+		t.Errorf("imported %d workloads (%s), want the last document's %d", len(rec.Workloads), rec.Workloads[0].Params.Name, len(r.Jobs))
+	}
+	if !strings.Contains(strings.Join(warns, "\n"), "2 fio JSON documents") {
+		t.Errorf("warnings %q", warns)
+	}
+}

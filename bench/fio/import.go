@@ -129,7 +129,22 @@ func extract(data []byte) (*document, []string, error) {
 			first, _, _ := strings.Cut(string(pre), "\n")
 			warnings = append(warnings, fmt.Sprintf("skipped %d bytes of text before the JSON (fio printed %q)", len(pre), first))
 		}
-		if rest := bytes.TrimSpace(data[start+int(dec.InputOffset()):]); len(rest) > 0 {
+		// fio --status-interval prints a document per interval, the final
+		// report last: the last complete one is the run's result.
+		end := start + int(dec.InputOffset())
+		docs := 1
+		for {
+			var next document
+			if err := dec.Decode(&next); err != nil || len(next.Jobs) == 0 {
+				break
+			}
+			doc, end = next, start+int(dec.InputOffset())
+			docs++
+		}
+		if docs > 1 {
+			warnings = append(warnings, fmt.Sprintf("%d fio JSON documents (fio --status-interval?): used the last, the final report", docs))
+		}
+		if rest := bytes.TrimSpace(data[end:]); len(rest) > 0 {
 			warnings = append(warnings, fmt.Sprintf("skipped %d bytes of text after the JSON", len(rest)))
 		}
 		return &doc, warnings, nil
