@@ -96,7 +96,9 @@ func NewLoop(t testing.TB, size int64, opt LoopOptions) *Loop {
 
 func (l *Loop) destroy(t testing.TB) {
 	UnmountAll(t, l.Dev)
-	// Partitions added with BLKPG go away with the device.
+	// Partitions registered with BLKPG (partx -a, or diskprep itself on a
+	// kernel without a partition parser) outlive LOOP_CLR_FD: drop them first.
+	DropPartitions(t, l.Dev)
 	for i := 0; i < 5; i++ {
 		if _, err := Run("losetup", "-d", l.Dev); err == nil || !stillAttached(l.Dev, l.Image) {
 			break
@@ -107,6 +109,23 @@ func (l *Loop) destroy(t testing.TB) {
 		t.Errorf("loop device %s still attached to %s", l.Dev, l.Image)
 	}
 	os.Remove(l.Image)
+}
+
+// DropPartitions removes the kernel's partition entries of dev (partx -d),
+// so a loop device goes back to the pool clean.
+func DropPartitions(t testing.TB, dev string) {
+	t.Helper()
+	name := filepath.Base(dev)
+	parts, _ := filepath.Glob(filepath.Join("/sys/block", name, name+"p*"))
+	if len(parts) == 0 {
+		return
+	}
+	if _, err := Run("partx", "-d", dev); err != nil {
+		t.Logf("partx -d %s: %v", dev, err)
+	}
+	if parts, _ := filepath.Glob(filepath.Join("/sys/block", name, name+"p*")); len(parts) > 0 {
+		t.Errorf("partitions of %s still registered: %v", dev, parts)
+	}
 }
 
 func stillAttached(dev, img string) bool {

@@ -26,3 +26,21 @@ func TestLoopLifecycle(t *testing.T) {
 		t.Fatalf("image %s not removed", img)
 	}
 }
+
+func TestLoopCleanupDropsPartitions(t *testing.T) {
+	RequirePrivileged(t, "sgdisk", "partx")
+	var dev string
+	t.Run("inner", func(t *testing.T) {
+		l := NewLoop(t, 64<<20, LoopOptions{})
+		dev = l.Dev
+		MustRun(t, "sgdisk", "-n", "1:2048:+16M", "-n", "2:0:0", l.Dev)
+		MustRun(t, "partx", "-a", l.Dev)
+		if _, err := os.Stat("/sys/block/" + strings.TrimPrefix(dev, "/dev/") + "/" + strings.TrimPrefix(dev, "/dev/") + "p2"); err != nil {
+			t.Fatalf("partition not registered: %v", err)
+		}
+	})
+	name := strings.TrimPrefix(dev, "/dev/")
+	if _, err := os.Stat("/sys/block/" + name + "/" + name + "p1"); err == nil {
+		t.Fatalf("%sp1 still registered after cleanup", dev)
+	}
+}
