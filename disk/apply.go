@@ -115,6 +115,10 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		versions[pp.Mkfs[0]] = v
 	}
 
+	if err := a.preflight(plan); err != nil {
+		return nil, err
+	}
+
 	p := plan
 	if p.Image != nil {
 		res.Image = p.Image.Path
@@ -604,4 +608,47 @@ func (a *applier) writeMarker(p *Plan, pp PartPlan, pr PartResult) error {
 func (a *applier) systemdIsInit() bool {
 	b, err := os.ReadFile(filepath.Join(a.root, "proc/1/comm"))
 	return err == nil && strings.TrimSpace(string(b)) == "systemd"
+}
+
+// preflight refuses, before anything is created or written, what would
+// only fail half way: a mount point already taken by another filesystem, or
+// an fstab line for the mount point or filesystem that says something else.
+func (a *applier) preflight(p *Plan) error {
+	mounts, err := readMountinfo(filepath.Join(a.procDir, "self/mountinfo"))
+	if err != nil {
+		return fmt.Errorf("read mounts: %w", err)
+	}
+	var lines []fstab.Line
+	if b, err := os.ReadFile(a.fstabPath); err == nil {
+		if lines, err = fstab.Parse(b); err != nil {
+			return fmt.Errorf("%s: %w", a.fstabPath, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", a.fstabPath, err)
+	}
+	for _, pp := range p.Partitions {
+		if pp.MountPoint == "" {
+			continue
+		}
+		for _, m := range mounts {
+			if filepath.Clean(m.point) == pp.MountPoint && m.source != pp.Path {
+				return refuse(p.Device, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
+			}
+		}
+		if !pp.Persist {
+			continue
+		}
+		want := fstabEntry(pp)
+		for i, l := range lines {
+			if l.Entry == nil {
+				continue
+			}
+			samePoint := filepath.Clean(l.Entry.File) == pp.MountPoint
+			sameSpec := strings.EqualFold(l.Entry.Spec, want.Spec)
+			if samePoint != sameSpec {
+				return refuse(p.Device, fmt.Sprintf("%s line %d already says %q", a.fstabPath, i+1, l.Raw))
+			}
+		}
+	}
+	return nil
 }

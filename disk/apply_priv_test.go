@@ -652,3 +652,41 @@ func TestPrivilegedLargeDiskPMBR(t *testing.T) {
 		t.Errorf("sgdisk -v:\n%s", out)
 	}
 }
+
+// A mount point already in use, or claimed by another fstab line, is refused
+// before the table is written.
+func TestPrivilegedPreflightRefusals(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	for _, name := range []string{"mount point taken", "fstab conflict"} {
+		t.Run(name, func(t *testing.T) {
+			l := newDisk(t, 64<<20, 0)
+			deps := testDeps(t)
+			mnt := t.TempDir()
+			req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "ext4", Mount: mnt, Persist: true}}}
+			want := "already a mount point"
+			if name == "mount point taken" {
+				testenv.MustRun(t, "mount", "-t", "tmpfs", "none", mnt)
+				t.Cleanup(func() { unix.Unmount(mnt, 0) })
+			} else {
+				want = "already says"
+				line := "LABEL=other " + mnt + " xfs defaults 0 0\n"
+				if err := os.WriteFile(filepath.Join(deps.Root, "etc/fstab"), []byte(line), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := hashFile(t, l.Image)
+			plan, err := PlanDisk(req, mustFacts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Apply(ctx, plan, deps)
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want a refusal naming %q", err, want)
+			}
+			if hashFile(t, l.Image) != before {
+				t.Error("device bytes changed")
+			}
+		})
+	}
+}
