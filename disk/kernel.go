@@ -71,6 +71,13 @@ func blkpg(fd uintptr, op int32, pno int32, start, length uint64) error {
 // It reports whether BLKPG had to step in.
 func (a *applier) syncKernelPartitions(f *os.File, p *Plan) (usedBLKPG bool, err error) {
 	disk := filepath.Base(p.Device)
+	if p.Table == nil {
+		// Nothing was written: when the kernel already has exactly the
+		// planned partitions, a re-read would only churn them (and udev).
+		if have, err := kernelPartitions(a.sysDir, disk); err == nil && len(have) == len(p.Partitions) && a.checkKernelPartitions(p) == nil {
+			return false, nil
+		}
+	}
 	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0); err != nil {
 		a.log.Debug("re-read partition table failed, falling back to BLKPG", "device", p.Device, "err", err)
 	}

@@ -1,0 +1,56 @@
+package disk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestHostProbes(t *testing.T) {
+	root := t.TempDir()
+	a := newApplier(Deps{Root: root})
+	if a.systemdIsInit() || a.udevRunning() {
+		t.Fatal("empty root: no systemd, no udev")
+	}
+	os.MkdirAll(filepath.Join(root, "proc/1"), 0o755)
+	os.WriteFile(filepath.Join(root, "proc/1/comm"), []byte("systemd\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "run/udev"), 0o755)
+	os.WriteFile(filepath.Join(root, "run/udev/control"), nil, 0o644)
+	if !a.systemdIsInit() || !a.udevRunning() {
+		t.Fatal("systemd and udev not seen")
+	}
+	os.WriteFile(filepath.Join(root, "proc/1/comm"), []byte("process_api\n"), 0o644)
+	if a.systemdIsInit() {
+		t.Fatal("another init taken for systemd")
+	}
+}
+
+// With udev running, the device node is waited for after `udevadm settle`,
+// which goes through the runner.
+func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
+	if _, err := devNumber("/dev/loop0"); err != nil {
+		t.Skip("needs a /dev/loop0 node to stand for a partition")
+	}
+	root, sys := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "run/udev"), 0o755)
+	os.WriteFile(filepath.Join(root, "run/udev/control"), nil, 0o644)
+	os.MkdirAll(filepath.Join(sys, "class/block/loop0"), 0o755)
+	os.WriteFile(filepath.Join(sys, "class/block/loop0/dev"), []byte("7:0\n"), 0o644)
+	r := &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"udevadm", "settle", "--timeout=30"}}}}
+	a := newApplier(Deps{Root: root, SysDir: sys, Runner: r})
+	if err := a.waitDeviceNode(context.Background(), "loop0"); err != nil {
+		t.Fatal(err)
+	}
+	r.done()
+	// A node with another device number is not the partition: with udev
+	// running, diskprep waits for udev rather than replacing it.
+	os.WriteFile(filepath.Join(sys, "class/block/loop0/dev"), []byte("7:12345\n"), 0o644)
+	r = &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"udevadm", "settle", "--timeout=30"}}}}
+	a.runner = r
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.waitDeviceNode(ctx, "loop0"); err == nil {
+		t.Fatal("wrong device number accepted")
+	}
+}
