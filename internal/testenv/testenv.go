@@ -99,11 +99,12 @@ func (l *Loop) destroy(t testing.TB) {
 	// Partitions registered with BLKPG (partx -a, or diskprep itself on a
 	// kernel without a partition parser) outlive LOOP_CLR_FD: drop them first.
 	DropPartitions(t, l.Dev)
-	for i := 0; i < 5; i++ {
-		if _, err := Run("losetup", "-d", l.Dev); err == nil || !stillAttached(l.Dev, l.Image) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	// LOOP_CLR_FD returns before the kernel lets go of the backing file
+	// (autoclear completes on last close), so poll rather than check once.
+	deadline := time.Now().Add(5 * time.Second)
+	for stillAttached(l.Dev, l.Image) && time.Now().Before(deadline) {
+		Run("losetup", "-d", l.Dev)
+		time.Sleep(100 * time.Millisecond)
 	}
 	if stillAttached(l.Dev, l.Image) {
 		t.Errorf("loop device %s still attached to %s", l.Dev, l.Image)
