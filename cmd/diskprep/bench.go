@@ -225,6 +225,13 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if err != nil {
 		return err
 	}
+	if format == "json" && !e.Quiet {
+		// The table and Markdown carry the warnings; JSON goes to a pipe
+		// or a file, so say them where a person sees them.
+		for _, w := range bench.Warnings(rec) {
+			fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+		}
+	}
 	if !e.Quiet {
 		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
 	}
