@@ -32,12 +32,21 @@ func InspectImage(path string) (ImageState, error) {
 	st := ImageState{Path: abs}
 	fi, err := os.Lstat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
+		// The kernel reports a loop device's backing file by its real path;
+		// name the image the same way, or a second run would not recognise
+		// it as attached and attach it twice.
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			st.Path = filepath.Join(dir, filepath.Base(abs))
+		}
 		return st, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("inspect image %s: %w", abs, err)
 	}
 	st.Exists = true
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		st.Path = real
+	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(abs)
 		if err != nil {

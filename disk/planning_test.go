@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -444,5 +446,27 @@ func TestConfirmation(t *testing.T) {
 		if Confirmed(a) != want {
 			t.Errorf("answer %q", a)
 		}
+	}
+}
+
+// Images are named by their real path, as the kernel names a loop device's
+// backing file, so a second run through a symlinked directory recognises an
+// attached image instead of attaching it twice.
+func TestInspectImageRealPath(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	st, err := InspectImage(filepath.Join(link, "a.img"))
+	if err != nil || st.Exists || st.Path != filepath.Join(real, "a.img") {
+		t.Fatalf("missing image: %+v %v", st, err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a.img"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err = InspectImage(filepath.Join(link, "a.img"))
+	if err != nil || !st.Exists || !st.Regular || st.Path != filepath.Join(real, "a.img") || st.SizeBytes != 1<<20 || st.Disk == nil || st.Disk.PartitionTable != "" {
+		t.Fatalf("existing image: %+v %v", st, err)
 	}
 }
