@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -161,8 +162,17 @@ func TestPrivilegedPrepare(t *testing.T) {
 			deps := testDeps(t)
 			mnt := filepath.Join(t.TempDir(), "mnt")
 			req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: c.fs, Label: "bench", Mount: mnt, MountOpts: "noatime", Persist: true}}}
-			plan, err := PlanDisk(req, mustFacts(t))
+			planned, err := PlanDisk(req, mustFacts(t))
 			if err != nil {
+				t.Fatal(err)
+			}
+			// Apply what --dry-run -o json prints: the JSON is the whole plan.
+			js, err := json.Marshal(planned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan *Plan
+			if err := json.Unmarshal(js, &plan); err != nil {
 				t.Fatal(err)
 			}
 			res, err := Apply(ctx, plan, deps)
