@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,5 +308,13 @@ func TestJSONRoundTrips(t *testing.T) {
 func TestUnknownFormat(t *testing.T) {
 	if err := Write(io.Discard, "pdf", comparison(t, false)); err == nil {
 		t.Error("pdf accepted")
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	for _, c := range []struct{ raw, want float64 }{{1171, 2000}, {0.3, 0.5}, {100, 100}, {101, 200}, {45, 50}, {0, 1}} {
+		if got := niceStep(c.raw); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("niceStep(%v) = %v, want %v", c.raw, got, c.want)
+		}
 	}
 }

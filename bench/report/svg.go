@@ -369,7 +369,8 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 	if maxV <= 0 {
 		maxV = 1
 	}
-	maxV *= 1.1
+	step := niceStep(maxV / 4)
+	maxV = math.Ceil(maxV*1.05/step) * step
 	for gi, g := range c.Groups {
 		ly := topH + 18*float64(gi) + 8
 		d.f(`<line class="line %s" x1="10" y1="%.1f" x2="40" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(gi), ly, ly, dashes[gi%len(dashes)])
@@ -379,8 +380,7 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 	plotW := chartW - plotL - plotR
 	x := func(t float64) float64 { return plotL + t/float64(maxT)*plotW }
 	y := func(v float64) float64 { return plotTop + plotH - v/maxV*plotH }
-	for i := 0; i <= 4; i++ {
-		v := maxV * float64(i) / 4
+	for v := 0.0; v <= maxV+step/2; v += step {
 		d.f(`<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", plotL, y(v), plotL+plotW, y(v))
 		d.text(plotL-6, y(v)+4, "end", "muted", num(v))
 	}
@@ -438,6 +438,21 @@ func marker(d *svgDoc, group int, cx, cy float64) {
 	default:
 		d.f(`<polygon class="%s" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", cls, cx, cy-4.5, cx+4.5, cy, cx, cy+4.5, cx-4.5, cy)
 	}
+}
+
+// niceStep rounds a raw axis step up to 1, 2 or 5 times a power of ten,
+// so grid lines fall on numbers people read at a glance.
+func niceStep(raw float64) float64 {
+	if raw <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 func joinNums(vs []float64) string {
