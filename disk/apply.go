@@ -129,6 +129,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		defer unlock()
 		p = p.Bind(dev)
 		res.Device = p.Device
+		res.Notes = append([]string(nil), p.Notes...)
 	}
 
 	devnum, err := devNumber(p.Device)

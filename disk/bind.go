@@ -34,6 +34,10 @@ func (p *Plan) Bind(loopDev string) *Plan {
 	}
 	c.Device = loopDev
 	c.Disk.Name = newName
+	c.Notes = make([]string, len(p.Notes))
+	for i, n := range p.Notes {
+		c.Notes[i] = strings.ReplaceAll(n, oldName, newName)
+	}
 	c.Partitions = make([]PartPlan, len(p.Partitions))
 	for i, pp := range p.Partitions {
 		// The partition names were derived from "loopN"; rederive them so

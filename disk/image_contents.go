@@ -24,7 +24,7 @@ func inspectImageContents(path string, size uint64) (*hwinfo.Disk, error) {
 }
 
 // describeDevice fills the table and signature facts of d from the device's
-// bytes; the sector size must be set.
+// bytes, and the sector size when the table reveals it.
 func describeDevice(d *hwinfo.Disk, r io.ReaderAt, size uint64) error {
 	sigs, err := probeSignatures(r, int64(size))
 	if err != nil {
@@ -38,7 +38,7 @@ func describeDevice(d *hwinfo.Disk, r io.ReaderAt, size uint64) error {
 			d.FSType, d.FSLabel, d.FSUUID = s.Type, s.Label, s.UUID
 		}
 	}
-	t, err := readTable(r, int64(size), d.LogicalSectorBytes)
+	t, err := readTable(r, int64(size), 0)
 	if err != nil {
 		// An announced but broken table still counts as content.
 		for _, s := range sigs {
@@ -53,6 +53,10 @@ func describeDevice(d *hwinfo.Disk, r io.ReaderAt, size uint64) error {
 		return nil
 	}
 	d.PartitionTable, d.PartitionTableID = t.Type, t.ID
+	if t.SectorBytes != 0 {
+		// An image made for a 4K loop device reads as one.
+		d.LogicalSectorBytes, d.PhysicalSectorBytes = t.SectorBytes, t.SectorBytes
+	}
 	for _, tp := range t.Partitions {
 		p := hwinfo.Partition{
 			Number:     tp.Number,

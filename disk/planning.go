@@ -139,9 +139,9 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			d.Partitions[i].Path = "/dev/" + d.Partitions[i].Name
 		}
 		if ip.SectorBytes != d.LogicalSectorBytes && d.PartitionTable != "" {
-			// The table found was read with another sector size in mind; a
-			// mismatch means it cannot be the layout asked for.
-			d.PartitionTable = "unknown"
+			// A table made for the other sector size cannot be the layout
+			// asked for.
+			d.PartitionTable = fmt.Sprintf("%s (for %d-byte sectors)", d.PartitionTable, d.LogicalSectorBytes)
 		}
 		d.LogicalSectorBytes, d.PhysicalSectorBytes = ip.SectorBytes, ip.SectorBytes
 		return planOnDisk(req, &d, ip)
