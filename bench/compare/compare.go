@@ -54,6 +54,9 @@ type Options struct {
 	By      string // "" = label when labels differ, else the first of fs, host, device that differs, else record
 	Latency bool   // add a p99 latency line per row
 	Seed    uint64 // bootstrap seed (0 is a fine, fixed seed)
+	// Baseline names the group every other is compared against; "" keeps
+	// the first group (the records' order) as the baseline.
+	Baseline string
 }
 
 // Comparison is the whole result: what was grouped how, the shared
@@ -171,6 +174,18 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 		}
 		c.Groups[i].RecordIDs = append(c.Groups[i].RecordIDs, r.ID)
 		c.Groups[i].Records = append(c.Groups[i].Records, r)
+	}
+	if opts.Baseline != "" {
+		i := slices.IndexFunc(c.Groups, func(g Group) bool { return g.Name == opts.Baseline })
+		if i < 0 {
+			names := make([]string, len(c.Groups))
+			for j, g := range c.Groups {
+				names[j] = g.Name
+			}
+			return nil, fmt.Errorf("no group %q to use as the baseline (groups by %s: %s): %w", opts.Baseline, by, strings.Join(names, ", "), ErrUsage)
+		}
+		g := c.Groups[i]
+		c.Groups = append([]Group{g}, slices.Delete(c.Groups, i, i+1)...)
 	}
 	c.Environment, c.Warnings = identities(c.Groups, by)
 	for _, r := range recs {

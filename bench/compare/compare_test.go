@@ -313,3 +313,20 @@ func TestPartialRecordWarned(t *testing.T) {
 		t.Errorf("warnings %q", cmp.Warnings)
 	}
 }
+
+func TestBaselineChoice(t *testing.T) {
+	recs := []*bench.Record{rec("1", "a", 500), rec("2", "b", 400), rec("3", "c", 450)}
+	cmp, err := Compare(recs, Options{Baseline: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.Groups[0].Name != "c" || cmp.Groups[1].Name != "a" || cmp.Groups[2].Name != "b" {
+		t.Errorf("group order %v %v %v", cmp.Groups[0].Name, cmp.Groups[1].Name, cmp.Groups[2].Name)
+	}
+	if v := cellOf(t, cmp, "seqread", 1, MetricMBps); v.ChangePct == nil || math.Abs(*v.ChangePct-(500.0/450-1)*100) > 1e-9 {
+		t.Errorf("change against c: %v", deref(v.ChangePct))
+	}
+	if _, err := Compare(recs, Options{Baseline: "z"}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "a, b, c") {
+		t.Errorf("unknown baseline: %v", err)
+	}
+}

@@ -18,11 +18,12 @@ import (
 )
 
 type compareOptions struct {
-	Sources []string // record ids, record files or directories of records
-	By      string
-	Latency bool
-	Filter  recordFilter
-	Output  string
+	Sources  []string // record ids, record files or directories of records
+	By       string
+	Baseline string
+	Latency  bool
+	Filter   recordFilter
+	Output   string
 }
 
 func compareCommand() *cli.Command {
@@ -52,18 +53,20 @@ Examples:
   diskprep compare                                  # the whole store, by label
   diskprep compare --label 'xfs*'                  # filters take shell patterns
   diskprep compare --by fs -o markdown >> post.md
+  diskprep compare --by host --baseline baremetal   # changes against that column
   diskprep compare 20261130T0615 20261130T0642 --latency
   diskprep compare ./results-esx ./results-baremetal --by host -o html --output report.html
   diskprep compare --fs ext4 --by device -o csv > ext4.csv
   diskprep compare -o svg --output throughput.svg`,
 		Flags: append(filterFlags(),
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
+			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME` (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 		),
 		Action: action(func(c *cli.Context, e *env) error {
 			return runCompare(c.Context, compareOptions{
-				Sources: c.Args().Slice(), By: c.String("by"), Latency: c.Bool("latency"),
+				Sources: c.Args().Slice(), By: c.String("by"), Baseline: c.String("baseline"), Latency: c.Bool("latency"),
 				Filter: filterFrom(c), Output: c.String("output"),
 			}, e)
 		}),
@@ -122,7 +125,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		}
 		return fmt.Errorf("%w: no result records in %s (run diskprep bench, or give record files or directories)", compare.ErrNothing, where)
 	}
-	c, err := compare.Compare(picked, compare.Options{By: opts.By, Latency: opts.Latency})
+	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency})
 	if err != nil {
 		return err
 	}

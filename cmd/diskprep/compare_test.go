@@ -120,3 +120,16 @@ func TestCompareCLIExitCodes(t *testing.T) {
 		t.Errorf("help: exit %d\n%s", code, out)
 	}
 }
+
+func TestCompareBaselineFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	storeQuick(t, dir)
+	code, out, errb := runDiskprep(t, "", "compare", "--baseline", "ext4", "--results", dir)
+	if code != 0 || !strings.Contains(out, "xfs vs ext4") || !strings.Contains(out, "ext4 (baseline)") || !strings.Contains(out, "better") {
+		t.Errorf("--baseline ext4: exit %d %s\n%s", code, errb, out)
+	}
+	code, _, errb = runDiskprep(t, "", "compare", "--baseline", "zfs", "--results", dir)
+	if code != exitUsage || !strings.Contains(errb, "zfs") {
+		t.Errorf("--baseline zfs: exit %d %q", code, errb)
+	}
+}
