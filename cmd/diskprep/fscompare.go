@@ -251,12 +251,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 		}
 		say("%d/%d: preparing %s on %s", i+1, len(opts.FS), fs, releaseTarget)
 		res, err := applyPlan(ctx, plan, deps)
-		if res != nil || err == nil {
-			prepared = true
-		}
 		if err != nil {
+			// Apply undoes its own mounts and loop attachment on failure.
 			return fmt.Errorf("prepare %s: %w", fs, err)
 		}
+		prepared = true
 		dev := res.Device
 		if len(res.Partitions) > 0 {
 			dev = res.Partitions[0].Device
