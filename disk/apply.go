@@ -162,6 +162,12 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		return nil, fmt.Errorf("open %s: %w", p.Device, err)
 	}
 	defer f.Close()
+	// udev (systemd >= 250) leaves a whole disk alone while a BSD lock is
+	// held on it, so it does not probe or re-read a half-written table. The
+	// lock goes with the close below, before waiting for device nodes.
+	if err := flockWait(f, 5*time.Second); err != nil {
+		return nil, fmt.Errorf("lock %s against udev: %w", p.Device, err)
+	}
 
 	if p.Table != nil {
 		if err := a.writeTable(f, p, res); err != nil {
@@ -652,4 +658,17 @@ func (a *applier) preflight(p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// flockWait takes LOCK_EX on f, waiting a little for udev's own short
+// shared lock while it probes.
+func flockWait(f *os.File, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
