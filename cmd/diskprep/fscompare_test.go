@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -104,5 +106,45 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 	}
 	if after, _ := os.ReadFile("/etc/fstab"); string(after) != string(fstabBefore) {
 		t.Error("/etc/fstab changed")
+	}
+}
+
+// Ctrl-C during the benchmark releases what was prepared, and the error is
+// an interruption (exit 130). The machine is faked: nothing is written.
+func TestFSCompareInterruptReleases(t *testing.T) {
+	oldFacts, oldUID, oldApply, oldRelease := readFacts, geteuid, applyPlan, releaseFunc
+	t.Cleanup(func() { readFacts, geteuid, applyPlan, releaseFunc = oldFacts, oldUID, oldApply, oldRelease })
+	readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return &hwinfo.Host{Hostname: "fake"}, nil }
+	geteuid = func() int { return 0 }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var applied []string
+	applyPlan = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
+		applied = append(applied, p.Partitions[0].FS)
+		cancel() // the user presses Ctrl-C once the disk is ready
+		return &disk.Result{Device: "/dev/loop9", Partitions: []disk.PartResult{{Device: "/dev/loop9p1", FS: p.Partitions[0].FS}}}, nil
+	}
+	var released []string
+	releaseFunc = func(ctx context.Context, target string, _ disk.ReleaseOptions, _ disk.Deps) (*disk.ReleaseResult, error) {
+		if ctx.Err() != nil {
+			t.Error("release ran with a cancelled context")
+		}
+		released = append(released, target)
+		return &disk.ReleaseResult{Target: target}, nil
+	}
+	e, out, _ := resultsEnv(t, "")
+	img := filepath.Join(t.TempDir(), "x.img")
+	err := runFSCompare(ctx, fscompareOptions{Image: img, Size: "1G", FS: []string{"xfs", "ext4"}, Repeat: 1, Mount: t.TempDir(), Yes: true}, e)
+	if !errors.Is(err, context.Canceled) || exitCode(err) != exitInterrupted {
+		t.Errorf("err %v (exit %d), want an interruption", err, exitCode(err))
+	}
+	if !slices.Equal(applied, []string{"xfs"}) || !slices.Equal(released, []string{img}) {
+		t.Errorf("applied %v released %v, want [xfs] and [%s]", applied, released, img)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a comparison was printed after an interruption:\n%s", out)
+	}
+	if entries, _, _ := bench.List(e.ResultsDir); len(entries) != 0 {
+		t.Errorf("%d records saved from an interrupted run", len(entries))
 	}
 }
