@@ -700,3 +700,45 @@ func TestPrivilegedPreflightRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Releasing a whole disk unmounts every partition and drops diskprep's
+// fstab lines, leaves other lines, and does not detach a loop device
+// diskprep did not attach.
+func TestPrivilegedReleaseDisk(t *testing.T) {
+	testenv.RequirePrivileged(t, privPrograms...)
+	ctx := context.Background()
+	l := newDisk(t, 256<<20, 0)
+	deps := testDeps(t)
+	dir := t.TempDir()
+	req := Request{Device: l.Dev, Partitions: []PartSpec{
+		{FS: "ext4", SizeBytes: 64 << 20, Mount: dir + "/a", Persist: true},
+		{FS: "ext4", Mount: dir + "/a/b", Persist: true}, // nested: unmounted first
+	}}
+	plan, err := PlanDisk(req, mustFacts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, plan, deps); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := Release(ctx, l.Dev, ReleaseOptions{RemoveImage: true}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rel.Unmounted) != 2 || rel.Unmounted[0] != dir+"/a/b" || len(rel.FstabRemoved) != 2 || rel.Detached != "" || rel.ImageRemoved {
+		t.Errorf("release %+v", rel)
+	}
+	if !strings.Contains(strings.Join(rel.Notes, " "), "not attached by diskprep") {
+		t.Errorf("notes %q", rel.Notes)
+	}
+	if fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab")); string(fst) != "/dev/vda1\t/\txfs\tdefaults\t0 0\n" {
+		t.Errorf("fstab:\n%s", fst)
+	}
+	if loopBackingFile("/sys", filepath.Base(l.Dev)) != l.Image {
+		t.Error("a loop device diskprep did not attach was detached")
+	}
+	// Nothing left to do: still fine.
+	if rel, err = Release(ctx, l.Dev, ReleaseOptions{}, deps); err != nil || len(rel.Unmounted) != 0 {
+		t.Errorf("second release %+v %v", rel, err)
+	}
+}
