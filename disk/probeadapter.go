@@ -13,9 +13,9 @@ type signature = probe.Signature
 type gptInfo struct {
 	Type        string // "gpt", "dos"
 	ID          string
-	SectorBytes uint64 // the sector size the table was found with
-	Partitions []tablePart // LBAs in logical sectors
-	Warnings   []string
+	SectorBytes uint64      // the sector size the table was found with
+	Partitions  []tablePart // LBAs in logical sectors
+	Warnings    []string
 }
 
 type tablePart struct {
