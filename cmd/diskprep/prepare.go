@@ -267,6 +267,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 // byte by byte so that, with several disks, no answer is swallowed by a
 // buffer meant for the first.
 func confirm(e *env, p *disk.Plan) bool {
+	p.WriteText(e.Stderr)
 	fmt.Fprint(e.Stderr, disk.ConfirmationPrompt(p))
 	if e.Stdin == nil {
 		return false
