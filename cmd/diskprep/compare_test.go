@@ -133,3 +133,23 @@ func TestCompareBaselineFlag(t *testing.T) {
 		t.Errorf("--baseline zfs: exit %d %q", code, errb)
 	}
 }
+
+func TestCompareFileSources(t *testing.T) {
+	e, out, errb := resultsEnv(t, "csv")
+	xfs, ext4 := storeQuick(t, e.ResultsDir)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "other-schema.json")
+	os.WriteFile(bad, []byte(`{"schema":"someone/else/v1","id":"z"}`), 0o644)
+	good := filepath.Join(e.ResultsDir, ext4.ID+".json")
+	// The same record by id and by file counts once.
+	err := runCompare(context.Background(), compareOptions{Sources: []string{xfs.ID, good, bad, ext4.ID[:len(ext4.ID)-1]}}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "skipped "+bad) {
+		t.Errorf("warnings %q", errb)
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != 1+4*2*2 {
+		t.Errorf("csv has %d lines, want header + 4 rows x 2 metrics x 2 groups", lines)
+	}
+}
