@@ -54,3 +54,24 @@ func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
 		t.Fatal("wrong device number accepted")
 	}
 }
+
+// Without udev and without a devtmpfs node, the partition's node is made
+// from its sysfs device number; a stale node with another number is replaced.
+func TestWaitDeviceNodeMknod(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mknod needs root")
+	}
+	root, sys, dev := t.TempDir(), t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(sys, "class/block/sdz1"), 0o755)
+	os.WriteFile(filepath.Join(sys, "class/block/sdz1/dev"), []byte("8:250\n"), 0o644)
+	a := newApplier(Deps{Root: root, SysDir: sys, DevDir: dev, Runner: &scriptedRunner{t: t}})
+	os.WriteFile(filepath.Join(dev, "sdz1"), []byte("stale"), 0o644)
+	for i := 0; i < 2; i++ {
+		if err := a.waitDeviceNode(context.Background(), "sdz1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := devNumber(filepath.Join(dev, "sdz1")); err != nil || got != "8:250" {
+			t.Fatalf("node %q %v", got, err)
+		}
+	}
+}
