@@ -742,3 +742,48 @@ func TestPrivilegedReleaseDisk(t *testing.T) {
 		t.Errorf("second release %+v %v", rel, err)
 	}
 }
+
+// Both ways of attaching an image: LOOP_CONFIGURE, and LOOP_SET_FD +
+// LOOP_SET_STATUS64 (+ LOOP_SET_BLOCK_SIZE) as on kernels before 5.8.
+func TestPrivilegedAttachLoop(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	for _, configure := range []bool{true, false} {
+		for _, sector := range []uint64{512, 4096} {
+			t.Run(fmt.Sprintf("configure=%v/%d", configure, sector), func(t *testing.T) {
+				old := loopConfigure
+				loopConfigure = configure
+				defer func() { loopConfigure = old }()
+				img := filepath.Join(t.TempDir(), "x.img")
+				if err := os.WriteFile(img, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(img, 64<<20); err != nil {
+					t.Fatal(err)
+				}
+				dev, err := attachLoop("/dev", img, sector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := filepath.Base(dev)
+				defer func() {
+					if err := detachLoop("/sys", dev); err != nil {
+						t.Error(err)
+					}
+					if loopBackingFile("/sys", name) == img {
+						t.Errorf("%s still attached", dev)
+					}
+				}()
+				if got := loopBackingFile("/sys", name); got != img {
+					t.Errorf("backing file %q", got)
+				}
+				read := func(f string) string {
+					b, _ := os.ReadFile(filepath.Join("/sys/block", name, f))
+					return strings.TrimSpace(string(b))
+				}
+				if read("queue/logical_block_size") != fmt.Sprint(sector) || read("loop/partscan") != "1" || read("loop/autoclear") != "0" {
+					t.Errorf("sector %s partscan %s autoclear %s", read("queue/logical_block_size"), read("loop/partscan"), read("loop/autoclear"))
+				}
+			})
+		}
+	}
+}
