@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 func TestHostProbes(t *testing.T) {
@@ -58,9 +60,7 @@ func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
 // Without udev and without a devtmpfs node, the partition's node is made
 // from its sysfs device number; a stale node with another number is replaced.
 func TestWaitDeviceNodeMknod(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mknod needs root")
-	}
+	testenv.RequirePrivileged(t) // mknod
 	root, sys, dev := t.TempDir(), t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(sys, "class/block/sdz1"), 0o755)
 	os.WriteFile(filepath.Join(sys, "class/block/sdz1/dev"), []byte("8:250\n"), 0o644)
