@@ -27,11 +27,8 @@ func (j *job) runURing(sh *shared, depth int) {
 
 	// Fixed buffers save pinning pages on every I/O; a refusal (memlock
 	// limit) just means plain READ/WRITE.
-	var all [][]byte
-	all = append(all, j.rbufs...)
-	all = append(all, j.wbufs...)
-	fixed := len(all) <= 1<<14 && r.RegisterBuffers(all) == nil
-	nr := len(j.rbufs)
+	fixed := len(j.bufs) <= 1<<14 && r.RegisterBuffers(j.bufs) == nil
+	r.Raw = j.rawIO
 
 	type slot struct {
 		submitted int64
@@ -102,21 +99,17 @@ func (j *job) runURing(sh *shared, depth int) {
 			e.Off = uint64(off)
 			e.Len = uint32(j.bs)
 			e.UserData = uint64(s)
-			var buf []byte
-			if read {
-				buf = j.rbufs[s]
+			switch {
+			case read && fixed:
+				e.Opcode, e.BufIndex = uring.OpReadFixed, uint16(s)
+			case read:
 				e.Opcode = uring.OpRead
-				if fixed {
-					e.Opcode, e.BufIndex = uring.OpReadFixed, uint16(s)
-				}
-			} else {
-				buf = j.wbufs[s]
+			case fixed:
+				e.Opcode, e.BufIndex = uring.OpWriteFixed, uint16(s)
+			default:
 				e.Opcode = uring.OpWrite
-				if fixed {
-					e.Opcode, e.BufIndex = uring.OpWriteFixed, uint16(nr+s)
-				}
 			}
-			e.Addr = uint64(uintptr(unsafe.Pointer(&buf[0])))
+			e.Addr = uint64(uintptr(unsafe.Pointer(&j.bufs[s][0])))
 			slots[s].off, slots[s].read = off, read
 			inflight++
 			pending++

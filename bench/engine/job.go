@@ -42,8 +42,8 @@ type job struct {
 	mode     int // modeRead, modeWrite, modeMix
 	mixThr   uint64
 	mem      []byte   // mmapped, aligned buffers
-	rbufs    [][]byte // per slot read buffers
-	wbufs    [][]byte // per slot write buffers
+	bufs     [][]byte // one per slot, for reads and writes alike
+	rawIO    bool     // raw syscalls (small blocks, see runSync)
 	fsync    bool
 	read     dirAcc
 	write    dirAcc
@@ -106,25 +106,20 @@ func growSamples(s []Sample, n int) []Sample {
 	return s
 }
 
-// allocBuffers maps slots read and/or write buffers of bs bytes each,
-// aligned to align (mmap gives page alignment; larger needs are met by
-// over-allocating).
-func (j *job) allocBuffers(slots int, bs, align int64, reads, writes bool) error {
+// allocBuffers maps one buffer of bs bytes per slot, aligned to align
+// (mmap gives page alignment; larger needs are met by over-allocating).
+// Reads and writes share a slot's buffer, as in fio: a randrw write sends
+// what the last read left there, which is the file's own (laid out, random)
+// data, so memory stays at slots*bs per job.
+func (j *job) allocBuffers(slots int, bs, align int64) error {
 	stride := (bs + align - 1) / align * align
-	n := 0
-	if reads {
-		n += slots
-	}
-	if writes {
-		n += slots
-	}
 	extra := int64(0)
 	if align > int64(unix.Getpagesize()) {
 		extra = align
 	}
-	mem, err := unix.Mmap(-1, 0, int(stride*int64(n)+extra), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := unix.Mmap(-1, 0, int(stride*int64(slots)+extra), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return fmt.Errorf("allocate %d buffers of %d bytes: %w", n, bs, err)
+		return fmt.Errorf("allocate %d buffers of %d bytes: %w", slots, bs, err)
 	}
 	j.mem = mem
 	base := int64(0)
@@ -132,19 +127,9 @@ func (j *job) allocBuffers(slots int, bs, align int64, reads, writes bool) error
 		addr := int64(uintptrOf(mem))
 		base = (align - addr%align) % align
 	}
-	k := 0
-	take := func() []byte {
-		b := mem[base+int64(k)*stride : base+int64(k)*stride+bs : base+int64(k)*stride+bs]
-		k++
-		return b
-	}
-	for i := 0; i < slots; i++ {
-		if reads {
-			j.rbufs = append(j.rbufs, take())
-		}
-		if writes {
-			j.wbufs = append(j.wbufs, take())
-		}
+	for i := int64(0); i < int64(slots); i++ {
+		off := base + i*stride
+		j.bufs = append(j.bufs, mem[off:off+bs:off+bs])
 	}
 	return nil
 }

@@ -13,6 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// rawIOMaxBlock: I/Os of smaller blocks use raw syscalls (see runSync).
+// Larger ones take long enough that the scheduler hand-off costs nothing
+// measurable, and a raw syscall of many milliseconds would hold its P
+// against preemption and garbage collection.
+const rawIOMaxBlock = 1 << 20
+
 // Limits on Params, to catch typos rather than to restrict real use.
 const (
 	MaxJobs    = 1024
@@ -193,13 +199,16 @@ func setupJobs(p Params, t *target, direct bool) ([]*job, bool, error) {
 		if gotDirect {
 			align = t.memAlign
 		}
-		if err := j.allocBuffers(slots, p.BlockSize, max(align, 8), j.mode != modeWrite, j.mode != modeRead); err != nil {
+		if err := j.allocBuffers(slots, p.BlockSize, max(align, 8)); err != nil {
 			return jobs, false, err
 		}
-		r := newRNG(js ^ 0xc0ffee)
-		for _, b := range j.wbufs {
-			fillData(b, p.Data, &r)
+		if j.mode != modeRead {
+			r := newRNG(js ^ 0xc0ffee)
+			for _, b := range j.bufs {
+				fillData(b, p.Data, &r)
+			}
 		}
+		j.rawIO = p.BlockSize < rawIOMaxBlock
 		j.read.hist, j.write.hist = hist.New(), hist.New()
 	}
 	return jobs, gotDirect, nil

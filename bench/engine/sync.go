@@ -11,7 +11,8 @@ import (
 // runSync is the sync engine: queue depth 1, pread/pwrite on a thread of
 // its own, two clock reads per I/O around the syscall.
 //
-// The syscalls are raw (no entersyscall/exitsyscall): measured on zram, the
+// For blocks under rawIOMaxBlock the syscalls are raw (no
+// entersyscall/exitsyscall): measured on zram, the
 // scheduler hand-off of a normal syscall cost 10% CPU per I/O and, on a busy
 // machine, put a p99 of 20-50 us where fio shows 5 us (exitsyscall finding
 // its P retaken and parking the thread). A raw syscall keeps its P, so
@@ -20,13 +21,7 @@ import (
 func (j *job) runSync(sh *shared) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var rbuf, wbuf []byte
-	if len(j.rbufs) > 0 {
-		rbuf = j.rbufs[0]
-	}
-	if len(j.wbufs) > 0 {
-		wbuf = j.wbufs[0]
-	}
+	buf := j.bufs[0]
 	want := int(j.bs)
 	for !sh.stop.Load() {
 		off, ok := j.gen.next()
@@ -44,11 +39,17 @@ func (j *job) runSync(sh *shared) {
 		var n int
 		var err error
 		t0 := nanotime()
-		nr, b := uintptr(unix.SYS_PWRITE64), wbuf
+		nr := uintptr(unix.SYS_PWRITE64)
 		if read {
-			nr, b = unix.SYS_PREAD64, rbuf
+			nr = unix.SYS_PREAD64
 		}
-		r1, _, e := unix.RawSyscall6(nr, uintptr(j.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+		var r1 uintptr
+		var e unix.Errno
+		if j.rawIO {
+			r1, _, e = unix.RawSyscall6(nr, uintptr(j.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(off), 0, 0)
+		} else {
+			r1, _, e = unix.Syscall6(nr, uintptr(j.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(off), 0, 0)
+		}
 		n = int(r1)
 		if e != 0 {
 			err = e
