@@ -167,6 +167,10 @@ func placeholderDisk(size, sector uint64) hwinfo.Disk {
 	}
 }
 
+// Validate checks the request on its own, without host facts: what is
+// wrong with it is a usage error (ErrUsage) whatever the machine.
+func (r Request) Validate() error { return validate(&r) }
+
 func validate(req *Request) error {
 	switch {
 	case req.Device == "" && req.Image == "":

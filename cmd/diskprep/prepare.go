@@ -115,27 +115,21 @@ var (
 	releaseFunc = disk.Release
 )
 
-// requests turns the flags (or the plan file) into disk requests.
-func (o prepareOptions) requests(host *hwinfo.Host) ([]disk.Request, error) {
-	if o.PlanFile != "" {
-		if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
-			len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" {
-			return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
-		}
-		pf, err := planfile.Load(o.PlanFile)
-		if err != nil {
-			return nil, err
-		}
-		resolved, err := pf.Resolve(host)
-		if err != nil {
-			return nil, err
-		}
-		reqs := make([]disk.Request, len(resolved))
-		for i, r := range resolved {
-			reqs[i] = r.Request
-		}
-		return reqs, nil
+// loadPlan reads --plan FILE; nil without --plan. Flags that the file
+// replaces are refused rather than silently ignored.
+func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
+	if o.PlanFile == "" {
+		return nil, nil
 	}
+	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
+		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" {
+		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
+	}
+	return planfile.Load(o.PlanFile)
+}
+
+// flagRequest turns the flags into the one disk request they describe.
+func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	switch {
 	case o.Device == "" && o.Image == "":
 		return nil, usageErr(errors.New("prepare needs a DEVICE, --image FILE --size SIZE, or --plan FILE"))
@@ -177,6 +171,9 @@ func (o prepareOptions) requests(host *hwinfo.Host) ([]disk.Request, error) {
 			return nil, usageErr(fmt.Errorf("--sector-size %q: use 512 or 4096", o.SectorSize))
 		}
 	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	return []disk.Request{req}, nil
 }
 
@@ -188,6 +185,17 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 	if e.Root != "" && e.Root != "/" && !opts.DryRun {
 		return usageErr(errors.New("--root reads another machine's facts: prepare can only --dry-run with it"))
 	}
+	// Bad input is reported before anything else, root or not.
+	pf, err := opts.loadPlan()
+	if err != nil {
+		return err
+	}
+	var reqs []disk.Request
+	if pf == nil {
+		if reqs, err = opts.flagRequest(); err != nil {
+			return err
+		}
+	}
 	if !opts.DryRun && geteuid() != 0 {
 		return errors.New("prepare needs root (try --dry-run to see the plan)")
 	}
@@ -195,9 +203,14 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 	if err != nil {
 		return err
 	}
-	reqs, err := opts.requests(host)
-	if err != nil {
-		return err
+	if pf != nil {
+		resolved, err := pf.Resolve(host)
+		if err != nil {
+			return err
+		}
+		for _, r := range resolved {
+			reqs = append(reqs, r.Request)
+		}
 	}
 	// Plan every disk before touching any: one refusal stops them all.
 	plans := make([]*disk.Plan, len(reqs))

@@ -265,3 +265,18 @@ func dropKernelPartitions(t *testing.T, dev string) {
 		testenv.Run("partx", "-d", "--nr", n, dev)
 	}
 }
+
+// Bad input is a usage error even for a user who could not run prepare.
+func TestPrepareBadInputBeforeRoot(t *testing.T) {
+	fakeMachine(t, 1000, false)
+	for _, args := range [][]string{
+		{"prepare", "/dev/sdb", "--fs", "zfs"},
+		{"prepare", "--image", "/tmp/x.img", "--size", "10X", "--fs", "xfs"},
+		{"prepare", "/dev/sdb", "--fs", "xfs", "--label", "much-too-long-for-xfs"},
+		{"prepare", "/dev/sdb", "--fs", "xfs", "--persist"},
+	} {
+		if code, _, errOut := runArgs(args...); code != 2 {
+			t.Errorf("%q: exit %d %q", args, code, errOut)
+		}
+	}
+}
