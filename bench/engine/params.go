@@ -41,6 +41,9 @@ const (
 // Random reports whether offsets are random.
 func (rw RW) Random() bool { return rw == RandRead || rw == RandWrite || rw == RandRW }
 
+// Reads reports whether the pattern reads at all.
+func (rw RW) Reads() bool { return rw == Read || rw == RandRead || rw == RandRW }
+
 // Writes reports whether the pattern writes at all.
 func (rw RW) Writes() bool { return rw == Write || rw == RandWrite || rw == RandRW }
 

@@ -159,3 +159,43 @@ func TestDeviceOf(t *testing.T) {
 		t.Fatalf("device %d:%d of the temp dir not in /proc/diskstats: %v", maj, min, err)
 	}
 }
+
+func TestDirectAlignment(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := Layout(context.Background(), file, 1<<20, DataPattern{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, file} {
+		a, ok, err := DirectAlignment(p)
+		if err != nil || a <= 0 || a&(a-1) != 0 {
+			t.Fatalf("%s: alignment %d, %v", p, a, err)
+		}
+		if !ok {
+			t.Logf("%s: no direct I/O here", p)
+		}
+	}
+	if _, _, err := DirectAlignment(filepath.Join(dir, "nope")); err == nil {
+		t.Fatal("missing path: no error")
+	}
+}
+
+// TestWriteExtendsFile: a pure write workload may run on an empty file
+// (a fresh test file) and leaves the region written.
+func TestWriteExtendsFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Params{Path: file, RW: Write, BlockSize: 65536, Size: 4 << 20, Jobs: 1, IODepth: 4, Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 4<<20 || res.Write.Bytes != 4<<20 {
+		t.Fatalf("file %d bytes, engine wrote %d; want %d", st.Size(), res.Write.Bytes, 4<<20)
+	}
+}

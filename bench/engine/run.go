@@ -83,7 +83,9 @@ func Run(ctx context.Context, p Params) (*Result, error) {
 	}
 	res := &Result{Align: 1}
 	end := p.Offset + p.Size
-	if (t.blockDev || !p.RW.Writes()) && t.size < end {
+	// Pure writes may extend a regular file; anything that reads needs the
+	// region to exist (reads past EOF come back short).
+	if (t.blockDev || p.RW.Reads()) && t.size < end {
 		return nil, fmt.Errorf("%w: region %d..%d lies beyond the end of %s (%d bytes)", ErrParams, p.Offset, end, p.Path, t.size)
 	}
 	direct := p.Direct

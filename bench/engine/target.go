@@ -139,3 +139,26 @@ func directInEffect(fd int) bool {
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	return err == nil && fl&unix.O_DIRECT != 0
 }
+
+// DirectAlignment is the offset and block-size alignment O_DIRECT needs at
+// path: a regular file or block device (STATX_DIOALIGN, else the logical
+// block size), or a directory where a test file will be made (the logical
+// block size of the device under it, else 512). ok is false when statx
+// says the file cannot do direct I/O at all.
+func DirectAlignment(path string) (align int64, ok bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if n, err := sysfsLogicalBlockSize(unix.Major(st.Dev), unix.Minor(st.Dev)); err == nil {
+			return n, true, nil
+		}
+		return 512, true, nil
+	}
+	t, err := inspect(path)
+	if err != nil {
+		return 0, false, err
+	}
+	return t.offAlign, !t.noDirect, nil
+}
