@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -289,6 +290,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 			return fmt.Errorf("release %s after %s: %w", releaseTarget, fs, err)
 		}
 		prepared = false
+		if opts.Image != "" && i < len(opts.FS)-1 {
+			if err := waitDetached(ctx, opts.Image, &factsEnv); err != nil {
+				return err
+			}
+		}
 	}
 	c, err := compare.Compare(records, compare.Options{By: compare.ByFS, Latency: opts.Latency})
 	if err != nil {
@@ -309,4 +315,38 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 		fmt.Fprintf(&buf, "\nRecords: %s (diskprep compare %s -o html --output report.html)\n", strings.Join(ids, ", "), strings.Join(ids, " "))
 	}
 	return writeOutput(e, opts.Output, buf.Bytes())
+}
+
+// waitDetached waits until no loop device is backed by image any more. The
+// kernel clears a loop device lazily when something still has it open (a
+// prober, the last close of the filesystem), and until then the facts still
+// show the image attached: planning the next filesystem against that
+// vanishing device would be refused.
+func waitDetached(ctx context.Context, image string, e *env) error {
+	abs, err := filepath.Abs(image)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		host, err := readFacts(ctx, e.Root, e)
+		if err != nil {
+			return err
+		}
+		attached := slices.ContainsFunc(host.Disks, func(d hwinfo.Disk) bool { return d.LoopBackingFile == abs })
+		if !attached {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is still attached to a loop device 10s after release", image)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
