@@ -19,6 +19,8 @@
 #      --plan was given) no disk is touched;
 #   4. write the inventory as inventory.json and inventory.md in the state
 #      directory (after step 3, so it shows the prepared disks);
+#      With --root DIR (a fixture tree of another machine's facts, as
+#      diskprep --root takes), the plan is only checked;
 #   5. with --bench SET: one baseline `diskprep bench` per mount point of the
 #      plan (or per --bench-target), recorded once: its record id is kept in
 #      the state directory and a later run does not bench again.
@@ -57,7 +59,8 @@ usage: $prog [--plan FILE] [--rpm FILE | --deb FILE | --binary FILE]
                        (default: the diskprep on PATH)
   --bench SET          record a baseline with this workload set (quick, fileserver, ...)
   --bench-target DIR   benchmark DIR instead of the plan's mount points (repeatable)
-  --root DIR           diskprep reads hardware facts from the tree at DIR (tests)
+  --root DIR           read hardware facts from the fixture tree at DIR: the plan
+                       is checked against it but not applied (tests, rehearsals)
 EOF
 }
 
@@ -277,8 +280,13 @@ log "diskprep: $diskprep ($("$diskprep" --version 2>/dev/null || echo unknown))"
 mounts=()
 if [ -n "$plan" ]; then
 	if ! $plan_checked; then check_plan "$diskprep"; fi
+fi
+if [ -n "$plan" ] && [ -n "$root" ]; then
+	# The facts are another machine's: diskprep only dry-runs against them.
+	say "plan $plan checked against the facts under $root; not applied (--root)"
+elif [ -n "$plan" ]; then
 	rc=0
-	diskprep_call "$work/apply.txt" "$diskprep" ${root_args[@]+"${root_args[@]}"} prepare --plan "$plan" --yes || rc=$?
+	diskprep_call "$work/apply.txt" "$diskprep" prepare --plan "$plan" --yes || rc=$?
 	cat "$work/apply.txt" >>"$log_file" 2>/dev/null || true
 	if [ "$rc" -ne 0 ]; then
 		cat "$work/apply.txt"
@@ -290,11 +298,9 @@ if [ -n "$plan" ]; then
 	else
 		say "disks: already prepared as $plan asks"
 	fi
-	diskprep_call "$work/plan.json" "$diskprep" ${root_args[@]+"${root_args[@]}"} -o json prepare --plan "$plan" --dry-run ||
+	diskprep_call "$work/plan.json" "$diskprep" -o json prepare --plan "$plan" --dry-run ||
 		die "plan $plan: reading its mount points: $return_msg"
 	while IFS= read -r m; do mounts+=("$m"); done < <(sed -n 's/^ *"mount_point": "\(.*\)",\{0,1\}$/\1/p' "$work/plan.json")
-elif $plan_given; then
-	: # unreachable: a given plan exists or we died above
 else
 	say "no plan at $conf_dir/plan.yaml: no disk prepared"
 fi

@@ -33,7 +33,7 @@ func TestPrivilegedBootstrapAptLoopDevice(t *testing.T) {
 disks:
   - select: {path: `+loop.Dev+`}
     partitions:
-      - {size: rest, fs: xfs, label: boot-test, mount: `+mnt+`, options: noatime, persist: true}
+      - {size: rest, fs: xfs, label: boot-test, mount: "`+mnt+`", options: noatime, persist: true}
 `, 0o644)
 	testenv.MustRun(t, "cp", "-a", "/etc", filepath.Join(dir, "etc"))
 	fstab := filepath.Join(dir, "etc", "fstab")

@@ -61,7 +61,7 @@ func TestBootstrapRefusals(t *testing.T) {
 	t.Run("selector matches no disk", func(t *testing.T) {
 		dir := t.TempDir()
 		plan := filepath.Join(dir, "plan.yaml")
-		writeFile(t, plan, "version: 1\ndisks:\n  - select: {serial: NO-SUCH-SERIAL-4711}\n    partitions:\n      - {size: rest, fs: xfs, label: x, mount: "+dir+"/mnt, persist: true}\n", 0o644)
+		writeFile(t, plan, "version: 1\ndisks:\n  - select: {serial: NO-SUCH-SERIAL-4711}\n    partitions:\n      - {size: rest, fs: xfs, label: x, mount: \""+dir+"/mnt\", persist: true}\n", 0o644)
 		r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", boot, "--binary", bin, "--plan", plan, "--bench", "quick")
 		// diskprep's own code for a bad plan (2) comes through.
 		if r.code != 2 || !strings.Contains(r.stderr, "matches no disk") || !strings.Contains(r.stderr, "nothing was changed") {
@@ -158,7 +158,7 @@ func TestBootstrapDnfYumStandIns(t *testing.T) {
 	bin := diskprepBinary(t)
 	boot := script(t, "bootstrap-centos.sh")
 
-	t.Run("dnf, binary", func(t *testing.T) {
+	t.Run("dnf and a binary", func(t *testing.T) {
 		fake, calls := fakeTools(t, "dnf")
 		dir := t.TempDir()
 		env := baseEnv(fake+":"+sysPath, append(stateEnv(dir),
@@ -186,7 +186,7 @@ func TestBootstrapDnfYumStandIns(t *testing.T) {
 		}
 	})
 
-	t.Run("yum, rpm file, then nothing to do", func(t *testing.T) {
+	t.Run("yum and an rpm file then nothing to do", func(t *testing.T) {
 		fake, calls := fakeTools(t, "yum")
 		os.Symlink(bin, filepath.Join(fake, "diskprep")) // what the rpm would install
 		dir := t.TempDir()
@@ -254,4 +254,57 @@ func assertNoOp(t *testing.T, r result, inventorySame bool) {
 			}
 		}
 	}
+}
+
+// With --root, the bootstrap reads another machine's facts from a fixture
+// tree: the plan is checked against them, never applied, and a refusal for
+// safety comes through as diskprep's exit 3.
+func TestBootstrapRootFixture(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := diskprepBinary(t)
+	boot := script(t, "bootstrap-centos.sh")
+	fixtures := filepath.Join(repoRoot(t), "hwinfo", "testdata")
+
+	t.Run("blank disk: checked not applied", func(t *testing.T) {
+		dir := t.TempDir()
+		plan := filepath.Join(dir, "plan.yaml")
+		writeFile(t, plan, "version: 1\ndisks:\n  - select: {serial: DATA01}\n    partitions:\n      - {size: rest, fs: xfs, label: data, mount: \""+dir+"/data\", persist: true}\n", 0o644)
+		r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", boot, "--binary", bin, "--plan", plan, "--root", filepath.Join(fixtures, "kvm-virtio"))
+		if r.code != 0 || !strings.Contains(r.stdout, "not applied (--root)") {
+			t.Fatalf("%v", r)
+		}
+		if exists(filepath.Join(dir, "data")) {
+			t.Error("the plan's mount point was made")
+		}
+		var inv struct {
+			Hostname string `json:"hostname"`
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "state", "inventory.json"))
+		if err := json.Unmarshal(b, &inv); err != nil || inv.Hostname == "" {
+			t.Fatalf("inventory.json: %v %q", err, b)
+		}
+		want := strings.TrimSpace(testenv.MustRun(t, bin, "--root", filepath.Join(fixtures, "kvm-virtio"), "-o", "json", "inventory"))
+		if strings.TrimSpace(string(b)) != want {
+			t.Error("inventory.json is not the fixture's inventory")
+		}
+		if host, _ := os.Hostname(); inv.Hostname == host {
+			t.Errorf("inventory is this machine's (%s), not the fixture's", host)
+		}
+	})
+
+	t.Run("mounted disk: refused with exit 3", func(t *testing.T) {
+		dir := t.TempDir()
+		plan := filepath.Join(dir, "plan.yaml")
+		writeFile(t, plan, "version: 1\ndisks:\n  - select: {model: TOSHIBA DT01ACA300}\n    partitions:\n      - {size: rest, fs: xfs, label: data, mount: /data}\n", 0o644)
+		r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", boot, "--binary", bin, "--plan", plan, "--root", filepath.Join(fixtures, "desktop-nvme-sata"))
+		if r.code != 3 || !strings.Contains(r.stderr, "sda1 is mounted at /mnt") {
+			t.Errorf("%v", r)
+		}
+		oneLine(t, "stderr", r.stderr)
+		for _, p := range []string{"bin/diskprep", "state/inventory.json"} {
+			if exists(filepath.Join(dir, p)) {
+				t.Errorf("%s was written", p)
+			}
+		}
+	})
 }
