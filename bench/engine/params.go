@@ -7,13 +7,24 @@
 // Two engines implement the same Params: "sync" (each job one goroutine locked
 // to an OS thread doing pread/pwrite on its own descriptor, queue depth 1) and
 // "io_uring" (each job one goroutine with its own ring of IODepth entries,
-// kept full). "auto" picks io_uring when IODepth > 1 and a ring can be set up.
+// kept full; package uring). "auto" picks io_uring when IODepth > 1 and a
+// ring can be set up. Latency is submission to completion (fio's clat).
 //
 // Random offsets follow fio's default random map: within one pass over the
-// region every block is visited exactly once, in an order given by a
-// full-period linear-feedback generator seeded from Seed (so a seed repeats
-// the same order). Size-based runs do exactly one pass per job; time-based
-// runs start a new pass (new order) whenever one ends.
+// region every block is visited exactly once, in an order given by a keyed
+// permutation seeded from Seed (so a seed repeats the same order; jobs get
+// different orders). Size-based runs (Runtime 0) do exactly one pass per
+// job, each job over the whole region as fio jobs sharing one file do;
+// time-based runs start a new pass, in a new order, whenever one ends.
+//
+// Buffers are allocated once per job, aligned for O_DIRECT, one per queue
+// slot; write data (random by default) is filled once, not per I/O. Reads
+// and writes of randrw share a slot's buffer, as fio's do. Fsync means
+// fdatasync on each writing job's descriptor after its last write.
+//
+// The hot loops do not allocate, lock or use channels per I/O. For blocks
+// under 1 MiB they use raw syscalls, keeping their P; Run therefore raises
+// GOMAXPROCS to at least Jobs+1 for the duration of a run.
 package engine
 
 import (
