@@ -290,7 +290,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 			return fmt.Errorf("release %s after %s: %w", releaseTarget, fs, err)
 		}
 		prepared = false
-		if opts.Image != "" && i < len(opts.FS)-1 {
+		if opts.Image != "" {
 			if err := waitDetached(ctx, opts.Image, &factsEnv); err != nil {
 				return err
 			}
