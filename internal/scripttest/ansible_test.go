@@ -1,0 +1,115 @@
+package scripttest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// The fleet playbook against the example inventory (two aliases of this
+// machine, each benchmarking its own loop image) plus a third alias that
+// fails: the two good hosts' results are fetched and compared side by side,
+// the report names the failed host, and the run exits non-zero.
+func TestPrivilegedAnsibleFleet(t *testing.T) {
+	testenv.RequirePrivileged(t, "ansible-playbook", "mkfs.xfs")
+	bin := diskprepBinary(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { detachLoopsUnder(t, dir) })
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	fetch := filepath.Join(dir, "fetch")
+	extra := filepath.Join(dir, "broken.ini")
+	// node-c asks for an image of an impossible size: diskprep refuses it.
+	writeFile(t, extra, "[diskprep]\nnode-c ansible_connection=local diskprep_image_size=1X\n", 0o644)
+	// An empty configuration: no ansible.cfg of the machine or the user.
+	cfg := filepath.Join(dir, "ansible.cfg")
+	writeFile(t, cfg, "[defaults]\n", 0o644)
+	play := filepath.Join(repoRoot(t), "scripts", "ansible")
+	env := append(os.Environ(),
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_REMOTE_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_PIPELINING=1", "ANSIBLE_CONFIG="+cfg,
+	)
+	r := runEnv(t, env, play, "ansible-playbook",
+		"-i", "inventory.example.ini", "-i", extra, "site.yml",
+		"-e", "diskprep_demo_dir="+dir,
+		"-e", "diskprep_fetch_dir="+fetch,
+		"-e", "diskprep_binary_src="+bin,
+		"-e", "diskprep_bin="+filepath.Join(dir, "bin", "diskprep"),
+		"-e", "diskprep_local_bin="+bin,
+		"-e", `{"diskprep_bench_args": ["--runtime", "1s", "--size", "64M"]}`,
+	)
+	if r.code == 0 || !strings.Contains(r.stdout, "diskprep failed on node-c") {
+		t.Errorf("want a failed run naming node-c:\n%v", r)
+	}
+
+	// Two records, one per good host, told apart by their label.
+	recs, _ := filepath.Glob(filepath.Join(fetch, "records", "*.json"))
+	labels := map[string]bool{}
+	for _, p := range recs {
+		var rec struct {
+			Label string `json:"label"`
+		}
+		b, _ := os.ReadFile(p)
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		labels[rec.Label] = true
+	}
+	if len(recs) != 2 || !labels["node-a"] || !labels["node-b"] {
+		t.Fatalf("records %q labels %v\n%v", recs, labels, r)
+	}
+	for _, h := range []string{"node-a", "node-b"} {
+		if !exists(filepath.Join(fetch, "inventory", h+".json")) {
+			t.Errorf("no inventory fetched for %s", h)
+		}
+	}
+
+	md, err := os.ReadFile(filepath.Join(fetch, "report.md"))
+	if err != nil {
+		t.Fatalf("report.md: %v\n%v", err, r)
+	}
+	report := string(md)
+	header := ""
+	for _, l := range strings.Split(report, "\n") {
+		if strings.HasPrefix(l, "| Workload |") {
+			header = l
+			break
+		}
+	}
+	cols := strings.Split(strings.Trim(header, "| "), "|")
+	if len(cols) < 4 || !strings.Contains(cols[2], "node-a") || !strings.Contains(cols[3], "node-b") {
+		t.Errorf("compare header %q: want one column per host\n%s", header, report)
+	}
+	if !strings.Contains(report, "## Failed hosts") || !strings.Contains(report, "- node-c: prepare the image on a loop device: ") ||
+		!strings.Contains(report, "1X") {
+		t.Errorf("report does not name node-c's failure:\n%s", report)
+	}
+	html, err := os.ReadFile(filepath.Join(fetch, "report.html"))
+	if err != nil || !strings.Contains(string(html), "node-a") || !strings.Contains(string(html), "node-b") || !strings.Contains(strings.ToLower(string(html)), "<html") {
+		t.Errorf("report.html: %v\n%.300s", err, html)
+	}
+}
+
+// detachLoopsUnder unmounts and detaches every loop device whose backing
+// file lies under dir: the images the playbook made.
+func detachLoopsUnder(t *testing.T, dir string) {
+	out, err := testenv.Run("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.HasPrefix(f[1], dir+"/") {
+			continue
+		}
+		testenv.UnmountAll(t, f[0])
+		dropKernelPartitions(t, f[0])
+		if _, err := testenv.Run("losetup", "-d", f[0]); err != nil {
+			t.Errorf("detach %s: %v", f[0], err)
+		}
+	}
+}
