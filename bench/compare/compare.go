@@ -188,6 +188,7 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 		c.Groups = append([]Group{g}, slices.Delete(c.Groups, i, i+1)...)
 	}
 	c.Environment, c.Warnings = identities(c.Groups, by)
+	c.Warnings = append(c.Warnings, recordWarnings(c.Groups)...)
 	for _, r := range recs {
 		if r.Partial {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("record %s is partial (interrupted): some repetitions or workloads are missing", r.ID))
@@ -434,4 +435,38 @@ func judge(row *Row, c *Comparison, opts Options) {
 			}
 		}
 	}
+}
+
+// recordWarnings carries the records' own warnings (page cache, noisy
+// runtimes, compressing filesystems, imported identity) into the
+// comparison, once each: "all records: ..." when every group has it, else
+// naming the groups.
+func recordWarnings(groups []Group) []string {
+	var order []string
+	in := map[string][]string{}
+	for _, g := range groups {
+		for _, r := range g.Records {
+			ws := append([]string(nil), r.Warnings...)
+			for _, wr := range r.Workloads {
+				ws = append(ws, wr.Warnings...)
+			}
+			for _, w := range ws {
+				if _, ok := in[w]; !ok {
+					order = append(order, w)
+				}
+				if !slices.Contains(in[w], g.Name) {
+					in[w] = append(in[w], g.Name)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, w := range order {
+		who := strings.Join(in[w], ", ")
+		if len(in[w]) == len(groups) && len(groups) > 1 {
+			who = "all records"
+		}
+		out = append(out, who+": "+w)
+	}
+	return out
 }

@@ -330,3 +330,23 @@ func TestBaselineChoice(t *testing.T) {
 		t.Errorf("unknown baseline: %v", err)
 	}
 }
+
+func TestRecordWarningsCarried(t *testing.T) {
+	a, b := rec("1", "a", 500), rec("2", "b", 400)
+	a.Warnings = []string{"shared caveat", "only a"}
+	b.Warnings = []string{"shared caveat"}
+	b.Workloads[0].Warnings = []string{"seqread: runtime 1s is under 3s: figures are noisy"}
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(cmp.Warnings, "\n")
+	for _, want := range []string{"all records: shared caveat", "a: only a", "b: seqread: runtime 1s"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("warnings lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Count(joined, "shared caveat") != 1 {
+		t.Errorf("shared warning repeated:\n%s", joined)
+	}
+}
