@@ -460,13 +460,38 @@ func recordWarnings(groups []Group) []string {
 			}
 		}
 	}
-	var out []string
+	// "seq1m-read: runtime 2s is under 3s" for every workload becomes one
+	// line naming the workloads, as bench prints it.
+	type merged struct {
+		names []string
+		rest  string
+		who   string
+	}
+	var lines []*merged
 	for _, w := range order {
 		who := strings.Join(in[w], ", ")
 		if len(in[w]) == len(groups) && len(groups) > 1 {
 			who = "all records"
 		}
-		out = append(out, who+": "+w)
+		name, rest, ok := strings.Cut(w, ": ")
+		if !ok || strings.ContainsAny(name, " ,") {
+			lines = append(lines, &merged{rest: w, who: who})
+			continue
+		}
+		i := slices.IndexFunc(lines, func(m *merged) bool { return m.rest == rest && m.who == who && len(m.names) > 0 })
+		if i < 0 {
+			lines = append(lines, &merged{names: []string{name}, rest: rest, who: who})
+		} else {
+			lines[i].names = append(lines[i].names, name)
+		}
+	}
+	var out []string
+	for _, m := range lines {
+		w := m.rest
+		if len(m.names) > 0 {
+			w = strings.Join(m.names, ", ") + ": " + m.rest
+		}
+		out = append(out, m.who+": "+w)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -348,5 +349,23 @@ func TestRecordWarningsCarried(t *testing.T) {
 	}
 	if strings.Count(joined, "shared caveat") != 1 {
 		t.Errorf("shared warning repeated:\n%s", joined)
+	}
+}
+
+func TestRecordWarningsMergedAcrossWorkloads(t *testing.T) {
+	a := ct.Quick("q1", "a", "xfs", 1, 1, t0)
+	b := ct.Quick("q2", "b", "xfs", 1, 1, t0)
+	for _, r := range []*bench.Record{a, b} {
+		for i := range r.Workloads {
+			r.Workloads[i].Warnings = []string{r.Workloads[i].Params.Name + ": runtime 2s is under 3s: figures are noisy"}
+		}
+	}
+	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "all records: seq1m-read, seq1m-write, rnd4k-read, rnd4k-write: runtime 2s is under 3s: figures are noisy"
+	if !slices.Contains(cmp.Warnings, want) {
+		t.Errorf("warnings %q, want %q", cmp.Warnings, want)
 	}
 }
