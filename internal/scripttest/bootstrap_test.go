@@ -106,8 +106,8 @@ func assertNothingWritten(t *testing.T, dir string) {
 	}
 }
 
-// fakeTools writes recording stand-ins for a package manager (dnf or yum)
-// and rpm into a directory put first on PATH. Each call appends its argv to
+// fakeTools writes recording stand-ins for a package manager (dnf, yum or
+// apt-get), rpm, dpkg-query and dpkg-deb into a directory put first on PATH. Each call appends its argv to
 // calls.log. rpm answers from the environment: FAKE_MISSING lists packages
 // not installed, FAKE_INSTALLED_DISKPREP is the installed diskprep (empty:
 // none), FAKE_FILE_NEVRA what the rpm file given to -qp holds.
@@ -136,6 +136,21 @@ for m in $FAKE_MISSING; do
 done
 echo "$pkg-1.0-1.el9.x86_64"
 `, 0o755)
+	// The Debian side: dpkg-query answers from FAKE_MISSING and
+	// FAKE_INSTALLED_DISKPREP, dpkg-deb -f gives FAKE_FILE_NEVRA.
+	writeFile(t, filepath.Join(dir, "bin", "dpkg-query"), rec+`
+pkg=${!#}
+if [ "$pkg" = diskprep ]; then
+	if [ -z "$FAKE_INSTALLED_DISKPREP" ]; then exit 1; fi
+	case "$*" in *Version*) printf '%s' "$FAKE_INSTALLED_DISKPREP" ;; *) printf 'install ok installed' ;; esac
+	exit 0
+fi
+for m in $FAKE_MISSING; do
+	if [ "$m" = "$pkg" ]; then echo "dpkg-query: no packages found matching $pkg" >&2; exit 1; fi
+done
+printf 'install ok installed'
+`, 0o755)
+	writeFile(t, filepath.Join(dir, "bin", "dpkg-deb"), rec+"printf '%s\\n' \"$FAKE_FILE_NEVRA\"\n", 0o755)
 	return filepath.Join(dir, "bin"), calls
 }
 
@@ -151,9 +166,9 @@ func pmCalls(t *testing.T, calls, pm string) []string {
 	return out
 }
 
-// The dnf and yum paths, through stand-ins that record their argv: the exact
+// The dnf, yum and apt-get paths, through stand-ins that record their argv: the exact
 // package names and commands, and a second run that installs nothing.
-func TestBootstrapDnfYumStandIns(t *testing.T) {
+func TestBootstrapPackageManagerStandIns(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	bin := diskprepBinary(t)
 	boot := script(t, "bootstrap-centos.sh")
@@ -218,6 +233,33 @@ func TestBootstrapDnfYumStandIns(t *testing.T) {
 		}
 		inv2, _ := os.ReadFile(filepath.Join(dir, "state", "inventory.json"))
 		assertNoOp(t, r, string(inv1) == string(inv2))
+	})
+
+	t.Run("apt-get and a deb file", func(t *testing.T) {
+		fake, calls := fakeTools(t, "apt-get")
+		os.Symlink(bin, filepath.Join(fake, "diskprep"))
+		dir := t.TempDir()
+		pkg := filepath.Join(dir, "diskprep_1.2.3-1_amd64.deb")
+		writeFile(t, pkg, "not really a deb", 0o644)
+		env := baseEnv(fake+":"+sysPath, append(stateEnv(dir),
+			"FAKE_MISSING=gdisk xfsprogs", "FAKE_INSTALLED_DISKPREP=", "FAKE_FILE_NEVRA=1.2.3-1")...)
+		r := runEnv(t, env, "/", "bash", boot, "--deb", pkg)
+		if r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		want := []string{"apt-get update", "apt-get install -y --no-install-recommends xfsprogs gdisk", "apt-get install -y " + pkg}
+		if got := pmCalls(t, calls, "apt-get"); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("apt-get calls %q, want %q", got, want)
+		}
+		os.Remove(calls)
+		env = baseEnv(fake+":"+sysPath, append(stateEnv(dir),
+			"FAKE_MISSING=", "FAKE_INSTALLED_DISKPREP=1.2.3-1", "FAKE_FILE_NEVRA=1.2.3-1")...)
+		if r = runEnv(t, env, "/", "bash", boot, "--deb", pkg); r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		if got := pmCalls(t, calls, "apt-get"); len(got) != 0 {
+			t.Errorf("second run called apt-get: %q", got)
+		}
 	})
 
 	t.Run("deb on a dnf host", func(t *testing.T) {
