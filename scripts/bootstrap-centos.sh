@@ -144,6 +144,9 @@ for f in "$rpm" "$deb" "$binary"; do
 	if [ -n "$f" ] && [ ! -f "$f" ]; then die -c 2 "$f: no such file"; fi
 done
 if [ -n "$root" ] && [ ! -d "$root" ]; then die -c 2 "--root $root: not a directory"; fi
+if [ -n "$bench_set" ] && [ ${#bench_targets[@]} -eq 0 ] && { [ -z "$plan" ] || [ -n "$root" ]; }; then
+	die -c 2 "--bench $bench_set: nothing to benchmark without an applied plan; give --bench-target DIR"
+fi
 
 mkdir -p "$(dirname "$log_file")" "$state_dir" || die "cannot create $state_dir or the log directory"
 log_open=true
@@ -195,7 +198,7 @@ diskprep_call() {
 installed() {
 	case $pm in
 	dnf | yum) rpm -q "$1" >/dev/null 2>&1 ;;
-	apt-get) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' ;;
+	apt-get) [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ] ;;
 	esac
 }
 
@@ -326,7 +329,7 @@ if [ -n "$bench_set" ]; then
 	ids=$state_dir/baseline-$bench_set.ids
 	touch "$ids"
 	for t in "${bench_targets[@]}"; do
-		if cut -f 1 "$ids" | grep -q -F -x -e "$t"; then
+		if awk -F '\t' -v t="$t" '$1 == t { found = 1 } END { exit !found }' "$ids"; then
 			log "baseline $bench_set of $t already recorded"
 			continue
 		fi

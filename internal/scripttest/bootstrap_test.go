@@ -85,6 +85,7 @@ func TestBootstrapRefusals(t *testing.T) {
 			{"--plan"},
 			{"--rpm", "a.rpm", "--binary", bin},
 			{"--bench-target", "/tmp"},
+			{"--bench", "quick", "--binary", bin}, // no plan, no target: nothing to benchmark
 		} {
 			dir := t.TempDir()
 			r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", append([]string{"bash", boot}, args...)...)
