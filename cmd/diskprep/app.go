@@ -99,6 +99,7 @@ func commands() []*cli.Command {
 		compareCommand(),
 		fscompareCommand(),
 		completionCommand(),
+		manCommand(),
 	}
 }
 
