@@ -5,30 +5,55 @@ import (
 	"html"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 )
 
-// palette is the series colours for light and dark backgrounds; dash
-// patterns and text labels tell series apart too, never colour alone.
-const palette = `:root{--bg:#ffffff;--fg:#1b1d21;--muted:#5b616b;--grid:#d9dce1;--s0:#1f6fb5;--s1:#c45200;--s2:#14866d;--s3:#6b5fb5;--s4:#c2255c;--s5:#5c7f13}
-@media (prefers-color-scheme: dark){:root{--bg:#16181c;--fg:#e6e8eb;--muted:#a3a9b3;--grid:#3a3f47;--s0:#6cb4f0;--s1:#ff9b52;--s2:#4fd1a5;--s3:#b3a9ff;--s4:#ff7ab0;--s5:#a8d65a}}
-`
+// theme is the colours of one colour scheme. The charts use plain colours,
+// not CSS custom properties, so that SVG renderers outside browsers (image
+// viewers, librsvg, converters) draw them too; dark mode is a media query.
+type theme struct {
+	bg, fg, muted, grid string
+	series              [6]string
+}
 
-const chartCSS = `svg.chart{max-width:100%;height:auto;background:var(--bg)}
-svg.chart text{fill:var(--fg);font:12px system-ui,-apple-system,"Segoe UI",sans-serif}
-svg.chart text.muted{fill:var(--muted)}
+var (
+	light = theme{bg: "#ffffff", fg: "#1b1d21", muted: "#5b616b", grid: "#d9dce1",
+		series: [6]string{"#1f6fb5", "#c45200", "#14866d", "#6b5fb5", "#c2255c", "#5c7f13"}}
+	dark = theme{bg: "#16181c", fg: "#e6e8eb", muted: "#a3a9b3", grid: "#3a3f47",
+		series: [6]string{"#6cb4f0", "#ff9b52", "#4fd1a5", "#b3a9ff", "#ff7ab0", "#a8d65a"}}
+)
+
+// palette defines the page's colours as custom properties for the HTML
+// around the charts (browsers only).
+var palette = fmt.Sprintf(":root{--bg:%s;--fg:%s;--muted:%s;--grid:%s}\n@media (prefers-color-scheme: dark){:root{--bg:%s;--fg:%s;--muted:%s;--grid:%s}}\n",
+	light.bg, light.fg, light.muted, light.grid, dark.bg, dark.fg, dark.muted, dark.grid)
+
+func (t theme) css() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "svg.chart .bg{fill:%s}\n", t.bg)
+	fmt.Fprintf(&b, "svg.chart text{fill:%s}\n", t.fg)
+	fmt.Fprintf(&b, "svg.chart text.muted{fill:%s}\n", t.muted)
+	fmt.Fprintf(&b, "svg.chart .axis{stroke:%s}\n", t.muted)
+	fmt.Fprintf(&b, "svg.chart .grid{stroke:%s}\n", t.grid)
+	fmt.Fprintf(&b, "svg.chart .range{stroke:%s}\n", t.fg)
+	for i, c := range t.series {
+		fmt.Fprintf(&b, "svg.chart .s%d{fill:%s;stroke:%s}\n", i, c, c)
+	}
+	return b.String()
+}
+
+var chartCSS = `svg.chart{max-width:100%;height:auto}
+svg.chart text{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:12px}
 svg.chart text.head{font-weight:600}
 svg.chart text.ttl{font-size:14px;font-weight:600}
-svg.chart .axis{stroke:var(--muted);stroke-width:1}
-svg.chart .grid{stroke:var(--grid);stroke-width:1}
-svg.chart .range{stroke:var(--fg);stroke-width:1.5}
-svg.chart .s0{fill:var(--s0);stroke:var(--s0)} svg.chart .s1{fill:var(--s1);stroke:var(--s1)}
-svg.chart .s2{fill:var(--s2);stroke:var(--s2)} svg.chart .s3{fill:var(--s3);stroke:var(--s3)}
-svg.chart .s4{fill:var(--s4);stroke:var(--s4)} svg.chart .s5{fill:var(--s5);stroke:var(--s5)}
-svg.chart .bar{stroke:none}
+svg.chart .axis{stroke-width:1}
+svg.chart .grid{stroke-width:1}
+svg.chart .range{stroke-width:1.5}
+` + light.css() + "@media (prefers-color-scheme: dark){\n" + dark.css() + "}\n" + `svg.chart .bar{stroke:none}
 svg.chart .line{fill:none;stroke-width:2}
 svg.chart .pt{stroke:none}
 `
@@ -75,8 +100,8 @@ func (d *svgDoc) finish(title, desc string, standalone bool) string {
 		attrs, d.w, d.h, d.w, d.h, d.id, d.id, d.kind, row)
 	fmt.Fprintf(&out, `<title id="%s-t">%s</title>`+"\n"+`<desc id="%s-d">%s</desc>`+"\n", d.id, esc(title), d.id, esc(desc))
 	if standalone {
-		out.WriteString("<style>\n" + palette + chartCSS + "</style>\n")
-		fmt.Fprintf(&out, `<rect width="%.0f" height="%.0f" style="fill:var(--bg)"/>`+"\n", d.w, d.h)
+		out.WriteString("<style>\n" + chartCSS + "</style>\n")
+		fmt.Fprintf(&out, `<rect class="bg" width="%.0f" height="%.0f"/>`+"\n", d.w, d.h)
 	}
 	out.WriteString(d.b.String())
 	out.WriteString("</svg>\n")
@@ -116,7 +141,7 @@ func barChart(c *compare.Comparison, mi int, id string, standalone bool) string 
 	plotW := chartW - labelW - valueW
 	scale := func(v float64) float64 { return v / maxV * plotW }
 	d.text(10, 20, "start", "ttl", chartTitle(metric))
-	d.text(10, 36, "start", "muted", "median of the repetitions; the black line spans min–max; longer is "+betterWord(metric))
+	d.text(10, 36, "start", "muted", "median of the repetitions; the thin line spans min–max; longer is "+betterWord(metric))
 	y := topH
 	for _, r := range c.Rows {
 		d.text(10, y+13, "start", "head", r.Name)
@@ -261,7 +286,7 @@ func latencyChart(c *compare.Comparison, r compare.Row, id string) string {
 	for e := llo; e <= lhi; e++ {
 		px := x(math.Pow(10, e))
 		d.f(`<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", px, plotTop, px, plotBottom)
-		d.text(px, plotBottom+14, "middle", "muted", latency(math.Pow(10, e)))
+		d.text(px, plotBottom+14, "middle", "muted", tickLatency(math.Pow(10, e)))
 	}
 	var desc []string
 	y := topH
@@ -412,11 +437,26 @@ func timeSeriesChart(c *compare.Comparison, r compare.Row, id string) string {
 		labelled[rn.group] = rn
 		desc = append(desc, rn.label+": "+joinNums(rn.points))
 	}
+	// End labels, pushed apart vertically where lines end close together.
+	type endLabel struct {
+		x, y float64
+		name string
+	}
+	var ends []endLabel
 	for gi := range c.Groups {
 		if rn, ok := labelled[gi]; ok {
 			last := rn.points[len(rn.points)-1]
-			d.text(x(float64(len(rn.points))-0.5)+6, y(last)+4, "start", "", c.Groups[gi].Name)
+			ends = append(ends, endLabel{x(float64(len(rn.points))-0.5) + 8, y(last) + 4, c.Groups[gi].Name})
 		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].y < ends[j].y })
+	for i := 1; i < len(ends); i++ {
+		if ends[i].y-ends[i-1].y < 13 && math.Abs(ends[i].x-ends[i-1].x) < 60 {
+			ends[i].y = ends[i-1].y + 13
+		}
+	}
+	for _, l := range ends {
+		d.text(l.x, l.y, "start", "", l.name)
 	}
 	return d.finish(ttl, "MB/s per second. "+strings.Join(desc, "; ")+".", false)
 }
@@ -453,6 +493,16 @@ func niceStep(raw float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// tickLatency is latency() without trailing zeros: 1 ms, 10 ms, 100 µs.
+func tickLatency(ns float64) string {
+	l := latency(ns)
+	n, unit, _ := strings.Cut(l, " ")
+	if strings.Contains(n, ".") {
+		n = strings.TrimRight(strings.TrimRight(n, "0"), ".")
+	}
+	return n + " " + unit
 }
 
 func joinNums(vs []float64) string {
