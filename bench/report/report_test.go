@@ -286,6 +286,11 @@ func TestSVGStandalone(t *testing.T) {
 	if !strings.Contains(buf.String(), `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Error("standalone svg without namespace")
 	}
+	// Image viewers and converters (librsvg) ignore CSS custom properties:
+	// a standalone chart must not depend on them.
+	if strings.Contains(buf.String(), "var(") {
+		t.Error("standalone svg uses CSS custom properties")
+	}
 }
 
 func TestJSONRoundTrips(t *testing.T) {
