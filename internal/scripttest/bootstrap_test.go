@@ -310,10 +310,11 @@ func TestBootstrapRootFixture(t *testing.T) {
 
 	t.Run("blank disk: checked not applied", func(t *testing.T) {
 		dir := t.TempDir()
-		plan := filepath.Join(dir, "plan.yaml")
+		// No --plan: the default one in the configuration directory.
+		plan := filepath.Join(dir, "conf", "plan.yaml")
 		writeFile(t, plan, "version: 1\ndisks:\n  - select: {serial: DATA01}\n    partitions:\n      - {size: rest, fs: xfs, label: data, mount: \""+dir+"/data\", persist: true}\n", 0o644)
-		r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", boot, "--binary", bin, "--plan", plan, "--root", filepath.Join(fixtures, "kvm-virtio"))
-		if r.code != 0 || !strings.Contains(r.stdout, "not applied (--root)") {
+		r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", boot, "--binary", bin, "--root", filepath.Join(fixtures, "kvm-virtio"))
+		if r.code != 0 || !strings.Contains(r.stdout, "plan "+plan+" checked against the facts under") || !strings.Contains(r.stdout, "not applied (--root)") {
 			t.Fatalf("%v", r)
 		}
 		if exists(filepath.Join(dir, "data")) {
