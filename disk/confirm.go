@@ -24,8 +24,12 @@ func (p *Plan) Destructive() bool {
 // NeedConfirmation decides whether the user must be asked before applying
 // p: never for a plan that writes nothing, nor with --yes; with no terminal
 // to ask on, it refuses rather than write unconfirmed.
+//
+// A new image file that diskprep creates holds nothing that could be lost, so
+// it needs no question either: that keeps `prepare --image` and `fscompare
+// --image` usable from scripts and the README's first command.
 func NeedConfirmation(p *Plan, yes, terminal bool) (ask bool, err error) {
-	if !p.Destructive() || yes {
+	if !p.Destructive() || yes || (p.Image != nil && p.Image.Create) {
 		return false, nil
 	}
 	if !terminal {

@@ -436,6 +436,16 @@ func TestConfirmation(t *testing.T) {
 	if ask, err := NeedConfirmation(p, false, true); !ask || err != nil {
 		t.Errorf("terminal: %v %v", ask, err)
 	}
+	// A new image holds nothing to lose: no question, even without a terminal.
+	fresh := *p
+	fresh.Image = &ImagePlan{Path: "/var/tmp/new.img", SizeBytes: 20 * gib, Create: true, Attach: true}
+	if ask, err := NeedConfirmation(&fresh, false, false); ask || err != nil {
+		t.Errorf("new image: %v %v", ask, err)
+	}
+	fresh.Image = &ImagePlan{Path: "/var/tmp/old.img", SizeBytes: 20 * gib, Attach: true}
+	if _, err := NeedConfirmation(&fresh, false, false); !errors.Is(err, ErrRefused) {
+		t.Errorf("existing image without a terminal: %v", err)
+	}
 	q := ConfirmationPrompt(p)
 	for _, want := range []string{"TEST DISK", "S123", "20 GiB", "ext4 signature on the whole disk", "[y/N]"} {
 		if !strings.Contains(q, want) {
