@@ -160,3 +160,39 @@ func dropKernelPartitions(t *testing.T, dev string) {
 		testenv.Run("partx", "-d", "--nr", n, dev)
 	}
 }
+
+// A plan whose second disk matches nothing stops before the first disk is
+// touched: the check comes before any write.
+func TestPrivilegedBootstrapPlanAllOrNothing(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs")
+	bin := diskprepBinary(t)
+	loop := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	writeFile(t, plan, `version: 1
+disks:
+  - select: {path: `+loop.Dev+`}
+    partitions:
+      - {size: rest, fs: xfs, label: first, mount: "`+dir+`/first", persist: true}
+  - select: {serial: NO-SUCH-SERIAL-0815}
+    partitions:
+      - {size: rest, fs: xfs, label: second}
+`, 0o644)
+	before := deviceHash(t, loop.Dev)
+	r := runEnv(t, baseEnv(sysPath, stateEnv(dir)...), "/", "bash", script(t, "bootstrap-centos.sh"), "--binary", bin, "--plan", plan)
+	if r.code != 2 || !strings.Contains(r.stderr, "matches no disk") {
+		t.Errorf("%v", r)
+	}
+	oneLine(t, "stderr", r.stderr)
+	if after := deviceHash(t, loop.Dev); after != before {
+		t.Errorf("%s changed although the plan was refused", loop.Dev)
+	}
+	if exists(filepath.Join(dir, "first")) {
+		t.Error("the first disk's mount point was made")
+	}
+}
+
+func deviceHash(t *testing.T, dev string) string {
+	t.Helper()
+	return strings.Fields(testenv.MustRun(t, "sha256sum", dev))[0]
+}
