@@ -147,7 +147,7 @@ type Bucket struct {
 }
 
 // Buckets lists the non-empty buckets in increasing order (for storing the
-// full distribution and rebuilding it with FromBuckets).
+// full distribution).
 func (h *Histogram) Buckets() []Bucket {
 	var out []Bucket
 	for i, c := range h.counts {
