@@ -11,19 +11,37 @@ import (
 )
 
 // The fleet playbook against the example inventory (two aliases of this
-// machine, each benchmarking its own loop image) plus a third alias that
-// fails: the two good hosts' results are fetched and compared side by side,
-// the report names the failed host, and the run exits non-zero.
+// machine, each benchmarking its own loop image), where node-b applies a
+// host_vars plan on a loop device instead, plus a third alias that fails:
+// the two good hosts' results are fetched and compared side by side, the
+// report names the failed host, and the run exits non-zero.
 func TestPrivilegedAnsibleFleet(t *testing.T) {
-	testenv.RequirePrivileged(t, "ansible-playbook", "mkfs.xfs")
+	testenv.RequirePrivileged(t, "ansible-playbook", "mkfs.xfs", "blkid", "partx")
 	bin := diskprepBinary(t)
 	dir := t.TempDir()
 	t.Cleanup(func() { detachLoopsUnder(t, dir) })
 	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
 	fetch := filepath.Join(dir, "fetch")
-	extra := filepath.Join(dir, "broken.ini")
-	// node-c asks for an image of an impossible size: diskprep refuses it.
-	writeFile(t, extra, "[diskprep]\nnode-c ansible_connection=local diskprep_image_size=1X\n", 0o644)
+	// A second inventory source: node-b gets a plan (host_vars) for a loop
+	// device instead of the example's image, and node-c asks for an image
+	// of an impossible size, which diskprep refuses.
+	loop := testenv.NewLoop(t, 1<<30, testenv.LoopOptions{})
+	// The play leaves the plan's filesystem mounted, as a fleet run should:
+	// unmount it before dropping the partition and detaching.
+	t.Cleanup(func() { testenv.UnmountAll(t, loop.Dev); dropKernelPartitions(t, loop.Dev) })
+	extra := filepath.Join(dir, "inventory", "hosts.ini")
+	writeFile(t, extra, "[diskprep]\nnode-b\nnode-c ansible_connection=local diskprep_image_size=1X\n", 0o644)
+	planMount := filepath.Join(dir, "node-b-plan.mnt")
+	writeFile(t, filepath.Join(dir, "inventory", "host_vars", "node-b.yml"), `diskprep_image: ""
+diskprep_apply_plan: true
+diskprep_plan_path: "`+dir+`/node-b-plan.yaml"
+diskprep_plan:
+  version: 1
+  disks:
+    - select: {path: "`+loop.Dev+`"}
+      partitions:
+        - {size: rest, fs: xfs, label: nodeb, mount: "`+planMount+`"}
+`, 0o644)
 	// An empty configuration: no ansible.cfg of the machine or the user.
 	cfg := filepath.Join(dir, "ansible.cfg")
 	writeFile(t, cfg, "[defaults]\n", 0o644)
@@ -61,6 +79,26 @@ func TestPrivilegedAnsibleFleet(t *testing.T) {
 	}
 	if len(recs) != 2 || !labels["node-a"] || !labels["node-b"] {
 		t.Fatalf("records %q labels %v\n%v", recs, labels, r)
+	}
+	// node-b's disk came from its plan, and its record says so.
+	if got := strings.TrimSpace(testenv.MustRun(t, "blkid", "-p", "-s", "LABEL", "-o", "value", loop.Dev+"p1")); got != "nodeb" {
+		t.Errorf("node-b's plan: %sp1 LABEL %q, want nodeb", loop.Dev, got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "node-b-plan.yaml")); err != nil || !strings.Contains(string(b), loop.Dev) {
+		t.Errorf("node-b's plan file: %v\n%s", err, b)
+	}
+	for _, p := range recs {
+		var rec struct {
+			Label  string `json:"label"`
+			Target struct {
+				MountPoint string `json:"mount_point"`
+			} `json:"target"`
+		}
+		b, _ := os.ReadFile(p)
+		json.Unmarshal(b, &rec)
+		if rec.Label == "node-b" && rec.Target.MountPoint != planMount {
+			t.Errorf("node-b benchmarked %q, want its plan's mount point %s", rec.Target.MountPoint, planMount)
+		}
 	}
 	for _, h := range []string{"node-a", "node-b"} {
 		if !exists(filepath.Join(fetch, "inventory", h+".json")) {
