@@ -112,6 +112,7 @@ var suiteCases = []struct {
 	{"RandRWMix", testRandRWMix},
 	{"Fsync", testFsync},
 	{"TimeBasedWindow", testTimeBasedWindow},
+	{"LatencyBounded", testLatencyBounded},
 	{"Cancel", testCancel},
 	{"DirectRefusedFallsBack", testDirectRefused},
 }
@@ -429,6 +430,30 @@ func testTimeBasedWindow(t *testing.T, e suiteEnv) {
 	// stay in the region (checked by the once-per-pass case).
 	if res.CPUUser+res.CPUSys <= 0 {
 		t.Error("no CPU time measured")
+	}
+}
+
+// testLatencyBounded: a queue slot holds one I/O at a time, so the
+// latencies of one job sum to at most depth x the run's wall time; a stale
+// or shared submission stamp would break that. And no I/O takes 0 ns.
+func testLatencyBounded(t *testing.T, e suiteEnv) {
+	for _, depth := range []int{1, 8} {
+		p := e.params(RandRead)
+		p.IODepth = depth
+		start := time.Now()
+		res := mustRun(t, p)
+		wall := time.Since(start)
+		h := res.Read.Hist
+		limit := uint64(wall) * uint64(p.Jobs*depth)
+		if e.engine == EngineSync {
+			limit = uint64(wall) * uint64(p.Jobs)
+		}
+		if h.Sum() > limit {
+			t.Errorf("depth %d: latencies sum to %v over %v of wall time", depth, time.Duration(h.Sum()), wall)
+		}
+		if h.Min() == 0 || h.Percentile(50) < h.Min() || h.Percentile(99) > h.Max() {
+			t.Errorf("depth %d: min %d p50 %d p99 %d max %d", depth, h.Min(), h.Percentile(50), h.Percentile(99), h.Max())
+		}
 	}
 }
 
