@@ -20,6 +20,7 @@ import (
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/fio"
+	"github.com/diskprep/diskprep/bench/prom"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
@@ -159,19 +160,24 @@ Examples:
 			},
 			{
 				Name:      "export",
-				Usage:     "export a result as fio-style JSON (or the record as JSON)",
+				Usage:     "export a result as fio-style JSON, Prometheus text, or the record as JSON",
 				ArgsUsage: "ID",
 				Description: `Writes the record in fio's --output-format=json shape (jobs with read/write
 iops, bw_bytes, bw in KiB/s, runtime, clat_ns with percentiles, lat_ns), which
 fio plotting tools read. A workload repeated several times is exported as its
 repetition closest to the median.
 
+--format prom writes the headline figures (MB/s, IOPS, p50/p99 latency per
+workload and direction, labelled with host, device model, fs and workload) in
+the Prometheus text format, for node_exporter's textfile collector.
+
 Examples:
   diskprep results export 20261130T0615 --format fio > run.fio.json
+  diskprep results export 20261130T0615 --format prom --output /var/lib/node_exporter/textfile/diskprep.prom
   diskprep results export 20261130T0615 --as fio --output run.fio.json
   diskprep results export 20261130T0615 --as json     # the record itself`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "as", Usage: "export `FORMAT`: fio (default) or json; --format fio works too"},
+					&cli.StringFlag{Name: "as", Usage: "export `FORMAT`: fio (default), prom or json; --format fio works too"},
 					&cli.StringFlag{Name: "output", Usage: "write to `FILE` instead of standard output"},
 				},
 				Action: action(func(c *cli.Context, e *env) error {
@@ -394,17 +400,20 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 			as = e.Format
 		}
 	}
-	if as != "fio" && as != "json" {
-		return usageErr(fmt.Errorf("unknown export format %q (valid: fio, json)", as))
+	if as != "fio" && as != "json" && as != "prom" {
+		return usageErr(fmt.Errorf("unknown export format %q (valid: fio, prom, json)", as))
 	}
 	en, err := bench.Load(e.ResultsDir, opts.ID)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
-	if as == "fio" {
+	switch as {
+	case "fio":
 		err = fio.Export(&buf, en.Record)
-	} else {
+	case "prom":
+		err = prom.Write(&buf, en.Record)
+	default:
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(en.Record)

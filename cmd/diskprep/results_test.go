@@ -227,6 +227,15 @@ func TestResultsImportExport(t *testing.T) {
 			t.Errorf("export as=%q format=%q: %v %+v", c.as, c.format, err, doc)
 		}
 	}
+	// --format prom: Prometheus text exposition with the record's figures.
+	out.Reset()
+	e.Format = "prom"
+	if err := runResultsExport(context.Background(), resultsExportOptions{ID: id}, e); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "# TYPE diskprep_") || !strings.Contains(out.String(), `workload="`) {
+		t.Errorf("export --format prom:\n%s", out.String())
+	}
 	e.Format = ""
 	if err := runResultsExport(context.Background(), resultsExportOptions{ID: id, As: "xml"}, e); exitCode(err) != exitUsage {
 		t.Errorf("export as xml: %v", err)
