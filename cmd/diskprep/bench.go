@@ -27,6 +27,7 @@ type benchOptions struct {
 	Engine           string
 	Repeat           int
 	Label            string
+	Hostname         string
 	AllowDeviceWrite bool
 	KeepPartial      bool
 	NoDirect         bool
@@ -84,6 +85,7 @@ Examples:
 			&cli.StringFlag{Name: "engine", Usage: "I/O `ENGINE`: auto, sync or io_uring"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run each workload `N` times; report median, min and max"},
 			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm)"},
+			&cli.StringFlag{Name: "hostname", Usage: "record the host as `NAME` instead of its own hostname (e.g. an Ansible inventory alias); the record says so"},
 			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
 			&cli.BoolFlag{Name: "keep-partial", Usage: "on interruption, save what was measured, marked partial"},
 			&cli.BoolFlag{Name: "no-direct", Usage: "buffered I/O instead of O_DIRECT (measures the page cache too)"},
@@ -103,6 +105,7 @@ Examples:
 				Engine:           c.String("engine"),
 				Repeat:           c.Int("repeat"),
 				Label:            c.String("label"),
+				Hostname:         c.String("hostname"),
 				AllowDeviceWrite: c.Bool("allow-device-write"),
 				KeepPartial:      c.Bool("keep-partial"),
 				NoDirect:         c.Bool("no-direct"),
@@ -188,6 +191,10 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
 	if err != nil {
 		return err
+	}
+	if opts.Hostname != "" && opts.Hostname != host.Hostname {
+		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", opts.Hostname, host.Hostname))
+		host.Hostname = opts.Hostname
 	}
 	var live *bench.LiveLine
 	var progress func(bench.Progress)

@@ -120,6 +120,17 @@ func TestPrivilegedBenchCLI(t *testing.T) {
 		t.Errorf("mount keeps %v", left)
 	}
 
+	// --hostname records an alias (fleets of VMs, Ansible aliases) and says so.
+	code, stdout, stderr = runCLI(t, "bench", mnt, "--workload", "rw=read,size=8M,runtime=1s", "--hostname", "node-a", "--results", results, "-o", "json", "-q")
+	var aliased bench.Record
+	if err := json.Unmarshal([]byte(stdout), &aliased); code != 0 || err != nil {
+		t.Fatalf("--hostname: exit %d %v %s", code, err, stderr)
+	}
+	if aliased.Host.Hostname != "node-a" || !strings.Contains(strings.Join(aliased.Host.Warnings, "\n"), `recorded as "node-a"`) {
+		t.Errorf("--hostname: host %q warnings %q", aliased.Host.Hostname, aliased.Host.Warnings)
+	}
+	os.Remove(filepath.Join(results, aliased.ID+".json"))
+
 	// The table names its units.
 	code, stdout, stderr = runCLI(t, "bench", mnt, "--workload", "name=rr,rw=randread,bs=4k,size=16M,runtime=1s", "--results", results)
 	if code != 0 || !strings.Contains(stdout, "10^6 bytes/s") || !strings.Contains(stdout, "\nrr ") || !strings.Contains(stderr, "saved ") {
