@@ -64,21 +64,23 @@ diskprep_plan:
 		t.Errorf("want a failed run naming node-c:\n%v", r)
 	}
 
-	// Two records, one per good host, told apart by their label.
+	// Two records, one per good host, each recorded under its inventory name.
 	recs, _ := filepath.Glob(filepath.Join(fetch, "records", "*.json"))
-	labels := map[string]bool{}
+	hosts := map[string]bool{}
 	for _, p := range recs {
 		var rec struct {
-			Label string `json:"label"`
+			Host struct {
+				Hostname string `json:"hostname"`
+			} `json:"host"`
 		}
 		b, _ := os.ReadFile(p)
 		if err := json.Unmarshal(b, &rec); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
-		labels[rec.Label] = true
+		hosts[rec.Host.Hostname] = true
 	}
-	if len(recs) != 2 || !labels["node-a"] || !labels["node-b"] {
-		t.Fatalf("records %q labels %v\n%v", recs, labels, r)
+	if len(recs) != 2 || !hosts["node-a"] || !hosts["node-b"] {
+		t.Fatalf("records %q hosts %v\n%v", recs, hosts, r)
 	}
 	// node-b's disk came from its plan, and its record says so.
 	if got := strings.TrimSpace(testenv.MustRun(t, "blkid", "-p", "-s", "LABEL", "-o", "value", loop.Dev+"p1")); got != "nodeb" {
