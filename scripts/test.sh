@@ -25,6 +25,9 @@ for pair in mkfs.xfs:xfsprogs mkfs.ext4:e2fsprogs losetup:util-linux blkid:util-
 	fi
 done
 if ! command -v shellcheck >/dev/null 2>&1; then need_pkgs+=(shellcheck); fi
+# The fleet playbook test runs ansible-playbook; the package test reads the rpm.
+if ! command -v ansible-playbook >/dev/null 2>&1; then need_pkgs+=(ansible-core); fi
+if ! command -v rpm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(rpm); fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	# shellcheck disable=SC2207
 	need_pkgs=($(printf '%s\n' "${need_pkgs[@]}" | sort -u))
@@ -62,6 +65,10 @@ go vet ./...
 log "staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1; then
 	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+# scripts/package.sh builds the rpm and deb with nfpm.
+if ! command -v nfpm >/dev/null 2>&1; then
+	go install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 fi
 staticcheck ./...
 
