@@ -232,9 +232,8 @@ func runJobs(ctx context.Context, p Params, eng string, jobs []*job, res *Result
 	for _, j := range jobs {
 		j.nextSec = sh.windowStart + 1e9
 	}
-	if p.Ramp == 0 {
-		unix.Getrusage(unix.RUSAGE_SELF, &ru0)
-	}
+	// Taken again when the ramp ends, if the run lasts that long.
+	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	// Workers hold their P through raw syscalls; one P each plus one for
 	// the coordinator, progress and the caller keeps everyone scheduled.
 	if prev := runtime.GOMAXPROCS(0); prev < len(jobs)+1 {
