@@ -106,7 +106,7 @@ func Run(ctx context.Context, p Params) (*Result, error) {
 		res.Warnings = append(res.Warnings, warn)
 	}
 
-	jobs, direct, err := setupJobs(p, t, direct)
+	jobs, direct, err := setupJobs(p, eng, t, direct)
 	defer func() {
 		for _, j := range jobs {
 			j.free()
@@ -155,7 +155,7 @@ func probeURing() error {
 	return r.Close()
 }
 
-func setupJobs(p Params, t *target, direct bool) ([]*job, bool, error) {
+func setupJobs(p Params, eng string, t *target, direct bool) ([]*job, bool, error) {
 	seed := p.Seed
 	if seed == 0 {
 		seed = 0x6469736b70726570 // "diskprep": runs repeat unless asked otherwise
@@ -165,7 +165,7 @@ func setupJobs(p Params, t *target, direct bool) ([]*job, bool, error) {
 		mix = 50
 	}
 	slots := 1
-	if p.Engine != EngineSync && p.IODepth > 1 {
+	if eng == EngineIOUring {
 		slots = p.IODepth
 	}
 	n := uint64(p.Size / p.BlockSize)
