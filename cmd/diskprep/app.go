@@ -61,6 +61,7 @@ type env struct {
 	Verbose    bool
 	NoColor    bool
 	IsTerminal bool // stdout is a terminal: progress lines, colour, prompts
+	Redact     bool // hide serials, WWNs, hostnames, UUIDs in what is shown or exported (internal/redact)
 	Logger     *slog.Logger
 }
 
@@ -85,6 +86,7 @@ func globalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only results and errors, no progress"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log each step and show error details"},
 		&cli.BoolFlag{Name: "no-color", Usage: "no colour in output (also NO_COLOR)"},
+		&cli.BoolFlag{Name: "redact", Usage: "replace serial numbers, WWNs, hostnames, UUIDs and MACs in the output by stable short hashes (stored records keep them)", EnvVars: []string{"DISKPREP_REDACT"}},
 	}
 }
 
@@ -138,6 +140,7 @@ func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 		Verbose:    c.Bool("verbose"),
 		NoColor:    c.Bool("no-color") || os.Getenv("NO_COLOR") != "",
 		IsTerminal: isTerminal(stdout),
+		Redact:     c.Bool("redact"),
 	}
 	if e.ResultsDir == "" {
 		e.ResultsDir = defaultResultsDir()
