@@ -88,16 +88,18 @@ func FormatSize(n uint64) string {
 	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
-// FormatSizeShort renders n bytes as fio and lsblk do: "4k", "32M", "1.5G".
+// FormatSizeShort renders n bytes as fio does, in the largest unit that
+// divides it exactly: "4k", "32M", "1536M", "1000". ParseSize reads it back
+// to the same n; integer arithmetic keeps that true beyond 2^53, and the
+// largest unit is P because ParseSize (and fio) take no E.
 func FormatSizeShort(n uint64) string {
-	units := []string{"", "k", "M", "G", "T", "P", "E"}
-	v := float64(n)
+	units := []string{"", "k", "M", "G", "T", "P"}
 	u := 0
-	for v >= 1024 && u < len(units)-1 && math.Mod(v, 1024) == 0 {
-		v /= 1024
+	for n >= 1024 && n%1024 == 0 && u < len(units)-1 {
+		n /= 1024
 		u++
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64) + units[u]
+	return strconv.FormatUint(n, 10) + units[u]
 }
 
 // FormatDecimalSize renders n bytes with decimal units as drive vendors label
