@@ -199,3 +199,24 @@ func TestWriteExtendsFile(t *testing.T) {
 		t.Fatalf("file %d bytes, engine wrote %d; want %d", st.Size(), res.Write.Bytes, 4<<20)
 	}
 }
+
+// TestProgressFinalSnapshot: the last progress call carries the run's
+// totals, so a live line ends on the true figures.
+func TestProgressFinalSnapshot(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := Layout(context.Background(), file, 4<<20, DataPattern{}); err != nil {
+		t.Fatal(err)
+	}
+	var last Snapshot
+	calls := 0
+	p := Params{Path: file, RW: RandRW, BlockSize: 4096, Size: 4 << 20, Jobs: 2, IODepth: 1, Direct: true,
+		Progress: func(s Snapshot) { last = s; calls++ }}
+	res, err := Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || last.ReadIOs != res.Read.IOs || last.WriteIOs != res.Write.IOs ||
+		last.ReadBytes != res.Read.Bytes || last.WriteBytes != res.Write.Bytes || last.Ramping {
+		t.Fatalf("last snapshot %+v after %d calls; result read %d/%d write %d/%d", last, calls, res.Read.IOs, res.Read.Bytes, res.Write.IOs, res.Write.Bytes)
+	}
+}
