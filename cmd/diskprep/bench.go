@@ -12,6 +12,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -220,6 +221,9 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 			return usageErr(err)
 		}
 		return err
+	}
+	if e.Redact {
+		rec = redact.Record(rec) // the stored record keeps the full values
 	}
 	switch format {
 	case "json":
