@@ -15,6 +15,7 @@ import (
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/internal/redact"
 )
 
 type compareOptions struct {
@@ -108,6 +109,11 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err != nil {
 		return err
 	}
+	if e.Redact {
+		for i := range warnings {
+			warnings[i] = redact.Text(warnings[i], recs...)
+		}
+	}
 	warnAll(e, warnings)
 	var picked []*bench.Record
 	for _, r := range recs {
@@ -124,6 +130,12 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 			return fmt.Errorf("%w: none of the %d records in %s match the filters", compare.ErrNothing, len(recs), where)
 		}
 		return fmt.Errorf("%w: no result records in %s (run diskprep bench, or give record files or directories)", compare.ErrNothing, where)
+	}
+	if e.Redact {
+		// Filters above match the real names; the report shows tokens,
+		// and a --baseline given by its real name follows its column.
+		opts.Baseline = redact.Text(opts.Baseline, picked...)
+		picked = redact.Records(picked)
 	}
 	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency})
 	if err != nil {

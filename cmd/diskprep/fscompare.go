@@ -19,6 +19,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -296,7 +297,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 			}
 		}
 	}
-	c, err := compare.Compare(records, compare.Options{By: compare.ByFS, Latency: opts.Latency})
+	shown := records
+	if e.Redact {
+		shown = redact.Records(records) // the store keeps them whole
+	}
+	c, err := compare.Compare(shown, compare.Options{By: compare.ByFS, Latency: opts.Latency})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -54,6 +55,9 @@ func runInventory(ctx context.Context, opts inventoryOptions, e *env) error {
 	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: opts.All, Logger: e.Logger})
 	if err != nil {
 		return err
+	}
+	if e.Redact {
+		host = redact.Host(host)
 	}
 	switch format {
 	case "json":

@@ -23,6 +23,7 @@ import (
 	"github.com/diskprep/diskprep/bench/prom"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/atomicfile"
+	"github.com/diskprep/diskprep/internal/redact"
 )
 
 // recordFilter selects records by label, host and filesystem; each is a
@@ -233,10 +234,17 @@ func runResultsList(_ context.Context, f recordFilter, e *env) error {
 	}
 	warnAll(e, warnings)
 	rows := []resultRow{}
+	var picked []bench.Entry
 	for _, en := range entries {
 		if f.match(en.Record) {
-			rows = append(rows, rowOf(en))
+			picked = append(picked, en)
 		}
+	}
+	if e.Redact {
+		picked = redactEntries(picked)
+	}
+	for _, en := range picked {
+		rows = append(rows, rowOf(en))
 	}
 	when := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
 	cells := func(r resultRow) []string {
@@ -305,6 +313,9 @@ func runResultsShow(_ context.Context, id string, e *env) error {
 	en, err := bench.Load(e.ResultsDir, id)
 	if err != nil {
 		return err
+	}
+	if e.Redact {
+		en.Record = redact.Record(en.Record)
 	}
 	if format == "json" {
 		enc := json.NewEncoder(e.Stdout)
@@ -407,6 +418,9 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 	if err != nil {
 		return err
 	}
+	if e.Redact {
+		en.Record = redact.Record(en.Record)
+	}
 	var buf bytes.Buffer
 	switch as {
 	case "fio":
@@ -438,6 +452,23 @@ func writeOutput(e *env, file string, data []byte) error {
 		fmt.Fprintf(e.Stderr, "wrote %s\n", abs)
 	}
 	return nil
+}
+
+// redactEntries redacts the records of a listing together (one host, one
+// token in every row) and the file paths, which may name a host.
+func redactEntries(entries []bench.Entry) []bench.Entry {
+	recs := make([]*bench.Record, len(entries))
+	for i, en := range entries {
+		recs[i] = en.Record
+	}
+	red := redact.Records(recs)
+	out := make([]bench.Entry, len(entries))
+	for i, en := range entries {
+		out[i] = en
+		out[i].Record = red[i]
+		out[i].Path = redact.Text(en.Path, recs...)
+	}
+	return out
 }
 
 func dashIfEmpty(s string) string {
