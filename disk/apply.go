@@ -2,8 +2,6 @@ package disk
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +90,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		return nil, fmt.Errorf("apply: not a %s plan", PlanSchema)
 	}
 	a := newApplier(deps)
+	crashArmed()
 	res = &Result{Schema: ResultSchema, Device: plan.Device, Notes: append([]string(nil), plan.Notes...)}
 	var undo []func()
 	defer func() {
@@ -181,6 +180,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	if usedBLKPG {
 		res.Notes = append(res.Notes, "the kernel did not pick up the partitions from the table: added with BLKPG")
 	}
+	crashPoint("partitions-registered")
 	f.Close()
 
 	fstabChanged := false
@@ -241,11 +241,7 @@ func (a *applier) mkfsVersion(ctx context.Context, pp PartPlan) (string, error) 
 // loop device.
 func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, func(), error) {
 	im := p.Image
-	sum := sha256.Sum256([]byte(im.Path))
-	if err := os.MkdirAll(filepath.Join(a.runDir, "locks"), 0o755); err != nil {
-		return "", nil, fmt.Errorf("lock %s: %w", im.Path, err)
-	}
-	unlock, err := flockFile(filepath.Join(a.runDir, "locks", "image-"+hex.EncodeToString(sum[:8])+".lock"), im.Path)
+	unlock, err := lockImage(a.runDir, im.Path)
 	if err != nil {
 		return "", nil, err
 	}
@@ -277,6 +273,7 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
 		}
 		a.log.Info("create image: finished", "path", im.Path)
+		crashPoint("image-created")
 	case im.Recreate:
 		a.log.Info("recreate image: started", "path", im.Path, "size", im.SizeBytes)
 		if err := resizeEmpty(im.Path, im.SizeBytes); err != nil {
@@ -312,6 +309,7 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 	if err := writeLoopState(a.runDir, loopState{Device: dev, Image: im.Path, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()}); err != nil {
 		return fail(fmt.Errorf("record loop device %s: %w", dev, err))
 	}
+	crashPoint("loop-attached")
 	return dev, unlock, nil
 }
 
@@ -417,6 +415,7 @@ func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
 			return fmt.Errorf("wipe %s: %w", p.Device, err)
 		}
 		a.log.Info("wipe signatures: finished", "device", p.Device, "count", len(sigs))
+		crashPoint("wiped")
 	}
 	a.log.Info("write GPT: started", "device", p.Device, "disk_guid", t.DiskGUID, "partitions", len(p.Partitions))
 	if err := writeGPT(f, p); err != nil {
@@ -429,6 +428,7 @@ func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
 		return err
 	}
 	a.log.Info("write GPT: finished", "device", p.Device)
+	crashPoint("gpt-written")
 	return nil
 }
 
@@ -474,9 +474,11 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 				return pr, refuse(pp.Path, fmt.Sprintf("%s already holds a %s signature (pass --wipe to destroy it)", pp.Path, sigs[0].Type))
 			}
 		}
+		crashPoint("mkfs")
 		if err := a.do(ctx, "make filesystem", pp.Mkfs); err != nil {
 			return pr, fmt.Errorf("make %s on %s: %w", pp.FS, pp.Path, err)
 		}
+		crashPoint("formatted")
 		pr.Formatted, pr.MkfsArgv, pr.MkfsVersion = true, pp.Mkfs, version
 	}
 	uuid, err := a.readBackFS(pp)
@@ -506,6 +508,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 					a.log.Error("unmount after failure", "point", pp.MountPoint, "err", err)
 				}
 			})
+			crashPoint("mounted")
 		}
 		if err := a.writeMarker(p, pp, pr); err != nil {
 			return pr, err

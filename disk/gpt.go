@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/diskfs/go-diskfs/backend"
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 )
@@ -41,6 +42,11 @@ func writeGPT(f *os.File, p *Plan) error {
 	w, err := file.New(f, false).Writable()
 	if err != nil {
 		return fmt.Errorf("write GPT on %s: %w", p.Device, err)
+	}
+	if crashArmed() {
+		// go-diskfs writes the backup array and header first; the primary
+		// array (right after the primary header at LBA 1) comes next.
+		w = crashBeforePrimary{WritableFile: w, primaryArrayOff: 2 * int64(lss)}
 	}
 	size := int64(t.TotalSectors) * int64(lss)
 	if err := tbl.Write(w, size); err != nil {
@@ -97,6 +103,29 @@ func verifyGPT(f *os.File, p *Plan) error {
 			!strings.EqualFold(e.TypeGUID, pp.TypeGUID) || !strings.EqualFold(e.GUID, pp.PartGUID) {
 			return fmt.Errorf("verify GPT on %s: partition %d reads back as %+v", p.Device, pp.Number, e)
 		}
+	}
+	return nil
+}
+
+// crashBeforePrimary lets a crash test (CrashEnv=gpt-backup) kill prepare
+// between go-diskfs's backup and primary GPT writes: the state a power cut
+// in the middle of writing the table leaves.
+type crashBeforePrimary struct {
+	backend.WritableFile
+	primaryArrayOff int64
+}
+
+func (w crashBeforePrimary) WriteAt(b []byte, off int64) (int, error) {
+	if off == w.primaryArrayOff {
+		crashPoint("gpt-backup")
+	}
+	return w.WritableFile.WriteAt(b, off)
+}
+
+// Sync keeps go-diskfs's sync after each part, which it finds by assertion.
+func (w crashBeforePrimary) Sync() error {
+	if s, ok := w.WritableFile.(interface{ Sync() error }); ok {
+		return s.Sync()
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ type ImageState struct {
 	// partitions with their filesystems, whole-disk signatures), read with
 	// the prober; nil when the file does not exist.
 	Disk *hwinfo.Disk
+	// damage is what Disk does not say: a half-written table, an
+	// unfinished filesystem.
+	damage damage
 }
 
 // InspectImage reads an image file's state; it never writes.
@@ -29,34 +32,19 @@ func InspectImage(path string) (ImageState, error) {
 	if err != nil {
 		return ImageState{}, usagef("image %s: %v", path, err)
 	}
-	st := ImageState{Path: abs}
-	fi, err := os.Lstat(abs)
+	real, err := resolveImagePath(abs)
+	if err != nil {
+		return ImageState{Path: abs}, err
+	}
+	st := ImageState{Path: real}
+	fi, err := os.Stat(real)
 	if errors.Is(err, fs.ErrNotExist) {
-		// The kernel reports a loop device's backing file by its real path;
-		// name the image the same way, or a second run would not recognise
-		// it as attached and attach it twice.
-		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-			st.Path = filepath.Join(dir, filepath.Base(abs))
-		}
 		return st, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("inspect image %s: %w", abs, err)
 	}
 	st.Exists = true
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		st.Path = real
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := filepath.EvalSymlinks(abs)
-		if err != nil {
-			return st, usagef("image %s is a dangling symlink", abs)
-		}
-		st.Path = target
-		if fi, err = os.Stat(target); err != nil {
-			return st, fmt.Errorf("inspect image %s: %w", abs, err)
-		}
-	}
 	switch {
 	case fi.Mode()&fs.ModeDevice != 0:
 		st.DeviceNode = true
@@ -66,10 +54,39 @@ func InspectImage(path string) (ImageState, error) {
 	}
 	st.Regular = true
 	st.SizeBytes = uint64(fi.Size())
-	d, err := inspectImageContents(st.Path, st.SizeBytes)
+	d, dmg, err := inspectImageContents(st.Path, st.SizeBytes)
 	if err != nil {
 		return st, fmt.Errorf("inspect image %s: %w", st.Path, err)
 	}
-	st.Disk = d
+	st.Disk, st.damage = d, dmg
 	return st, nil
+}
+
+// resolveImagePath names an image file as the kernel names a loop device's
+// backing file, by its real path, or a second run would not recognise it as
+// attached and attach it twice (and the image lock would not be one lock).
+// A missing file is named by its directory's real path.
+func resolveImagePath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", usagef("image %s: %v", path, err)
+	}
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			return filepath.Join(dir, filepath.Base(abs)), nil
+		}
+		return abs, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", abs, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", usagef("image %s is a dangling symlink", abs)
+		}
+		return "", fmt.Errorf("inspect image %s: %w", abs, err)
+	}
+	return real, nil
 }

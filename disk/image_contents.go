@@ -10,17 +10,17 @@ import (
 
 // inspectImageContents describes an image file as hwinfo would describe the
 // disk it becomes once attached: table, partitions and their filesystems.
-func inspectImageContents(path string, size uint64) (*hwinfo.Disk, error) {
+func inspectImageContents(path string, size uint64) (*hwinfo.Disk, damage, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, damage{}, err
 	}
 	defer f.Close()
 	d := &hwinfo.Disk{SizeBytes: size, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, Transport: "loop"}
 	if err := describeDevice(d, f, size); err != nil {
-		return nil, err
+		return nil, damage{}, err
 	}
-	return d, nil
+	return d, readDamage(f, int64(size), 0, d.Partitions), nil
 }
 
 // describeDevice fills the table and signature facts of d from the device's

@@ -1,12 +1,15 @@
 package disk
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +27,42 @@ func lockDevice(runDir, device, devnum string) (unlock func(), err error) {
 	return flockFile(path, device)
 }
 
+// held counts the locks this process holds, by file: flock(2) locks belong
+// to an open file, so a second open by the same process would be refused
+// as if another diskprep held it. LockTarget takes a lock before planning
+// that Apply then takes again.
+var (
+	heldMu sync.Mutex
+	held   = map[string]int{}
+)
+
 func flockFile(path, what string) (func(), error) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if held[path] > 0 {
+		held[path]++
+		return func() {
+			heldMu.Lock()
+			held[path]--
+			heldMu.Unlock()
+		}, nil
+	}
+	unlock, err := flockFileOnce(path, what)
+	if err != nil {
+		return nil, err
+	}
+	held[path] = 1
+	return func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		if held[path]--; held[path] == 0 {
+			delete(held, path)
+			unlock()
+		}
+	}, nil
+}
+
+func flockFileOnce(path, what string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
@@ -50,4 +88,44 @@ func flockFile(path, what string) (func(), error) {
 		unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// LockTarget takes, before the facts are read and the plan is made, the
+// lock Apply would take for req's device (by device number) or image file
+// (by real path), and holds it until unlock. Two prepare runs of one disk
+// started together then cannot both plan against the untouched disk: the
+// second is refused (ErrRefused, naming the holder's pid) instead of
+// failing later on "changed since planning". A device that does not exist
+// (yet) takes no lock here: planning reports it.
+func LockTarget(req Request, deps Deps) (unlock func(), err error) {
+	a := newApplier(deps)
+	if req.Image != "" {
+		path, err := resolveImagePath(req.Image)
+		if err != nil {
+			return nil, err
+		}
+		return lockImage(a.runDir, path)
+	}
+	dev := req.Device
+	if dev == "" {
+		return func() {}, nil
+	}
+	if !strings.HasPrefix(dev, "/") {
+		dev = "/dev/" + dev
+	}
+	devnum, err := devNumber(dev)
+	if err != nil {
+		return func() {}, nil
+	}
+	return lockDevice(a.runDir, dev, devnum)
+}
+
+// lockImage is lockDevice for an image file, keyed by its real path.
+func lockImage(runDir, path string) (func(), error) {
+	dir := filepath.Join(runDir, "locks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	sum := sha256.Sum256([]byte(path))
+	return flockFile(filepath.Join(dir, "image-"+hex.EncodeToString(sum[:8])+".lock"), path)
 }

@@ -69,7 +69,7 @@ func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planOnDisk(req, d, nil)
+	return planOnDisk(req, d, nil, liveDamage(d))
 }
 
 // PlanImage is PlanDisk for an image request, with the image file's state
@@ -106,7 +106,7 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			if size != img.SizeBytes {
 				return nil, refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 			}
-			return planOnDisk(req, d, ip)
+			return planOnDisk(req, d, ip, liveDamage(d))
 		}
 	}
 	ip.Attach = true
@@ -114,14 +114,14 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 	case !img.Exists:
 		ip.Create = true
 		d := placeholderDisk(size, ip.SectorBytes)
-		return planOnDisk(req, &d, ip)
+		return planOnDisk(req, &d, ip, damage{})
 	case img.SizeBytes != size:
 		if !req.Wipe {
 			return nil, refuse(subject, fmt.Sprintf("%s exists with %s, not the %s asked (pass --wipe to recreate it)", img.Path, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 		}
 		ip.Recreate = true
 		d := placeholderDisk(size, ip.SectorBytes)
-		p, err := planOnDisk(req, &d, ip)
+		p, err := planOnDisk(req, &d, ip, damage{})
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			d.PartitionTable = fmt.Sprintf("%s (for %d-byte sectors)", d.PartitionTable, d.LogicalSectorBytes)
 		}
 		d.LogicalSectorBytes, d.PhysicalSectorBytes = ip.SectorBytes, ip.SectorBytes
-		return planOnDisk(req, &d, ip)
+		return planOnDisk(req, &d, ip, img.damage)
 	}
 }
 
@@ -290,7 +290,9 @@ func resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
 }
 
 // planOnDisk is the heart of planning: layout, safety, idempotency, argv.
-func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan) (*Plan, error) {
+// dmg is what the disk's bytes add to its facts (a half-written table, an
+// unfinished filesystem): such a disk is never taken as prepared.
+func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan, error) {
 	subject := d.Name
 	if img != nil {
 		subject = img.Path
@@ -311,6 +313,8 @@ func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan) (*Plan, error) {
 			return nil, refuse(subject, fmt.Sprintf("%s changed since the plan was made: %s", d.Name, diff))
 		}
 	}
+	// After the fingerprint, which Apply compares with facts read afresh.
+	d = dmg.mark(d)
 	if d.SizeBytes == 0 || d.LogicalSectorBytes == 0 {
 		return nil, refuse(subject, fmt.Sprintf("size or sector size of %s is unknown", d.Name))
 	}

@@ -20,9 +20,14 @@ const BackupSuffix = ".diskprep.bak"
 // now dates the ownership marker; tests fix it.
 var now = time.Now
 
-// testHook, set only by this package's tests, runs at each step boundary of
-// an edit so the crash test can kill the process between steps.
+// testHook, set only by tests (this package's and, through SetStepHook,
+// disk's crash tests), runs at each step boundary of an edit so a crash
+// test can kill the process between steps.
 var testHook func(step string)
+
+// SetStepHook is TEST-ONLY: it lets disk's crash tests (disk.CrashEnv) run
+// h at each step boundary of an edit ("parsed", "backed-up", "replaced").
+func SetStepHook(h func(step string)) { testHook = h }
 
 func step(name string) {
 	if testHook != nil {

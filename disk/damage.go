@@ -1,0 +1,103 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/hwinfo/probe"
+)
+
+// damage is what a disk's bytes say that its facts do not: a partition
+// table only half written (a crash between go-diskfs's backup and primary
+// GPT writes leaves a valid backup and no primary, which the prober, like
+// the kernel, reads from the backup), or a filesystem whose mkfs was
+// killed (blkid still reports it; the kernel will not mount it). Such a
+// disk is not "already prepared": planning must neither keep the table nor
+// reuse the filesystem, but refuse without --wipe, naming the damage, and
+// rewrite with it.
+type damage struct {
+	table string         // why the table cannot be trusted; "" when it can
+	parts map[int]string // partition number -> why its filesystem is unfinished
+}
+
+func (d damage) none() bool { return d.table == "" && len(d.parts) == 0 }
+
+// mark returns a copy of disk whose table type and filesystem types carry
+// the damage, so that the layout comparison sees "something else" and
+// refusals and confirmations show what is wrong.
+func (d damage) mark(disk *hwinfo.Disk) *hwinfo.Disk {
+	if d.none() {
+		return disk
+	}
+	c := *disk
+	if d.table != "" {
+		t := c.PartitionTable
+		if t == "" {
+			t = "gpt"
+		}
+		c.PartitionTable = fmt.Sprintf("%s (damaged: %s)", t, d.table)
+	}
+	c.Partitions = append([]hwinfo.Partition(nil), disk.Partitions...)
+	for i := range c.Partitions {
+		if why := d.parts[c.Partitions[i].Number]; why != "" {
+			c.Partitions[i].FSType = fmt.Sprintf("%s (%s)", c.Partitions[i].FSType, why)
+		}
+	}
+	return &c
+}
+
+// readDamage inspects r (a whole disk of size bytes; sector 0 when unknown)
+// and the given partitions of it.
+func readDamage(r io.ReaderAt, size int64, sector uint64, parts []hwinfo.Partition) damage {
+	var d damage
+	t, err := readTable(r, size, sector)
+	switch {
+	case errors.Is(err, probe.ErrCorruptTable):
+		d.table = err.Error()
+	case err == nil && t != nil && len(t.Warnings) > 0:
+		d.table = strings.Join(t.Warnings, "; ")
+	}
+	for _, p := range parts {
+		if p.FSType != "xfs" || p.SizeBytes < 512 {
+			continue
+		}
+		if unfinishedXFS(io.NewSectionReader(r, int64(p.StartBytes), int64(p.SizeBytes))) {
+			if d.parts == nil {
+				d.parts = map[int]string{}
+			}
+			d.parts[p.Number] = "unfinished: mkfs was interrupted"
+		}
+	}
+	return d
+}
+
+// unfinishedXFS reads sb_inprogress, which mkfs.xfs sets in the first
+// superblock it writes and clears when it is done.
+func unfinishedXFS(r io.ReaderAt) bool {
+	sb := make([]byte, 128)
+	if _, err := r.ReadAt(sb, 0); err != nil {
+		return false
+	}
+	return string(sb[:4]) == "XFSB" && sb[126] != 0
+}
+
+// liveDamage reads the damage of a disk of the live machine; a swapped
+// variable so that unit tests of planning read nothing. A device that
+// cannot be opened or is not the size the facts say (facts of another
+// machine, under --root) shows no damage: the facts stand as they are.
+var liveDamage = func(d *hwinfo.Disk) damage {
+	f, err := os.Open(diskPath(d))
+	if err != nil {
+		return damage{}
+	}
+	defer f.Close()
+	size, err := deviceSize(f)
+	if err != nil || size != d.SizeBytes {
+		return damage{}
+	}
+	return readDamage(f, int64(size), d.LogicalSectorBytes, d.Partitions)
+}
