@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
@@ -141,16 +142,15 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		}
 	}
 
+	var tf *testFile
 	if t.ident.Kind == KindDir {
-		f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("create test file: %w", err)
+		if tf, err = createTestFile(t.path); err != nil {
+			return nil, err
 		}
-		f.Close()
 		log.Debug("test file created", "path", t.path)
 		defer func() {
-			if rmErr := os.Remove(t.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
-				err = fmt.Errorf("remove test file: %w", rmErr)
+			if rmErr := tf.remove(); rmErr != nil && err == nil {
+				err = rmErr
 			}
 			log.Debug("test file removed", "path", t.path)
 		}()
@@ -167,6 +167,11 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		for i := range workloads {
 			r.index++
 			r.remaining = remainingTime(workloads, i, rep, repeat)
+			if tf != nil {
+				if err = tf.check(); err != nil {
+					break
+				}
+			}
 			var one Repetition
 			one, err = r.runOne(ctx, workloads[i], rep, repeat)
 			if err != nil {
@@ -176,6 +181,16 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 			wr.Runs = append(wr.Runs, one)
 			wr.Warnings = appendNew(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
 		}
+	}
+	if err == nil && tf != nil {
+		// The last workload ran on the open file; whether its numbers
+		// belong to the target still depends on the target being there.
+		err = tf.check()
+	}
+	if errors.Is(err, syscall.ENOSPC) && t.ident.Kind == KindDir {
+		// The free-space check passed before the run, so something else
+		// wrote to the filesystem meanwhile: say so, not just ENOSPC.
+		err = fmt.Errorf("%s filled up during the run (something else is writing there): %w", t.ident.Path, err)
 	}
 	rec.End = now().UTC().Truncate(time.Second)
 	for i := range rec.Workloads {
@@ -194,7 +209,15 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		rec.Warnings = append(rec.Warnings, "interrupted: this record is partial")
 	}
 	if opts.ResultsDir != "" {
-		if saveErr := Save(opts.ResultsDir, rec); saveErr != nil {
+		saveErr := Save(opts.ResultsDir, rec)
+		// Runs started in the same second (two Ansible hosts sharing a
+		// store) differ only in the id's 16 random bits: on a clash take
+		// another id rather than lose this record.
+		for try := 0; errors.Is(saveErr, os.ErrExist) && try < 8; try++ {
+			rec.ID = NewID(start)
+			saveErr = Save(opts.ResultsDir, rec)
+		}
+		if saveErr != nil {
 			return rec, errors.Join(err, saveErr)
 		}
 	}
@@ -496,18 +519,4 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
-}
-
-// leftovers names test files of earlier runs that were killed before they
-// could clean up. They are not removed: another run may be using one.
-func leftovers(dir string) []string {
-	paths, _ := filepath.Glob(filepath.Join(dir, TestFileName("*")))
-	var out []string
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil {
-			out = append(out, fmt.Sprintf("%s (%s) is a test file left by an earlier run that was killed, or one running now: remove it if no bench is running",
-				p, units.FormatSize(uint64(fi.Size()))))
-		}
-	}
-	return out
 }

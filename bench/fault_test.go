@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/internal/atomicfile"
+)
+
+// TestRunTargetRemovedMidRun removes the target directory while the first
+// of two workloads runs: the run stops before the second (whose test file
+// would otherwise be made again wherever the path now leads), saves nothing
+// and says why.
+func TestRunTargetRemovedMidRun(t *testing.T) {
+	for _, specs := range [][]string{
+		{"name=a,rw=randread,size=1M,runtime=1s", "name=b,rw=randwrite,size=1M,runtime=1s"},
+		{"name=only,rw=randread,size=1M,runtime=1s"}, // caught after the last workload too
+	} {
+		t.Run(specs[0], func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "sub")
+			if err := os.Mkdir(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			results := t.TempDir()
+			fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+				if n == 0 {
+					if err := os.RemoveAll(target); err != nil {
+						t.Error(err)
+					}
+				}
+				return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
+			}}
+			rec, err := Run(context.Background(), Request{Target: target, Specs: specs},
+				Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
+			if err == nil || !strings.Contains(err.Error(), "went away during the run") || rec != nil {
+				t.Fatalf("rec %v, err %v", rec, err)
+			}
+			t.Logf("error: %v", err)
+			if len(fake.calls) != 1 {
+				t.Errorf("engine ran %d workloads after the target went away", len(fake.calls))
+			}
+			if left := dirEntries(t, results); len(left) != 0 {
+				t.Errorf("store holds %v", left)
+			}
+			if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("target made again: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunTargetReplacedMidRun: a new directory at the same path (removed and
+// made again) is not the target the run started on either.
+func TestRunTargetReplacedMidRun(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "sub")
+	os.Mkdir(target, 0o755)
+	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		os.RemoveAll(target)
+		os.Mkdir(target, 0o755)
+		os.WriteFile(p.Path, nil, 0o600) // same name, another file
+		return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
+	}}
+	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), ResultsDir: t.TempDir(), Engine: fake})
+	if err == nil || !strings.Contains(err.Error(), "another file is at its path") {
+		t.Fatalf("err %v", err)
+	}
+	// The stranger's file is not removed by name: only the run's own file
+	// (already gone with the old directory) would be.
+	if left := dirEntries(t, target); len(left) != 1 {
+		t.Errorf("target holds %v", left)
+	}
+}
+
+// TestRunFilesystemFull: the engine fails with ENOSPC (something else
+// filled the filesystem after the free-space check): the error names the
+// target and ENOSPC, the test file goes, nothing is saved.
+func TestRunFilesystemFull(t *testing.T) {
+	target, results := t.TempDir(), t.TempDir()
+	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		return nil, fmt.Errorf("write %s: %w", p.Path, unix.ENOSPC)
+	}}
+	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=write,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
+	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), target+" filled up during the run") ||
+		!strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("err %v", err)
+	}
+	if left := append(dirEntries(t, target), dirEntries(t, results)...); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestLeftovers: a test file nobody holds is a killed run's leftover (the
+// warning says how to remove it); one a live run holds is named as such.
+func TestLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, TestFileName("20261130T000000Z-dead"))
+	os.WriteFile(stale, make([]byte, 4096), 0o600)
+	live, err := createTestFile(filepath.Join(dir, TestFileName("20261130T000000Z-live")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.remove()
+	os.WriteFile(filepath.Join(dir, "unrelated.tmp"), nil, 0o600)
+
+	rec, err := Run(context.Background(), Request{Target: dir, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(rec.Warnings, "\n")
+	if !strings.Contains(all, stale+" (4 KiB) is a test file left by an earlier run that was killed: remove it (rm "+stale+")") {
+		t.Errorf("no stale warning in %q", all)
+	}
+	if !strings.Contains(all, live.path+" (0 B) is the test file of another bench running now") {
+		t.Errorf("no in-use warning in %q", all)
+	}
+	if strings.Contains(all, "unrelated") || strings.Count(all, "diskprep-bench.") != 3 {
+		t.Errorf("warnings %q", all)
+	}
+	// Reported, never removed: the user decides.
+	if _, err := os.Stat(stale); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRunIDClash: a record already holding the run's id (another run
+// started in the same second with the same random bits) makes the run take
+// another id; both records stay.
+func TestRunIDClash(t *testing.T) {
+	target, results := t.TempDir(), t.TempDir()
+	var clashed string
+	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		// The test file's name carries the run's id.
+		clashed = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p.Path), "diskprep-bench."), ".tmp")
+		if err := Save(results, recWithID(clashed)); err != nil {
+			t.Error(err)
+		}
+		return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
+	}}
+	rec, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ID == clashed || !strings.HasPrefix(rec.ID, clashed[:len("20060102T150405Z-")]) {
+		t.Errorf("id %s after a clash with %s", rec.ID, clashed)
+	}
+	entries, warnings, err := List(results)
+	if err != nil || len(entries) != 2 || len(warnings) != 0 {
+		t.Fatalf("store: %d entries, %v, %v", len(entries), warnings, err)
+	}
+}
+
+// TestStoreConcurrentReaders saves records while readers list and load the
+// store in parallel: a reader never sees a partial record (no warning, no
+// error), and every record it sees is whole.
+func TestStoreConcurrentReaders(t *testing.T) {
+	dir := t.TempDir()
+	// A killed writer's temp file, half written: never read.
+	os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"20261130T000000Z-dead.json-123"), []byte(`{"schema":"diskprep/result/v1","id":`), 0o644)
+	const writes = 60
+	big := syntheticRecord()
+	// A record of some 100 KiB, so a torn read would be likely if
+	// Save were not atomic.
+	for len(big.Workloads) < 12 {
+		big.Workloads = append(big.Workloads, syntheticRecord().Workloads...)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var writeErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer done.Store(true)
+		base := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+		for i := range writes {
+			r := *big
+			r.ID = fmt.Sprintf("%s-%04x", base.Add(time.Duration(i)*time.Second).Format("20060102T150405Z"), i)
+			if err := Save(dir, &r); err != nil {
+				writeErr = err
+				return
+			}
+		}
+	}()
+	var lists, loads, readErrs atomic.Int64
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+				entries, warnings, err := List(dir)
+				lists.Add(1)
+				if err != nil || len(warnings) != 0 {
+					readErrs.Add(1)
+					t.Errorf("list: %v %v", warnings, err)
+					return
+				}
+				for _, en := range entries {
+					if len(en.Record.Workloads) != len(big.Workloads) {
+						readErrs.Add(1)
+						t.Errorf("%s: %d workloads", en.Path, len(en.Record.Workloads))
+					}
+				}
+				if n := len(entries); n > 0 {
+					if _, err := Load(dir, entries[n-1].Record.ID); err != nil {
+						readErrs.Add(1)
+						t.Errorf("load: %v", err)
+					}
+					loads.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if writeErr != nil {
+		t.Fatal(writeErr)
+	}
+	entries, _, _ := List(dir)
+	t.Logf("%d records written while %d lists and %d loads ran; %d reader errors", writes, lists.Load(), loads.Load(), readErrs.Load())
+	if len(entries) != writes || readErrs.Load() != 0 {
+		t.Errorf("store holds %d records, readers saw %d errors", len(entries), readErrs.Load())
+	}
+}
