@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +34,7 @@ type prepareOptions struct {
 	Wipe          bool
 	DryRun        bool
 	Yes           bool
+	Fstab         string // hidden --fstab: the crash tests' stand-in for /etc/fstab
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -85,6 +87,7 @@ Examples:
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
 			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
+			fstabFlag(),
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
@@ -95,6 +98,7 @@ Examples:
 				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
+				Fstab: c.String("fstab"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
@@ -113,7 +117,27 @@ var (
 	applyDeps   = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger} }
 	applyPlan   = disk.Apply
 	releaseFunc = disk.Release
+	lockTarget  = disk.LockTarget
 )
+
+// fstabFlag is hidden: it exists so that tests running the real binary
+// (the crash-safety harness) edit a temporary file instead of /etc/fstab.
+func fstabFlag() cli.Flag {
+	return &cli.StringFlag{Name: "fstab", Hidden: true, Usage: "edit `FILE` instead of /etc/fstab (for tests)"}
+}
+
+// withFstab applies the hidden --fstab to deps.
+func withFstab(deps disk.Deps, path string) (disk.Deps, error) {
+	if path == "" {
+		return deps, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return deps, usageErr(fmt.Errorf("--fstab %s: %w", path, err))
+	}
+	deps.FstabPath = abs
+	return deps, nil
+}
 
 // loadPlan reads --plan FILE; nil without --plan. Flags that the file
 // replaces are refused rather than silently ignored.
@@ -199,6 +223,22 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 	if !opts.DryRun && geteuid() != 0 {
 		return errors.New("prepare needs root (try --dry-run to see the plan)")
 	}
+	deps, err := withFstab(applyDeps(e), opts.Fstab)
+	if err != nil {
+		return err
+	}
+	if !opts.DryRun {
+		// Locked before the facts are read: a second prepare of the same
+		// disk started at the same time is refused here, naming this one,
+		// rather than planning against a disk this one is rewriting.
+		for _, r := range reqs {
+			unlock, err := lockTarget(r, deps)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+		}
+	}
 	host, err := readFacts(ctx, e.Root, e)
 	if err != nil {
 		return err
@@ -210,6 +250,15 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 		}
 		for _, r := range resolved {
 			reqs = append(reqs, r.Request)
+			if !opts.DryRun {
+				// Facts came first here (the file selects disks by them):
+				// Apply's re-check catches a change made before the lock.
+				unlock, err := lockTarget(r.Request, deps)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
 		}
 	}
 	// Plan every disk before touching any: one refusal stops them all.
@@ -246,7 +295,6 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 			return disk.ErrNotConfirmed
 		}
 	}
-	deps := applyDeps(e)
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, e) }
 	}

@@ -13,6 +13,7 @@ import (
 type releaseOptions struct {
 	Target      string
 	RemoveImage bool
+	Fstab       string // hidden --fstab, as for prepare
 }
 
 func releaseCommand() *cli.Command {
@@ -32,12 +33,13 @@ Examples:
   diskprep release /var/tmp/scratch.img --remove-image`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "remove-image", Usage: "also delete the image file behind a loop device diskprep attached"},
+			fstabFlag(),
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
 				return usageErr(errors.New("release takes one MOUNTPOINT, DEVICE or IMAGE"))
 			}
-			return runRelease(c.Context, releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image")}, e)
+			return runRelease(c.Context, releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image"), Fstab: c.String("fstab")}, e)
 		}),
 	}
 }
@@ -53,7 +55,11 @@ func runRelease(ctx context.Context, opts releaseOptions, e *env) error {
 	if geteuid() != 0 {
 		return errors.New("release needs root")
 	}
-	res, err := releaseFunc(ctx, opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage}, applyDeps(e))
+	deps, err := withFstab(applyDeps(e), opts.Fstab)
+	if err != nil {
+		return err
+	}
+	res, err := releaseFunc(ctx, opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage}, deps)
 	if res != nil && err != nil {
 		res.WriteText(e.Stderr)
 	}
