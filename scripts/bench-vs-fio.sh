@@ -10,16 +10,17 @@
 #        FILESERVER=1 adds the `fileserver` set (seqread, seqwrite, randrw
 #        50/50; bs 32M, 16 jobs, 2 GiB file) on xfs on a loop device whose
 #        image lives in /dev/shm (RAM), compared by MB/s
-#        DEV=/dev/zram0  DISKPREP=path (a prebuilt engine driver; built if unset)
+#        DEV=/dev/zram0  DISKPREP=path (a prebuilt diskprep; built if unset)
 #        NICE=-10 (both tools run at this nice level, so a machine shared with
 #        compilers disturbs them less; equal for both, so the ratio is fair)
 #        RT=1 runs both under SCHED_FIFO (chrt -f 10) instead: steadiest
 #        numbers on a busy machine, at the cost of starving everything else
 #        (the kernel's RT throttling still leaves it 5%) for the whole run
 #
-# The driver is bench/engine/cmd/enginebench (fio-like flags, JSON out).
-# CPU and peak RSS come from /usr/bin/time -v around each whole process, so
-# startup costs count for both; fio runs with --thread so that its peak RSS,
+# diskprep runs as users run it: `diskprep bench TARGET --workload SPEC -o json`
+# (reading the inventory and saving a record included). CPU and peak RSS come
+# from /usr/bin/time -v around each whole process, so startup costs count for
+# both; fio runs with --thread so that its peak RSS,
 # like diskprep's, covers all jobs (forked jobs would each be measured
 # alone).
 # MB/s is 10^6 bytes per second.
@@ -60,8 +61,8 @@ trap 'exit 130' INT TERM
 
 if [[ -z ${DISKPREP:-} ]]; then
 	root=$(cd "$(dirname "$0")/.." && pwd)
-	(cd "$root" && go build -o "$tmp/enginebench" ./bench/engine/cmd/enginebench)
-	DISKPREP=$tmp/enginebench
+	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/diskprep" ./cmd/diskprep)
+	DISKPREP=$tmp/diskprep
 fi
 
 sysdir=/sys/block/$(basename "$DEV")
@@ -74,8 +75,14 @@ if [[ $(cat "$sysdir/disksize") == 0 ]]; then
 	made_zram=1
 fi
 
+# ours SPEC TARGET [FLAG...]: one diskprep bench run, the record on stdout.
+ours() {
+	"$DISKPREP" bench "$2" --workload "$1" --results "$tmp/results" -q -o json "${@:3}"
+}
+
+# Unwritten zram pages read back as zeros without work: fill the region first.
 echo "laying out $SIZE of random data on $DEV ..."
-"$DISKPREP" -filename "$DEV" -size "$SIZE" -layout -rw read -bs 1M -iodepth 4 >/dev/null
+ours "name=layout,rw=write,bs=1M,iodepth=4,size=$SIZE,runtime=0" "$DEV" --allow-device-write >/dev/null
 
 # run_timed OUT CMD...: run CMD under GNU time; CMD's stdout to OUT.json,
 # time's report to OUT.time.
@@ -98,13 +105,14 @@ metrics() {
 		p50=$(jq ".jobs[0].$dir.clat_ns.percentile[\"50.000000\"]" "$out.json")
 		p99=$(jq ".jobs[0].$dir.clat_ns.percentile[\"99.000000\"]" "$out.json")
 	else
+		local run='.workloads[0].runs[0]'
 		dir="read"
-		[[ $(jq '.read.ios' "$out.json") == 0 ]] && dir="write"
-		iops=$(jq '.read.iops + .write.iops' "$out.json")
-		bw=$(jq '.read.bw_bytes_per_s + .write.bw_bytes_per_s' "$out.json")
-		ios=$(jq '.read.ios + .write.ios' "$out.json")
-		p50=$(jq ".$dir.lat_p50_ns" "$out.json")
-		p99=$(jq ".$dir.lat_p99_ns" "$out.json")
+		[[ $(jq "$run.read.ios // 0" "$out.json") == 0 ]] && dir="write"
+		iops=$(jq "($run.read.iops // 0) + ($run.write.iops // 0)" "$out.json")
+		bw=$(jq "($run.read.bw_bytes_per_s // 0) + ($run.write.bw_bytes_per_s // 0)" "$out.json")
+		ios=$(jq "($run.read.ios // 0) + ($run.write.ios // 0)" "$out.json")
+		p50=$(jq "$run.$dir.lat_ns.p50" "$out.json")
+		p99=$(jq "$run.$dir.lat_ns.p99" "$out.json")
 	fi
 	user=$(awk -F': ' '/User time/ {print $2}' "$out.time")
 	sys=$(awk -F': ' '/System time/ {print $2}' "$out.time")
@@ -113,10 +121,10 @@ metrics() {
 		'BEGIN { printf "%.0f %.1f %.0f %.0f %.4f %d\n", i, w / 1e6, a, b, (u + s) / (n / 1e6), r }'
 }
 
-# Workloads: name | target | size | diskprep flags | fio flags
+# Workloads: name | target | size | diskprep SPEC keys | fio flags
 workloads=(
-	"randread-4k-2j-qd1-sync|$DEV|$SIZE|-rw randread -bs 4k -numjobs 2 -iodepth 1 -ioengine sync|--rw=randread --bs=4k --numjobs=2 --iodepth=1 --ioengine=psync"
-	"randread-4k-1j-qd32-uring|$DEV|$SIZE|-rw randread -bs 4k -numjobs 1 -iodepth 32 -ioengine io_uring|--rw=randread --bs=4k --numjobs=1 --iodepth=32 --ioengine=io_uring"
+	"randread-4k-2j-qd1-sync|$DEV|$SIZE|rw=randread,bs=4k,jobs=2,iodepth=1,engine=sync|--rw=randread --bs=4k --numjobs=2 --iodepth=1 --ioengine=psync"
+	"randread-4k-1j-qd32-uring|$DEV|$SIZE|rw=randread,bs=4k,jobs=1,iodepth=32,engine=io_uring|--rw=randread --bs=4k --numjobs=1 --iodepth=32 --ioengine=io_uring"
 )
 
 if [[ ${FILESERVER:-0} == 1 ]]; then
@@ -135,19 +143,21 @@ if [[ ${FILESERVER:-0} == 1 ]]; then
 	}
 	trap 'cleanup_fs; cleanup' EXIT
 	echo "laying out 2G on xfs ($loopdev over $img) ..."
-	"$DISKPREP" -filename "$mnt/testfile" -size 2G -layout -rw read -bs 32M >/dev/null
-	fs="-bs 32M -numjobs 16 -iodepth 1 -ioengine sync"
+	truncate -s 2G "$mnt/testfile"
+	ours "name=layout,rw=write,bs=32M,size=2G,runtime=0" "$mnt/testfile" >/dev/null
+	# The workloads of `diskprep bench --set fileserver`, one process each.
+	fs="bs=32M,jobs=16,iodepth=1,engine=sync"
 	ffs="--bs=32M --numjobs=16 --iodepth=1 --ioengine=psync"
 	workloads+=(
-		"fileserver-seqread|$mnt/testfile|2G|-rw read $fs|--rw=read $ffs"
-		"fileserver-seqwrite|$mnt/testfile|2G|-rw write $fs|--rw=write $ffs"
-		"fileserver-randrw|$mnt/testfile|2G|-rw randrw -rwmixread 50 $fs|--rw=randrw --rwmixread=50 $ffs"
+		"fileserver-seqread|$mnt/testfile|2G|rw=read,$fs|--rw=read $ffs"
+		"fileserver-seqwrite|$mnt/testfile|2G|rw=write,$fs|--rw=write $ffs"
+		"fileserver-randrw|$mnt/testfile|2G|rw=randrw,rwmixread=50,$fs|--rw=randrw --rwmixread=50 $ffs"
 	)
 fi
 
 printf '%-28s %-8s %5s %10s %9s %9s %9s %9s %8s\n' workload tool round IOPS MB/s p50_us p99_us cpu_s/MIO rss_MB
 for w in "${workloads[@]}"; do
-	IFS='|' read -r name target size ours theirs <<<"$w"
+	IFS='|' read -r name target size spec theirs <<<"$w"
 	[[ $name =~ ${ONLY:-.} ]] || continue
 	for ((r = 1; r <= ROUNDS; r++)); do
 		# Alternate who goes first so drift (thermal, neighbours) hits both.
@@ -160,8 +170,8 @@ for w in "${workloads[@]}"; do
 				run_timed "$out" fio --name="$name" --filename="$target" --direct=1 --size="$size" \
 					--thread --time_based --runtime="$RUNTIME" --group_reporting --output-format=json $theirs
 			else
-				# shellcheck disable=SC2086
-				run_timed "$out" "$DISKPREP" -filename "$target" -direct -size "$size" -runtime "${RUNTIME}s" $ours
+				run_timed "$out" "$DISKPREP" bench "$target" --workload "name=$name,$spec,size=$size,runtime=${RUNTIME}s,direct=1" \
+					--results "$tmp/results" -q -o json
 			fi
 			read -r iops mbs p50 p99 cpu rss < <(metrics "$out" "$tool")
 			echo "$name $tool $iops $mbs $p50 $p99 $cpu $rss" >>"$tmp/all"
