@@ -223,6 +223,8 @@ func ruleOf(key string) rule {
 
 // hostNoteRE finds the real hostname bench names in its warning when
 // --hostname recorded an alias: no field holds it.
+var quotedRE = regexp.MustCompile(`"[^"]+"`)
+
 var hostNoteRE = regexp.MustCompile(`it calls itself "([^"]+)"`)
 
 // keepHost are placeholders, not hostnames.
@@ -233,6 +235,9 @@ var keepHost = map[string]bool{fio.UnknownHost: true, "(unknown host)": true, "l
 type redactor struct {
 	known []known
 	seen  map[string]bool
+	// quoted holds every value, also those shorter than minText, for
+	// where one is quoted whole: `it calls itself "vm"`.
+	quoted map[string]string
 }
 
 type known struct {
@@ -251,6 +256,10 @@ func (r *redactor) learn(kind Kind, value string) {
 		return
 	}
 	tok := Token(kind, v)
+	if r.quoted == nil {
+		r.quoted = map[string]string{}
+	}
+	r.quoted[asciiLower(v)] = tok
 	add := func(spelling, tok string) {
 		s := asciiLower(spelling)
 		if len(s) < minText || r.seen[s] {
@@ -383,6 +392,12 @@ var (
 // text redacts free text: known values first (so each keeps the token of
 // its field), then udev link names, then the shapes of UUIDs, MACs and WWNs.
 func (r *redactor) text(s string) string {
+	s = quotedRE.ReplaceAllStringFunc(s, func(m string) string {
+		if tok, ok := r.quoted[asciiLower(m[1:len(m)-1])]; ok {
+			return `"` + tok + `"`
+		}
+		return m
+	})
 	s = r.replaceKnown(s)
 	s = diskLinkRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := diskLinkRE.FindStringSubmatch(m)

@@ -283,6 +283,16 @@ func TestTextWholeWords(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	// A name too short to search for in text is still replaced where it
+	// stands quoted whole, as bench's --hostname warning quotes it.
+	rec.Host.Hostname = "vm"
+	rec.Host.Warnings = []string{`host recorded as "node-a" (--hostname); it calls itself "vm"`}
+	if got := Record(rec).Host.Warnings[0]; got != `host recorded as "node-a" (--hostname); it calls itself "`+Token(KindHost, "vm")+`"` {
+		t.Errorf("short quoted hostname: %q", got)
+	}
+	if got := Text("vm vmware", rec); got != "vm vmware" {
+		t.Errorf("short name replaced in text: %q", got)
+	}
 	// Shapes are found without any record.
 	got = Text("mounted /dev/disk/by-partuuid/000a1b2c-01 from /dev/disk/by-id/scsi-35000c500a1b2c3d4-part2, mac 52:54:00:AB:CD:EF")
 	for _, s := range []string{"000a1b2c", "5000c500a1b2c3d4", "AB:CD:EF"} {
