@@ -234,3 +234,32 @@ func TestStoreConcurrentReaders(t *testing.T) {
 		t.Errorf("store holds %d records, readers saw %d errors", len(entries), readErrs.Load())
 	}
 }
+
+// TestRunEngineFailsOnMissingFile: when the engine fails because the test
+// file went away between workloads (it reports a missing target as bad
+// parameters, a usage error), the run reports the target going away.
+func TestRunEngineFailsOnMissingFile(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "sub")
+	os.Mkdir(target, 0o755)
+	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		os.RemoveAll(target)
+		return nil, fmt.Errorf("%w: target %s does not exist", engine.ErrParams, p.Path)
+	}}
+	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), Engine: fake})
+	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "went away during the run") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestRunNoSpaceNamesLeftovers: when a killed run's test file is what
+// leaves too little space, the refusal says so.
+func TestRunNoSpaceNamesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, TestFileName("20261130T000000Z-dead")), nil, 0o600)
+	_, err := Run(context.Background(), Request{Target: dir, Specs: []string{"rw=read,size=1P,runtime=1s"}},
+		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
+	if err == nil || !strings.Contains(err.Error(), "not enough free space") || !strings.Contains(err.Error(), "remove the 1 test file(s) of earlier runs") {
+		t.Fatalf("err %v", err)
+	}
+}

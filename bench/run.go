@@ -175,6 +175,14 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 			var one Repetition
 			one, err = r.runOne(ctx, workloads[i], rep, repeat)
 			if err != nil {
+				// A workload that failed because its file went away
+				// (the engine sees ENOENT, or "target does not exist",
+				// a usage error) failed because the target did.
+				if tf != nil && ctx.Err() == nil {
+					if gone := tf.check(); gone != nil {
+						err = gone
+					}
+				}
 				break
 			}
 			wr := &rec.Workloads[i]
@@ -299,8 +307,12 @@ func (t *target) check(ws []Workload, extent uint64) error {
 		// Keep a little headroom: the filesystem needs metadata for the file.
 		need := extent + extent/100 + 1<<20
 		if free < need {
-			return fmt.Errorf("not enough free space in %s for the test file: need %s, %s available (lower --size)",
-				t.ident.Path, units.FormatSize(need), units.FormatSize(free))
+			hint := "lower --size"
+			if n := len(leftovers(t.ident.Path)); n > 0 {
+				hint += fmt.Sprintf(", or remove the %d test file(s) of earlier runs there, diskprep-bench.*.tmp, if no bench is running", n)
+			}
+			return fmt.Errorf("not enough free space in %s for the test file: need %s, %s available (%s)",
+				t.ident.Path, units.FormatSize(need), units.FormatSize(free), hint)
 		}
 	}
 	return nil
