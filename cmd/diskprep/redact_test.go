@@ -16,6 +16,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 // The safety net of --redact: every command and output format is run on
@@ -187,6 +188,16 @@ func TestRedactResults(t *testing.T) {
 	if n := strings.Count(redacted, "\n"); n != 3 {
 		t.Errorf("--host filter with --redact: %d lines, want header and 2 records:\n%s", n, redacted)
 	}
+	// --host also takes the token a redacted listing showed.
+	e, out, _ := resultsEnv(t, "json")
+	e.ResultsDir, e.Redact = dir, true
+	if err := runResultsList(context.Background(), recordFilter{Host: redact.Token(redact.KindHost, "storage-lab")}, e); err != nil {
+		t.Fatal(err)
+	}
+	var rows []resultRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 || rows[0].ID != recs[0].ID || rows[1].ID != recs[1].ID {
+		t.Errorf("--host TOKEN: %v %+v", err, rows)
+	}
 	for _, as := range []string{"fio", "prom", "json"} {
 		plain, redacted := both(t, dir, "", func(e *env) error {
 			return runResultsExport(context.Background(), resultsExportOptions{ID: recs[2].ID, As: as}, e)
@@ -314,5 +325,46 @@ func TestRedactBench(t *testing.T) {
 		}
 		secrets = append(secrets, nonEmptyStrings([]string{stored.Target.Serial, stored.Target.WWN})...)
 		checkRedacted(t, "bench -o "+format, outputs[0], outputs[1], secrets)
+	}
+}
+
+// fscompare shows mkfs arguments that carry the filesystem UUIDs diskprep
+// chose: with --redact the report shows their tokens, and the stored
+// records keep the UUIDs.
+func TestPrivilegedRedactFSCompare(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "losetup", "mount", "umount")
+	dir := t.TempDir()
+	img := filepath.Join(dir, "redact.img")
+	t.Cleanup(func() {
+		if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+			testenv.UnmountAll(t, strings.TrimSpace(out))
+			testenv.Run("losetup", "-d", strings.TrimSpace(out))
+		}
+	})
+	e, out, errb := resultsEnv(t, "markdown")
+	e.Redact = true
+	err := runFSCompare(context.Background(), fscompareOptions{
+		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "200ms", Repeat: 1,
+		Mount: filepath.Join(dir, "mnt"), Yes: true,
+	}, e)
+	if err != nil {
+		t.Fatalf("fscompare: %v\n%s", err, errb)
+	}
+	entries, _, err := bench.List(e.ResultsDir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%d records (%v), want 2", len(entries), err)
+	}
+	shown := out.String() + errb.String()
+	for _, en := range entries {
+		p := en.Record.Target.Prepared
+		if p == nil || p.UUID == "" || !strings.Contains(strings.Join(p.MkfsArgv, " "), p.UUID) {
+			t.Fatalf("record %s: no mkfs UUID to hide: %+v", en.Record.ID, p)
+		}
+		if strings.Contains(strings.ToLower(shown), strings.ToLower(p.UUID)) {
+			t.Errorf("report shows the %s UUID %s", p.FSType, p.UUID)
+		}
+		if !strings.Contains(shown, redact.Token(redact.KindUUID, p.UUID)) {
+			t.Errorf("report lacks the token of the %s UUID:\n%s", p.FSType, shown)
+		}
 	}
 }

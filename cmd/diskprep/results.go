@@ -40,7 +40,10 @@ func (f recordFilter) match(r *bench.Record) bool {
 		m, err := path.Match(pattern, value)
 		return err == nil && m || pattern == value
 	}
-	return ok(f.Label, r.Label) && ok(f.Host, r.Host.Hostname) && ok(f.FS, compare.GroupKey(r, compare.ByFS))
+	// --host also takes the token --redact showed for a host, so a
+	// redacted listing can be narrowed down without the real name.
+	host := ok(f.Host, r.Host.Hostname) || redact.IsToken(f.Host) && f.Host == redact.Token(redact.KindHost, r.Host.Hostname)
+	return ok(f.Label, r.Label) && host && ok(f.FS, compare.GroupKey(r, compare.ByFS))
 }
 
 func (f recordFilter) validate() error {
