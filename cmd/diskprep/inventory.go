@@ -34,6 +34,7 @@ Examples:
   diskprep inventory -o json > inventory.json
   diskprep inventory -o markdown >> post.md     # an "Environment" section
   diskprep inventory --all                      # also unused loop, zram, optical
+  diskprep inventory --redact -o markdown       # serials, WWNs, hostname, UUIDs hashed for a public post
   diskprep inventory --root ./fixture-tree      # another machine's captured /sys, /proc, /etc`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "also show unused loop devices, zram, ram disks and optical drives"},

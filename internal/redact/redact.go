@@ -200,8 +200,15 @@ var fieldKind = map[string]Kind{
 	"part_uuid":          KindUUID,
 	"partition_table_id": KindUUID,
 	"uuid":               KindUUID, // bench.Prepared
-	"system_uuid":        KindUUID, // should DMI's product_uuid join the inventory
-	"mac":                KindMAC,
+	// Not collected today; named so that a field added under one of
+	// these names is hidden from the day it appears.
+	"system_uuid":    KindUUID,
+	"product_uuid":   KindUUID,
+	"product_serial": KindSerial,
+	"board_serial":   KindSerial,
+	"chassis_serial": KindSerial,
+	"mac":            KindMAC,
+	"mac_address":    KindMAC,
 }
 
 func ruleOf(key string) rule {

@@ -314,3 +314,23 @@ func TestPlaceholdersKept(t *testing.T) {
 		}
 	}
 }
+
+// A field added later under a known name is hidden by its name, and any
+// other new string field still gets the text pass.
+func TestUnknownFieldsByName(t *testing.T) {
+	var r redactor
+	tree := map[string]any{
+		"system": map[string]any{"product_uuid": "4C4C4544-0042-3510-8048-B4C04F4B4E32", "product_serial": "VMware-56 4d"},
+		"nics":   []any{map[string]any{"mac_address": "00:50:56:AB:CD:EF", "note": "bond of 00:50:56:ab:cd:ef on VMware-56 4d"}},
+	}
+	r.learnTree(tree, "")
+	got := mustJSON(t, r.applyTree(tree, ""))
+	for _, s := range []string{"4C4C4544", "VMware-56", "ab:cd:ef", "AB:CD:EF"} {
+		if strings.Contains(got, s) {
+			t.Errorf("%s still holds %q", got, s)
+		}
+	}
+	if !strings.Contains(got, Token(KindMAC, "00:50:56:ab:cd:ef")) || !strings.Contains(got, Token(KindSerial, "VMware-56 4d")) {
+		t.Errorf("tokens missing: %s", got)
+	}
+}
