@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/diskprep/diskprep/bench"
@@ -240,16 +239,13 @@ var keepHost = map[string]bool{fio.UnknownHost: true, "(unknown host)": true, "l
 // redactor knows the identifying values of what it redacts, in every
 // spelling they take, and the token for each.
 type redactor struct {
-	known []known
-	seen  map[string]bool
+	// known maps each ASCII-lowercased spelling searched for in text to
+	// its token; maxLen is the longest spelling.
+	known  map[string]string
+	maxLen int
 	// quoted holds every value, also those shorter than minText, for
 	// where one is quoted whole: `it calls itself "vm"`.
 	quoted map[string]string
-}
-
-type known struct {
-	lower string // ASCII-lowercased spelling searched for
-	token string
 }
 
 // minText is the shortest value searched for inside other text: a two
@@ -269,17 +265,16 @@ func (r *redactor) learn(kind Kind, value string) {
 	r.quoted[asciiLower(v)] = tok
 	add := func(spelling, tok string) {
 		s := asciiLower(spelling)
-		if len(s) < minText || r.seen[s] {
+		if len(s) < minText {
 			return
 		}
-		if r.seen == nil {
-			r.seen = map[string]bool{}
+		if r.known == nil {
+			r.known = map[string]string{}
 		}
-		r.seen[s] = true
-		r.known = append(r.known, known{lower: s, token: tok})
-		// Longest first: a PARTUUID "000a1b2c-01" before its table id
-		// "000a1b2c", an FQDN before its short name.
-		sort.SliceStable(r.known, func(i, j int) bool { return len(r.known[i].lower) > len(r.known[j].lower) })
+		if _, dup := r.known[s]; !dup {
+			r.known[s] = tok
+			r.maxLen = max(r.maxLen, len(s))
+		}
 	}
 	add(v, tok)
 	switch kind {
@@ -446,10 +441,13 @@ func byIDName(name string) string {
 	return bus + "-" + Token(KindID, rest) + suffix
 }
 
-// replaceKnown replaces every known value in s in one pass, longest match
-// first, only where it stands as a whole word (no letter or digit on either
-// side), so a hostname "lab" does not eat "label", and a replaced token is
-// never searched again.
+// replaceKnown replaces every known value in s in one pass, only where it
+// stands as a whole word (no letter or digit on either side), so a hostname
+// "lab" does not eat "label", and a replaced token is never searched again.
+// At each start the longest match wins: a PARTUUID "000a1b2c-01" over its
+// table id "000a1b2c", an FQDN over its short name. Candidates are looked
+// up by substring, so the cost does not grow with the number of values
+// (a comparison of a whole store knows thousands).
 func (r *redactor) replaceKnown(s string) string {
 	if len(r.known) == 0 || s == "" {
 		return s
@@ -463,11 +461,13 @@ func (r *redactor) replaceKnown(s string) string {
 			continue
 		}
 		matched := false
-		for _, k := range r.known {
-			j := i + len(k.lower)
-			if strings.HasPrefix(lower[i:], k.lower) && (j == len(s) || !alnum(s[j])) {
+		for j := min(len(s), i+r.maxLen); j >= i+minText; j-- {
+			if j < len(s) && alnum(s[j]) {
+				continue
+			}
+			if tok, ok := r.known[lower[i:j]]; ok {
 				b.WriteString(s[last:i])
-				b.WriteString(k.token)
+				b.WriteString(tok)
 				i, last, matched = j, j, true
 				break
 			}
