@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,11 @@ func binary(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
+	// go test caches results by the files a test opens: the binary, new
+	// each run, keeps a cached pass from hiding a change to the sources.
+	if _, err := os.Stat(binPath); err != nil {
+		t.Fatal(err)
+	}
 	return binPath
 }
 
@@ -107,10 +113,31 @@ func wait(t *testing.T, cmd *exec.Cmd, out, errb *bytes.Buffer) outcome {
 	// not ours to reap, so wait until the group is gone.
 	pgid := cmd.Process.Pid
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	for i := 0; i < 500 && syscall.Kill(-pgid, 0) == nil; i++ {
-		time.Sleep(10 * time.Millisecond)
+	for i := 0; i < 500 && groupRunning(pgid); i++ {
+		time.Sleep(5 * time.Millisecond)
 	}
 	return o
+}
+
+// groupRunning says whether a process of group pgid is still running;
+// killed orphans linger as zombies until init reaps them, harmlessly.
+func groupRunning(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
 }
 
 func diskprep(t *testing.T, crashAt string, args ...string) outcome {
@@ -212,7 +239,6 @@ func lockHolder(t *testing.T, dev string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
-
 
 func newFstab(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
