@@ -227,10 +227,12 @@ func ruleOf(key string) rule {
 	return ruleText
 }
 
-// hostNoteRE finds the real hostname bench names in its warning when
-// --hostname recorded an alias: no field holds it.
+// quotedRE finds quoted words, where a known value is replaced whatever
+// its length.
 var quotedRE = regexp.MustCompile(`"[^"]+"`)
 
+// hostNoteRE finds the real hostname bench names in its warning when
+// --hostname recorded an alias: no field holds it.
 var hostNoteRE = regexp.MustCompile(`it calls itself "([^"]+)"`)
 
 // keepHost are placeholders, not hostnames.
@@ -298,8 +300,18 @@ func (r *redactor) learnTree(node any, key string) {
 			r.learnTree(v, k)
 		}
 	case []any:
+		prev := ""
 		for _, v := range n {
 			r.learnTree(v, key)
+			if s, ok := v.(string); ok && key == "mkfs_argv" {
+				if prev == "-U" && !uuidKeyword[s] {
+					r.learn(KindUUID, s)
+				}
+				for _, m := range uuidOptRE.FindAllString(s, -1) {
+					r.learn(KindUUID, strings.TrimPrefix(m, "uuid="))
+				}
+				prev = s
+			}
 		}
 	case string:
 		if kind, ok := fieldKind[key]; ok {
@@ -360,9 +372,9 @@ func (r *redactor) argv(args []any) []any {
 			continue
 		}
 		switch {
-		case prev == "-U":
+		case prev == "-U" && !uuidKeyword[s]:
 			s = Token(KindUUID, s)
-		case strings.HasPrefix(s, "-U") && len(s) > 2:
+		case strings.HasPrefix(s, "-U") && len(s) > 2 && !uuidKeyword[s[2:]]:
 			s = "-U" + Token(KindUUID, s[2:])
 		default:
 			s = uuidOptRE.ReplaceAllStringFunc(s, func(m string) string {
@@ -374,6 +386,9 @@ func (r *redactor) argv(args []any) []any {
 	}
 	return out
 }
+
+// uuidKeyword are mke2fs -U words that ask for a UUID rather than give one.
+var uuidKeyword = map[string]bool{"clear": true, "random": true, "time": true}
 
 var uuidOptRE = regexp.MustCompile(`uuid=[^,\s]+`)
 

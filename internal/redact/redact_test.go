@@ -247,6 +247,11 @@ func TestRecord(t *testing.T) {
 	if got := Record(rec).Target.Prepared.MkfsArgv[4]; got != uuid {
 		t.Errorf("-U value %q, want %q", got, uuid)
 	}
+	rec.Target.Prepared.MkfsArgv = []string{"mke2fs", "-U", "random", "-E", "lazy_itable_init=0", "/dev/sdb1"}
+	rec.Warnings = []string{"data=random"}
+	if got := Record(rec); got.Target.Prepared.MkfsArgv[2] != "random" || got.Warnings[0] != "data=random" {
+		t.Errorf("-U random: %q %q", got.Target.Prepared.MkfsArgv, got.Warnings)
+	}
 }
 
 // The same serial or host in two records gives the same token (columns
