@@ -444,3 +444,48 @@ func TestPrivilegedBenchConcurrentStore(t *testing.T) {
 		t.Errorf("mount holds %v", left)
 	}
 }
+
+// TestPrivilegedBenchKillPoints kills a one-second run at staggered points
+// from start-up to after its end (hardware read, layout, measuring, saving):
+// whatever the point, the store holds only whole records (and perhaps a
+// temp file readers skip), and a test file is left only by a killed run.
+func TestPrivilegedBenchKillPoints(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "mount", "umount")
+	bin := faultBuild(t)
+	mnt := faultLoopExt4(t, 64<<20)
+	store := filepath.Join(t.TempDir(), "results")
+	killed, finished := 0, 0
+	// Denser towards the end, where the record is saved (about 1.1 s in
+	// here; elsewhere the points fall differently, all are valid).
+	for _, ms := range []int{0, 300, 1000, 1050, 1075, 1100, 1150} {
+		delay := time.Duration(ms) * time.Millisecond
+		p := faultStart(t, bin, "bench", mnt, "--workload", "rw=randread,bs=4k,size=8M,runtime=1s", "--results", store, "-q")
+		time.Sleep(delay)
+		p.cmd.Process.Kill()
+		code := p.wait(t)
+		records := len(faultStoreRecords(t, store)) // fails on any unreadable file
+		left, _ := filepath.Glob(filepath.Join(mnt, bench.TestFileName("*")))
+		t.Logf("kill after %s: exit %d, %d records, %d test files left", delay, code, records, len(left))
+		switch code {
+		case -1:
+			killed++
+		case 0:
+			finished++
+			if len(left) != 0 {
+				t.Errorf("a finished run left %v", left)
+			}
+		default:
+			t.Errorf("exit %d: %s", code, p.stderr)
+		}
+		if records != finished {
+			t.Errorf("%d records after %d finished runs", records, finished)
+		}
+		for _, l := range left {
+			os.Remove(l)
+		}
+	}
+	t.Logf("%d runs killed, %d finished before the kill", killed, finished)
+	if killed == 0 {
+		t.Error("no run was killed")
+	}
+}
