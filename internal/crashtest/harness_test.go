@@ -30,9 +30,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Every run edits a temporary fstab (--fstab): the machine's own must
+	// come out as it went in.
+	etcBefore, _ := os.ReadFile("/etc/fstab")
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
+	}
+	if etcAfter, _ := os.ReadFile("/etc/fstab"); !bytes.Equal(etcBefore, etcAfter) {
+		fmt.Fprintf(os.Stderr, "/etc/fstab changed during the crash tests:\n%s", etcAfter)
+		code = 1
 	}
 	os.Exit(code)
 }
