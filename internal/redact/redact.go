@@ -235,8 +235,16 @@ var quotedRE = regexp.MustCompile(`"[^"]+"`)
 // --hostname recorded an alias: no field holds it.
 var hostNoteRE = regexp.MustCompile(`it calls itself "([^"]+)"`)
 
-// keepHost are placeholders, not hostnames.
-var keepHost = map[string]bool{fio.UnknownHost: true, "(unknown host)": true, "localhost": true}
+// placeholders stand where a value is not known; they identify nothing,
+// and searching text for one ("none") would mangle unrelated fields.
+var placeholders = map[string]bool{
+	fio.UnknownHost: true, "(unknown host)": true, "localhost": true, "localhost.localdomain": true,
+	"none": true, "unknown": true, "n/a": true, "na": true, "null": true, "0": true,
+	"not specified": true, "not available": true, "default string": true,
+	"to be filled by o.e.m.": true, "system serial number": true,
+}
+
+func placeholder(v string) bool { return placeholders[strings.ToLower(strings.TrimSpace(v))] }
 
 // redactor knows the identifying values of what it redacts, in every
 // spelling they take, and the token for each.
@@ -257,7 +265,7 @@ const minText = 3
 
 func (r *redactor) learn(kind Kind, value string) {
 	v := strings.TrimSpace(value)
-	if v == "" || IsToken(v) || kind == KindHost && keepHost[v] {
+	if v == "" || IsToken(v) || placeholder(v) {
 		return
 	}
 	tok := Token(kind, v)
@@ -345,7 +353,7 @@ func (r *redactor) applyTree(node any, key string) any {
 		case ruleKeep:
 			return n
 		case ruleWhole:
-			if key == "hostname" && keepHost[strings.TrimSpace(n)] {
+			if placeholder(n) {
 				return n
 			}
 			return Token(fieldKind[key], n)

@@ -318,6 +318,12 @@ func TestPlaceholdersKept(t *testing.T) {
 			t.Errorf("hostname %q redacted to %q", h, got)
 		}
 	}
+	// A placeholder serial is kept, and not searched for in other fields.
+	rec.Target.Serial = "None"
+	rec.Host.Virt.Hypervisor = "none"
+	if got := Record(rec); got.Target.Serial != "None" || got.Host.Virt.Hypervisor != "none" {
+		t.Errorf("serial %q hypervisor %q", got.Target.Serial, got.Host.Virt.Hypervisor)
+	}
 }
 
 // A field added later under a known name is hidden by its name, and any
