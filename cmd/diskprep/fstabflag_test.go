@@ -14,7 +14,9 @@ import (
 // disk as the fstab to edit, and neither lists it in help.
 func TestHiddenFstabFlag(t *testing.T) {
 	oldFacts, oldUID, oldApply, oldRelease, oldLock := readFacts, geteuid, applyPlan, releaseFunc, lockTarget
-	t.Cleanup(func() { readFacts, geteuid, applyPlan, releaseFunc, lockTarget = oldFacts, oldUID, oldApply, oldRelease, oldLock })
+	t.Cleanup(func() {
+		readFacts, geteuid, applyPlan, releaseFunc, lockTarget = oldFacts, oldUID, oldApply, oldRelease, oldLock
+	})
 	readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) {
 		return &hwinfo.Host{Schema: hwinfo.Schema, Disks: []hwinfo.Disk{{Name: "sdb", Path: "/dev/sdb", SizeBytes: 100 << 30, LogicalSectorBytes: 512, PhysicalSectorBytes: 512}}}, nil
 	}
