@@ -99,7 +99,7 @@ func Host(h *hwinfo.Host) *hwinfo.Host {
 	tree := toTree(h)
 	r.learnTree(tree, "")
 	out := new(hwinfo.Host)
-	fromTree(r.applyTree(tree, ""), out)
+	fromTree(r.applyTree(tree, "", ""), out)
 	return out
 }
 
@@ -130,7 +130,7 @@ func Records(recs []*bench.Record) []*bench.Record {
 			continue
 		}
 		out[i] = new(bench.Record)
-		fromTree(r.applyTree(trees[i], ""), out[i])
+		fromTree(r.applyTree(trees[i], "", ""), out[i])
 	}
 	return out
 }
@@ -210,16 +210,23 @@ var fieldKind = map[string]Kind{
 	"mac_address":    KindMAC,
 }
 
-func ruleOf(key string) rule {
+// plainFacts are the objects of product and software names: a host
+// called "ubuntu" or "fedora" must not take those words out of the OS name.
+var plainFacts = map[string]bool{"os": true, "cpu": true, "board": true, "system": true, "bios": true, "virtualization": true}
+
+func ruleOf(parent, key string) rule {
 	if _, ok := fieldKind[key]; ok {
 		return ruleWhole
+	}
+	if plainFacts[parent] {
+		return ruleKeep
 	}
 	switch key {
 	case "by_id":
 		return ruleByID
 	case "mkfs_argv":
 		return ruleArgv
-	case "schema", "id", "part_type", "start", "end", "tool_version":
+	case "schema", "id", "part_type", "start", "end", "tool_version", "kernel":
 		// part_type is a GPT type GUID (the same on every Linux data
 		// partition), not an identity; the id and times name the record.
 		return ruleKeep
@@ -333,11 +340,13 @@ func (r *redactor) learnTree(node any, key string) {
 	}
 }
 
-func (r *redactor) applyTree(node any, key string) any {
+// applyTree redacts the strings under node, which is the value of key in
+// the object named parent.
+func (r *redactor) applyTree(node any, parent, key string) any {
 	switch n := node.(type) {
 	case map[string]any:
 		for k, v := range n {
-			n[k] = r.applyTree(v, k)
+			n[k] = r.applyTree(v, key, k)
 		}
 		return n
 	case []any:
@@ -345,11 +354,11 @@ func (r *redactor) applyTree(node any, key string) any {
 			return r.argv(n)
 		}
 		for i, v := range n {
-			n[i] = r.applyTree(v, key)
+			n[i] = r.applyTree(v, parent, key)
 		}
 		return n
 	case string:
-		switch ruleOf(key) {
+		switch ruleOf(parent, key) {
 		case ruleKeep:
 			return n
 		case ruleWhole:

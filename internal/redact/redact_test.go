@@ -318,6 +318,14 @@ func TestPlaceholdersKept(t *testing.T) {
 			t.Errorf("hostname %q redacted to %q", h, got)
 		}
 	}
+	// A host named after its distribution keeps the OS name readable;
+	// paths still lose the name.
+	rec.Host.Hostname = "ubuntu"
+	rec.Host.OS.PrettyName = "Ubuntu 24.04.1 LTS"
+	rec.Target.Path = "/home/ubuntu/bench"
+	if got := Record(rec); got.Host.OS.PrettyName != "Ubuntu 24.04.1 LTS" || got.Target.Path != "/home/"+Token(KindHost, "ubuntu")+"/bench" {
+		t.Errorf("os %q path %q", got.Host.OS.PrettyName, got.Target.Path)
+	}
 	// A placeholder serial is kept, and not searched for in other fields.
 	rec.Target.Serial = "None"
 	rec.Host.Virt.Hypervisor = "none"
@@ -335,7 +343,7 @@ func TestUnknownFieldsByName(t *testing.T) {
 		"nics":   []any{map[string]any{"mac_address": "00:50:56:AB:CD:EF", "note": "bond of 00:50:56:ab:cd:ef on VMware-56 4d"}},
 	}
 	r.learnTree(tree, "")
-	got := mustJSON(t, r.applyTree(tree, ""))
+	got := mustJSON(t, r.applyTree(tree, "", ""))
 	for _, s := range []string{"4C4C4544", "VMware-56", "ab:cd:ef", "AB:CD:EF"} {
 		if strings.Contains(got, s) {
 			t.Errorf("%s still holds %q", got, s)
