@@ -206,7 +206,7 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 			return w, nil, usagef("workload spec %q: key %q given twice", spec, k)
 		}
 		if err := set(&w, v); err != nil {
-			return w, nil, usagef("workload spec %q: %s=%s: %w", spec, k, v, err)
+			return w, nil, usagef("workload spec %q: %s: %w", spec, printable(k+"="+v), err)
 		}
 		given[k] = true
 	}
@@ -214,6 +214,15 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 		w.Name = defaultName(w)
 	}
 	return w, given, nil
+}
+
+// printable quotes s when it holds control characters, which would break
+// the one-line error a usage error is shown as.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func knownKeys() string {

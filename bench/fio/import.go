@@ -169,6 +169,10 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 		start = time.Unix(doc.Timestamp, 0)
 	}
 	start = start.UTC()
+	if start.Year() > maxYear {
+		warnings = append(warnings, fmt.Sprintf("the document's timestamp is beyond the year %d: start time taken as %s", maxYear, opts.Now.UTC().Format(time.RFC3339)))
+		start = opts.Now.UTC()
+	}
 	version := doc.Version
 	if version == "" {
 		version = "fio (version unknown)"
@@ -225,6 +229,9 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if !plausible(wr.Runs[0]) {
+			return nil, nil, fmt.Errorf("job %s: negative or out-of-range figures: %w", a.name, ErrNotFio)
+		}
 		// Two groups may reuse a job name: keep row names unique.
 		names[a.name]++
 		if n := names[a.name]; n > 1 {
@@ -247,6 +254,39 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 	}
 	rec.End = start.Add(time.Duration(elapsed * float64(time.Millisecond)))
 	return rec, warnings, nil
+}
+
+// maxYear is the last year a record's JSON times can hold (RFC 3339).
+const maxYear = 9999
+
+// maxFigure bounds every imported figure: beyond it a sum of jobs could
+// overflow the record's integers, and no run measures that much (2^62 bytes
+// is 4 EiB; 2^62 ns is 146 years).
+const maxFigure = 1 << 62
+
+// plausible reports whether every figure of an imported repetition is one a
+// record can hold and fio could have printed: finite, not negative, and
+// within maxFigure. fio never prints negative rates or latencies; a file
+// that does is damaged, and the figures would wrap when stored.
+func plausible(r bench.Repetition) bool {
+	vals := []float64{r.ElapsedMS, r.CPUUserS, r.CPUSysS}
+	for _, d := range []*bench.DirResult{r.Read, r.Write} {
+		if d == nil {
+			continue
+		}
+		l := d.LatNS
+		vals = append(vals, d.IOPS, d.BWBytesPerS, d.RuntimeMS, l.Min, l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
+		if d.IOBytes > maxFigure || d.IOs > maxFigure {
+			return false
+		}
+	}
+	for _, v := range vals {
+		if math.IsNaN(v) || v < 0 || v > maxFigure {
+			return false
+		}
+	}
+	// The record's end time is start + elapsed: keep it a valid duration.
+	return r.ElapsedMS < float64(math.MaxInt64/int64(time.Millisecond))
 }
 
 // option reads a job option, falling back to the global options.
@@ -456,7 +496,7 @@ func percentile(m map[string]float64, q float64) float64 {
 // combine sums one direction over the jobs of a workload.
 func combine(jobs []job, pick func(job) *direction) *bench.DirResult {
 	var out bench.DirResult
-	var weight, minL, meanL float64
+	var weight, minL, meanL, bytesSum, iosSum float64
 	var pct [4]float64
 	minL = math.Inf(1)
 	seen := false
@@ -476,8 +516,8 @@ func combine(jobs []job, pick func(job) *direction) *bench.DirResult {
 			continue
 		}
 		seen = true
-		out.IOBytes += uint64(b)
-		out.IOs += uint64(ios)
+		bytesSum += b
+		iosSum += ios
 		out.IOPS += d.IOPS
 		out.BWBytesPerS += bwBytes(d)
 		out.RuntimeMS = math.Max(out.RuntimeMS, d.Runtime)
@@ -497,12 +537,22 @@ func combine(jobs []job, pick func(job) *direction) *bench.DirResult {
 	if !seen {
 		return nil
 	}
+	// A negative or overflowing sum is pinned beyond maxFigure, which
+	// plausible refuses, instead of wrapping around in the conversion.
+	out.IOBytes, out.IOs = toCount(bytesSum), toCount(iosSum)
 	if weight > 0 {
 		out.LatNS.Min = minL
 		out.LatNS.Mean = meanL / weight
 		out.LatNS.P50, out.LatNS.P90, out.LatNS.P99, out.LatNS.P999 = pct[0]/weight, pct[1]/weight, pct[2]/weight, pct[3]/weight
 	}
 	return &out
+}
+
+func toCount(v float64) uint64 {
+	if v < 0 || v > maxFigure || math.IsNaN(v) {
+		return maxFigure + 1
+	}
+	return uint64(v)
 }
 
 // summarize fills the workload's summary the way bench does for its own runs.
