@@ -290,14 +290,21 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 		if bf := loopBackingFile(a.sysDir, filepath.Base(p.Device)); bf != im.Path {
 			return fail(refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
 		}
+		// Adopts a device a killed run attached without recording it.
+		readLoopState(a.runDir, a.sysDir, p.Device)
 		return p.Device, unlock, nil
 	}
 	a.log.Info("attach image: started", "path", im.Path, "sector", im.SectorBytes)
+	if err := writeAttaching(a.runDir, im.Path); err != nil {
+		return fail(fmt.Errorf("record attaching %s: %w", im.Path, err))
+	}
+	defer os.Remove(attachingPath(a.runDir, im.Path))
 	dev, err := attachLoop(a.devDir, im.Path, im.SectorBytes)
 	if err != nil {
 		a.log.Error("attach image: failed", "path", im.Path, "err", err)
 		return fail(err)
 	}
+	crashPoint("loop-attaching")
 	a.log.Info("attach image: finished", "path", im.Path, "device", dev)
 	*undo = append(*undo, func() {
 		if err := detachLoop(a.sysDir, dev); err != nil {

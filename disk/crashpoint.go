@@ -18,7 +18,8 @@ import (
 // inside mkfs, for instance. Unset (always, outside those tests) it costs
 // one environment lookup and changes nothing.
 //
-// Steps, in the order Apply reaches them: image-created, loop-attached,
+// Steps, in the order Apply reaches them: image-created, loop-attaching
+// (attached, not yet recorded), loop-attached,
 // wiped, gpt-backup (go-diskfs has written the backup GPT, not yet the
 // primary), gpt-written, partitions-registered, mkfs, formatted, mounted,
 // fstab-parsed, fstab-backed-up, fstab-replaced.

@@ -1,6 +1,8 @@
 package disk
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,10 +37,44 @@ func writeLoopState(runDir string, st loopState) error {
 	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
+// attachingPath names the record, written just before attaching image,
+// that diskprep means to attach it: a run killed between the attach and
+// writing the device's record leaves a loop device only this names.
+func attachingPath(runDir, image string) string {
+	sum := sha256.Sum256([]byte(image))
+	return filepath.Join(runDir, "loops", "attaching-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+func writeAttaching(runDir, image string) error {
+	path := attachingPath(runDir, image)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(loopState{Image: image, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()})
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
+}
+
 // readLoopState returns the record for dev if diskprep attached it and it
-// still backs the same image.
+// still backs the same image. A device without a record whose image
+// diskprep was attaching when it died is adopted: the record is written
+// now, so that release detaches it.
 func readLoopState(runDir, sysDir, dev string) (*loopState, error) {
 	b, err := os.ReadFile(loopStatePath(runDir, dev))
+	if errors.Is(err, os.ErrNotExist) {
+		image := loopBackingFile(sysDir, filepath.Base(dev))
+		if image == "" {
+			return nil, err
+		}
+		if _, aerr := os.Stat(attachingPath(runDir, image)); aerr != nil {
+			return nil, err
+		}
+		st := loopState{Device: dev, Image: image, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()}
+		if err := writeLoopState(runDir, st); err != nil {
+			return nil, err
+		}
+		os.Remove(attachingPath(runDir, image))
+		return &st, nil
+	}
 	if err != nil {
 		return nil, err
 	}

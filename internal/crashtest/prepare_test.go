@@ -58,6 +58,7 @@ var devicePoints = []killPoint{
 // `release IMAGE`, which must leave no loop device or mount behind.
 var imagePoints = []killPoint{
 	{at: "image-created", converge: true},
+	{at: "loop-attaching", converge: true},
 	{at: "loop-attached", converge: true},
 	{at: "gpt-backup", refuse: "damaged"},
 	{at: "gpt-written"},
