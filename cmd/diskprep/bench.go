@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -218,7 +219,10 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 			if rec != nil && rec.Partial {
 				return fmt.Errorf("interrupted; partial result saved as %s: %w", filepath.Join(e.ResultsDir, rec.ID+".json"), err)
 			}
-			return fmt.Errorf("interrupted; test file removed, no result saved: %w", err)
+			if fi, statErr := os.Stat(opts.Target); statErr == nil && fi.IsDir() {
+				return fmt.Errorf("interrupted; test file removed, no result saved: %w", err)
+			}
+			return fmt.Errorf("interrupted; no result saved: %w", err)
 		}
 		if errors.Is(err, bench.ErrUsage) {
 			return usageErr(err)

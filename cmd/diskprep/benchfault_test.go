@@ -159,6 +159,20 @@ func TestPrivilegedBenchSignals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("device", func(t *testing.T) {
+		raw := testenv.NewLoop(t, 16<<20, testenv.LoopOptions{})
+		store := filepath.Join(t.TempDir(), "results")
+		p := faultStart(t, bin, "bench", raw.Dev, "-v", "--workload", "rw=randread,bs=4k,size=8M,runtime=30s", "--results", store)
+		faultWaitFor(t, "the workload", func() bool { return strings.Contains(p.stderr.String(), `msg="workload started"`) })
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		// No test file on a device: the message does not claim one.
+		if code := p.wait(t); code != 130 || faultLastLine(p.stderr.String()) != "diskprep: interrupted; no result saved: context canceled" {
+			t.Errorf("exit %d, stderr ends %q", code, faultLastLine(p.stderr.String()))
+		}
+		if saved := entries(t, store); len(saved) != 0 {
+			t.Errorf("store holds %v", saved)
+		}
+	})
 	t.Run("keep-partial", func(t *testing.T) {
 		store := filepath.Join(t.TempDir(), "results")
 		p := faultStart(t, bin, "bench", mnt, "--keep-partial", "-v", "--results", store,
