@@ -383,6 +383,9 @@ func TestPrivilegedBenchConcurrentStore(t *testing.T) {
 	mnt := faultLoopExt4(t, 64<<20)
 	store := filepath.Join(t.TempDir(), "results")
 	const rounds, procs = 3, 2
+	// A killed writer's half-written temp file is there all along.
+	os.MkdirAll(store, 0o755)
+	os.WriteFile(filepath.Join(store, atomicfile.TempPrefix+"20261130T000000Z-dead.json-1"), []byte(`{"schema":"diskprep/result/v1","id":"2026`), 0o644)
 
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
