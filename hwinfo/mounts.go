@@ -41,8 +41,11 @@ func (r *reader) readMountinfo() map[string][]Mount {
 }
 
 // parseMountinfoLine reads "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
+// Fields are separated by single spaces: the kernel escapes only space, tab,
+// newline and backslash in paths, so other bytes unicode calls space (\v,
+// \r, U+00A0) belong to the path and must not split it.
 func parseMountinfoLine(line string) (Mount, string, bool) {
-	f := strings.Fields(line)
+	f := strings.Split(line, " ")
 	sep := -1
 	for i := 6; i < len(f); i++ {
 		if f[i] == "-" {
