@@ -85,19 +85,52 @@ func unfinishedXFS(r io.ReaderAt) bool {
 	return string(sb[:4]) == "XFSB" && sb[126] != 0
 }
 
-// liveDamage reads the damage of a disk of the live machine; a swapped
-// variable so that unit tests of planning read nothing. A device that
+// liveFacts adds to the facts of a disk of the live machine what only its
+// bytes say: the damage, and the partitions of an intact GPT that the
+// kernel has not registered (a kernel without a partition parser, or a run
+// killed between writing the table and telling the kernel), so that a
+// table diskprep wrote whole is recognised rather than refused. A swapped
+// variable, so that unit tests of planning read nothing. A device that
 // cannot be opened or is not the size the facts say (facts of another
-// machine, under --root) shows no damage: the facts stand as they are.
-var liveDamage = func(d *hwinfo.Disk) damage {
+// machine, under --root) adds nothing: the facts stand as they are.
+var liveFacts = func(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
 	f, err := os.Open(diskPath(d))
 	if err != nil {
-		return damage{}
+		return d, damage{}
 	}
 	defer f.Close()
 	size, err := deviceSize(f)
 	if err != nil || size != d.SizeBytes {
-		return damage{}
+		return d, damage{}
 	}
-	return readDamage(f, int64(size), d.LogicalSectorBytes, d.Partitions)
+	dmg := readDamage(f, int64(size), d.LogicalSectorBytes, d.Partitions)
+	if d.PartitionTable != "gpt" || len(d.Partitions) > 0 || dmg.table != "" {
+		return d, dmg
+	}
+	t, err := readTable(f, int64(size), d.LogicalSectorBytes)
+	if err != nil || t == nil || t.Type != "gpt" || len(t.Partitions) == 0 {
+		return d, dmg
+	}
+	c := *d
+	for _, tp := range t.Partitions {
+		name := PartitionName(d.Name, tp.Number)
+		p := hwinfo.Partition{
+			Name: name, Path: "/dev/" + name, Number: tp.Number,
+			StartBytes: tp.StartLBA * d.LogicalSectorBytes,
+			SizeBytes:  (tp.EndLBA - tp.StartLBA + 1) * d.LogicalSectorBytes,
+			PartLabel:  tp.Name, PartType: tp.TypeGUID, PartUUID: tp.GUID,
+		}
+		sigs, err := probeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
+		if err != nil {
+			return d, dmg
+		}
+		for _, s := range sigs {
+			if s.Usage != "partition_table" {
+				p.FSType, p.FSLabel, p.FSUUID = s.Type, s.Label, s.UUID
+				break
+			}
+		}
+		c.Partitions = append(c.Partitions, p)
+	}
+	return &c, readDamage(f, int64(size), d.LogicalSectorBytes, c.Partitions)
 }

@@ -69,7 +69,8 @@ func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planOnDisk(req, d, nil, liveDamage(d))
+	d, dmg := liveFacts(d)
+	return planOnDisk(req, d, nil, dmg)
 }
 
 // PlanImage is PlanDisk for an image request, with the image file's state
@@ -106,7 +107,8 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			if size != img.SizeBytes {
 				return nil, refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 			}
-			return planOnDisk(req, d, ip, liveDamage(d))
+			d, dmg := liveFacts(d)
+			return planOnDisk(req, d, ip, dmg)
 		}
 	}
 	ip.Attach = true

@@ -42,7 +42,9 @@ var devicePoints = []killPoint{
 	// kernel and the old filesystem agree with: the old command, rerun,
 	// must not take the disk as prepared.
 	{at: "gpt-backup", before: "prepared", refuse: "damaged"},
-	{at: "gpt-written"},
+	// The kernel has not been told of the partitions: the table, intact
+	// and as planned, is recognised all the same.
+	{at: "gpt-written", converge: true},
 	{at: "partitions-registered", converge: true},
 	{at: "mkfs+1ms"},
 	{at: "mkfs+5ms"},
@@ -61,7 +63,7 @@ var imagePoints = []killPoint{
 	{at: "loop-attaching", converge: true},
 	{at: "loop-attached", converge: true},
 	{at: "gpt-backup", refuse: "damaged"},
-	{at: "gpt-written"},
+	{at: "gpt-written", converge: true},
 	{at: "partitions-registered", converge: true},
 	{at: "mkfs+5ms"},
 	{at: "formatted", converge: true},
