@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // crash anywhere leaves the host in a state a rerun repairs. Its value is a
 // step name ("gpt-written"), or a step name and a delay ("mkfs+15ms"), in
 // which case the step goes on and the kill lands that long after it began:
-// inside mkfs, for instance. Unset (always, outside those tests) it costs
+// inside mkfs, for instance, or at the latest at the next step, which
+// waits for it. Unset (always, outside those tests) it costs
 // one environment lookup and changes nothing.
 //
 // Steps, in the order Apply reaches them: image-created, loop-attaching
@@ -51,8 +53,16 @@ func crashArmed() bool {
 	return true
 }
 
+// killPending is set once a delayed kill is on its way.
+var killPending atomic.Bool
+
 // crashPoint kills the process at step when a crash test asks for it.
 func crashPoint(step string) {
+	if killPending.Load() {
+		// A delayed kill must land within its step, however fast the
+		// step was: the next step waits for it.
+		select {}
+	}
 	at, delay := crashSpec()
 	if at != step {
 		return
@@ -61,5 +71,6 @@ func crashPoint(step string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
+	killPending.Store(true)
 	time.AfterFunc(delay, func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
 }
