@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 // gptImage writes the plan's GPT into a sparse file of the plan's size.
@@ -161,5 +162,53 @@ func TestLockReentrantAndStale(t *testing.T) {
 	u1()
 	if err := other(); err != nil {
 		t.Errorf("after the last unlock: %v", err)
+	}
+}
+
+// TestPrivilegedLiveFactsUnregisteredTable: a GPT prepare wrote whole but
+// the kernel was never told of (a kill before BLKPG, on a kernel without a
+// partition parser) is planned as the table it is, not refused.
+func TestPrivilegedLiveFactsUnregisteredTable(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	fixedUUIDs(t)
+	l := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
+	name := filepath.Base(l.Dev)
+	d := hwinfo.Disk{Name: name, Path: l.Dev, SizeBytes: 64 << 20, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, Transport: "loop"}
+	req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "ext4", Label: "live"}}}
+	p, err := planOnDisk(req, &d, nil, damage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(l.Dev, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = writeGPT(f, p)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/block", name, name+"p1")); err == nil {
+		t.Skip("this kernel registered the partition by itself")
+	}
+	d.PartitionTable, d.PartitionTableID = "gpt", p.Table.DiskGUID
+	live, dmg := liveFacts(&d)
+	if !dmg.none() || len(live.Partitions) != 1 || live.Partitions[0].StartBytes != p.Partitions[0].StartBytes || live.Partitions[0].PartLabel != "live" {
+		t.Fatalf("live facts: %+v, damage %+v", live.Partitions, dmg)
+	}
+	again, err := planOnDisk(req, live, nil, dmg)
+	if err != nil {
+		t.Fatalf("rerun refused: %v", err)
+	}
+	if again.Table != nil || again.Partitions[0].Mkfs == nil {
+		t.Errorf("want the table kept and the filesystem made: table %v mkfs %q", again.Table, again.Partitions[0].Mkfs)
+	}
+	// Damaged, the same table is not read as partitions but refused.
+	f, _ = os.OpenFile(l.Dev, os.O_RDWR, 0)
+	f.WriteAt(make([]byte, 512), 512)
+	f.Close()
+	live, dmg = liveFacts(&d)
+	if dmg.table == "" || len(live.Partitions) != 0 {
+		t.Errorf("no primary header: %+v, damage %+v", live.Partitions, dmg)
 	}
 }
