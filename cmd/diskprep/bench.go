@@ -99,6 +99,12 @@ Examples:
 			if c.NArg() != 1 {
 				return usageErr(fmt.Errorf("bench takes one TARGET (a directory, file or block device), got %d arguments", c.NArg()))
 			}
+			// 0 is what an absent --jobs reads as; given, it is a typo.
+			for _, f := range []string{"jobs", "iodepth"} {
+				if c.IsSet(f) && c.Int(f) < 1 {
+					return usageErr(fmt.Errorf("--%s %d: must be at least 1", f, c.Int(f)))
+				}
+			}
 			opts := benchOptions{
 				Target:           c.Args().First(),
 				Set:              c.String("set"),
@@ -174,6 +180,19 @@ func (o benchOptions) request() (bench.Request, error) {
 	return req, nil
 }
 
+// checkResultsDir fails when the store cannot be a directory, before a run
+// that would otherwise measure for minutes and then fail to save.
+func checkResultsDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("results store %s is not a directory", dir)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("results store: %w", err)
+	}
+	return nil
+}
+
 func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	format, err := e.format("table", "json", "markdown")
 	if err != nil {
@@ -186,6 +205,9 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	// Plan before reading the hardware: a typo answers at once.
 	if _, err := bench.Plan(req); err != nil {
 		return usageErr(err)
+	}
+	if err := checkResultsDir(e.ResultsDir); err != nil {
+		return err
 	}
 	// hwinfo's diagnostics (no DMI, no udev) are about the inventory, not
 	// this run; they only show with --verbose.

@@ -136,6 +136,9 @@ func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
 			if err != nil {
 				return dreq, breq, fmt.Errorf("--size: %w", err)
 			}
+			if n == 0 {
+				return dreq, breq, errors.New("--size must be more than 0")
+			}
 			dreq.ImageSizeBytes = n
 		}
 		switch o.SectorSize {
@@ -177,6 +180,9 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 	}
 	if geteuid() != 0 {
 		return errors.New("fscompare needs root (it partitions, formats and mounts)")
+	}
+	if err := checkResultsDir(e.ResultsDir); err != nil {
+		return err
 	}
 	mount := opts.Mount
 	madeMount := false

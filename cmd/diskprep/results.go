@@ -90,6 +90,14 @@ Examples:
   diskprep results rm 20261130T061500Z-3fa9
   diskprep results import old-run.json --label vm-vmdk --host-note "esx01 guest"
   diskprep results export 20261130T0615 --format fio > run.fio.json`,
+		// Without it urfave answers an unknown subcommand with its help
+		// command's "No help topic" and exit 3, which means "refused" here.
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErr(fmt.Errorf("results: unknown subcommand %q (valid: list, show, rm, import, export)", c.Args().First()))
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
