@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,14 +69,9 @@ func flockFileOnce(path, what string) (func(), error) {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := strings.TrimSpace(string(b))
-			if _, perr := strconv.Atoi(holder); perr != nil {
-				holder = "unknown"
-			}
-			return nil, refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", holder, what, path))
+			return nil, refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", lockHolder(path), what, path))
 		}
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
@@ -88,6 +84,23 @@ func flockFileOnce(path, what string) (func(), error) {
 		unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// lockHolder reads the pid of the process holding the lock at path. The
+// holder writes it just after taking the lock, so right then the file is
+// empty or still names a killed earlier holder: wait a little for a pid
+// that is alive.
+func lockHolder(path string) string {
+	for range 100 {
+		b, _ := os.ReadFile(path)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
+				return strconv.Itoa(pid)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return "unknown"
 }
 
 // LockTarget takes, before the facts are read and the plan is made, the
