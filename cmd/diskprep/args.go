@@ -29,6 +29,10 @@ func reorderArgs(app *cli.App, args []string) []string {
 	}
 	levels := []*level{{flags: app.Flags, subs: app.Commands}}
 	var positionals []string
+	// A flag that wants a value but ends the line: at its level with
+	// nothing after it, so cli says "flag needs an argument" instead of
+	// taking the command name or "--" as the value.
+	valueless := -1
 	rest := args[1:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -47,7 +51,11 @@ func reorderArgs(app *cli.App, args []string) []string {
 				}
 			}
 			target.args = append(target.args, a)
-			if flag != nil && !hasValue && takesValue(flag) && i+1 < len(rest) {
+			if flag != nil && !hasValue && takesValue(flag) {
+				if i+1 == len(rest) {
+					valueless = slices.Index(levels, target)
+					break
+				}
 				i++
 				target.args = append(target.args, rest[i])
 			}
@@ -72,6 +80,9 @@ func reorderArgs(app *cli.App, args []string) []string {
 			out = append(out, l.name)
 		}
 		out = append(out, l.args...)
+		if i == valueless {
+			return out
+		}
 	}
 	if len(positionals) > 0 {
 		// "--" keeps a positional that starts with "-" from being read as a flag.
