@@ -52,7 +52,10 @@ var devicePoints = []killPoint{
 	{at: "formatted", converge: true},
 	{at: "mounted", converge: true},
 	{at: "fstab-parsed", converge: true},
+	// Inside the writes of the backup and of the new file.
+	{at: "fstab-parsed+200us", converge: true},
 	{at: "fstab-backed-up", converge: true},
+	{at: "fstab-backed-up+200us", converge: true},
 	{at: "fstab-replaced", converge: true},
 }
 
@@ -124,7 +127,11 @@ func TestPrepareDeviceKilled(t *testing.T) {
 	binary(t)
 	c := tally{points: len(devicePoints)}
 	for _, kp := range devicePoints {
-		t.Run(kp.before+kp.at, func(t *testing.T) {
+		name := kp.at
+		if kp.before != "" {
+			name = kp.before + "-disk-" + kp.at
+		}
+		t.Run(name, func(t *testing.T) {
 			l := testenv.NewLoop(t, diskSize, testenv.LoopOptions{})
 			dir := t.TempDir()
 			fstabPath, old := newFstab(t, dir)
