@@ -53,7 +53,7 @@ func parseMountinfoLine(line string) (Mount, string, bool) {
 			break
 		}
 	}
-	if sep < 0 || sep+2 >= len(f) || !strings.Contains(f[2], ":") {
+	if sep < 0 || sep+2 >= len(f) || !isMajMin(f[2]) || f[4] == "" || f[sep+1] == "" || f[sep+2] == "" {
 		return Mount{}, "", false
 	}
 	return Mount{
@@ -62,6 +62,14 @@ func parseMountinfoLine(line string) (Mount, string, bool) {
 		Options: f[5],
 		Source:  unescapeOctal(f[sep+2]),
 	}, f[2], true
+}
+
+// isMajMin reports whether s is a "major:minor" device number.
+func isMajMin(s string) bool {
+	major, minor, ok := strings.Cut(s, ":")
+	_, err1 := strconv.ParseUint(major, 10, 32)
+	_, err2 := strconv.ParseUint(minor, 10, 32)
+	return ok && err1 == nil && err2 == nil
 }
 
 // unescapeOctal undoes the \040-style escapes of mountinfo and swaps.

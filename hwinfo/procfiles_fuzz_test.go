@@ -76,7 +76,7 @@ func FuzzHostFiles(f *testing.F) {
 		}
 
 		for _, line := range strings.Split(string(mountinfo), "\n") {
-			if m, majmin, ok := parseMountinfoLine(line); ok && (!strings.Contains(majmin, ":") || m.FSType == "") {
+			if m, majmin, ok := parseMountinfoLine(line); ok && (!isMajMin(majmin) || m.FSType == "" || m.Point == "" || m.Source == "") {
 				t.Fatalf("mountinfo line %q accepted as %+v on %q", line, m, majmin)
 			}
 		}
@@ -124,6 +124,24 @@ func TestMountinfoPointWithUnescapedSpace(t *testing.T) {
 		m, majmin, ok := parseMountinfoLine(line)
 		if !ok || majmin != "8:1" || m.Point != point || m.Source != "/dev/sda1" || m.Options != "rw,relatime" || m.FSType != "xfs" {
 			t.Errorf("%q: %+v %q %v", line, m, majmin, ok)
+		}
+	}
+}
+
+// Found by FuzzHostFiles once lines were split on single spaces: runs of
+// spaces made empty fields, and a line of blanks around ":" and "-" was
+// taken as a mount without a type, point or source.
+func TestMountinfoLineWithEmptyFields(t *testing.T) {
+	for _, line := range []string{
+		"  :    -  ",
+		"36 35 98:0 /mnt1 /mnt2 rw - ext3",
+		"36 35 a:b /mnt1 /mnt2 rw - ext3 /dev/root rw",
+		"36 35 98:0 /mnt1  rw - ext3 /dev/root rw",
+		"36 35 98:0 /mnt1 /mnt2 rw -  /dev/root rw",
+		"36 35 98:0 /mnt1 /mnt2 rw - ext3  rw",
+	} {
+		if m, majmin, ok := parseMountinfoLine(line); ok {
+			t.Errorf("%q accepted as %+v on %q", line, m, majmin)
 		}
 	}
 }
