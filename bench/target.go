@@ -202,22 +202,15 @@ func mounts() []mountEntry {
 	if err != nil {
 		return nil
 	}
-	var out []mountEntry
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 6 || len(g) < 3 {
-			continue
-		}
+	entries, _ := hwinfo.ParseMountinfo(string(b))
+	out := make([]mountEntry, 0, len(entries))
+	for _, e := range entries {
 		out = append(out, mountEntry{
-			majmin:  f[2],
-			point:   unescapeMount(f[4]),
-			fstype:  g[0],
-			source:  unescapeMount(g[1]),
-			options: joinOptions(f[5], g[2]),
+			majmin:  e.MajMin,
+			point:   e.Point,
+			fstype:  e.FSType,
+			source:  e.Source,
+			options: joinOptions(e.MountOptions, e.SuperOptions),
 		})
 	}
 	return out
@@ -234,10 +227,6 @@ func joinOptions(a, b string) string {
 		}
 	}
 	return strings.Join(out, ",")
-}
-
-func unescapeMount(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 // findMount returns the mount holding path: same device, longest mount point
@@ -396,7 +385,7 @@ func swaps() []string {
 	var out []string
 	for i, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); i > 0 && len(f) > 0 {
-			out = append(out, unescapeMount(f[0]))
+			out = append(out, hwinfo.UnescapeOctal(f[0]))
 		}
 	}
 	return out

@@ -2,7 +2,8 @@ package disk
 
 import (
 	"os"
-	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 type mountEntry struct {
@@ -19,33 +20,10 @@ func readMountinfo(path string) ([]mountEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []mountEntry
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 2 {
-			continue
-		}
-		out = append(out, mountEntry{devnum: f[2], point: unescapeMount(f[4]), fstype: g[0], source: unescapeMount(g[1])})
+	entries, _ := hwinfo.ParseMountinfo(string(b))
+	out := make([]mountEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, mountEntry{devnum: e.MajMin, point: e.Point, fstype: e.FSType, source: e.Source})
 	}
 	return out, nil
-}
-
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' && s[i+2] >= '0' && s[i+2] <= '7' && s[i+3] >= '0' && s[i+3] <= '7' {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -159,7 +159,7 @@ func TestNaturalLess(t *testing.T) {
 }
 
 func TestEscapes(t *testing.T) {
-	if got := unescapeOctal(`/mnt/my\040disk\011x\134y`); got != "/mnt/my disk\tx\\y" {
+	if got := UnescapeOctal(`/mnt/my\040disk\011x\134y`); got != "/mnt/my disk\tx\\y" {
 		t.Errorf("unescapeOctal: %q", got)
 	}
 	if got := decodeHexEscapes(`Samsung\x20SSD\x20`); got != "Samsung SSD " {
@@ -172,8 +172,8 @@ func TestEscapes(t *testing.T) {
 	if m["NAME"] != `Rocky "Linux"` || m["ID"] != "rocky" || m["VERSION_ID"] != "9.4" || bad != 1 {
 		t.Errorf("parseOSRelease: %q bad=%d", m, bad)
 	}
-	m2, _, ok := parseMountinfoLine(`36 35 98:0 /mnt1 /mnt\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`)
-	if !ok || m2.Point != "/mnt 2" || m2.FSType != "ext3" || m2.Source != "/dev/root" || m2.Options != "rw,noatime" {
+	m2, ok := parseMountinfoLine(`36 35 98:0 /mnt1 /mnt\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`)
+	if !ok || m2.Point != "/mnt 2" || m2.FSType != "ext3" || m2.Source != "/dev/root" || m2.MountOptions != "rw,noatime" {
 		t.Errorf("parseMountinfoLine: %+v %v", m2, ok)
 	}
 }

@@ -22,17 +22,9 @@ func (r *reader) readMountinfo() map[string][]Mount {
 		r.warn("mounts unknown: %s not readable", r.rel("/proc/self/mountinfo"))
 		return idx
 	}
-	bad := 0
-	for _, line := range strings.Split(s, "\n") {
-		if line == "" {
-			continue
-		}
-		m, majmin, ok := parseMountinfoLine(line)
-		if !ok {
-			bad++
-			continue
-		}
-		idx[majmin] = append(idx[majmin], m)
+	entries, bad := ParseMountinfo(s)
+	for _, e := range entries {
+		idx[e.MajMin] = append(idx[e.MajMin], Mount{Point: e.Point, FSType: e.FSType, Options: e.MountOptions, Source: e.Source})
 	}
 	if bad > 0 {
 		r.warn("%s: %d malformed line(s) ignored", r.rel("/proc/self/mountinfo"), bad)
@@ -40,11 +32,39 @@ func (r *reader) readMountinfo() map[string][]Mount {
 	return idx
 }
 
+// MountEntry is one line of /proc/self/mountinfo (proc(5)), unescaped.
+type MountEntry struct {
+	MajMin       string // "8:17": the mounted device, however its source is spelled
+	Point        string
+	FSType       string
+	Source       string
+	MountOptions string // per-mount options (field 6)
+	SuperOptions string // superblock options (after the fs type and source)
+}
+
+// ParseMountinfo parses the content of a mountinfo file. Malformed lines are
+// skipped and counted in bad. disk and bench read the live mount table with
+// it too, so there is one reading of the format.
+func ParseMountinfo(data string) (entries []MountEntry, bad int) {
+	for _, line := range strings.Split(data, "\n") {
+		if line == "" {
+			continue
+		}
+		e, ok := parseMountinfoLine(line)
+		if !ok {
+			bad++
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries, bad
+}
+
 // parseMountinfoLine reads "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
 // Fields are separated by single spaces: the kernel escapes only space, tab,
 // newline and backslash in paths, so other bytes unicode calls space (\v,
 // \r, U+00A0) belong to the path and must not split it.
-func parseMountinfoLine(line string) (Mount, string, bool) {
+func parseMountinfoLine(line string) (MountEntry, bool) {
 	f := strings.Split(line, " ")
 	sep := -1
 	for i := 6; i < len(f); i++ {
@@ -54,14 +74,19 @@ func parseMountinfoLine(line string) (Mount, string, bool) {
 		}
 	}
 	if sep < 0 || sep+2 >= len(f) || !isMajMin(f[2]) || f[4] == "" || f[sep+1] == "" || f[sep+2] == "" {
-		return Mount{}, "", false
+		return MountEntry{}, false
 	}
-	return Mount{
-		Point:   unescapeOctal(f[4]),
-		FSType:  f[sep+1],
-		Options: f[5],
-		Source:  unescapeOctal(f[sep+2]),
-	}, f[2], true
+	e := MountEntry{
+		MajMin:       f[2],
+		Point:        UnescapeOctal(f[4]),
+		FSType:       f[sep+1],
+		Source:       UnescapeOctal(f[sep+2]),
+		MountOptions: f[5],
+	}
+	if sep+3 < len(f) {
+		e.SuperOptions = f[sep+3]
+	}
+	return e, true
 }
 
 // isMajMin reports whether s is a "major:minor" device number.
@@ -72,8 +97,8 @@ func isMajMin(s string) bool {
 	return ok && err1 == nil && err2 == nil
 }
 
-// unescapeOctal undoes the \040-style escapes of mountinfo and swaps.
-func unescapeOctal(s string) string {
+// UnescapeOctal undoes the \040-style escapes of mountinfo, mounts and swaps.
+func UnescapeOctal(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -105,7 +130,7 @@ func (r *reader) readSwaps() map[string]bool {
 		if i == 0 || len(f) < 2 || f[1] != "partition" {
 			continue
 		}
-		dev := unescapeOctal(f[0])
+		dev := UnescapeOctal(f[0])
 		name, ok := strings.CutPrefix(dev, "/dev/")
 		if !ok {
 			continue

@@ -76,14 +76,15 @@ func FuzzHostFiles(f *testing.F) {
 		}
 
 		for _, line := range strings.Split(string(mountinfo), "\n") {
-			if m, majmin, ok := parseMountinfoLine(line); ok && (!isMajMin(majmin) || m.FSType == "" || m.Point == "" || m.Source == "") {
-				t.Fatalf("mountinfo line %q accepted as %+v on %q", line, m, majmin)
+			if m, ok := parseMountinfoLine(line); ok && (!isMajMin(m.MajMin) || m.FSType == "" || m.Point == "" || m.Source == "") {
+				t.Fatalf("mountinfo line %q accepted as %+v", line, m)
 			}
 		}
 		if point != "" && !strings.ContainsRune(point, 0) {
 			line := "66 40 8:1 / " + mangle(point) + " rw,relatime shared:28 - xfs " + mangle(point) + " rw"
-			m, majmin, ok := parseMountinfoLine(line)
-			if !ok || majmin != "8:1" || m.Point != point || m.Source != point || m.FSType != "xfs" || m.Options != "rw,relatime" {
+			m, ok := parseMountinfoLine(line)
+			majmin := m.MajMin
+			if !ok || majmin != "8:1" || m.Point != point || m.Source != point || m.FSType != "xfs" || m.MountOptions != "rw,relatime" {
 				t.Fatalf("mount point %q as %q parses as %+v, %q, %v", point, line, m, majmin, ok)
 			}
 		}
@@ -121,8 +122,9 @@ func FuzzHostFiles(f *testing.F) {
 func TestMountinfoPointWithUnescapedSpace(t *testing.T) {
 	for _, point := range []string{"/mnt/my\u00a0disk", "/mnt/a\vb", "/mnt/a\rb", "/srv/backup copy"} {
 		line := "66 40 8:1 / " + mangle(point) + " rw,relatime shared:28 - xfs /dev/sda1 rw,attr2"
-		m, majmin, ok := parseMountinfoLine(line)
-		if !ok || majmin != "8:1" || m.Point != point || m.Source != "/dev/sda1" || m.Options != "rw,relatime" || m.FSType != "xfs" {
+		m, ok := parseMountinfoLine(line)
+		majmin := m.MajMin
+		if !ok || majmin != "8:1" || m.Point != point || m.Source != "/dev/sda1" || m.MountOptions != "rw,relatime" || m.FSType != "xfs" {
 			t.Errorf("%q: %+v %q %v", line, m, majmin, ok)
 		}
 	}
@@ -140,8 +142,8 @@ func TestMountinfoLineWithEmptyFields(t *testing.T) {
 		"36 35 98:0 /mnt1 /mnt2 rw -  /dev/root rw",
 		"36 35 98:0 /mnt1 /mnt2 rw - ext3  rw",
 	} {
-		if m, majmin, ok := parseMountinfoLine(line); ok {
-			t.Errorf("%q accepted as %+v on %q", line, m, majmin)
+		if m, ok := parseMountinfoLine(line); ok {
+			t.Errorf("%q accepted as %+v", line, m)
 		}
 	}
 }
