@@ -103,7 +103,7 @@ func syntheticRecord() *Record {
 			one.Device = deviceIO("sdb1", engine.DiskDelta{ReadBytes: res.Read.Bytes, WriteBytes: res.Write.Bytes + 4096}, res.Elapsed, res.Read.Bytes+res.Write.Bytes)
 			wr.Runs = append(wr.Runs, one)
 		}
-		summarize(&wr)
+		wr.Summarize()
 		rec.Workloads = append(rec.Workloads, wr)
 	}
 	return rec

@@ -202,7 +202,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 	}
 	rec.End = now().UTC().Truncate(time.Second)
 	for i := range rec.Workloads {
-		summarize(&rec.Workloads[i])
+		rec.Workloads[i].Summarize()
 	}
 	if err != nil {
 		runs := 0

@@ -72,17 +72,15 @@ func dirOf(d engine.DirResult, elapsed time.Duration) *DirResult {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// summarize fills wr.Summary from its repetitions: one entry per direction
-// that did I/O in any repetition.
-func summarize(wr *WorkloadResult) {
+// Summarize fills wr.Summary from its repetitions: one entry per direction
+// that did I/O in any repetition. Imported runs (bench/fio) are summarized
+// the same way as measured ones.
+func (wr *WorkloadResult) Summarize() {
 	wr.Summary = map[string]DirSummary{}
 	for _, dir := range []string{"read", "write"} {
 		var iops, bw, rt, p50, p99, mean []float64
 		for _, r := range wr.Runs {
-			d := r.Read
-			if dir == "write" {
-				d = r.Write
-			}
+			d := r.Dir(dir)
 			if d == nil {
 				continue
 			}
@@ -106,6 +104,15 @@ func summarize(wr *WorkloadResult) {
 			LatMeanNS:   Summarize(mean),
 		}
 	}
+}
+
+// Dir is the repetition's result in direction "read" or "write" (nil when
+// it did no I/O that way).
+func (r *Repetition) Dir(dir string) *DirResult {
+	if dir == "write" {
+		return r.Write
+	}
+	return r.Read
 }
 
 // deviceIO is the diskstats delta of a run with its agreement to the engine's

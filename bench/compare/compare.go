@@ -337,10 +337,7 @@ func gather(recs []*bench.Record, name string) (Cell, paramSet) {
 				}
 				n := 0
 				for _, run := range wr.Runs {
-					d := run.Read
-					if dir == "write" {
-						d = run.Write
-					}
+					d := run.Dir(dir)
 					if d == nil {
 						continue
 					}

@@ -240,7 +240,7 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 				wr.Params.ReportRead, wr.Params.ReportWrite = wr.Params.Name+"-read", wr.Params.Name+"-write"
 			}
 		}
-		summarize(&wr)
+		wr.Summarize()
 		if len(wr.Summary) == 0 {
 			warnings = append(warnings, fmt.Sprintf("job %s: no read or write I/O, skipped", a.name))
 			continue
@@ -553,31 +553,4 @@ func toCount(v float64) uint64 {
 		return maxFigure + 1
 	}
 	return uint64(v)
-}
-
-// summarize fills the workload's summary the way bench does for its own runs.
-func summarize(wr *bench.WorkloadResult) {
-	wr.Summary = map[string]bench.DirSummary{}
-	for _, dir := range []string{"read", "write"} {
-		var iops, bw, rt, p50, p99, mean []float64
-		for _, r := range wr.Runs {
-			d := r.Read
-			if dir == "write" {
-				d = r.Write
-			}
-			if d == nil {
-				continue
-			}
-			iops, bw, rt = append(iops, d.IOPS), append(bw, d.BWBytesPerS), append(rt, d.RuntimeMS)
-			p50, p99, mean = append(p50, d.LatNS.P50), append(p99, d.LatNS.P99), append(mean, d.LatNS.Mean)
-		}
-		if len(iops) == 0 {
-			continue
-		}
-		wr.Summary[dir] = bench.DirSummary{
-			Name: wr.Params.RowName(dir), IOPS: bench.Summarize(iops), BWBytesPerS: bench.Summarize(bw),
-			RuntimeMS: bench.Summarize(rt), LatP50NS: bench.Summarize(p50), LatP99NS: bench.Summarize(p99),
-			LatMeanNS: bench.Summarize(mean),
-		}
-	}
 }

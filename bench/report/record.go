@@ -75,10 +75,7 @@ func recordLines(rec *bench.Record) []recordLine {
 			}
 			var p999 []float64
 			for _, r := range wr.Runs {
-				d := r.Read
-				if dir == "write" {
-					d = r.Write
-				}
+				d := r.Dir(dir)
 				if d != nil {
 					p999 = append(p999, d.LatNS.P999)
 				}
@@ -161,10 +158,7 @@ func recordCSV(w io.Writer, rec *bench.Record) error {
 	for _, wr := range rec.Workloads {
 		for _, r := range wr.Runs {
 			for _, dir := range []string{"read", "write"} {
-				d := r.Read
-				if dir == "write" {
-					d = r.Write
-				}
+				d := r.Dir(dir)
 				if d == nil {
 					continue
 				}

@@ -331,10 +331,7 @@ func runsOf(c *compare.Comparison, row string) []run {
 						continue
 					}
 					for _, rep := range wr.Runs {
-						dr := rep.Read
-						if dir == "write" {
-							dr = rep.Write
-						}
+						dr := rep.Dir(dir)
 						if dr == nil || len(dr.Samples) == 0 {
 							continue
 						}
