@@ -18,6 +18,13 @@ import (
 // ErrUsage is wrapped by errors caused by bad options (an unknown --by).
 var ErrUsage = errors.New("usage")
 
+// usageError marks err as bad input without adding words to its message.
+type usageError struct{ err error }
+
+func (u usageError) Error() string        { return u.err.Error() }
+func (u usageError) Unwrap() error        { return u.err }
+func (u usageError) Is(target error) bool { return target == ErrUsage }
+
 // ErrNothing is returned when there is nothing to compare.
 var ErrNothing = errors.New("nothing to compare")
 
@@ -159,7 +166,7 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 		by, auto = autoBy(recs), true
 	}
 	if !slices.Contains(ByNames, by) {
-		return nil, fmt.Errorf("unknown --by %q (valid: %s): %w", by, strings.Join(ByNames, ", "), ErrUsage)
+		return nil, usageError{fmt.Errorf("unknown --by %q (valid: %s)", by, strings.Join(ByNames, ", "))}
 	}
 	c := &Comparison{By: by, AutoBy: auto, Method: MethodText(), Alpha: Alpha, Metrics: []string{MetricMBps, MetricIOPS}}
 	if opts.Latency {
@@ -182,7 +189,7 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 			for j, g := range c.Groups {
 				names[j] = g.Name
 			}
-			return nil, fmt.Errorf("no group %q to use as the baseline (groups by %s: %s): %w", opts.Baseline, by, strings.Join(names, ", "), ErrUsage)
+			return nil, usageError{fmt.Errorf("no group %q to use as the baseline (groups by %s: %s)", opts.Baseline, by, strings.Join(names, ", "))}
 		}
 		g := c.Groups[i]
 		c.Groups = append([]Group{g}, slices.Delete(c.Groups, i, i+1)...)
