@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/diskprep/diskprep/hwinfo"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,7 +89,7 @@ func targetLine(t Target) string {
 		}
 	}
 	if t.Model != "" {
-		parts = append(parts, strings.TrimSpace(t.Vendor+" "+t.Model))
+		parts = append(parts, hwinfo.DisplayModel(t.Vendor, t.Model))
 	}
 	if t.Virtual {
 		parts = append(parts, "virtual disk")

@@ -188,3 +188,17 @@ func mkfile(t *testing.T, root, rel, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestDisplayModel(t *testing.T) {
+	for _, c := range [][3]string{
+		{"ATA", "TOSHIBA DT01ACA300", "TOSHIBA DT01ACA300"},
+		{"Virtio", "Virtio Block Device", "Virtio Block Device"},
+		{"VMware", "Virtual disk", "VMware Virtual disk"},
+		{"", "Samsung SSD 960 EVO 500GB", "Samsung SSD 960 EVO 500GB"},
+		{"QEMU", "", "QEMU"},
+	} {
+		if got := DisplayModel(c[0], c[1]); got != c[2] {
+			t.Errorf("DisplayModel(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package hwinfo
 
+import "strings"
+
 // Schema names the JSON shape of an inventory document.
 const Schema = "diskprep/inventory/v1"
 
@@ -200,4 +202,20 @@ func (h *Host) Device(name string) (*Disk, *Partition) {
 		}
 	}
 	return nil, nil
+}
+
+// DisplayModel is how people name a disk: the model, with the vendor in
+// front unless the model already starts with it or the vendor is only the
+// bus ("ATA" is what libata reports for every SATA disk).
+func DisplayModel(vendor, model string) string {
+	vendor, model = strings.TrimSpace(vendor), strings.TrimSpace(model)
+	switch {
+	case vendor == "" || vendor == "ATA":
+		return model
+	case model == "":
+		return vendor
+	case strings.HasPrefix(strings.ToLower(model), strings.ToLower(vendor)):
+		return model
+	}
+	return vendor + " " + model
 }

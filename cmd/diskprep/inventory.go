@@ -162,10 +162,7 @@ func diskType(d *hwinfo.Disk) string {
 }
 
 func diskModel(d *hwinfo.Disk) string {
-	m := d.Model
-	if d.Vendor != "" && !strings.HasPrefix(strings.ToLower(m), strings.ToLower(d.Vendor)) && d.Vendor != "ATA" {
-		m = join(d.Vendor, m)
-	}
+	m := hwinfo.DisplayModel(d.Vendor, d.Model)
 	if d.LoopBackingFile != "" && m == "" {
 		m = d.LoopBackingFile
 	}
