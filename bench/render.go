@@ -1,14 +1,13 @@
 package bench
 
 import (
-	"github.com/diskprep/diskprep/hwinfo"
-
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
