@@ -86,7 +86,16 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 	return t, nil
 }
 
+// deviceSize reads a block device's size from sysfs, which needs no open of
+// the device (so a disk that may not be opened is still judged, and refused,
+// by what it is); it falls back to seeking to the end of the device.
 func deviceSize(path string) (uint64, error) {
+	if major, minor, err := engine.DeviceOf(path); err == nil {
+		b, err := os.ReadFile(filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", major, minor), "size"))
+		if sectors, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && perr == nil {
+			return sectors * 512, nil
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
