@@ -3,9 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,30 +13,8 @@ import (
 	"github.com/diskprep/diskprep/bench/engine"
 	"github.com/diskprep/diskprep/bench/engine/hist"
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./bench -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (rerun with -update if the change is intended)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // syntheticResult is a fixed engine result: latencies 100..100+n-1 µs for
 // reads and twice that for writes, over a 2 s window.
@@ -115,7 +91,7 @@ func TestRecordGolden(t *testing.T) {
 	if err := WriteJSON(&buf, rec); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "record.golden.json", buf.Bytes())
+	checkGolden(t, "record.golden.json", buf.Bytes())
 
 	// The shape promises of DESIGN.md, checked on the document itself.
 	var doc map[string]any
@@ -154,8 +130,8 @@ func TestRenderGolden(t *testing.T) {
 	if err := WriteMarkdown(&md, rec); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "record.table.golden", table.Bytes())
-	golden(t, "record.md.golden", md.Bytes())
+	checkGolden(t, "record.table.golden", table.Bytes())
+	checkGolden(t, "record.md.golden", md.Bytes())
 	if !strings.Contains(table.String(), "10^6 bytes/s") || !strings.Contains(md.String(), "10^6 B/s") {
 		t.Error("MB/s is not said to be 10^6 bytes/s")
 	}
@@ -250,4 +226,10 @@ func TestNewID(t *testing.T) {
 	if !(id < later) {
 		t.Errorf("ids do not sort by time: %s %s", id, later)
 	}
+}
+
+// checkGolden compares got with testdata/name (go test -update rewrites it).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", name), got)
 }

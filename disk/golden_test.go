@@ -3,15 +3,12 @@ package disk
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // The dry-run output (text and JSON) for fixed facts and fixed GUIDs, kept
 // in testdata/ so a change to what prepare would do shows up in review.
@@ -52,28 +49,8 @@ func TestPlanGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", name+".txt"), text.Bytes())
-			golden(t, filepath.Join("testdata", name+".json"), append(js, '\n'))
+			golden.Check(t, filepath.Join("testdata", name+".txt"), text.Bytes())
+			golden.Check(t, filepath.Join("testdata", name+".json"), append(js, '\n'))
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./disk -run Golden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update after checking):\n%s", path, got)
 	}
 }

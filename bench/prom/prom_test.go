@@ -3,7 +3,6 @@ package prom
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,8 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func loadRecord(t *testing.T) *bench.Record {
 	t.Helper()
@@ -49,19 +47,7 @@ func TestWriteGolden(t *testing.T) {
 	if err := Write(&buf, loadRecord(t), awkward(t)); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "record.prom.golden")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("output differs from %s (go test -update to accept):\n%s", golden, buf.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "record.prom.golden"), buf.Bytes())
 }
 
 // TestWriteParses reads the output back with an exposition-format parser

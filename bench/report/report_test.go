@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +14,8 @@ import (
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 
@@ -58,24 +55,6 @@ func comparison(t *testing.T, latency bool) *compare.Comparison {
 	return c
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
-	}
-}
-
 func TestGoldenComparison(t *testing.T) {
 	for _, format := range Formats {
 		for _, lat := range []bool{false, true} {
@@ -91,7 +70,7 @@ func TestGoldenComparison(t *testing.T) {
 				if err := Write(&buf, format, comparison(t, lat)); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, name, buf.Bytes())
+				checkGolden(t, name, buf.Bytes())
 			})
 		}
 	}
@@ -105,7 +84,7 @@ func TestGoldenRecord(t *testing.T) {
 		if err := Record(&buf, format, rec); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "record."+format, buf.Bytes())
+		checkGolden(t, "record."+format, buf.Bytes())
 	}
 	if err := Record(io.Discard, "xml", rec); err == nil {
 		t.Error("unknown record format accepted")
@@ -322,4 +301,10 @@ func TestNiceStep(t *testing.T) {
 			t.Errorf("niceStep(%v) = %v, want %v", c.raw, got, c.want)
 		}
 	}
+}
+
+// checkGolden compares got with testdata/name (go test -update rewrites it).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", name), got)
 }

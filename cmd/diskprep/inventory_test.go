@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,30 +11,8 @@ import (
 	"testing"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func testEnv(format, root string) (*env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
@@ -51,7 +28,7 @@ func TestInventoryFixtures(t *testing.T) {
 				if err := runInventory(context.Background(), inventoryOptions{}, e); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, "inventory/"+fixture+"."+ext, out.Bytes())
+				checkGolden(t, "inventory/"+fixture+"."+ext, out.Bytes())
 			})
 		}
 	}
@@ -146,4 +123,10 @@ func TestInventoryLive(t *testing.T) {
 			t.Errorf("%q: no disk marked system", args)
 		}
 	}
+}
+
+// checkGolden compares got with testdata/name (go test -update rewrites it).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
