@@ -494,8 +494,11 @@ func TestPrivilegedBenchKillPoints(t *testing.T) {
 		default:
 			t.Errorf("exit %d: %s", code, p.stderr)
 		}
-		if records != finished {
-			t.Errorf("%d records after %d finished runs", records, finished)
+		// A run killed after saving its record (before removing its test
+		// file and exiting) leaves a whole record too: each run saves at
+		// most one, and every finished run saved its own.
+		if records < finished || records > finished+killed {
+			t.Errorf("%d records after %d finished and %d killed runs", records, finished, killed)
 		}
 		for _, l := range left {
 			os.Remove(l)
