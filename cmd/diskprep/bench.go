@@ -223,19 +223,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", opts.Hostname, host.Hostname))
 		host.Hostname = opts.Hostname
 	}
-	var live *bench.LiveLine
-	var progress func(bench.Progress)
-	if !e.Quiet && isTerminal(e.Stderr) {
-		live = &bench.LiveLine{W: e.Stderr}
-		progress = live.Update
-	}
-	rec, err := bench.Run(ctx, req, bench.Options{
-		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
-		Progress: progress, Logger: e.Logger,
-	})
-	if live != nil {
-		live.Clear()
-	}
+	rec, err := runBenchLive(ctx, req, host, e)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			if rec != nil && rec.Partial {
@@ -276,4 +264,23 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
 	}
 	return nil
+}
+
+// runBenchLive runs req with a live progress line on a terminal (bench and
+// fscompare), cleared before anything else is printed.
+func runBenchLive(ctx context.Context, req bench.Request, host *hwinfo.Host, e *env) (*bench.Record, error) {
+	var live *bench.LiveLine
+	var progress func(bench.Progress)
+	if !e.Quiet && isTerminal(e.Stderr) {
+		live = &bench.LiveLine{W: e.Stderr}
+		progress = live.Update
+	}
+	rec, err := bench.Run(ctx, req, bench.Options{
+		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
+		Progress: progress, Logger: e.Logger,
+	})
+	if live != nil {
+		live.Clear()
+	}
+	return rec, err
 }

@@ -141,16 +141,25 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err != nil {
 		return err
 	}
-	if format == "csv" || format == "svg" || opts.Output != "" {
-		// These outputs do not carry the caveats (or go to a file): say
-		// them where the person running the command sees them.
+	buf, err := renderComparison(e, c, format, opts.Output)
+	if err != nil {
+		return err
+	}
+	return writeOutput(e, opts.Output, buf.Bytes())
+}
+
+// renderComparison renders c in format (compare and fscompare). Outputs that
+// do not carry the caveats (csv, svg) or go to a file get them on stderr,
+// where the person running the command sees them.
+func renderComparison(e *env, c *compare.Comparison, format, output string) (*bytes.Buffer, error) {
+	if format == "csv" || format == "svg" || output != "" {
 		warnAll(e, c.Warnings)
 	}
 	var buf bytes.Buffer
 	if err := report.Write(&buf, format, c); err != nil {
-		return err
+		return nil, err
 	}
-	return writeOutput(e, opts.Output, buf.Bytes())
+	return &buf, nil
 }
 
 // loadForCompare reads the records named by sources (ids in the store,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -131,22 +130,9 @@ func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
 	}
 	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true}
 	if o.Image != "" {
-		if o.Size != "" {
-			n, err := units.ParseSize(o.Size)
-			if err != nil {
-				return dreq, breq, fmt.Errorf("--size: %w", err)
-			}
-			if n == 0 {
-				return dreq, breq, errors.New("--size must be more than 0")
-			}
-			dreq.ImageSizeBytes = n
-		}
-		switch o.SectorSize {
-		case "", "512":
-		case "4096", "4k", "4K":
-			dreq.ImageSectorBytes = 4096
-		default:
-			return dreq, breq, fmt.Errorf("--sector-size %q: use 512 or 4096", o.SectorSize)
+		var err error
+		if dreq.ImageSizeBytes, dreq.ImageSectorBytes, err = imageGeometry(o.Size, o.SectorSize); err != nil {
+			return dreq, breq, err
 		}
 	}
 	breq = bench.Request{Target: "/", Set: o.Set, Repeat: o.Repeat}
@@ -271,18 +257,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, breq.SetName(), breq.Repeat)
 		br := breq
 		br.Target, br.Label = mount, fs
-		var live *bench.LiveLine
-		var progress func(bench.Progress)
-		if !e.Quiet && isTerminal(e.Stderr) {
-			live = &bench.LiveLine{W: e.Stderr}
-			progress = live.Update
-		}
-		rec, err := bench.Run(ctx, br, bench.Options{
-			Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir, Progress: progress, Logger: e.Logger,
-		})
-		if live != nil {
-			live.Clear()
-		}
+		rec, err := runBenchLive(ctx, br, host, e)
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", fs, err)
 		}
@@ -311,11 +286,8 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 	if err != nil {
 		return err
 	}
-	if format == "csv" || format == "svg" || opts.Output != "" {
-		warnAll(e, c.Warnings)
-	}
-	var buf bytes.Buffer
-	if err := report.Write(&buf, format, c); err != nil {
+	buf, err := renderComparison(e, c, format, opts.Output)
+	if err != nil {
 		return err
 	}
 	if slices.Contains([]string{"table", "markdown"}, format) && opts.Output == "" {
@@ -323,7 +295,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 		for i, r := range records {
 			ids[i] = r.ID
 		}
-		fmt.Fprintf(&buf, "\nRecords: %s (diskprep compare %s -o html --output report.html)\n", strings.Join(ids, ", "), strings.Join(ids, " "))
+		fmt.Fprintf(buf, "\nRecords: %s (diskprep compare %s -o html --output report.html)\n", strings.Join(ids, ", "), strings.Join(ids, " "))
 	}
 	return writeOutput(e, opts.Output, buf.Bytes())
 }

@@ -71,9 +71,7 @@ func runInventory(ctx context.Context, opts inventoryOptions, e *env) error {
 	if err := writeInventoryTable(e.Stdout, host); err != nil {
 		return err
 	}
-	for _, w := range host.Warnings {
-		fmt.Fprintf(e.Stderr, "warning: %s\n", w)
-	}
+	warnAll(e, host.Warnings)
 	return nil
 }
 

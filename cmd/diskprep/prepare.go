@@ -177,22 +177,9 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	}
 	req := disk.Request{Device: o.Device, Image: o.Image, Wipe: o.Wipe, Partitions: []disk.PartSpec{ps}}
 	if o.Image != "" {
-		if o.Size != "" {
-			n, err := units.ParseSize(o.Size)
-			if err != nil {
-				return nil, usageErr(fmt.Errorf("--size: %w", err))
-			}
-			if n == 0 {
-				return nil, usageErr(errors.New("--size must be more than 0"))
-			}
-			req.ImageSizeBytes = n
-		}
-		switch o.SectorSize {
-		case "", "512":
-		case "4096", "4k", "4K":
-			req.ImageSectorBytes = 4096
-		default:
-			return nil, usageErr(fmt.Errorf("--sector-size %q: use 512 or 4096", o.SectorSize))
+		var err error
+		if req.ImageSizeBytes, req.ImageSectorBytes, err = imageGeometry(o.Size, o.SectorSize); err != nil {
+			return nil, usageErr(err)
 		}
 	}
 	if err := req.Validate(); err != nil {
@@ -354,4 +341,26 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// imageGeometry reads --size and --sector-size of an --image (prepare and
+// fscompare): a size of 0 means "keep the existing image's", a sector size
+// of 0 means 512.
+func imageGeometry(size, sector string) (sizeBytes, sectorBytes uint64, err error) {
+	if size != "" {
+		if sizeBytes, err = units.ParseSize(size); err != nil {
+			return 0, 0, fmt.Errorf("--size: %w", err)
+		}
+		if sizeBytes == 0 {
+			return 0, 0, errors.New("--size must be more than 0")
+		}
+	}
+	switch sector {
+	case "", "512":
+	case "4096", "4k", "4K":
+		sectorBytes = 4096
+	default:
+		return 0, 0, fmt.Errorf("--sector-size %q: use 512 or 4096", sector)
+	}
+	return sizeBytes, sectorBytes, nil
 }
