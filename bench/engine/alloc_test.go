@@ -24,21 +24,22 @@ func TestNoAllocationPerIO(t *testing.T) {
 		runtime.ReadMemStats(&b)
 		return b.Mallocs - a.Mallocs
 	}
-	engines := []string{EngineSync}
-	if probeURing() == nil {
-		engines = append(engines, EngineIOUring)
-	}
-	for _, eng := range engines {
-		for _, rw := range []RW{RandRead, RandRW} {
-			p := Params{Path: file, RW: rw, BlockSize: 4096, Size: 1 << 20, Jobs: 2, IODepth: 8, Direct: true, Engine: eng}
-			mallocs(p) // warm up one-time runtime allocations
-			small := mallocs(p)
-			p.Size = 16 << 20
-			large := mallocs(p)
-			ios := uint64(2 * p.Size / p.BlockSize)
-			if large > small+64 {
-				t.Errorf("%s %s: %d allocations for %d I/Os, %d for 1/16 of them", eng, rw, large, ios, small)
+	for _, eng := range []string{EngineSync, EngineIOUring} {
+		t.Run(eng, func(t *testing.T) {
+			if eng == EngineIOUring {
+				requireURing(t)
 			}
-		}
+			for _, rw := range []RW{RandRead, RandRW} {
+				p := Params{Path: file, RW: rw, BlockSize: 4096, Size: 1 << 20, Jobs: 2, IODepth: 8, Direct: true, Engine: eng}
+				mallocs(p) // warm up one-time runtime allocations
+				small := mallocs(p)
+				p.Size = 16 << 20
+				large := mallocs(p)
+				ios := uint64(2 * p.Size / p.BlockSize)
+				if large > small+64 {
+					t.Errorf("%s %s: %d allocations for %d I/Os, %d for 1/16 of them", eng, rw, large, ios, small)
+				}
+			}
+		})
 	}
 }

@@ -123,8 +123,8 @@ func TestConformance(t *testing.T) {
 			path := tg.make(t)
 			for _, eng := range []string{EngineSync, EngineIOUring} {
 				t.Run(eng, func(t *testing.T) {
-					if eng == EngineIOUring && probeURing() != nil {
-						t.Skipf("io_uring unavailable: %v", probeURing())
+					if eng == EngineIOUring {
+						requireURing(t)
 					}
 					for _, c := range suiteCases {
 						t.Run(c.name, func(t *testing.T) { c.run(t, suiteEnv{eng, path}) })
@@ -190,28 +190,35 @@ func testExactCounts(t *testing.T, e suiteEnv) {
 	}
 }
 
-// hookIO records every submitted offset per job for the duration of a test.
-func hookIO(t *testing.T) func() map[int][]int64 {
-	var mu sync.Mutex
-	seen := map[int][]int64{}
-	testHookIO = func(job int, off int64, read bool) {
-		mu.Lock()
-		seen[job] = append(seen[job], off)
-		mu.Unlock()
+// ioRecorder records every submitted offset per job of the runs whose
+// Params.hooks.io it is.
+type ioRecorder struct {
+	mu   sync.Mutex
+	offs map[int][]int64
+}
+
+func (r *ioRecorder) record(job int, off int64, read bool) {
+	r.mu.Lock()
+	if r.offs == nil {
+		r.offs = map[int][]int64{}
 	}
-	t.Cleanup(func() { testHookIO = nil })
-	return func() map[int][]int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
+	r.offs[job] = append(r.offs[job], off)
+	r.mu.Unlock()
+}
+
+func (r *ioRecorder) seen() map[int][]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.offs
 }
 
 func testOffsetsOncePerPass(t *testing.T, e suiteEnv) {
 	for _, rw := range []RW{Read, Write, RandRead, RandWrite, RandRW} {
-		get := hookIO(t)
-		mustRun(t, e.params(rw))
-		seen := get()
+		var rec ioRecorder
+		p := e.params(rw)
+		p.hooks.io = rec.record
+		mustRun(t, p)
+		seen := rec.seen()
 		if len(seen) != 2 {
 			t.Fatalf("%s: %d jobs issued I/O, want 2", rw, len(seen))
 		}
@@ -233,7 +240,6 @@ func testOffsetsOncePerPass(t *testing.T, e suiteEnv) {
 				}
 			}
 		}
-		testHookIO = nil
 	}
 }
 
@@ -381,12 +387,11 @@ func testRandRWMix(t *testing.T, e suiteEnv) {
 func testFsync(t *testing.T, e suiteEnv) {
 	var mu sync.Mutex
 	calls := map[int]int{}
-	testHookFsync = func(job, fd int) {
+	onFsync := func(job, fd int) {
 		mu.Lock()
 		calls[job]++
 		mu.Unlock()
 	}
-	defer func() { testHookFsync = nil }()
 	for _, c := range []struct {
 		rw    RW
 		fsync bool
@@ -395,6 +400,7 @@ func testFsync(t *testing.T, e suiteEnv) {
 		clear(calls)
 		p := e.params(c.rw)
 		p.Fsync = c.fsync
+		p.hooks.fsync = onFsync
 		mustRun(t, p)
 		for job := 0; job < p.Jobs; job++ {
 			if calls[job] != c.want {
@@ -407,13 +413,14 @@ func testFsync(t *testing.T, e suiteEnv) {
 func testTimeBasedWindow(t *testing.T, e suiteEnv) {
 	var mu sync.Mutex
 	n := 0
-	testHookIO = func(int, int64, bool) { mu.Lock(); n++; mu.Unlock() }
-	defer func() { testHookIO = nil }()
 	p := e.params(RandRead)
+	p.hooks.io = func(int, int64, bool) { mu.Lock(); n++; mu.Unlock() }
 	p.Runtime, p.Ramp = 1200*time.Millisecond, 300*time.Millisecond
 	res := mustRun(t, p)
+	// Elapsed is measured (the window from the ramp's end to the workers'
+	// stop, cut at the planned end): a run that stopped early is shorter.
 	if res.Elapsed != p.Runtime {
-		t.Errorf("elapsed %v, want the runtime %v", res.Elapsed, p.Runtime)
+		t.Errorf("elapsed %v, want the runtime %v (the workers stopped before the window closed)", res.Elapsed, p.Runtime)
 	}
 	if len(res.Read.PerSecond) != 2 {
 		t.Errorf("%d per-second samples for 1.2 s, want 2", len(res.Read.PerSecond))

@@ -89,8 +89,8 @@ func (j *job) runURing(sh *shared, depth int) {
 				continue
 			}
 			read := j.isRead()
-			if testHookIO != nil {
-				testHookIO(j.id, off, read)
+			if j.hooks.io != nil {
+				j.hooks.io(j.id, off, read)
 			}
 			nfree--
 			s := free[nfree]

@@ -8,13 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Test hooks, nil outside tests: the branch on a nil global costs a load per
-// I/O and lets the conformance suite see every offset and every fsync.
-var (
-	testHookIO    func(job int, off int64, read bool)
-	testHookFsync func(job int, fd int)
-)
-
 // shared is the state all jobs of one run read.
 type shared struct {
 	stop        atomic.Bool // cancellation or a failed job
@@ -52,6 +45,7 @@ type job struct {
 	nextSec  int64
 	err      error
 	fsyncs   int
+	hooks    hooks // the run's test observers (Params.hooks)
 }
 
 const (
@@ -154,8 +148,8 @@ func (j *job) doFsync() error {
 	if !j.fsync || j.write.live.Load() == 0 {
 		return nil
 	}
-	if testHookFsync != nil {
-		testHookFsync(j.id, j.fd)
+	if j.hooks.fsync != nil {
+		j.hooks.fsync(j.id, j.fd)
 	}
 	j.fsyncs++
 	if err := unix.Fdatasync(j.fd); err != nil {

@@ -102,6 +102,18 @@ type Params struct {
 	// Progress, if set, is called about every 500 ms from one goroutine
 	// with the totals so far (ramp included, flagged).
 	Progress func(Snapshot)
+
+	// hooks let the package's tests see every offset and every fsync of
+	// this run; nil outside tests. Per run rather than package variables,
+	// so tests may run in parallel; the branch on a nil field costs a load
+	// per I/O.
+	hooks hooks
+}
+
+// hooks are the per-run test observers of Params.
+type hooks struct {
+	io    func(job int, off int64, read bool) // before each I/O is issued
+	fsync func(job int, fd int)               // before each job's fdatasync
 }
 
 // Snapshot is a live progress view.

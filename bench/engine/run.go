@@ -173,7 +173,7 @@ func setupJobs(p Params, eng string, t *target, direct bool) ([]*job, bool, erro
 	gotDirect := direct
 	for i := 0; i < p.Jobs; i++ {
 		js := splitmix(seed + uint64(i)*0x9e3779b97f4a7c15)
-		j := &job{id: i, fd: -1, bs: p.BlockSize, fsync: p.Fsync && p.RW.Writes()}
+		j := &job{id: i, fd: -1, bs: p.BlockSize, fsync: p.Fsync && p.RW.Writes(), hooks: p.hooks}
 		jobs = append(jobs, j)
 		j.gen = newOffsetGen(p.Offset, p.BlockSize, n, p.RW.Random(), js)
 		j.mix = newRNG(js ^ 0x5bd1e995)
@@ -280,6 +280,7 @@ loop:
 			}
 		}
 	}
+	stopped := nanotime()
 	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	if cancelled {
 		return ctx.Err()
@@ -305,13 +306,24 @@ loop:
 		mergeDir(&res.Write, &j.write)
 		last = max(last, j.lastDone)
 	}
-	if sh.timeBased {
-		res.Elapsed = p.Runtime
-	} else if last > sh.windowStart {
-		res.Elapsed = time.Duration(last - sh.windowStart)
-	}
+	res.Elapsed = windowElapsed(sh, stopped, last)
 	trimSamples(res)
 	return nil
+}
+
+// windowElapsed is how long the measured window really lasted: from the
+// end of the ramp to the stop of the last worker, cut at the planned end
+// of a time-based run (completions after it are not counted), or for a
+// size-based run to the last counted completion. A time-based run whose
+// workers stopped early says so by a window shorter than its runtime.
+func windowElapsed(sh *shared, stopped, lastDone int64) time.Duration {
+	if sh.timeBased {
+		return time.Duration(max(min(stopped, sh.end)-sh.windowStart, 0))
+	}
+	if lastDone > sh.windowStart {
+		return time.Duration(lastDone - sh.windowStart)
+	}
+	return 0
 }
 
 func mergeDir(d *DirResult, a *dirAcc) {

@@ -33,8 +33,8 @@ func (j *job) runSync(sh *shared) {
 			continue
 		}
 		read := j.isRead()
-		if testHookIO != nil {
-			testHookIO(j.id, off, read)
+		if j.hooks.io != nil {
+			j.hooks.io(j.id, off, read)
 		}
 		var n int
 		var err error

@@ -159,9 +159,15 @@ func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 // runState carries what run needs to know after the app returns.
 type runState struct{ verbose bool }
 
-func newApp(stdin io.Reader, stdout, stderr io.Writer, st *runState) *cli.App {
+// urfave/cli/v2 takes the --version flag from a package variable; its
+// default's -v alias would shadow --verbose. It is set once, when the
+// program starts, never per run, so apps built concurrently (tests) do not
+// race on it. The default --help/-h flag is kept as it is.
+func init() {
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
-	cli.HelpFlag = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer, st *runState) *cli.App {
 	app := &cli.App{
 		Name:    "diskprep",
 		Usage:   "inventory, prepare, benchmark and compare the data disks of a Linux host",

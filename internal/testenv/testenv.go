@@ -32,6 +32,27 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
+// Lacks skips t because this machine does not have facility at all (a
+// kernel built without io_uring): nothing its owner could allow would make
+// the test run, so it skips even when privileged tests are required, and
+// the skip message says that this is why.
+func Lacks(t testing.TB, facility, why string) {
+	t.Helper()
+	t.Skipf("this machine lacks %s (%s): skipped, also under DISKPREP_REQUIRE_PRIVILEGED=1", facility, why)
+}
+
+// Unavailable skips t for a facility it needs that err says is not usable:
+// when absent, the machine truly lacks it (Lacks); otherwise it is blocked
+// or not installed (a seccomp policy, a sysctl, a missing package), which a
+// CI must not pass over silently (SkipOrFail).
+func Unavailable(t testing.TB, facility string, absent bool, err error) {
+	t.Helper()
+	if absent {
+		Lacks(t, facility, err.Error())
+	}
+	SkipOrFail(t, "%s present but not usable here (blocked or not installed): %v", facility, err)
+}
+
 // RequirePrivileged needs root, loop devices and the named programs on PATH.
 func RequirePrivileged(t testing.TB, programs ...string) {
 	t.Helper()

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 func newRing(t *testing.T, n uint32) *Ring {
@@ -18,7 +20,9 @@ func newRing(t *testing.T, n uint32) *Ring {
 	t.Cleanup(runtime.UnlockOSThread)
 	r, err := New(n)
 	if errors.Is(err, ErrUnsupported) {
-		t.Skipf("kernel: %v", err)
+		// ENOSYS: a kernel without io_uring truly lacks it; EPERM (seccomp,
+		// kernel.io_uring_disabled) is a block that CI must not pass over.
+		testenv.Unavailable(t, "io_uring", errors.Is(err, unix.ENOSYS), err)
 	}
 	if err != nil {
 		t.Fatal(err)
