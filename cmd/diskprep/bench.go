@@ -240,7 +240,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		return err
 	}
 	if e.Redact {
-		rec = redact.Record(rec) // the stored record keeps the full values
+		rec = redact.Copy(rec) // the stored record keeps the full values
 	}
 	switch format {
 	case "json":

@@ -135,7 +135,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		// Filters above match the real names; the report shows tokens,
 		// and a --baseline given by its real name follows its column.
 		opts.Baseline = redact.Text(opts.Baseline, picked...)
-		picked = redact.Records(picked)
+		picked = redact.All(picked)
 	}
 	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency})
 	if err != nil {

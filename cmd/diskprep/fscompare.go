@@ -280,7 +280,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 	}
 	shown := records
 	if e.Redact {
-		shown = redact.Records(records) // the store keeps them whole
+		shown = redact.All(records) // the store keeps them whole
 	}
 	c, err := compare.Compare(shown, compare.Options{By: compare.ByFS, Latency: opts.Latency})
 	if err != nil {

@@ -58,7 +58,7 @@ func runInventory(ctx context.Context, opts inventoryOptions, e *env) error {
 		return err
 	}
 	if e.Redact {
-		host = redact.Host(host)
+		host = redact.Copy(host)
 	}
 	switch format {
 	case "json":

@@ -326,7 +326,7 @@ func runResultsShow(_ context.Context, id string, e *env) error {
 		return err
 	}
 	if e.Redact {
-		en.Record = redact.Record(en.Record)
+		en.Record = redact.Copy(en.Record)
 	}
 	if format == "json" {
 		enc := json.NewEncoder(e.Stdout)
@@ -430,7 +430,7 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 		return err
 	}
 	if e.Redact {
-		en.Record = redact.Record(en.Record)
+		en.Record = redact.Copy(en.Record)
 	}
 	var buf bytes.Buffer
 	switch as {
@@ -472,7 +472,7 @@ func redactEntries(entries []bench.Entry) []bench.Entry {
 	for i, en := range entries {
 		recs[i] = en.Record
 	}
-	red := redact.Records(recs)
+	red := redact.All(recs)
 	out := make([]bench.Entry, len(entries))
 	for i, en := range entries {
 		out[i] = en

@@ -27,10 +27,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/diskprep/diskprep/bench"
-	"github.com/diskprep/diskprep/bench/fio"
-	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // Kind names what a token stands for; it is the token's prefix.
@@ -90,60 +86,49 @@ func Token(kind Kind, value string) string {
 	return string(kind) + "-" + hex.EncodeToString(sum[:3])
 }
 
-// Host returns a redacted deep copy of h.
-func Host(h *hwinfo.Host) *hwinfo.Host {
-	if h == nil {
+// Copy returns a redacted deep copy of v: a host inventory, a result
+// record, or any value whose JSON keys name what it holds (the rules below
+// go by those keys, so redact needs none of the types it redacts).
+func Copy[T any](v *T) *T {
+	if v == nil {
 		return nil
 	}
-	var r redactor
-	tree := toTree(h)
-	r.learnTree(tree, "")
-	out := new(hwinfo.Host)
-	fromTree(r.applyTree(tree, "", ""), out)
-	return out
+	return All([]*T{v})[0]
 }
 
-// Record returns a redacted deep copy of rec.
-func Record(rec *bench.Record) *bench.Record {
-	if rec == nil {
-		return nil
-	}
-	return Records([]*bench.Record{rec})[0]
-}
-
-// Records returns redacted deep copies of recs. The values of every record
-// are learned before any is redacted, so a hostname one record holds in
-// its host field is also hidden where another mentions it in passing.
-func Records(recs []*bench.Record) []*bench.Record {
+// All returns redacted deep copies of vs. The values of every one are
+// learned before any is redacted, so a hostname one record holds in its
+// host field is also hidden where another mentions it in passing.
+func All[T any](vs []*T) []*T {
 	var r redactor
-	trees := make([]any, len(recs))
-	for i, rec := range recs {
-		if rec == nil {
+	trees := make([]any, len(vs))
+	for i, v := range vs {
+		if v == nil {
 			continue
 		}
-		trees[i] = toTree(rec)
+		trees[i] = toTree(v)
 		r.learnTree(trees[i], "")
 	}
-	out := make([]*bench.Record, len(recs))
-	for i, rec := range recs {
-		if rec == nil {
+	out := make([]*T, len(vs))
+	for i, v := range vs {
+		if v == nil {
 			continue
 		}
-		out[i] = new(bench.Record)
+		out[i] = new(T)
 		fromTree(r.applyTree(trees[i], "", ""), out[i])
 	}
 	return out
 }
 
 // Text redacts free text on its own: UUIDs, MACs, WWNs and by-id names by
-// their shape, and the values of the given records (hostnames, serials)
-// wherever they appear. For lines printed beside redacted output, such as
-// a record's file path or a --baseline group name.
-func Text(s string, recs ...*bench.Record) string {
+// their shape, and the values held by vs (hostnames, serials) wherever they
+// appear. For lines printed beside redacted output, such as a record's
+// file path or a --baseline group name.
+func Text[T any](s string, vs ...*T) string {
 	var r redactor
-	for _, rec := range recs {
-		if rec != nil {
-			r.learnTree(toTree(rec), "")
+	for _, v := range vs {
+		if v != nil {
+			r.learnTree(toTree(v), "")
 		}
 	}
 	return r.text(s)
@@ -155,7 +140,7 @@ func Text(s string, recs ...*bench.Record) string {
 func toTree(v any) any {
 	data, err := json.Marshal(v)
 	if err != nil {
-		// Host and Record are plain data; Marshal fails only on a
+		// Hosts and records are plain data; Marshal fails only on a
 		// programming error, which must not print unredacted output.
 		panic(fmt.Sprintf("redact: %v", err))
 	}
@@ -189,8 +174,9 @@ const (
 	ruleArgv              // mkfs argv: -U UUID, -m uuid=UUID
 )
 
-// fieldKind maps the JSON keys of hwinfo.Host and bench.Record that carry
-// an identifying value to its kind. The keys are the same in both types.
+// fieldKind maps the JSON keys that carry an identifying value (in
+// hwinfo.Host and the result record; the keys are the same in both) to its
+// kind. A type whose identifying field is not named here gets the text pass.
 var fieldKind = map[string]Kind{
 	"hostname":           KindHost,
 	"serial":             KindSerial,
@@ -198,7 +184,7 @@ var fieldKind = map[string]Kind{
 	"fs_uuid":            KindUUID,
 	"part_uuid":          KindUUID,
 	"partition_table_id": KindUUID,
-	"uuid":               KindUUID, // bench.Prepared
+	"uuid":               KindUUID, // the record's prepared filesystem
 	// Not collected today; named so that a field added under one of
 	// these names is hidden from the day it appears.
 	"system_uuid":    KindUUID,
@@ -245,7 +231,9 @@ var hostNoteRE = regexp.MustCompile(`it calls itself "([^"]+)"`)
 // placeholders stand where a value is not known; they identify nothing,
 // and searching text for one ("none") would mangle unrelated fields.
 var placeholders = map[string]bool{
-	fio.UnknownHost: true, "(unknown host)": true, "localhost": true, "localhost.localdomain": true,
+	// "imported, unknown" is the host of a record imported from fio
+	// (bench/fio UnknownHost; its test holds the two together).
+	"imported, unknown": true, "(unknown host)": true, "localhost": true, "localhost.localdomain": true,
 	"none": true, "unknown": true, "n/a": true, "na": true, "null": true, "0": true,
 	"not specified": true, "not available": true, "default string": true,
 	"to be filled by o.e.m.": true, "system serial number": true,

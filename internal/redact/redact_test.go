@@ -133,7 +133,7 @@ func TestHostFixtures(t *testing.T) {
 			if len(secrets) < 2 {
 				t.Fatalf("fixture has no identifying values: %v", secrets)
 			}
-			r := Host(h)
+			r := Copy(h)
 			if mustJSON(t, h) != before {
 				t.Error("Host changed its argument")
 			}
@@ -171,7 +171,7 @@ func TestHostFixtures(t *testing.T) {
 // serial or WWN field of the disk.
 func TestHostByID(t *testing.T) {
 	h := readFixture(t, "desktop-nvme-sata")
-	r := Host(h)
+	r := Copy(h)
 	var got []string
 	for _, d := range r.Disks {
 		got = append(got, d.ByID...)
@@ -197,25 +197,13 @@ func TestHostByID(t *testing.T) {
 // fixtureRecord is a record carrying every kind of identifying value, in
 // the places they turn up.
 func fixtureRecord(id, host, serial string) *bench.Record {
-	rec := ct.Quick(id, "on-"+host, "xfs", 1, 3, t0)
-	rec.Host.Hostname = host
-	rec.Host.Warnings = []string{`host recorded as "` + host + `" (--hostname); it calls itself "realbox-77.corp.example"`}
-	rec.Target.Path = "/dev/disk/by-id/ata-TOSHIBA_DT01ACA300_" + serial + "-part1"
-	rec.Target.Serial = serial
-	rec.Target.WWN = "0x5000039fe6d0a1b2"
-	rec.Target.MountSource = "/dev/disk/by-uuid/1a2b3c4d-0000-4111-8222-333344445555"
-	rec.Target.Prepared = &bench.Prepared{
-		FSType: "xfs", UUID: "9e8d7c6b-5a49-4838-a727-16051f4e3d2c",
-		MkfsArgv: []string{"mkfs.xfs", "-f", "-m", "crc=1,uuid=9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "-L", "data", "/var/tmp/" + host + "-disk.img"},
-	}
-	rec.Warnings = []string{"nic 52:54:00:ab:cd:ef seen", "image /srv/images/" + host + ".raw on " + host}
-	return rec
+	return ct.Identifying(id, host, serial, t0)
 }
 
 func TestRecord(t *testing.T) {
 	rec := fixtureRecord(ct.ID(1), "storage-lab", "Z3GKXXXXGS")
 	before := mustJSON(t, rec)
-	r := Record(rec)
+	r := Copy(rec)
 	if mustJSON(t, rec) != before {
 		t.Fatal("Record changed its argument")
 	}
@@ -244,12 +232,12 @@ func TestRecord(t *testing.T) {
 	}
 	ext4 := []string{"mke2fs", "-t", "ext4", "-U", "9E8D7C6B-5A49-4838-A727-16051F4E3D2C", "/dev/sdb1"}
 	rec.Target.Prepared.MkfsArgv = ext4
-	if got := Record(rec).Target.Prepared.MkfsArgv[4]; got != uuid {
+	if got := Copy(rec).Target.Prepared.MkfsArgv[4]; got != uuid {
 		t.Errorf("-U value %q, want %q", got, uuid)
 	}
 	rec.Target.Prepared.MkfsArgv = []string{"mke2fs", "-U", "random", "-E", "lazy_itable_init=0", "/dev/sdb1"}
 	rec.Warnings = []string{"data=random"}
-	if got := Record(rec); got.Target.Prepared.MkfsArgv[2] != "random" || got.Warnings[0] != "data=random" {
+	if got := Copy(rec); got.Target.Prepared.MkfsArgv[2] != "random" || got.Warnings[0] != "data=random" {
 		t.Errorf("-U random: %q %q", got.Target.Prepared.MkfsArgv, got.Warnings)
 	}
 }
@@ -260,8 +248,8 @@ func TestRecordsConsistent(t *testing.T) {
 	a := fixtureRecord(ct.ID(1), "storage-lab", "Z3GKXXXXGS")
 	b := fixtureRecord(ct.ID(2), "storage-lab", "Z3GKXXXXGS")
 	c := fixtureRecord(ct.ID(3), "other-box", "Z3GKYYYYGS")
-	rs := Records([]*bench.Record{a, b, c})
-	alone := Record(b)
+	rs := All([]*bench.Record{a, b, c})
+	alone := Copy(b)
 	if rs[0].Target.Serial != rs[1].Target.Serial || rs[0].Host.Hostname != rs[1].Host.Hostname || alone.Target.Serial != rs[0].Target.Serial {
 		t.Errorf("same values, tokens differ: %q %q %q", rs[0].Target.Serial, rs[1].Target.Serial, alone.Target.Serial)
 	}
@@ -271,11 +259,11 @@ func TestRecordsConsistent(t *testing.T) {
 	// A value one record holds in a field is hidden where another only
 	// mentions it.
 	c.Warnings = append(c.Warnings, "copied from storage-lab")
-	if got := Records([]*bench.Record{a, c})[1].Warnings; strings.Contains(strings.Join(got, " "), "storage-lab") {
+	if got := All([]*bench.Record{a, c})[1].Warnings; strings.Contains(strings.Join(got, " "), "storage-lab") {
 		t.Errorf("warnings %q", got)
 	}
 	// Redacting a redacted record changes nothing.
-	if again := Records(rs); mustJSON(t, again) != mustJSON(t, rs) {
+	if again := All(rs); mustJSON(t, again) != mustJSON(t, rs) {
 		t.Error("redaction is not idempotent")
 	}
 }
@@ -292,14 +280,14 @@ func TestTextWholeWords(t *testing.T) {
 	// stands quoted whole, as bench's --hostname warning quotes it.
 	rec.Host.Hostname = "vm"
 	rec.Host.Warnings = []string{`host recorded as "node-a" (--hostname); it calls itself "vm"`}
-	if got := Record(rec).Host.Warnings[0]; got != `host recorded as "node-a" (--hostname); it calls itself "`+Token(KindHost, "vm")+`"` {
+	if got := Copy(rec).Host.Warnings[0]; got != `host recorded as "node-a" (--hostname); it calls itself "`+Token(KindHost, "vm")+`"` {
 		t.Errorf("short quoted hostname: %q", got)
 	}
 	if got := Text("vm vmware", rec); got != "vm vmware" {
 		t.Errorf("short name replaced in text: %q", got)
 	}
 	// Shapes are found without any record.
-	got = Text("mounted /dev/disk/by-partuuid/000a1b2c-01 from /dev/disk/by-id/scsi-35000c500a1b2c3d4-part2, mac 52:54:00:AB:CD:EF")
+	got = Text[bench.Record]("mounted /dev/disk/by-partuuid/000a1b2c-01 from /dev/disk/by-id/scsi-35000c500a1b2c3d4-part2, mac 52:54:00:AB:CD:EF")
 	for _, s := range []string{"000a1b2c", "5000c500a1b2c3d4", "AB:CD:EF"} {
 		if strings.Contains(got, s) {
 			t.Errorf("%q still holds %q", got, s)
@@ -314,7 +302,7 @@ func TestPlaceholdersKept(t *testing.T) {
 	rec := ct.Quick(ct.ID(1), "", "xfs", 1, 1, t0)
 	for _, h := range []string{"imported, unknown", ""} {
 		rec.Host.Hostname = h
-		if got := Record(rec).Host.Hostname; got != h {
+		if got := Copy(rec).Host.Hostname; got != h {
 			t.Errorf("hostname %q redacted to %q", h, got)
 		}
 	}
@@ -323,13 +311,13 @@ func TestPlaceholdersKept(t *testing.T) {
 	rec.Host.Hostname = "ubuntu"
 	rec.Host.OS.PrettyName = "Ubuntu 24.04.1 LTS"
 	rec.Target.Path = "/home/ubuntu/bench"
-	if got := Record(rec); got.Host.OS.PrettyName != "Ubuntu 24.04.1 LTS" || got.Target.Path != "/home/"+Token(KindHost, "ubuntu")+"/bench" {
+	if got := Copy(rec); got.Host.OS.PrettyName != "Ubuntu 24.04.1 LTS" || got.Target.Path != "/home/"+Token(KindHost, "ubuntu")+"/bench" {
 		t.Errorf("os %q path %q", got.Host.OS.PrettyName, got.Target.Path)
 	}
 	// A placeholder serial is kept, and not searched for in other fields.
 	rec.Target.Serial = "None"
 	rec.Host.Virt.Hypervisor = "none"
-	if got := Record(rec); got.Target.Serial != "None" || got.Host.Virt.Hypervisor != "none" {
+	if got := Copy(rec); got.Target.Serial != "None" || got.Host.Virt.Hypervisor != "none" {
 		t.Errorf("serial %q hypervisor %q", got.Target.Serial, got.Host.Virt.Hypervisor)
 	}
 }

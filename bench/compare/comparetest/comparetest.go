@@ -175,3 +175,23 @@ func Quick(id, label, fs string, factor float64, repeats int, start time.Time) *
 
 // ID formats a synthetic record id for minute m of the test day.
 func ID(m int) string { return fmt.Sprintf("20261130T06%02d00Z-%04x", m, m) }
+
+// Identifying is a Quick record carrying every kind of identifying value
+// (hostname, serial, WWN, UUIDs, a MAC, the real hostname behind
+// --hostname), in the places they turn up: the input of the redaction
+// tests.
+func Identifying(id, host, serial string, start time.Time) *bench.Record {
+	rec := Quick(id, "on-"+host, "xfs", 1, 3, start)
+	rec.Host.Hostname = host
+	rec.Host.Warnings = []string{`host recorded as "` + host + `" (--hostname); it calls itself "realbox-77.corp.example"`}
+	rec.Target.Path = "/dev/disk/by-id/ata-TOSHIBA_DT01ACA300_" + serial + "-part1"
+	rec.Target.Serial = serial
+	rec.Target.WWN = "0x5000039fe6d0a1b2"
+	rec.Target.MountSource = "/dev/disk/by-uuid/1a2b3c4d-0000-4111-8222-333344445555"
+	rec.Target.Prepared = &bench.Prepared{
+		FSType: "xfs", UUID: "9e8d7c6b-5a49-4838-a727-16051f4e3d2c",
+		MkfsArgv: []string{"mkfs.xfs", "-f", "-m", "crc=1,uuid=9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "-L", "data", "/var/tmp/" + host + "-disk.img"},
+	}
+	rec.Warnings = []string{"nic 52:54:00:ab:cd:ef seen", "image /srv/images/" + host + ".raw on " + host}
+	return rec
+}

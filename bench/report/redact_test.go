@@ -1,4 +1,4 @@
-package redact
+package report
 
 import (
 	"bytes"
@@ -10,13 +10,13 @@ import (
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
 	"github.com/diskprep/diskprep/bench/fio"
 	"github.com/diskprep/diskprep/bench/prom"
-	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/internal/redact"
 )
 
 // Every renderer of a single record, given the redacted copy, shows none
 // of the identifying values it shows given the original.
 func TestRecordRenderers(t *testing.T) {
-	rec := fixtureRecord(ct.ID(1), "storage-lab", "Z3GKXXXXGS")
+	rec := ct.Identifying(ct.ID(1), "storage-lab", "Z3GKXXXXGS", t0)
 	secrets := []string{"storage-lab", "Z3GKXXXXGS", "5000039fe6d0a1b2", "1a2b3c4d-0000-4111-8222-333344445555",
 		"9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "realbox-77", "52:54:00:ab:cd:ef"}
 	renderers := map[string]func(io.Writer, *bench.Record) error{
@@ -27,14 +27,14 @@ func TestRecordRenderers(t *testing.T) {
 		"prom":           func(w io.Writer, r *bench.Record) error { return prom.Write(w, r) },
 	}
 	for _, f := range []string{"table", "markdown", "csv"} {
-		renderers["report "+f] = func(w io.Writer, r *bench.Record) error { return report.Record(w, f, r) }
+		renderers["report "+f] = func(w io.Writer, r *bench.Record) error { return Record(w, f, r) }
 	}
 	for name, render := range renderers {
 		var plain, red bytes.Buffer
 		if err := render(&plain, rec); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := render(&red, Record(rec)); err != nil {
+		if err := render(&red, redact.Copy(rec)); err != nil {
 			t.Fatalf("%s redacted: %v", name, err)
 		}
 		var shown []string
