@@ -234,7 +234,7 @@ func TestPrivilegedSystemDiskRefused(t *testing.T) {
 	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 {
 		t.Skipf("no device node %s", dev)
 	}
-	tg, err := resolveTarget(dev, "x", liveHost(t))
+	tg, err := resolveTarget(dev, "x", liveHost(t), hwinfo.Roots{})
 	if errors.Is(err, os.ErrPermission) {
 		// Some sandboxes deny opening the system disk even to root; the
 		// guard works from sysfs, mountinfo and the inventory all the same.

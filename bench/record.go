@@ -90,7 +90,7 @@ type Target struct {
 }
 
 // PreparedMarker is the file `diskprep prepare` leaves in a filesystem's root.
-const PreparedMarker = ".diskprep-prepared.json"
+const PreparedMarker = hwinfo.MarkerFile
 
 // Prepared is how diskprep made the target's filesystem.
 type Prepared struct {

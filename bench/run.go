@@ -40,6 +40,9 @@ type Options struct {
 	// Root is the hardware root for host facts Run reads itself (CPU
 	// governors, device-mapper names): "" is the live machine.
 	Root string
+	// Roots are the live machine's sysfs and procfs, where the target is
+	// looked up and checked; the zero value is the live machine.
+	Roots hwinfo.Roots
 	// ResultsDir, when set, receives the record (complete, or partial when
 	// interrupted with KeepPartial). Empty: the caller saves it.
 	ResultsDir string
@@ -94,7 +97,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 
 	start := now()
 	id := NewID(start)
-	t, err := resolveTarget(req.Target, id, opts.Host)
+	t, err := resolveTarget(req.Target, id, opts.Host, opts.Roots)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +118,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		env.RAMBytes = opts.Host.Memory.TotalBytes
 	}
 	if env.RAMBytes == 0 {
-		env.RAMBytes = memTotal()
+		env.RAMBytes, _ = opts.Roots.MemTotal()
 	}
 	if t.ident.Device != "" {
 		env.DedupDevice = dedupDevice(opts.Root, t.ident.Device)
@@ -499,22 +502,6 @@ func (r *runner) params(w Workload) engine.Params {
 		Engine:    w.Engine,
 		Data:      dataPattern(kind, pct),
 	}
-}
-
-// memTotal reads MemTotal from the live /proc/meminfo, 0 when unknown.
-func memTotal() uint64 {
-	b, err := os.ReadFile(filepath.Join(procRoot, "meminfo"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			var kb uint64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func appendNew(list []string, items ...string) []string {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,17 +38,13 @@ type target struct {
 	sectorSz uint64 // logical block size of the device, 0 when unknown
 	disk     *hwinfo.Disk
 	part     *hwinfo.Partition
+	// roots are the live machine's sysfs and procfs: a target is always
+	// live (the hardware root only stands in for the inventory).
+	roots hwinfo.Roots
 }
 
-// sysfs and procfs of the live machine; a target is always live (the
-// hardware root only stands in for the inventory).
-var (
-	sysRoot  = "/sys"
-	procRoot = "/proc"
-)
-
 // resolveTarget classifies path and gathers its identity. Nothing is created.
-func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
+func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*target, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", path, err)
@@ -61,7 +56,7 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", path, err)
 	}
-	t := &target{ident: Target{Path: abs}}
+	t := &target{ident: Target{Path: abs}, roots: roots}
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		t.ident.Kind = KindDir
@@ -74,7 +69,7 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 	case m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0:
 		t.ident.Kind = KindDevice
 		t.path = abs
-		if t.size, err = deviceSize(abs); err != nil {
+		if t.size, err = deviceSize(roots, abs); err != nil {
 			return nil, fmt.Errorf("target %s: %w", path, err)
 		}
 	default:
@@ -89,9 +84,9 @@ func resolveTarget(path, id string, host *hwinfo.Host) (*target, error) {
 // deviceSize reads a block device's size from sysfs, which needs no open of
 // the device (so a disk that may not be opened is still judged, and refused,
 // by what it is); it falls back to seeking to the end of the device.
-func deviceSize(path string) (uint64, error) {
+func deviceSize(roots hwinfo.Roots, path string) (uint64, error) {
 	if major, minor, err := engine.DeviceOf(path); err == nil {
-		b, err := os.ReadFile(filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", major, minor), "size"))
+		b, err := os.ReadFile(roots.SysPath("dev/block", fmt.Sprintf("%d:%d", major, minor), "size"))
 		if sectors, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && perr == nil {
 			return sectors * 512, nil
 		}
@@ -111,7 +106,7 @@ func deviceSize(path string) (uint64, error) {
 // identify fills the device, disk and filesystem identity as far as known.
 func (t *target) identify(host *hwinfo.Host) {
 	found := t.haveDev && t.blockDevice()
-	if m, ok := findMount(t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == KindDevice); ok {
+	if m, ok := findMount(t.roots, t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == KindDevice); ok {
 		t.ident.FSType = m.fstype
 		t.ident.MountPoint = m.point
 		t.ident.MountOptions = m.options
@@ -135,7 +130,7 @@ func (t *target) identify(host *hwinfo.Host) {
 	t.disk, t.part = host.Device(t.ident.Device)
 	if t.disk == nil {
 		// A device-mapper or md device: identify the disk it is built on.
-		for _, under := range underlying(t.ident.Device) {
+		for _, under := range underlying(t.roots, t.ident.Device) {
 			if d, _ := host.Device(under); d != nil {
 				t.disk = d
 				break
@@ -156,7 +151,7 @@ func (t *target) identify(host *hwinfo.Host) {
 // blockDevice names the block device major:minor from sysfs, with its
 // logical sector size; false when sysfs does not know it.
 func (t *target) blockDevice() bool {
-	sys := filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", t.major, t.minor))
+	sys := t.roots.SysPath("dev/block", fmt.Sprintf("%d:%d", t.major, t.minor))
 	real, err := filepath.EvalSymlinks(sys)
 	if err != nil {
 		return false
@@ -171,14 +166,14 @@ func (t *target) blockDevice() bool {
 }
 
 // underlying lists the devices a stacked device sits on, depth first.
-func underlying(dev string) []string {
+func underlying(roots hwinfo.Roots, dev string) []string {
 	var out []string
 	var walk func(string, int)
 	walk = func(d string, depth int) {
 		if depth > 8 {
 			return
 		}
-		des, _ := os.ReadDir(filepath.Join(sysRoot, "class/block", d, "slaves"))
+		des, _ := os.ReadDir(roots.SysPath("class/block", d, "slaves"))
 		for _, de := range des {
 			out = append(out, de.Name())
 			walk(de.Name(), depth+1)
@@ -205,13 +200,12 @@ type mountEntry struct {
 	options string
 }
 
-// mounts parses procRoot/self/mountinfo.
-func mounts() []mountEntry {
-	b, err := os.ReadFile(filepath.Join(procRoot, "self/mountinfo"))
+// mounts reads the live mount table.
+func mounts(roots hwinfo.Roots) []mountEntry {
+	entries, err := roots.Mounts()
 	if err != nil {
 		return nil
 	}
-	entries, _ := hwinfo.ParseMountinfo(string(b))
 	out := make([]mountEntry, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, mountEntry{
@@ -240,11 +234,11 @@ func joinOptions(a, b string) string {
 
 // findMount returns the mount holding path: same device, longest mount point
 // that is a prefix of path. For a device node, any mount of that device.
-func findMount(path string, major, minor uint32, haveDev, isDevice bool) (mountEntry, bool) {
+func findMount(roots hwinfo.Roots, path string, major, minor uint32, haveDev, isDevice bool) (mountEntry, bool) {
 	mm := fmt.Sprintf("%d:%d", major, minor)
 	var best mountEntry
 	found := false
-	for _, m := range mounts() {
+	for _, m := range mounts(roots) {
 		if isDevice {
 			if m.source == path || (haveDev && m.majmin == mm) {
 				return m, true
@@ -272,21 +266,8 @@ func within(path, dir string) bool {
 // root; nil when there is none or it is unreadable (the record is still
 // complete without it).
 func readPrepared(mountPoint string) *Prepared {
-	b, err := os.ReadFile(filepath.Join(mountPoint, PreparedMarker))
-	if err != nil {
-		return nil
-	}
-	// The marker's shape is disk.Marker ("diskprep/prepared/v1"); bench
-	// does not import disk, so it reads the fields it keeps by name.
-	var m struct {
-		FS          string   `json:"fs"`
-		UUID        string   `json:"uuid"`
-		MkfsArgv    []string `json:"mkfs_argv"`
-		MkfsVersion string   `json:"mkfs_version"`
-		MountOpts   string   `json:"mount_opts"`
-		PreparedAt  string   `json:"prepared_at"`
-	}
-	if json.Unmarshal(b, &m) != nil || m.FS == "" {
+	m, err := hwinfo.ReadMarker(mountPoint)
+	if err != nil || m.FS == "" {
 		return nil
 	}
 	return &Prepared{FSType: m.FS, UUID: m.UUID, MkfsArgv: m.MkfsArgv, MkfsVersion: m.MkfsVersion,
@@ -294,10 +275,11 @@ func readPrepared(mountPoint string) *Prepared {
 }
 
 // deviceBusy reports why the device at path must not be written: a system
-// disk, mounted (itself or a partition), used as swap, held by a stacked
-// device (LVM, MD, dm-crypt), or opened exclusively by someone (the
-// kernel's own answer to O_EXCL). Several sources on purpose: the
-// inventory may be stale, sysfs and mountinfo are live.
+// disk, or in use by hwinfo's in-use check (mounted, itself or a partition;
+// swap; held by a stacked device such as LVM, MD, dm-crypt; locked by
+// another diskprep; opened exclusively by someone, the kernel's own answer
+// to O_EXCL). The inventory first, then the live machine: the inventory may
+// be stale, sysfs and mountinfo are live.
 func (t *target) deviceBusy() string {
 	if t.disk != nil && t.disk.System {
 		why := strings.Join(t.disk.SystemReasons, "; ")
@@ -309,95 +291,50 @@ func (t *target) deviceBusy() string {
 	if why := t.inventoryBusy(); why != "" {
 		return why
 	}
+	name, majmin := "", ""
 	if t.haveDev && t.ident.Device != "" {
-		// The device and, for a whole disk, its partitions (subdirectories
-		// with a dev file).
-		names := map[string]string{fmt.Sprintf("%d:%d", t.major, t.minor): t.ident.Device}
-		sys := filepath.Join(sysRoot, "class/block", t.ident.Device)
-		des, _ := os.ReadDir(sys)
-		for _, de := range des {
-			if b, err := os.ReadFile(filepath.Join(sys, de.Name(), "dev")); err == nil {
-				names[strings.TrimSpace(string(b))] = de.Name()
-			}
-		}
-		for _, name := range names {
-			dir := sys
-			if name != t.ident.Device {
-				dir = filepath.Join(sys, name)
-			}
-			if h, _ := os.ReadDir(filepath.Join(dir, "holders")); len(h) > 0 {
-				return fmt.Sprintf("%s is held by %s", name, h[0].Name())
-			}
-		}
-		for _, m := range mounts() {
-			if _, ok := names[m.majmin]; ok || m.source == t.path {
-				return fmt.Sprintf("%s is mounted on %s", m.source, m.point)
-			}
-		}
-		for _, sw := range swaps() {
-			base := filepath.Base(sw)
-			for _, name := range names {
-				if base == name {
-					return fmt.Sprintf("%s is in use as swap", sw)
-				}
-			}
-		}
+		name, majmin = t.ident.Device, fmt.Sprintf("%d:%d", t.major, t.minor)
 	}
-	fd, err := unix.Open(t.path, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.EBUSY) {
+	for _, u := range t.roots.LiveUses(name, majmin, t.path) {
+		switch u.Kind {
+		case hwinfo.UseHeld:
+			return fmt.Sprintf("%s is held by %s", u.Device, u.Holder.Name)
+		case hwinfo.UseMounted:
+			return fmt.Sprintf("%s is mounted on %s", u.Source, u.Point)
+		case hwinfo.UseSwap:
+			return fmt.Sprintf("%s is in use as swap", u.Source)
+		case hwinfo.UseOpen:
 			return fmt.Sprintf("%s is in use (exclusive open refused)", t.path)
+		default:
+			return u.String()
 		}
-		return ""
 	}
-	unix.Close(fd)
 	return ""
 }
 
-// inventoryBusy is what the hwinfo inventory says about the device's use.
+// inventoryBusy is the first use the hwinfo inventory knows of the device
+// (a partition, or the disk and its partitions).
 func (t *target) inventoryBusy() string {
-	used := func(name string, mounts []hwinfo.Mount, swap bool, holders []hwinfo.Holder) string {
-		switch {
-		case len(mounts) > 0:
-			return fmt.Sprintf("%s is mounted on %s", name, mounts[0].Point)
-		case swap:
-			return fmt.Sprintf("%s is in use as swap", name)
-		case len(holders) > 0:
-			return fmt.Sprintf("%s is held by %s", name, holders[0].Name)
-		}
+	var uses []hwinfo.Use
+	switch d := t.disk; {
+	case t.part != nil:
+		uses = t.part.Uses()
+	case d != nil && d.Name == t.ident.Device:
+		uses = d.Uses()
+	}
+	if len(uses) == 0 {
 		return ""
 	}
-	if p := t.part; p != nil {
-		return used(p.Name, p.Mounts, p.Swap, p.Holders)
+	switch u := uses[0]; u.Kind {
+	case hwinfo.UseMounted:
+		return fmt.Sprintf("%s is mounted on %s", u.Device, u.Point)
+	case hwinfo.UseSwap:
+		return fmt.Sprintf("%s is in use as swap", u.Device)
+	case hwinfo.UseHeld:
+		return fmt.Sprintf("%s is held by %s", u.Device, u.Holder.Name)
+	default:
+		return u.String()
 	}
-	d := t.disk
-	if d == nil || d.Name != t.ident.Device {
-		return ""
-	}
-	if why := used(d.Name, d.Mounts, d.Swap, d.Holders); why != "" {
-		return why
-	}
-	for _, p := range d.Partitions {
-		if why := used(p.Name, p.Mounts, p.Swap, p.Holders); why != "" {
-			return why
-		}
-	}
-	return ""
-}
-
-// swaps lists the active swap devices and files from procRoot/swaps.
-func swaps() []string {
-	b, err := os.ReadFile(filepath.Join(procRoot, "swaps"))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for i, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); i > 0 && len(f) > 0 {
-			out = append(out, hwinfo.UnescapeOctal(f[0]))
-		}
-	}
-	return out
 }
 
 // freeBytes is the space an unprivileged writer may still use in dir.

@@ -9,15 +9,11 @@ import (
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
-// fakeRoots points sysfs and procfs at a fixture tree for one test.
-func fakeRoots(t *testing.T) (sys, proc string) {
+// fakeRoots makes a fixture tree standing in for sysfs and procfs.
+func fakeRoots(t *testing.T) (roots hwinfo.Roots, sys, proc string) {
 	t.Helper()
-	root := t.TempDir()
-	sys, proc = filepath.Join(root, "sys"), filepath.Join(root, "proc")
-	oldSys, oldProc := sysRoot, procRoot
-	sysRoot, procRoot = sys, proc
-	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
-	return sys, proc
+	roots = hwinfo.RootsUnder(t.TempDir())
+	return roots, roots.SysPath(), roots.ProcPath()
 }
 
 func writeFile(t *testing.T, path, body string) {
@@ -36,7 +32,7 @@ const mountinfo = `22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
 `
 
 func TestDeviceBusy(t *testing.T) {
-	sys, proc := fakeRoots(t)
+	roots, sys, proc := fakeRoots(t)
 	writeFile(t, filepath.Join(proc, "self/mountinfo"), mountinfo)
 	writeFile(t, filepath.Join(proc, "swaps"), "Filename\tType\tSize\tUsed\tPriority\n/dev/sdd2  partition\t1048572\t0\t-2\n")
 	disk := func(name string, minor int, parts ...string) {
@@ -55,7 +51,7 @@ func TestDeviceBusy(t *testing.T) {
 	disk("sdf", 80, "sdf1")
 
 	mk := func(dev string, major, minor uint32, host *hwinfo.Host) *target {
-		tg := &target{ident: Target{Path: "/nonexistent/" + dev, Kind: KindDevice, Device: dev}, path: "/nonexistent/" + dev, major: major, minor: minor, haveDev: true}
+		tg := &target{ident: Target{Path: "/nonexistent/" + dev, Kind: KindDevice, Device: dev}, path: "/nonexistent/" + dev, major: major, minor: minor, haveDev: true, roots: roots}
 		if host != nil {
 			tg.disk, tg.part = host.Device(dev)
 		}
@@ -87,20 +83,20 @@ func TestDeviceBusy(t *testing.T) {
 }
 
 func TestFindMount(t *testing.T) {
-	_, proc := fakeRoots(t)
+	roots, _, proc := fakeRoots(t)
 	writeFile(t, filepath.Join(proc, "self/mountinfo"), mountinfo)
-	m, ok := findMount("/mnt/data/sub/dir", 8, 17, true, false)
+	m, ok := findMount(roots, "/mnt/data/sub/dir", 8, 17, true, false)
 	if !ok || m.point != "/mnt/data" || m.fstype != "xfs" || m.options != "rw,noatime,attr2,inode64,logbufs=8" || m.source != "/dev/sdb1" {
 		t.Errorf("mount %+v %v", m, ok)
 	}
 	// Same path prefix but another device: not that mount.
-	if m, ok := findMount("/mnt/data2", 254, 0, true, false); !ok || m.point != "/" {
+	if m, ok := findMount(roots, "/mnt/data2", 254, 0, true, false); !ok || m.point != "/" {
 		t.Errorf("root mount %+v %v", m, ok)
 	}
-	if m, ok := findMount("/dev/sdc1", 8, 33, true, true); !ok || m.point != "/mnt/my disk" {
+	if m, ok := findMount(roots, "/dev/sdc1", 8, 33, true, true); !ok || m.point != "/mnt/my disk" {
 		t.Errorf("device mount %+v %v", m, ok)
 	}
-	if _, ok := findMount("/dev/sdz", 8, 200, true, true); ok {
+	if _, ok := findMount(roots, "/dev/sdz", 8, 200, true, true); ok {
 		t.Error("unmounted device found mounted")
 	}
 }

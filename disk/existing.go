@@ -53,70 +53,26 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 	return st
 }
 
-// inUse lists why the disk cannot be written now: mounts, swap and holders of
-// the disk and its partitions, followed through stacked holders. With a
-// matching layout, a planned partition already mounted where asked is the
-// expected state, not a reason.
+// inUse lists why the disk cannot be written now (hwinfo's in-use check:
+// mounts, swap and holders of the disk and its partitions, followed through
+// stacked holders). With a matching layout, a planned partition already
+// mounted where asked is the expected state, not a reason.
 func inUse(d *hwinfo.Disk, planned []PartPlan, st existingState) []string {
-	var out []string
-	expected := func(p *hwinfo.Partition, m hwinfo.Mount) bool {
-		if st.kind != layoutMatches {
+	expected := func(u hwinfo.Use) bool {
+		if st.kind != layoutMatches || u.Kind != hwinfo.UseMounted || u.Via != "" || u.Device == d.Name {
 			return false
 		}
 		for i, pp := range planned {
-			if st.parts[i] == p && pp.MountPoint != "" && m.Via == "" && pp.MountPoint == cleanPoint(m.Point) {
+			if st.parts[i].Name == u.Device && pp.MountPoint != "" && pp.MountPoint == cleanPoint(u.Point) {
 				return true
 			}
 		}
 		return false
 	}
-	check := func(name string, ms []hwinfo.Mount, swap bool, hs []hwinfo.Holder, p *hwinfo.Partition) {
-		for _, m := range ms {
-			if p != nil && expected(p, m) {
-				continue
-			}
-			if m.Via != "" {
-				out = append(out, fmt.Sprintf("%s is mounted at %s via %s", name, m.Point, m.Via))
-			} else {
-				out = append(out, fmt.Sprintf("%s is mounted at %s", name, m.Point))
-			}
-		}
-		if swap {
-			out = append(out, fmt.Sprintf("%s is in use as swap", name))
-		}
-		for _, h := range hs {
-			out = append(out, holderReasons(name, h)...)
-		}
-	}
-	check(d.Name, d.Mounts, d.Swap, d.Holders, nil)
-	for i := range d.Partitions {
-		p := &d.Partitions[i]
-		check(p.Name, p.Mounts, p.Swap, p.Holders, p)
-	}
-	return out
-}
-
-func holderReasons(name string, h hwinfo.Holder) []string {
-	desc := h.Name
-	if h.DMName != "" {
-		desc += " (" + h.DMName + ")"
-	}
-	kind := h.Kind
-	if kind == "" {
-		kind = "holder"
-	}
-	out := []string{fmt.Sprintf("%s is held by %s %s", name, kind, desc)}
-	for _, m := range h.Mounts {
-		out = append(out, fmt.Sprintf("%s is mounted at %s via %s", name, m.Point, desc))
-	}
-	if h.Swap {
-		out = append(out, fmt.Sprintf("%s is in use as swap via %s", name, desc))
-	}
-	for _, hh := range h.Holders {
-		for _, r := range holderReasons(name, hh) {
-			if !strings.HasPrefix(r, name+" is held by") {
-				out = append(out, r)
-			}
+	var out []string
+	for _, u := range d.Uses() {
+		if !expected(u) {
+			out = append(out, u.String())
 		}
 	}
 	return out

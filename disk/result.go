@@ -1,24 +1,22 @@
 package disk
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // ResultSchema names the JSON shape of a Result.
 const ResultSchema = "diskprep/prepare/v1"
 
 // MarkerFile is written into the root of each filesystem diskprep makes and
-// mounts. bench reads it (as plain JSON, see Marker) to name the filesystem
-// and its mkfs and mount options in a result record.
-const MarkerFile = ".diskprep-prepared.json"
+// mounts (see hwinfo.Marker, which bench reads too).
+const MarkerFile = hwinfo.MarkerFile
 
 // MarkerSchema names the JSON shape of a Marker.
-const MarkerSchema = "diskprep/prepared/v1"
+const MarkerSchema = hwinfo.MarkerSchema
 
 // Result is what Apply did.
 type Result struct {
@@ -57,34 +55,10 @@ type PartResult struct {
 }
 
 // Marker is the content of MarkerFile.
-type Marker struct {
-	Schema      string   `json:"schema"`
-	FS          string   `json:"fs"`
-	Label       string   `json:"label,omitempty"`
-	UUID        string   `json:"uuid"`
-	Device      string   `json:"device"` // partition, e.g. /dev/sdb1
-	Disk        string   `json:"disk"`   // whole disk, e.g. /dev/sdb
-	Image       string   `json:"image,omitempty"`
-	DiskModel   string   `json:"disk_model,omitempty"`
-	DiskSerial  string   `json:"disk_serial,omitempty"`
-	MkfsArgv    []string `json:"mkfs_argv"`
-	MkfsVersion string   `json:"mkfs_version"`
-	MountOpts   string   `json:"mount_opts,omitempty"`
-	PreparedAt  string   `json:"prepared_at"`
-}
+type Marker = hwinfo.Marker
 
 // ReadMarker reads the marker of the filesystem mounted at dir.
-func ReadMarker(dir string) (*Marker, error) {
-	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
-	if err != nil {
-		return nil, err
-	}
-	var m Marker
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, MarkerFile), err)
-	}
-	return &m, nil
-}
+func ReadMarker(dir string) (*Marker, error) { return hwinfo.ReadMarker(dir) }
 
 // WriteText renders the result for people.
 func (r *Result) WriteText(w io.Writer) error {

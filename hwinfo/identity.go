@@ -283,22 +283,14 @@ func (r *reader) readMemory() Memory {
 		r.warn("memory unknown: read %s: %v", r.rel("/proc/meminfo"), unwrapPath(err))
 		return Memory{}
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "MemTotal:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 2 && f[1] == "kB" {
-			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil && n > 0 {
-				return Memory{TotalBytes: n * 1024}
-			}
-		}
-		r.warn("memory unknown: %s: malformed MemTotal line %q", r.rel("/proc/meminfo"), clip(line))
-		return Memory{}
+	n, err := ParseMemTotal(string(b))
+	switch {
+	case errors.Is(err, ErrNoMemTotal):
+		r.warn("memory unknown: %s has no MemTotal", r.rel("/proc/meminfo"))
+	case err != nil:
+		r.warn("memory unknown: %s: %v", r.rel("/proc/meminfo"), err)
 	}
-	r.warn("memory unknown: %s has no MemTotal", r.rel("/proc/meminfo"))
-	return Memory{}
+	return Memory{TotalBytes: n}
 }
 
 // dmiFacts are the DMI strings the hypervisor verdict looks at.

@@ -3,8 +3,9 @@ package hwinfo
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/diskprep/diskprep/internal/mountinfo"
 )
 
 // systemMounts are the mount points whose disk must never be prepared.
@@ -33,88 +34,15 @@ func (r *reader) readMountinfo() map[string][]Mount {
 }
 
 // MountEntry is one line of /proc/self/mountinfo (proc(5)), unescaped.
-type MountEntry struct {
-	MajMin       string // "8:17": the mounted device, however its source is spelled
-	Point        string
-	FSType       string
-	Source       string
-	MountOptions string // per-mount options (field 6)
-	SuperOptions string // superblock options (after the fs type and source)
-}
+type MountEntry = mountinfo.Entry
 
 // ParseMountinfo parses the content of a mountinfo file. Malformed lines are
-// skipped and counted in bad. disk and bench read the live mount table with
-// it too, so there is one reading of the format.
-func ParseMountinfo(data string) (entries []MountEntry, bad int) {
-	for _, line := range strings.Split(data, "\n") {
-		if line == "" {
-			continue
-		}
-		e, ok := parseMountinfoLine(line)
-		if !ok {
-			bad++
-			continue
-		}
-		entries = append(entries, e)
-	}
-	return entries, bad
-}
-
-// parseMountinfoLine reads "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
-// Fields are separated by single spaces: the kernel escapes only space, tab,
-// newline and backslash in paths, so other bytes unicode calls space (\v,
-// \r, U+00A0) belong to the path and must not split it.
-func parseMountinfoLine(line string) (MountEntry, bool) {
-	f := strings.Split(line, " ")
-	sep := -1
-	for i := 6; i < len(f); i++ {
-		if f[i] == "-" {
-			sep = i
-			break
-		}
-	}
-	if sep < 0 || sep+2 >= len(f) || !isMajMin(f[2]) || f[4] == "" || f[sep+1] == "" || f[sep+2] == "" {
-		return MountEntry{}, false
-	}
-	e := MountEntry{
-		MajMin:       f[2],
-		Point:        UnescapeOctal(f[4]),
-		FSType:       f[sep+1],
-		Source:       UnescapeOctal(f[sep+2]),
-		MountOptions: f[5],
-	}
-	if sep+3 < len(f) {
-		e.SuperOptions = f[sep+3]
-	}
-	return e, true
-}
-
-// isMajMin reports whether s is a "major:minor" device number.
-func isMajMin(s string) bool {
-	major, minor, ok := strings.Cut(s, ":")
-	_, err1 := strconv.ParseUint(major, 10, 32)
-	_, err2 := strconv.ParseUint(minor, 10, 32)
-	return ok && err1 == nil && err2 == nil
-}
+// skipped and counted in bad. It is internal/mountinfo's parser, the one
+// reading of the format that disk, bench and the test helpers share.
+func ParseMountinfo(data string) (entries []MountEntry, bad int) { return mountinfo.Parse(data) }
 
 // UnescapeOctal undoes the \040-style escapes of mountinfo, mounts and swaps.
-func UnescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func UnescapeOctal(s string) string { return mountinfo.Unescape(s) }
 
 // readSwaps returns the kernel names of block devices in active swap.
 // Swap files are not devices and are left out.
@@ -125,12 +53,11 @@ func (r *reader) readSwaps() map[string]bool {
 		return set
 	}
 	var dmByName map[string]string
-	for i, line := range strings.Split(s, "\n") {
-		f := strings.Fields(line)
-		if i == 0 || len(f) < 2 || f[1] != "partition" {
+	for _, sw := range ParseSwaps(s) {
+		if sw.Type != "partition" {
 			continue
 		}
-		dev := UnescapeOctal(f[0])
+		dev := sw.Path
 		name, ok := strings.CutPrefix(dev, "/dev/")
 		if !ok {
 			continue

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/diskprep/diskprep/internal/mountinfo"
 )
 
 // Required reports whether privileged tests must run (CI sets it).
@@ -158,24 +160,14 @@ func stillAttached(dev, img string) bool {
 // UnmountAll unmounts every mount whose source is dev or one of its partitions.
 func UnmountAll(t testing.TB, dev string) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	entries, err := mountinfo.Read("/proc/self/mountinfo")
 	if err != nil {
 		return
 	}
 	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		i := strings.Index(line, " - ")
-		if i < 0 {
-			continue
-		}
-		post := strings.Fields(line[i+3:])
-		pre := strings.Fields(line[:i])
-		if len(post) < 2 || len(pre) < 5 {
-			continue
-		}
-		src := post[1]
-		if src == dev || strings.HasPrefix(src, dev+"p") {
-			points = append(points, unescape(pre[4]))
+	for _, e := range entries {
+		if e.Source == dev || strings.HasPrefix(e.Source, dev+"p") {
+			points = append(points, e.Point)
 		}
 	}
 	for i := len(points) - 1; i >= 0; i-- {
@@ -183,11 +175,6 @@ func UnmountAll(t testing.TB, dev string) {
 			Run("umount", "-l", points[i])
 		}
 	}
-}
-
-func unescape(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
 }
 
 // Run runs a program and returns its stdout; the error carries stderr.
