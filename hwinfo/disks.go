@@ -342,7 +342,7 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 
 	fill := func(dst *string, p string) {
 		if *dst == "" {
-			*dst, _ = r.readString(p)
+			*dst, _ = r.readAttrString(p)
 		}
 	}
 	switch {
@@ -373,9 +373,9 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 			d.Serial = r.vpdSerial(sys + "/device/vpd_pg80")
 		}
 		if d.WWN == "" {
-			w, ok := r.readString(sys + "/device/wwid")
+			w, ok := r.readAttrString(sys + "/device/wwid")
 			if !ok {
-				w, _ = r.readString(sys + "/wwid")
+				w, _ = r.readAttrString(sys + "/wwid")
 			}
 			d.WWN = wwnFromWWID(w)
 		}
@@ -399,8 +399,8 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 // vpdSerial decodes the Unit Serial Number VPD page (SPC-4 7.8.15): a
 // 4-byte header whose byte 3 is the length, then ASCII.
 func (r *reader) vpdSerial(p string) string {
-	b, err := os.ReadFile(r.path(p))
-	if err != nil || len(b) < 4 || b[1] != 0x80 {
+	b, ok := r.readAttr(p)
+	if !ok || len(b) < 4 || b[1] != 0x80 {
 		return ""
 	}
 	n := int(b[3])
@@ -456,7 +456,7 @@ func (r *reader) udevData(majmin string) map[string]string {
 	if majmin == "" {
 		return nil
 	}
-	b, err := os.ReadFile(r.path("/run/udev/data/b" + majmin))
+	b, err := readFile(r.path("/run/udev/data/b" + majmin))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.warn("read udev record b%s: %v", majmin, unwrapPath(err))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrRoot reports a hardware root (--root, GHW_CHROOT) that does not exist
@@ -141,10 +142,14 @@ func (r *reader) rel(p string) string {
 	return r.path(p)
 }
 
+// readFile reads every file under the root. Tests swap it to make a sysfs
+// attribute fail the way the kernel's do, which no file in a fixture tree can.
+var readFile = os.ReadFile
+
 // readString reads a small text file and trims it. A missing file returns
 // "", false without a warning; other read errors warn.
 func (r *reader) readString(p string) (string, bool) {
-	b, err := os.ReadFile(r.path(p))
+	b, err := readFile(r.path(p))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.warn("read %s: %v", r.rel(p), unwrapPath(err))
@@ -152,6 +157,45 @@ func (r *reader) readString(p string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(string(b)), true
+}
+
+// readAttr reads an optional sysfs attribute of a device (an identifier, a
+// VPD page). A missing attribute and one the kernel answers with "there is
+// no such value" are silent; other read errors warn.
+func (r *reader) readAttr(p string) ([]byte, bool) {
+	b, err := readFile(r.path(p))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) && !noValue(err) {
+			r.warn("read %s: %v", r.rel(p), unwrapPath(err))
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+// readAttrString is readAttr for a text attribute, trimmed.
+func (r *reader) readAttrString(p string) (string, bool) {
+	b, ok := r.readAttr(p)
+	return strings.TrimSpace(string(b)), ok
+}
+
+// enotsupp is the kernel-internal ENOTSUPP (524), which some drivers let
+// through to user space.
+const enotsupp = syscall.Errno(524)
+
+// noValue tells the errors with which a sysfs attribute says "this device
+// has no such value" from real failures: a SCSI device whose VPD page 0x83
+// holds no designator the kernel can use answers wwid with EINVAL
+// (scsi_vpd_lun_id), one without the page at all with ENXIO; VPD pages a
+// device did not return and attributes a driver cannot answer give ENODATA,
+// EOPNOTSUPP or ENOTSUPP.
+func noValue(err error) bool {
+	for _, e := range []error{syscall.EINVAL, syscall.ENXIO, syscall.ENODATA, syscall.EOPNOTSUPP, enotsupp} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // readUint reads a decimal number from a sysfs attribute. Missing files are

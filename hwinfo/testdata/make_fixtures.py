@@ -91,6 +91,75 @@ class Tree:
         self.link("/sys/class/dmi/id", "/sys/devices/virtual/dmi/id")
 
 
+def ata_string(s, n):
+    """An ATA IDENTIFY string field: space padded to n bytes, each 16-bit
+    word holding its first character in the high byte (ATA8-ACS 3.4.9), so
+    in little-endian memory every pair of characters is swapped."""
+    b = s.encode().ljust(n, b" ")
+    return bytes(b[i ^ 1] for i in range(n))
+
+
+def identify(model, serial, firmware, rpm=0, wwn=None):
+    """512 bytes of ATA IDENTIFY DEVICE data as QEMU's IDE/AHCI disk gives
+    them (hw/ide/core.c ide_identify), the fields hwinfo reads: serial
+    (words 10-19), firmware (23-26), model (27-46), major version (80),
+    WWN (87 bit 8, 108-111), nominal media rotation rate (217)."""
+    w = bytearray(512)
+
+    def word(n, v):
+        w[2 * n:2 * n + 2] = (v & 0xffff).to_bytes(2, "little")
+    word(0, 0x0040)
+    w[20:40] = ata_string(serial, 20)
+    w[46:54] = ata_string(firmware, 8)
+    w[54:94] = ata_string(model, 40)
+    word(80, 0x00f0)
+    if wwn is not None:
+        word(87, (1 << 14) | (1 << 8))
+        for i in range(4):
+            word(108 + i, wwn >> (48 - 16 * i))
+    else:
+        word(87, 1 << 14)
+    word(217, rpm)
+    return bytes(w)
+
+
+def vpd_pg89(ident):
+    """The ATA Information VPD page libata builds (SAT-5 12.4.2;
+    drivers/ata/libata-scsi.c ata_scsiop_inq_89): 60 bytes of header, SAT
+    vendor/product/revision and the device signature FIS, then the 512
+    IDENTIFY bytes as the device sent them."""
+    hdr = bytearray(60)
+    hdr[1] = 0x89
+    hdr[2:4] = (0x238).to_bytes(2, "big")
+    hdr[8:16] = b"linux   "
+    hdr[16:32] = b"libata          "
+    hdr[32:36] = bytes(ata_string_plain(ident[46:54])[:4])
+    hdr[36:56] = bytes([0x34, 0x80, 0x40, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0])
+    hdr[56] = 0xec  # IDENTIFY DEVICE
+    return bytes(hdr) + ident
+
+
+def ata_string_plain(field):
+    return bytes(field[i ^ 1] for i in range(len(field)))
+
+
+def vpd_pgb1(rpm, form_factor=0):
+    """Block Device Characteristics VPD page (SBC-4 6.6.2): bytes 4-5 the
+    MEDIUM ROTATION RATE (0 not reported, 1 non-rotating, else rpm)."""
+    b = bytearray(64)
+    b[1] = 0xb1
+    b[3] = 0x3c
+    b[4:6] = rpm.to_bytes(2, "big")
+    b[7] = form_factor
+    return bytes(b)
+
+
+def vpd_pg80(serial):
+    """Unit Serial Number VPD page (SPC-4 7.8.15)."""
+    s = serial.encode()
+    return bytes([0, 0x80, 0, len(s)]) + s
+
+
 CENTOS7_OS_RELEASE = '''NAME="CentOS Linux"
 VERSION="7 (Core)"
 ID="centos"
@@ -298,7 +367,116 @@ ANSI_COLOR="0;32"
     t.write("/proc/swaps", SWAPS_HEADER)
 
 
+def qemu():
+    """A Debian guest of scripts/guest.sh under TCG: no udev database, disks
+    given their own identity (model, serial, WWN, rotation rate) on QEMU's
+    AHCI, virtio-scsi and virtio-blk, and a bcache device over a virtio disk
+    with the SATA SSD as its cache. The attribute bytes are what the kernel
+    (6.1, with the VPD pages of 5.19+) builds from what QEMU answers."""
+    t = Tree("qemu-guest")
+    t.write("/proc/sys/kernel/hostname", "diskprep-guest\n")
+    t.write("/proc/sys/kernel/osrelease", "6.1.0-28-amd64\n")
+    t.write("/etc/os-release", '''PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+VERSION_CODENAME=bookworm
+ID=debian
+''')
+    flags = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss syscall nx pdpe1gb rdtscp lm constant_tsc nopl xtopology cpuid pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand hypervisor lahf_lm abm 3dnowprefetch"
+    t.cpuinfo(2, "QEMU TCG CPU version 2.5+", "AuthenticAMD", flags, [0, 0], 2, [0, 1])
+    t.topology([0, 0], [0, 1])
+    t.write("/proc/meminfo", "MemTotal:        1004852 kB\nMemFree:          900000 kB\n")
+    # TCG: no kvm-clock.
+    t.write("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            "tsc hpet acpi_pm \n")
+    t.dmi(sys_vendor="QEMU", product_name="Standard PC (Q35 + ICH9, 2009)",
+          product_version="pc-q35-8.2", bios_vendor="SeaBIOS",
+          bios_version="1.16.3-debian-1.16.3-2", bios_date="04/01/2014")
+
+    # AHCI SATA disks with a custom identity: QEMU still reports its own
+    # firmware revision, 2.5+. sysfs model is the 16-byte INQUIRY product;
+    # the full model is in vpd_pg89 and, without a WWN, in wwid.
+    ahci = "/sys/devices/pci0000:00/0000:00:1f.2"
+    for name, port, dev, sectors, rot, model, serial, rpm, wwn in (
+            ("sda", 1, "8:0", 8388608, 1, "WDC WD40EFRX-68N32N0", "WD-WCC7K1234567", 7200, 0x50014ee2b1234567),
+            ("sdb", 2, "8:16", 4194304, 0, "Samsung SSD 870 EVO 1TB", "S6PUNX0T123456A", 1, None)):
+        h = port - 1
+        scsi = "%s/ata%d/host%d/target%d:0:0/%d:0:0:0" % (ahci, port, h, h, h)
+        bd = scsi + "/block/" + name
+        t.disk(name, bd, dev, sectors, rot=rot)
+        t.link(bd + "/device", scsi)
+        ident = identify(model, serial, "2.5+", rpm=rpm, wwn=wwn)
+        t.attrs(scsi, vendor="ATA     ", model=model[:16].ljust(16), rev="2.5+")
+        if wwn is not None:
+            t.attrs(scsi, wwid="naa.%016x" % wwn)
+        else:
+            t.attrs(scsi, wwid="t10.ATA     %s%s" % (model.ljust(40), serial.ljust(20)))
+        t.write(scsi + "/vpd_pg80", vpd_pg80(serial.ljust(20)), mode="wb")
+        t.write(scsi + "/vpd_pg89", vpd_pg89(ident), mode="wb")
+        t.write(scsi + "/vpd_pgb1", vpd_pgb1(rpm), mode="wb")
+
+    # virtio-scsi scsi-hd with a product and serial of its own but no WWN:
+    # vendor stays QEMU, page 0x83 holds only a vendor-specific designator,
+    # so reading wwid fails with EINVAL (the test makes it fail so); B1 is
+    # there with rotation rate 0, "not reported".
+    scsi = "/sys/devices/pci0000:00/0000:00:03.0/virtio1/host2/target2:0:0/2:0:0:0"
+    sdc = scsi + "/block/sdc"
+    t.disk("sdc", sdc, "8:32", 4194304, rot=1)
+    t.link(sdc + "/device", scsi)
+    t.attrs(scsi, vendor="QEMU    ", model="ST4000NM0035    ", rev="2.5+")
+    t.write(scsi + "/wwid", "")
+    t.write(scsi + "/vpd_pg80", vpd_pg80("ZC1A2B3C"), mode="wb")
+    t.write(scsi + "/vpd_pgb1", vpd_pgb1(0), mode="wb")
+
+    # A second scsi-hd that was given a vendor too, and a WWN and a rotation
+    # rate: only the firmware revision still says QEMU.
+    scsi = "/sys/devices/pci0000:00/0000:00:03.0/virtio1/host2/target2:0:1/2:0:1:0"
+    sdd = scsi + "/block/sdd"
+    t.disk("sdd", sdd, "8:48", 8388608, rot=1)
+    t.link(sdd + "/device", scsi)
+    t.attrs(scsi, vendor="SEAGATE ", model="ST4000NM0035    ", rev="2.5+",
+            wwid="naa.5000c500a1b2c3d4")
+    t.write(scsi + "/vpd_pg80", vpd_pg80("ZC1A2B3D"), mode="wb")
+    t.write(scsi + "/vpd_pgb1", vpd_pgb1(7200), mode="wb")
+
+    # virtio-blk: nothing says whether it rotates; the kernel's default
+    # rotational=1 is no answer.
+    for name, slot, n, dev, sectors, serial in (("vda", "04", 2, "252:0", 2097152, "VIRT0001"),
+                                               ("vdb", "05", 3, "252:16", 8388608, None)):
+        virtio = "/sys/devices/pci0000:00/0000:00:%s.0/virtio%d" % (slot, n)
+        bd = virtio + "/block/" + name
+        t.disk(name, bd, dev, sectors, rot=1)
+        t.link(bd + "/device", virtio)
+        t.attrs(virtio, vendor="0x1af4", device="0x0002")
+        if serial:
+            t.attrs(bd, serial=serial)
+
+    # bcache0: vdb is its backing device (slaves/, holders/), sdb the cache
+    # of its cache set (found through bcache/cache/cache0, not slaves/).
+    vdb = "/sys/devices/pci0000:00/0000:00:05.0/virtio3/block/vdb"
+    sdb = ahci + "/ata2/host1/target1:0:0/1:0:0:0/block/sdb"
+    bc = "/sys/devices/virtual/block/bcache0"
+    t.disk("bcache0", bc, "250:0", 8388608 - 16, rot=0)
+    t.link(bc + "/slaves/vdb", vdb)
+    t.link(vdb + "/holders/bcache0", bc)
+    t.attrs(vdb + "/bcache", state="clean", cache_mode="writethrough [writeback] writearound none")
+    t.link(bc + "/bcache", vdb + "/bcache")
+    cset = "/sys/fs/bcache/5e2c8f0a-41d7-4b6e-9c3a-0d8e7f6a5b4c"
+    t.attrs(cset, block_size="512")
+    t.link(vdb + "/bcache/cache", cset)
+    t.attrs(sdb + "/bcache", bucket_size="512.0k")
+    t.link(cset + "/cache0", sdb + "/bcache")
+
+    t.write("/proc/self/mountinfo",
+            "1 1 0:2 / / rw - rootfs rootfs rw\n"
+            "20 1 0:20 / /proc rw,relatime - proc proc rw\n"
+            "21 1 0:21 / /sys rw,relatime - sysfs sysfs rw\n")
+    t.write("/proc/swaps", SWAPS_HEADER)
+
+
 if __name__ == "__main__":
     desktop()
     vmware()
     kvm()
+    qemu()
