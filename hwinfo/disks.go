@@ -367,18 +367,33 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 		if d.Vendor == "" {
 			d.Vendor = sysVendor
 		}
+		wwid, ok := r.readAttrString(sys + "/device/wwid")
+		if !ok {
+			wwid, _ = r.readAttrString(sys + "/wwid")
+		}
+		// Without udev, sysfs device/model is the 16-byte INQUIRY product
+		// field, which cuts an ATA model short (and rev keeps 4 of the 8
+		// firmware characters): the disk's own IDENTIFY data, in VPD page
+		// 0x89, has them whole, and the wwid of a disk without a WWN has
+		// the whole model too.
+		if b, ok := r.readAttr(sys + "/device/vpd_pg89"); ok {
+			if id, _, ok := parseVPD89(b); ok {
+				fillFrom(&d.Model, id.Model)
+				fillFrom(&d.Firmware, id.Firmware)
+				fillFrom(&d.Serial, id.Serial)
+				fillFrom(&d.WWN, id.WWN)
+			}
+		}
+		if model, serial, ok := ataFromWWID(wwid); ok {
+			fillFrom(&d.Model, model)
+			fillFrom(&d.Serial, serial)
+		}
 		fill(&d.Model, sys+"/device/model")
 		fill(&d.Firmware, sys+"/device/rev")
 		if d.Serial == "" {
 			d.Serial = r.vpdSerial(sys + "/device/vpd_pg80")
 		}
-		if d.WWN == "" {
-			w, ok := r.readAttrString(sys + "/device/wwid")
-			if !ok {
-				w, _ = r.readAttrString(sys + "/wwid")
-			}
-			d.WWN = wwnFromWWID(w)
-		}
+		fillFrom(&d.WWN, wwnFromWWID(wwid))
 	}
 	if gd != nil {
 		if d.Vendor == "" {
@@ -393,6 +408,13 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 		if d.WWN == "" {
 			d.WWN = known(gd.WWN)
 		}
+	}
+}
+
+// fillFrom sets an empty field.
+func fillFrom(dst *string, v string) {
+	if *dst == "" {
+		*dst = v
 	}
 }
 
