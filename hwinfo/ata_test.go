@@ -159,3 +159,60 @@ func TestATAModelWithoutUdev(t *testing.T) {
 		t.Errorf("sda without vpd_pg89 = %+v", d)
 	}
 }
+
+// TestRotationRate: a disk is an HDD when it reports a rotation rate, an
+// SSD when it reports none or the kernel was told it does not rotate, and
+// of unknown media otherwise, not an HDD because the kernel's rotational
+// flag defaults to 1.
+func TestRotationRate(t *testing.T) {
+	check := func(h *Host, name, media string, rpm uint32) {
+		t.Helper()
+		d, _ := h.Device(name)
+		if d == nil || d.Media != media || d.RotationRPM != rpm {
+			t.Errorf("%s = %+v, want media %q, %d rpm", name, d, media, rpm)
+		}
+	}
+	h, err := Read(context.Background(), Options{Root: "testdata/qemu-guest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(h, "sda", "hdd", 7200) // SATA, VPD page 0xb1 from libata
+	check(h, "sdb", "ssd", 0)    // rate 1: non-rotating
+	check(h, "sdc", "", 0)       // SCSI, page 0xb1 says 0: not reported
+	check(h, "sdd", "hdd", 7200) // SCSI, page 0xb1
+	check(h, "vda", "", 0)       // virtio-blk: nothing to say
+	check(h, "vdb", "", 0)
+
+	// Without page 0xb1, word 217 of the IDENTIFY data in page 0x89; with
+	// neither, nothing.
+	root := copyTree(t, "testdata/qemu-guest")
+	ata1 := filepath.Join(root, "sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")
+	if err := os.Remove(filepath.Join(ata1, "vpd_pgb1")); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = Read(context.Background(), Options{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	check(h, "sda", "hdd", 7200)
+	if err := os.Remove(filepath.Join(ata1, "vpd_pg89")); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = Read(context.Background(), Options{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	check(h, "sda", "", 0)
+
+	// udev's ata_id says 0 for a non-rotating disk, the rate otherwise.
+	r := &reader{root: t.TempDir()}
+	for v, want := range map[string]uint16{"0": rotationNone, "5400": 5400, "1000": rotationNotReported, "x": rotationNotReported} {
+		got := r.rotationRate(&Disk{Transport: "sata"}, "/sys/block/sdx", map[string]string{"ID_ATA_ROTATION_RATE_RPM": v})
+		if got != want {
+			t.Errorf("ID_ATA_ROTATION_RATE_RPM=%s: %d, want %d", v, got, want)
+		}
+	}
+	for _, v := range []uint16{0, 2, 0x400, 0xffff} {
+		if validRotation(v) != rotationNotReported {
+			t.Errorf("reserved rate %#x taken as %d", v, validRotation(v))
+		}
+	}
+}

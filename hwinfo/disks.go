@@ -2,6 +2,7 @@ package hwinfo
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -151,8 +152,12 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) 
 
 	sysVendor, _ := r.readString(sys + "/device/vendor")
 	d.Transport = r.transport(name, devPath, udev, sysVendor)
-	d.Media = media(&d)
 	r.diskIdentity(&d, sys, sysVendor, udev, st.ghwDisks[name])
+	rate := r.rotationRate(&d, sys, udev)
+	if rate >= minRotationRPM {
+		d.RotationRPM = uint32(rate)
+	}
+	d.Media = media(&d, rate)
 	d.Virtual, d.VirtualBy = virtualDisk(&d, h.Virt.Hypervisor)
 
 	if d.Transport == "loop" {
@@ -314,20 +319,77 @@ func scsiHost(p string) string {
 	return ""
 }
 
-func media(d *Disk) string {
+// Nominal media rotation rates, as ATA IDENTIFY word 217 and SCSI VPD page
+// 0xb1 both encode them: 0 not reported, 1 non-rotating (solid state),
+// 0x401-0xfffe the rate in rpm, anything else reserved.
+const (
+	rotationNotReported = 0
+	rotationNone        = 1
+	minRotationRPM      = 0x401
+	maxRotationRPM      = 0xfffe
+)
+
+// rotationRate is what the disk itself says about its medium: udev's
+// ID_ATA_ROTATION_RATE_RPM (IDENTIFY word 217, with ata_id's 0 for
+// non-rotating), else the MEDIUM ROTATION RATE of VPD page 0xb1 (which
+// libata also builds for SATA disks), else word 217 of VPD page 0x89.
+func (r *reader) rotationRate(d *Disk, sys string, udev map[string]string) uint16 {
+	switch d.Transport {
+	case "nvme", "loop", "zram", "ram", "virtio":
+		return rotationNotReported // no such field, or none we can read here
+	}
+	if v, ok := udev["ID_ATA_ROTATION_RATE_RPM"]; ok {
+		if n, err := strconv.ParseUint(v, 10, 16); err == nil {
+			if n == 0 {
+				return rotationNone
+			}
+			return validRotation(uint16(n))
+		}
+	}
+	if b, ok := r.readAttr(sys + "/device/vpd_pgb1"); ok && len(b) >= 6 && b[1] == 0xb1 {
+		if rate := validRotation(binary.BigEndian.Uint16(b[4:6])); rate != rotationNotReported {
+			return rate
+		}
+	}
+	if b, ok := r.readAttr(sys + "/device/vpd_pg89"); ok {
+		if _, words, ok := parseVPD89(b); ok && b[56] == 0xec {
+			return validRotation(words[217])
+		}
+	}
+	return rotationNotReported
+}
+
+func validRotation(v uint16) uint16 {
+	if v == rotationNone || v >= minRotationRPM && v <= maxRotationRPM {
+		return v
+	}
+	return rotationNotReported
+}
+
+// media names what the data sits on. The kernel's queue/rotational is not
+// enough for that: it is 1 by default, for any device that does not say
+// otherwise (virtio-blk never does; a SCSI disk does only through VPD page
+// 0xb1), so "rotational" with nothing reporting a rotation rate is unknown,
+// not a hard disk. It is 0 only when something said the medium does not
+// turn, which makes an SSD.
+func media(d *Disk, rate uint16) string {
 	switch d.Transport {
 	case "loop", "zram", "ram":
 		return ""
 	case "nvme":
 		return "nvme"
 	}
-	if strings.HasPrefix(d.Name, "sr") {
+	switch {
+	case strings.HasPrefix(d.Name, "sr"):
 		return ""
-	}
-	if d.Rotational {
+	case rate == rotationNone:
+		return "ssd"
+	case rate >= minRotationRPM:
 		return "hdd"
+	case !d.Rotational:
+		return "ssd"
 	}
-	return "ssd"
+	return ""
 }
 
 // diskIdentity fills vendor, model, serial, firmware and WWN: udev first (it

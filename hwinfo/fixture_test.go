@@ -79,6 +79,7 @@ func TestFixtureDesktopNVMeSATA(t *testing.T) {
 				ByPath:    []string{"/dev/disk/by-path/pci-0000:00:17.0-ata-1.0"},
 				SizeBytes: 5860533168 * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 4096, MinIOBytes: 4096,
 				Transport: "sata", Media: "hdd", Rotational: true,
+				RotationRPM:    7200, // ID_ATA_ROTATION_RATE_RPM
 				Vendor:         "ATA",
 				Model:          "TOSHIBA DT01ACA300", // ID_MODEL_ENC, not the 16-char sysfs model
 				Serial:         "Z3GKXXXXGS",
@@ -122,7 +123,9 @@ func TestFixtureVMwareRDM(t *testing.T) {
 			{
 				Name: "sda", Path: "/dev/sda",
 				SizeBytes: 83886080 * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
-				Transport: "scsi", Media: "hdd", Rotational: true,
+				// Rotational is the kernel's default; no udev, and kernel
+				// 3.10 exports no VPD page 0xb1: the medium is not known.
+				Transport: "scsi", Media: "", Rotational: true,
 				Vendor: "VMware", Model: "Virtual disk", Firmware: "1.0",
 				Virtual: true, VirtualBy: "vmware",
 				Partitions: []Partition{
@@ -143,7 +146,7 @@ func TestFixtureVMwareRDM(t *testing.T) {
 				// VMware's SCSI controller; SCSI vendor "ATA" says SATA.
 				Name: "sdb", Path: "/dev/sdb",
 				SizeBytes: 5860533168 * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 4096, MinIOBytes: 4096,
-				Transport: "sata", Media: "hdd", Rotational: true,
+				Transport: "sata", Media: "", Rotational: true,
 				Vendor: "ATA", Model: "TOSHIBA DT01ACA3", Firmware: "ABB0",
 				Serial: "Z3GKYYYYGS",         // VPD page 0x80
 				WWN:    "0x5000039fe6d0a1b3", // device/wwid naa.
@@ -171,7 +174,7 @@ func TestFixtureKVMVirtio(t *testing.T) {
 			{
 				Name: "vda", Path: "/dev/vda",
 				SizeBytes: 41943040 * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
-				Transport: "virtio", Media: "hdd", Rotational: true,
+				Transport: "virtio", Media: "", Rotational: true, // virtio-blk has no rotation rate
 				Vendor: "Virtio", Model: "Virtio Block Device",
 				Virtual: true, VirtualBy: "kvm",
 				Partitions: []Partition{
@@ -191,7 +194,7 @@ func TestFixtureKVMVirtio(t *testing.T) {
 			{
 				Name: "vdb", Path: "/dev/vdb",
 				SizeBytes: 209715200 * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
-				Transport: "virtio", Media: "hdd", Rotational: true,
+				Transport: "virtio", Media: "", Rotational: true, // virtio-blk has no rotation rate
 				Vendor: "Virtio", Model: "Virtio Block Device", Serial: "DATA01",
 				Virtual: true, VirtualBy: "kvm",
 			},

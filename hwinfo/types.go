@@ -97,9 +97,17 @@ type Disk struct {
 	OptimalIOBytes      uint64 `json:"optimal_io_bytes,omitempty"`
 
 	// Transport: nvme, sata, sas, scsi, usb, virtio, mmc, loop, zram, ram, xen, other.
-	Transport  string `json:"transport"`
-	Media      string `json:"media"` // hdd, ssd, nvme ("" for loop/zram/ram)
-	Rotational bool   `json:"rotational"`
+	Transport string `json:"transport"`
+	// Media is hdd, ssd or nvme, "" when not known: loop, zram and ram
+	// devices, and disks that report no rotation rate (virtio-blk, most
+	// SCSI disks of a hypervisor), whatever Rotational says.
+	Media string `json:"media"`
+	// Rotational is the kernel's queue/rotational flag, which is set for
+	// every device that did not say it is solid state.
+	Rotational bool `json:"rotational"`
+	// RotationRPM is the nominal rotation rate a hard disk reports (ATA
+	// IDENTIFY word 217, SCSI VPD page 0xb1), 0 when it reports none.
+	RotationRPM uint32 `json:"rotation_rate_rpm,omitempty"`
 
 	Vendor   string `json:"vendor"`
 	Model    string `json:"model"`

@@ -145,15 +145,20 @@ func biosLine(h *hwinfo.Host) string {
 	return s
 }
 
-// diskType is what people call a disk at a glance: NVMe, SSD, HDD, or the
-// kind of virtual device.
+// diskType is what people call a disk at a glance: NVMe, SSD, HDD (with
+// its rpm when it says), or the kind of virtual device; "-" for a disk that
+// does not say what it is (virtio-blk, a hypervisor's SCSI disk).
 func diskType(d *hwinfo.Disk) string {
 	switch {
 	case d.Media == "nvme":
 		return "NVMe"
+	case d.Media == "hdd" && d.RotationRPM > 0:
+		return fmt.Sprintf("HDD %d rpm", d.RotationRPM)
 	case d.Media != "":
 		return strings.ToUpper(d.Media)
-	case d.Transport != "":
+	}
+	switch d.Transport {
+	case "loop", "zram", "ram":
 		return d.Transport
 	}
 	return "-"
