@@ -1,6 +1,7 @@
 package hwinfo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -145,6 +146,28 @@ func TestVirtualDisk(t *testing.T) {
 	if v, by := virtualDisk(&Disk{Transport: "virtio"}, ""); !v || by != "qemu" {
 		t.Errorf("virtio on an unknown hypervisor: %v %q", v, by)
 	}
+
+	// QEMU's emulated disks keep QEMU's revision whatever identity they
+	// were given; a passed-through disk has its own.
+	for _, tc := range []struct {
+		d          Disk
+		hypervisor string
+		virtual    bool
+	}{
+		{Disk{Transport: "sata", Vendor: "ATA", Model: "WDC WD40EFRX-68N32N0", Firmware: "2.5+"}, "kvm", true},
+		{Disk{Transport: "sata", Vendor: "ATA", Model: "WDC WD40EFRX-68N32N0", Firmware: "2.5+"}, "qemu", true},
+		{Disk{Transport: "scsi", Vendor: "SEAGATE", Model: "ST4000NM0035", Firmware: "2.5+"}, "kvm", true},
+		{Disk{Transport: "usb", Vendor: "SanDisk", Model: "Ultra", Firmware: "2.5+"}, "", true},
+		{Disk{Transport: "scsi", Vendor: "SEAGATE", Model: "ST4000NM0035", Firmware: "2.5+"}, "none", false},   // bare metal: not QEMU's
+		{Disk{Transport: "scsi", Vendor: "SEAGATE", Model: "ST4000NM0035", Firmware: "2.5+"}, "vmware", false}, // nor under another hypervisor
+		{Disk{Transport: "scsi", Vendor: "SEAGATE", Model: "ST4000NM0035", Firmware: "TN05"}, "kvm", false},    // scsi-block passthrough
+		{Disk{Transport: "sata", Vendor: "ATA", Model: "TOSHIBA DT01ACA3", Firmware: "ABB0"}, "kvm", false},
+	} {
+		v, by := virtualDisk(&tc.d, tc.hypervisor)
+		if v != tc.virtual || v && by != "qemu" || !v && by != "" {
+			t.Errorf("%+v on %q: %v %q, want %v", tc.d, tc.hypervisor, v, by, tc.virtual)
+		}
+	}
 }
 
 func TestNaturalLess(t *testing.T) {
@@ -199,6 +222,20 @@ func TestDisplayModel(t *testing.T) {
 	} {
 		if got := DisplayModel(c[0], c[1]); got != c[2] {
 			t.Errorf("DisplayModel(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+// TestQEMUDisksWithOwnIdentity: in a QEMU guest, SATA and SCSI disks given
+// a model, vendor and serial of their own are still QEMU's virtual disks.
+func TestQEMUDisksWithOwnIdentity(t *testing.T) {
+	h, err := Read(context.Background(), Options{Root: "testdata/qemu-guest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sda", "sdb", "sdc", "sdd"} {
+		if d, _ := h.Device(name); d == nil || !d.Virtual || d.VirtualBy != "qemu" {
+			t.Errorf("%s = %+v, want virtual (qemu)", name, d)
 		}
 	}
 }

@@ -506,9 +506,15 @@ func wwnFromWWID(w string) string {
 	return ""
 }
 
+// qemuHWVersion is the revision QEMU's emulated IDE, AHCI, SCSI and USB
+// disks report (QEMU_HW_VERSION, for every machine type since 2.5), also
+// when they were given a model, vendor and serial of their own.
+const qemuHWVersion = "2.5+"
+
 // virtualDisk spots a hypervisor's emulated disk by the identity strings
 // each hypervisor gives its disks. A physical model seen inside a VM (raw
-// device mapping, passthrough) matches none and stays physical.
+// device mapping, passthrough) matches none and stays physical: QEMU's
+// scsi-block and vfio pass the disk's own revision through.
 func virtualDisk(d *Disk, hypervisor string) (bool, string) {
 	v, m := strings.ToLower(d.Vendor), strings.ToLower(d.Model)
 	switch {
@@ -531,8 +537,20 @@ func virtualDisk(d *Disk, hypervisor string) (bool, string) {
 		return true, "kvm"
 	case v == "google" && strings.Contains(m, "persistentdisk"):
 		return true, "kvm"
+	case d.Firmware == qemuHWVersion && d.Transport != "nvme" && qemuCanEmulate(hypervisor):
+		return true, "qemu"
 	}
 	return false, ""
+}
+
+// qemuCanEmulate: QEMU's disks appear on a KVM or QEMU guest, or one whose
+// hypervisor is not known; not on bare metal or under another hypervisor.
+func qemuCanEmulate(hypervisor string) bool {
+	switch hypervisor {
+	case "kvm", "qemu", "other", "":
+		return true
+	}
+	return false
 }
 
 // udevData reads the udev database record of a device, or nil.
