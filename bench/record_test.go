@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,27 +117,6 @@ func TestRecordGolden(t *testing.T) {
 	WriteJSON(&again, &back)
 	if !bytes.Equal(again.Bytes(), buf.Bytes()) {
 		t.Error("record does not survive a JSON round trip")
-	}
-}
-
-func TestRenderGolden(t *testing.T) {
-	rec := syntheticRecord()
-	var table, md bytes.Buffer
-	if err := WriteTable(&table, rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteMarkdown(&md, rec); err != nil {
-		t.Fatal(err)
-	}
-	checkGolden(t, "record.table.golden", table.Bytes())
-	checkGolden(t, "record.md.golden", md.Bytes())
-	if !strings.Contains(table.String(), "10^6 bytes/s") || !strings.Contains(md.String(), "10^6 B/s") {
-		t.Error("MB/s is not said to be 10^6 bytes/s")
-	}
-	for _, row := range []string{"seqread", "randread", "randwrite"} {
-		if !regexp.MustCompile(`(?m)^` + row + ` `).MatchString(table.String()) {
-			t.Errorf("table has no %s row", row)
-		}
 	}
 }
 

@@ -7,8 +7,7 @@ import (
 	"github.com/diskprep/diskprep/bench/engine"
 )
 
-// Summarize is median, min and max of values (median of an even count is the
-// mean of the middle two). It does not reorder values.
+// Summarize is median, min and max of values. It does not reorder values.
 func Summarize(values []float64) Stat {
 	if len(values) == 0 {
 		return Stat{}
@@ -16,11 +15,27 @@ func Summarize(values []float64) Stat {
 	s := append([]float64(nil), values...)
 	sort.Float64s(s)
 	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
+	return Stat{Median: medianSorted(s), Min: s[0], Max: s[n-1], N: n}
+}
+
+// Median is the one median of diskprep (records, comparisons, reports):
+// the middle value, or the mean of the middle two of an even count; 0 for
+// none. It sorts a copy.
+func Median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
 	}
-	return Stat{Median: med, Min: s[0], Max: s[n-1], N: n}
+	s := append([]float64(nil), values...)
+	sort.Float64s(s)
+	return medianSorted(s)
+}
+
+func medianSorted(s []float64) float64 {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Repetition converts an engine result into the record's form: rates and

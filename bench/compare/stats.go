@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/diskprep/diskprep/bench"
 )
 
 // Alpha is the significance level of every verdict.
@@ -163,19 +165,9 @@ func bootstrapRatioCI(a, b []float64, seed uint64) (lo, hi float64, ok bool) {
 	return quantile(ratios, 0.025), quantile(ratios, 0.975), true
 }
 
-// median of values (mean of the middle two for an even count); it sorts a copy.
-func median(values []float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), values...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+// median is the record's median (bench.Median), so a comparison's cell and
+// the record's own summary agree on what the middle of the runs is.
+func median(values []float64) float64 { return bench.Median(values) }
 
 // quantile of sorted values with linear interpolation between ranks.
 func quantile(sorted []float64, q float64) float64 {

@@ -13,12 +13,14 @@ import (
 	"github.com/diskprep/diskprep/bench/compare"
 )
 
-// RecordFormats are the outputs of Record (json is the record itself and
-// left to the caller).
-var RecordFormats = []string{"table", "markdown", "csv"}
+// RecordFormats are the outputs of Record.
+var RecordFormats = []string{"table", "markdown", "csv", "json"}
 
 // Record renders one result record: what ran where, then a line per
-// workload direction with median (min–max) over repetitions.
+// workload direction with median (min–max) over repetitions, then the
+// warnings. `diskprep bench` prints a record it just made and `results show`
+// one from the store through this one function, so both look the same;
+// json is the record itself, as the store keeps it.
 func Record(w io.Writer, format string, rec *bench.Record) error {
 	switch format {
 	case "table", "":
@@ -27,8 +29,10 @@ func Record(w io.Writer, format string, rec *bench.Record) error {
 		return recordMarkdown(w, rec)
 	case "csv":
 		return recordCSV(w, rec)
+	case "json":
+		return bench.WriteJSON(w, rec)
 	}
-	return fmt.Errorf("%q (valid: %s, json): %w", format, strings.Join(RecordFormats, ", "), ErrFormat)
+	return fmt.Errorf("%q (valid: %s): %w", format, strings.Join(RecordFormats, ", "), ErrFormat)
 }
 
 // recordFacts are the identity lines above a record's table, reusing the
@@ -82,11 +86,11 @@ func recordLines(rec *bench.Record) []recordLine {
 			}
 			out = append(out, recordLine{
 				name: s.Name, dir: dir, n: s.IOPS.N,
-				mbps: stat(s.BWBytesPerS, func(v float64) string { return num(v / 1e6) }),
+				mbps: stat(s.BWBytesPerS, mbps),
 				iops: stat(s.IOPS, num),
 				p50:  stat(s.LatP50NS, latency),
 				p99:  stat(s.LatP99NS, latency),
-				p999: latency(bench.Summarize(p999).Median),
+				p999: latency(bench.Median(p999)),
 			})
 		}
 	}
@@ -113,11 +117,10 @@ func recordTable(w io.Writer, rec *bench.Record) error {
 }
 
 func writeRecordNotes(b *strings.Builder, rec *bench.Record, bullet string) {
-	var warns []string
-	warns = append(warns, rec.Warnings...)
-	for _, wr := range rec.Workloads {
-		warns = append(warns, wr.Warnings...)
-	}
+	// Every warning once, those of the repetitions (engine fallbacks,
+	// device agreement) included, the same one about several workloads
+	// as one line naming them.
+	warns := bench.Warnings(rec)
 	if len(warns) > 0 {
 		b.WriteString("\nWarnings\n")
 		if bullet == "- " {

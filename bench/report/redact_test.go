@@ -20,13 +20,11 @@ func TestRecordRenderers(t *testing.T) {
 	secrets := []string{"storage-lab", "Z3GKXXXXGS", "5000039fe6d0a1b2", "1a2b3c4d-0000-4111-8222-333344445555",
 		"9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "realbox-77", "52:54:00:ab:cd:ef"}
 	renderers := map[string]func(io.Writer, *bench.Record) error{
-		"bench table":    bench.WriteTable,
-		"bench markdown": bench.WriteMarkdown,
-		"bench json":     bench.WriteJSON,
-		"fio export":     fio.Export,
-		"prom":           func(w io.Writer, r *bench.Record) error { return prom.Write(w, r) },
+		"fio export": fio.Export,
+		"prom":       func(w io.Writer, r *bench.Record) error { return prom.Write(w, r) },
 	}
-	for _, f := range []string{"table", "markdown", "csv"} {
+	// The record as bench prints it and results show shows it.
+	for _, f := range RecordFormats {
 		renderers["report "+f] = func(w io.Writer, r *bench.Record) error { return Record(w, f, r) }
 	}
 	for name, render := range renderers {

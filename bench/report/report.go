@@ -1,7 +1,13 @@
-// Package report renders a comparison (bench/compare) and single records for
-// people: an aligned terminal table, Markdown for posts and issues, CSV for
+// Package report is every rendering of diskprep meant for people: a result
+// record (what `bench` prints and `results show` shows, one renderer for
+// both), the results list, the host inventory, a comparison
+// (bench/compare), and the live progress line of a run. Outputs: an
+// aligned terminal table, Markdown for posts and issues, CSV for
 // spreadsheets, JSON for programs, one self-contained HTML file with inline
 // SVG charts, and the main chart alone as SVG.
+//
+// Figures are formatted in one place (format.go): one number formatter,
+// one latency formatter, one Markdown cell escaper, one dash for empty.
 package report
 
 import (
@@ -48,36 +54,6 @@ func JSON(w io.Writer, c *compare.Comparison) error {
 		Schema string `json:"schema"`
 		*compare.Comparison
 	}{"diskprep/comparison/v1", c})
-}
-
-// num formats a figure with precision that suits its size: 3 significant
-// digits at least, never a useless tail of decimals on large numbers.
-func num(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 100 || v == 0:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
-
-// latency formats nanoseconds with a unit people read: 85 µs, 1.4 ms.
-func latency(ns float64) string {
-	switch {
-	case ns <= 0:
-		return "-"
-	case ns >= 1e9:
-		return num(ns/1e9) + " s"
-	case ns >= 1e6:
-		return num(ns/1e6) + " ms"
-	case ns >= 1e3:
-		return num(ns/1e3) + " µs"
-	}
-	return num(ns) + " ns"
 }
 
 // metricValue formats a value of metric (latency metrics are in µs).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +308,32 @@ func TestNiceStep(t *testing.T) {
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	golden.Check(t, filepath.Join("testdata", name), got)
+}
+
+// TestBenchRecordGolden renders the record of bench's own golden test
+// (bench/testdata/record.golden.json: a fileserver run with repetitions,
+// a mixed workload and warnings) as `diskprep bench` prints it, which is
+// what `results show` shows.
+func TestBenchRecordGolden(t *testing.T) {
+	rec, err := bench.ReadFile(filepath.Join("..", "testdata", "record.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table, md bytes.Buffer
+	if err := Record(&table, "table", rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := Record(&md, "markdown", rec); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "bench-record.table", table.Bytes())
+	checkGolden(t, "bench-record.markdown", md.Bytes())
+	if !strings.Contains(table.String(), "10^6 bytes/s") || !strings.Contains(md.String(), "10^6 bytes/s") {
+		t.Error("MB/s is not said to be 10^6 bytes/s")
+	}
+	for _, row := range []string{"seqread", "randread", "randwrite"} {
+		if !regexp.MustCompile(`(?m)^` + row + ` `).MatchString(table.String()) {
+			t.Errorf("table has no %s row", row)
+		}
+	}
 }

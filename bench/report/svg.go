@@ -335,7 +335,7 @@ func runsOf(c *compare.Comparison, row string) []run {
 						if dr == nil || len(dr.Samples) == 0 {
 							continue
 						}
-						out = append(out, run{group: gi, label: runLabel(g, rec, rep), points: mbps(dr.Samples)})
+						out = append(out, run{group: gi, label: runLabel(g, rec, rep), points: samplesMBps(dr.Samples)})
 					}
 				}
 			}
@@ -355,7 +355,7 @@ func runLabel(g compare.Group, rec *bench.Record, rep bench.Repetition) string {
 	return fmt.Sprintf("%s #%d", g.Name, rep.Index)
 }
 
-func mbps(samples []bench.Sample) []float64 {
+func samplesMBps(samples []bench.Sample) []float64 {
 	out := make([]float64, len(samples))
 	for i, s := range samples {
 		out[i] = float64(s.Bytes) / 1e6

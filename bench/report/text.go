@@ -111,16 +111,6 @@ func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet strin
 	fmt.Fprintf(b, "\nMB/s is 10^6 bytes/s; values are medians over repetitions with (min–max).\nMethod: %s.\n", c.Method)
 }
 
-// mdCell keeps a value from breaking a Markdown table.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.ReplaceAll(s, "\n", " ")
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
-}
-
 // Markdown writes the same table as Table, pasteable into a post or an
 // issue, with a short environment section.
 func Markdown(w io.Writer, c *compare.Comparison) error {

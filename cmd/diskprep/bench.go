@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
@@ -242,15 +243,8 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if e.Redact {
 		rec = redact.Copy(rec) // the stored record keeps the full values
 	}
-	switch format {
-	case "json":
-		err = bench.WriteJSON(e.Stdout, rec)
-	case "markdown":
-		err = bench.WriteMarkdown(e.Stdout, rec)
-	default:
-		err = bench.WriteTable(e.Stdout, rec)
-	}
-	if err != nil {
+	// As `results show` shows it: one renderer for both.
+	if err := report.Record(e.Stdout, format, rec); err != nil {
 		return err
 	}
 	if format == "json" && !e.Quiet {
@@ -269,10 +263,10 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 // runBenchLive runs req with a live progress line on a terminal (bench and
 // fscompare), cleared before anything else is printed.
 func runBenchLive(ctx context.Context, req bench.Request, host *hwinfo.Host, e *env) (*bench.Record, error) {
-	var live *bench.LiveLine
+	var live *report.LiveLine
 	var progress func(bench.Progress)
 	if !e.Quiet && isTerminal(e.Stderr) {
-		live = &bench.LiveLine{W: e.Stderr}
+		live = &report.LiveLine{W: e.Stderr}
 		progress = live.Update
 	}
 	rec, err := bench.Run(ctx, req, bench.Options{

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -203,34 +200,6 @@ Examples:
 	}
 }
 
-// resultRow is one line of `results list`.
-type resultRow struct {
-	ID        string    `json:"id"`
-	Start     time.Time `json:"start"`
-	Label     string    `json:"label"`
-	Host      string    `json:"host"`
-	Target    string    `json:"target"`
-	FS        string    `json:"fs"`
-	Set       string    `json:"set"`
-	Repeat    int       `json:"repeat"`
-	Workloads int       `json:"workloads"`
-	Partial   bool      `json:"partial,omitempty"`
-	Path      string    `json:"path"`
-}
-
-func rowOf(en bench.Entry) resultRow {
-	r := en.Record
-	target := r.Target.Path
-	if r.Target.Disk != "" && r.Target.Path != "/dev/"+r.Target.Disk {
-		target += " (" + r.Target.Disk + ")"
-	}
-	return resultRow{
-		ID: r.ID, Start: r.Start, Label: r.Label, Host: r.Host.Hostname, Target: target,
-		FS: compare.GroupKey(r, compare.ByFS), Set: r.Set, Repeat: r.Repeat, Workloads: len(r.Workloads),
-		Partial: r.Partial, Path: en.Path,
-	}
-}
-
 func runResultsList(_ context.Context, f recordFilter, e *env) error {
 	format, err := e.format("table", "json", "markdown", "csv")
 	if err != nil {
@@ -244,7 +213,6 @@ func runResultsList(_ context.Context, f recordFilter, e *env) error {
 		return err
 	}
 	warnAll(e, warnings)
-	rows := []resultRow{}
 	var picked []bench.Entry
 	for _, en := range entries {
 		if f.match(en.Record) {
@@ -254,66 +222,7 @@ func runResultsList(_ context.Context, f recordFilter, e *env) error {
 	if e.Redact {
 		picked = redactEntries(picked)
 	}
-	for _, en := range picked {
-		rows = append(rows, rowOf(en))
-	}
-	when := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
-	cells := func(r resultRow) []string {
-		set := r.Set
-		if r.Repeat > 1 {
-			set += fmt.Sprintf(" ×%d", r.Repeat)
-		}
-		if r.Partial {
-			set += " (partial)"
-		}
-		return []string{r.ID, when(r.Start), r.Label, r.Host, r.Target, r.FS, set}
-	}
-	header := []string{"ID", "TIME (UTC)", "LABEL", "HOST", "TARGET", "FS", "SET"}
-	switch format {
-	case "json":
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	case "csv":
-		cw := csv.NewWriter(e.Stdout)
-		cw.Write([]string{"id", "start", "label", "host", "target", "fs", "set", "repeat", "workloads", "partial", "path"})
-		for _, r := range rows {
-			cw.Write([]string{r.ID, r.Start.UTC().Format(time.RFC3339), r.Label, r.Host, r.Target, r.FS, r.Set,
-				fmt.Sprint(r.Repeat), fmt.Sprint(r.Workloads), fmt.Sprint(r.Partial), r.Path})
-		}
-		cw.Flush()
-		return cw.Error()
-	case "markdown":
-		var b strings.Builder
-		fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
-		for _, r := range rows {
-			c := cells(r)
-			for i := range c {
-				c[i] = markdownCell(c[i])
-			}
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(c, " | "))
-		}
-		_, err := io.WriteString(e.Stdout, b.String())
-		return err
-	}
-	if len(rows) == 0 {
-		if len(entries) == 0 {
-			fmt.Fprintf(e.Stdout, "no results in %s\n", e.ResultsDir)
-		} else {
-			fmt.Fprintf(e.Stdout, "no results match (of %d in %s)\n", len(entries), e.ResultsDir)
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		c := cells(r)
-		for i := range c {
-			c[i] = dashIfEmpty(c[i])
-		}
-		fmt.Fprintln(tw, strings.Join(c, "\t"))
-	}
-	return tw.Flush()
+	return report.Results(e.Stdout, format, report.ResultsList{Entries: picked, Total: len(entries), Dir: e.ResultsDir})
 }
 
 func runResultsShow(_ context.Context, id string, e *env) error {
@@ -328,11 +237,7 @@ func runResultsShow(_ context.Context, id string, e *env) error {
 	if e.Redact {
 		en.Record = redact.Copy(en.Record)
 	}
-	if format == "json" {
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(en.Record)
-	}
+	// As `bench` printed it: one renderer for both.
 	return report.Record(e.Stdout, format, en.Record)
 }
 
@@ -480,16 +385,4 @@ func redactEntries(entries []bench.Entry) []bench.Entry {
 		out[i].Path = redact.Text(en.Path, recs...)
 	}
 	return out
-}
-
-func dashIfEmpty(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
-}
-
-// markdownCell keeps a value from breaking a Markdown table.
-func markdownCell(s string) string {
-	return dashIfEmpty(strings.NewReplacer("|", `\|`, "\n", " ").Replace(s))
 }

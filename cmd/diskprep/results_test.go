@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/report"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
 )
 
@@ -82,7 +83,7 @@ func TestResultsList(t *testing.T) {
 	if err := runResultsList(context.Background(), recordFilter{Label: "xfs"}, e); err != nil {
 		t.Fatal(err)
 	}
-	var rows []resultRow
+	var rows []report.ResultRow
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}

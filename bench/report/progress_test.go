@@ -1,0 +1,31 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/bench"
+)
+
+// The Progress of bench's TestRunOrchestration's first run (second
+// snapshot: 200 I/Os in 0.5 s, 7 s to go) as the live line shows it.
+func TestProgressLine(t *testing.T) {
+	first := bench.Progress{Workload: "seq1m-read", Index: 1, Count: 8, Repetition: 1, Repeat: 2, Phase: "run",
+		Elapsed: time.Second, Duration: time.Second, ETA: 7 * time.Second, ReadIOPS: 400, ReadBps: 400 << 20}
+	if line := ProgressLine(first); !strings.Contains(line, "[1/8] seq1m-read (run 1/2)") || !strings.Contains(line, "400 IOPS") || !strings.Contains(line, "ETA 7s") {
+		t.Errorf("progress line %q", line)
+	}
+	if line := ProgressLine(bench.Progress{Workload: "w", Index: 1, Count: 1, Repeat: 1, Phase: "layout"}); line != "[1/1] w: laying out test file" {
+		t.Errorf("layout line %q", line)
+	}
+	var buf bytes.Buffer
+	l := &LiveLine{W: &buf}
+	l.Update(first)
+	l.Update(bench.Progress{Workload: "w", Index: 1, Count: 1, Repeat: 1, Phase: "layout"})
+	l.Clear()
+	if s := buf.String(); !strings.HasPrefix(s, "\r[1/8]") || !strings.HasSuffix(s, "\r") || strings.Contains(s, "\n") {
+		t.Errorf("live line wrote %q", s)
+	}
+}
