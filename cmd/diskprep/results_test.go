@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench"
-	"github.com/diskprep/diskprep/bench/report"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/report"
 )
 
 var resultsT0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
