@@ -28,6 +28,14 @@ if ! command -v shellcheck >/dev/null 2>&1; then need_pkgs+=(shellcheck); fi
 # The fleet playbook test runs ansible-playbook; the package test reads the rpm.
 if ! command -v ansible-playbook >/dev/null 2>&1; then need_pkgs+=(ansible-core); fi
 if ! command -v rpm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(rpm); fi
+# The guest tier boots Debian's kernel in QEMU with these packages' tools
+# (scripts/guest.sh builds its root from them).
+if command -v dpkg-query >/dev/null 2>&1; then
+	for pkg in qemu-system-x86 linux-image-amd64 busybox-static udev kmod dmsetup lvm2 mdadm \
+		bcache-tools smartmontools fdisk procps cpio xz-utils binutils debootstrap; do
+		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then need_pkgs+=("$pkg"); fi
+	done
+fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	# shellcheck disable=SC2207
 	need_pkgs=($(printf '%s\n' "${need_pkgs[@]}" | sort -u))

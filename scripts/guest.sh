@@ -1,0 +1,491 @@
+#!/usr/bin/env bash
+# Boots a QEMU guest with a real Debian kernel and emulated disks, runs one
+# command in it as root and exits with that command's exit code.
+#
+#   scripts/guest.sh [--disk KIND:SIZE[:key=value,...]]... [--state DIR]
+#                    [--share DIR] [--boots N] [--systemd] [--timeout DURATION]
+#                    [--verbose] -- COMMAND [ARG...]
+#
+# KIND is nvme, sata-hdd, sata-ssd, scsi, virtio or usb; SIZE is bytes or
+# K/M/G/T (binary). Keys: model, vendor (scsi, usb), serial, wwn (0x and 16 hex
+# digits; not NVMe: Linux ignores QEMU's namespace IDs), lbs and pbs (logical and physical block
+# size), rpm (rotation rate; sata-hdd defaults to 7200, sata-ssd is 1), name
+# (the image's base name, default dN-KIND for the Nth --disk), iops and bps
+# (QEMU throttling). A key the emulated device cannot carry is an error.
+#
+# Inside the guest: COMMAND runs as root in /root with a static diskprep built
+# from this tree on PATH, the tree read-only at /src, --share DIR read-write at
+# /share, and DISKPREP_GUEST_BOOT=1 (2 on the second of --boots 2, ...). Its
+# stdout and stderr come back on this script's stdout and stderr. The guest's
+# root file system is ext4 on its own virtio disk (serial guestroot), so it is
+# the system disk and every --disk is free. Without --systemd the root is a
+# minimal one (busybox, udevd started by hand, the storage tools); with
+# --systemd it is a Debian minbase with systemd as PID 1.
+#
+# --state DIR keeps the disk images and the guest's root disk between calls
+# (else they live in a temporary directory removed at the end); the console
+# log of each boot is in DIR/run/ (shown on failure and with --verbose).
+#
+# Exit status: COMMAND's, or 2 for bad input (nothing started), 124 when
+# --timeout (default 5m) ran out, 125 when the guest did not boot or report,
+# 130 when interrupted. No qemu process, loop device or mount is left behind.
+#
+# Builds are cached in DISKPREP_GUEST_CACHE (default .cache/guest in this
+# tree), keyed by their inputs. DISKPREP_GUEST_ACCEL=tcg|kvm overrides the
+# KVM probe, DISKPREP_GUEST_SMP the guest's CPU count, DISKPREP_GUEST_DISKPREP
+# names a prebuilt static diskprep to use instead of building one,
+# DISKPREP_GUEST_QEMU the QEMU binary (default qemu-system-x86_64).
+set -euo pipefail
+
+prog=guest.sh
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+guest_dir=$repo/scripts/guest
+
+bad() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit 2
+}
+note() { printf '%s: %s\n' "$prog" "$*" >&2; }
+
+# ---- arguments ----------------------------------------------------------
+
+disks=() state='' share='' boots=1 systemd='' timeout=5m verbose=''
+while [ $# -gt 0 ]; do
+	case $1 in
+	--disk) [ $# -ge 2 ] || bad "--disk needs KIND:SIZE[:key=value,...]"; disks+=("$2"); shift 2 ;;
+	--disk=*) disks+=("${1#*=}"); shift ;;
+	--state) [ $# -ge 2 ] || bad "--state needs a directory"; state=$2; shift 2 ;;
+	--state=*) state=${1#*=}; shift ;;
+	--share) [ $# -ge 2 ] || bad "--share needs a directory"; share=$2; shift 2 ;;
+	--share=*) share=${1#*=}; shift ;;
+	--boots) [ $# -ge 2 ] || bad "--boots needs a number"; boots=$2; shift 2 ;;
+	--boots=*) boots=${1#*=}; shift ;;
+	--timeout) [ $# -ge 2 ] || bad "--timeout needs a duration"; timeout=$2; shift 2 ;;
+	--timeout=*) timeout=${1#*=}; shift ;;
+	--systemd) systemd=1; shift ;;
+	--verbose | -v) verbose=1; shift ;;
+	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	--) shift; break ;;
+	-*) bad "unknown option $1 (see --help)" ;;
+	*) break ;;
+	esac
+done
+[ $# -gt 0 ] || bad "no COMMAND: usage: $prog [--disk KIND:SIZE[:key=value,...]]... [--state DIR] [--share DIR] [--boots N] [--systemd] [--timeout DURATION] -- COMMAND [ARG...]"
+
+case $boots in '' | *[!0-9]* | 0*) bad "--boots $boots: want a whole number from 1" ;; esac
+
+duration_seconds() {
+	local d=$1 n unit
+	[[ $d =~ ^([0-9]+)(s|m|h)?$ ]] || return 1
+	n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]:-s}
+	case $unit in s) echo "$n" ;; m) echo $((n * 60)) ;; h) echo $((n * 3600)) ;; esac
+}
+timeout_s=$(duration_seconds "$timeout") || bad "--timeout $timeout: want seconds, or N with s, m or h (90s, 5m)"
+[ "$timeout_s" -gt 0 ] || bad "--timeout $timeout: must be more than 0"
+
+if [ -n "$share" ]; then
+	[ -d "$share" ] || bad "--share $share: not a directory"
+	share=$(cd "$share" && pwd)
+fi
+if [ -n "$state" ]; then
+	mkdir -p "$state" 2>/dev/null || bad "--state $state: cannot make the directory"
+	state=$(cd "$state" && pwd)
+fi
+
+# size_bytes turns 512M, 1G, 4096, 2GiB into bytes.
+size_bytes() {
+	local s=$1 n unit
+	[[ $s =~ ^([0-9]+)([KMGT]?)(i?B)?$ ]] || return 1
+	n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+	[ ${#n} -le 16 ] || return 1
+	case $unit in
+	'') echo "$n" ;; K) echo $((n << 10)) ;; M) echo $((n << 20)) ;; G) echo $((n << 30)) ;; T) echo $((n << 40)) ;;
+	esac
+}
+
+pow2_in() { # value min max
+	local v=$1
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge "$2" ] && [ "$v" -le "$3" ] && [ $((v & (v - 1))) -eq 0 ]
+}
+
+# Each disk becomes: image path, size, and the QEMU arguments that attach it.
+disk_names=() disk_sizes=() disk_kinds=() disk_args=()
+n_sata=0 n_scsi=0 n_usb=0 n_nvme=0
+for i in "${!disks[@]}"; do
+	spec=${disks[$i]}
+	idx=$((i + 1))
+	IFS=: read -r kind size opts extra <<<"$spec"
+	[ -z "${extra:-}" ] || bad "--disk $spec: want KIND:SIZE[:key=value,...]"
+	case $kind in
+	nvme | sata-hdd | sata-ssd | scsi | virtio | usb) ;;
+	*) bad "--disk $spec: unknown kind '$kind' (nvme, sata-hdd, sata-ssd, scsi, virtio, usb)" ;;
+	esac
+	[ -n "${size:-}" ] || bad "--disk $spec: no size"
+	bytes=$(size_bytes "$size") || bad "--disk $spec: cannot make a disk of size '$size' (bytes, or a number with K, M, G or T)"
+	[ "$bytes" -ge 1048576 ] || bad "--disk $spec: size $size is under 1M"
+	[ "$bytes" -le $((16 << 40)) ] || bad "--disk $spec: size $size is over 16T"
+	model='' vendor='' serial='' wwn='' lbs='' pbs='' rpm='' name='' iops='' bps=''
+	if [ -n "${opts:-}" ]; then
+		IFS=, read -r -a kvs <<<"$opts"
+		for kv in "${kvs[@]}"; do
+			[[ $kv == *=* ]] || bad "--disk $spec: '$kv' is not key=value"
+			k=${kv%%=*} v=${kv#*=}
+			[ -n "$v" ] || bad "--disk $spec: $k has no value"
+			case $k in
+			model | vendor | serial | wwn | lbs | pbs | rpm | name | iops | bps) ;;
+			*) bad "--disk $spec: unknown key '$k' (model, vendor, serial, wwn, lbs, pbs, rpm, name, iops, bps)" ;;
+			esac
+			case $v in *[![:print:]]* | *\"* | *\'* | *\\*) bad "--disk $spec: $k holds a quote, backslash or non-printable character" ;; esac
+			printf -v "$k" '%s' "$v"
+		done
+	fi
+	cannot() { bad "--disk $spec: $kind cannot carry $1: $2"; }
+	case $kind in
+	nvme)
+		[ -z "$model" ] || cannot model "QEMU's NVMe controller has a fixed model name"
+		[ -z "$vendor" ] || cannot vendor "QEMU's NVMe controller has a fixed vendor"
+		[ -z "$rpm" ] || cannot rpm "NVMe reports no rotation rate"
+		# QEMU takes an EUI-64 (nvme-ns eui64=), but Linux ignores the
+		# namespace IDs of QEMU's controller (either PCI ID) and makes the
+		# WWID from vendor, serial and model (nvme.1b36-...).
+		[ -z "$wwn" ] || cannot wwn "Linux ignores the namespace IDs of QEMU's NVMe controller"
+		;;
+	sata-hdd | sata-ssd)
+		[ -z "$vendor" ] || cannot vendor "ATA has no vendor field (put it in model)"
+		[ -z "$lbs" ] || [ "$lbs" = 512 ] || cannot "lbs=$lbs" "QEMU's SATA disk has 512-byte logical sectors (pbs can be larger)"
+		if [ "$kind" = sata-ssd ]; then
+			[ -z "$rpm" ] || [ "$rpm" = 1 ] || cannot "rpm=$rpm" "an SSD reports rpm 1 (non-rotating); use sata-hdd"
+			rpm=1
+		else
+			[ "$rpm" != 1 ] || cannot "rpm=1" "rpm 1 means non-rotating; use sata-ssd"
+			rpm=${rpm:-7200}
+		fi
+		;;
+	virtio)
+		[ -z "$model" ] || cannot model "virtio-blk has no model"
+		[ -z "$vendor" ] || cannot vendor "virtio-blk has no vendor"
+		[ -z "$wwn" ] || cannot wwn "virtio-blk has no WWN"
+		[ -z "$rpm" ] || cannot rpm "virtio-blk has no rotation rate"
+		;;
+	usb)
+		[ -z "$wwn" ] || cannot wwn "Linux reads no VPD pages from USB storage"
+		[ -z "$rpm" ] || cannot rpm "Linux reads no VPD pages from USB storage"
+		;;
+	esac
+	if [ -n "$rpm" ]; then
+		if ! [[ $rpm =~ ^[0-9]+$ ]] || { [ "$rpm" != 1 ] && { [ "$rpm" -lt 1025 ] || [ "$rpm" -gt 65534 ]; }; }; then
+			bad "--disk $spec: rpm $rpm: want 1 (non-rotating) or 1025-65534"
+		fi
+	fi
+	if [ -n "$lbs" ]; then pow2_in "$lbs" 512 4096 || bad "--disk $spec: lbs $lbs: want 512, 1024, 2048 or 4096"; fi
+	if [ -n "$pbs" ]; then pow2_in "$pbs" 512 2097152 || bad "--disk $spec: pbs $pbs: want a power of two from 512 to 2M"; fi
+	if [ -n "$lbs" ] && [ -z "$pbs" ]; then pbs=$lbs; fi
+	if [ -n "$pbs" ] && [ "$pbs" -lt "${lbs:-512}" ]; then bad "--disk $spec: pbs $pbs is smaller than lbs ${lbs:-512}"; fi
+	[ $((bytes % ${pbs:-512})) -eq 0 ] || bad "--disk $spec: size $size is not a multiple of the ${pbs:-512}-byte block"
+	if [ -n "$wwn" ]; then
+		[[ $wwn =~ ^(0x)?[0-9a-fA-F]{16}$ ]] || bad "--disk $spec: wwn $wwn: want 16 hex digits (0x5000c500a1b2c3d4)"
+		wwn=0x${wwn#0x}
+	fi
+	for k in iops bps; do
+		v=${!k}
+		[ -z "$v" ] || [[ $v =~ ^[1-9][0-9]{0,15}$ ]] || bad "--disk $spec: $k $v: want a whole number above 0"
+	done
+	name=${name:-d$idx-$kind}
+	[[ $name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || bad "--disk $spec: name $name: use letters, digits, '.', '_', '-'"
+	[ "$name" != guestroot ] || bad "--disk $spec: name guestroot is the guest's own root disk"
+	for other in "${disk_names[@]}"; do
+		[ "$other" != "$name" ] || bad "--disk $spec: two disks named $name"
+	done
+	serial=${serial:-$(printf '%s' "$name" | tr -cd 'A-Za-z0-9' | cut -c1-20)}
+	case $kind in
+	nvme | virtio | sata-*) max=20 ;;
+	*) max=36 ;;
+	esac
+	[ ${#serial} -le $max ] || bad "--disk $spec: serial $serial is longer than the $max characters $kind carries"
+	[ -z "$model" ] || case $kind in
+	sata-*) [ ${#model} -le 40 ] || bad "--disk $spec: model is longer than the 40 characters ATA carries" ;;
+	*) [ ${#model} -le 16 ] || bad "--disk $spec: model is longer than the 16 characters SCSI's product carries" ;;
+	esac
+	[ -z "$vendor" ] || [ ${#vendor} -le 8 ] || bad "--disk $spec: vendor is longer than the 8 characters SCSI carries"
+
+	id=disk$idx
+	drive="if=none,id=$id,format=raw,cache=writeback,aio=threads"
+	[ -z "$iops" ] || drive+=",throttling.iops-total=$iops"
+	[ -z "$bps" ] || drive+=",throttling.bps-total=$bps"
+	blk=
+	[ -z "$lbs" ] || blk+=",logical_block_size=$lbs"
+	[ -z "$pbs" ] || blk+=",physical_block_size=$pbs"
+	case $kind in
+	nvme)
+		dev=(-device "nvme,id=nvme$n_nvme,serial=$serial$blk"
+			-device "nvme-ns,bus=nvme$n_nvme,drive=$id,nsid=1$blk")
+		n_nvme=$((n_nvme + 1))
+		;;
+	sata-*)
+		dev=(-device "ide-hd,bus=ahci$((n_sata / 6)).$((n_sata % 6)),drive=$id,serial=$serial,rotation_rate=$rpm$blk${model:+,model=$model}${wwn:+,wwn=$wwn}")
+		n_sata=$((n_sata + 1))
+		;;
+	scsi)
+		dev=(-device "scsi-hd,bus=scsi0.0,channel=0,scsi-id=$n_scsi,lun=0,drive=$id,serial=$serial$blk${model:+,product=$model}${vendor:+,vendor=$vendor}${wwn:+,wwn=$wwn}${rpm:+,rotation_rate=$rpm}")
+		n_scsi=$((n_scsi + 1))
+		;;
+	virtio)
+		dev=(-device "virtio-blk-pci,drive=$id,serial=$serial$blk")
+		;;
+	usb)
+		dev=(-device "usb-bot,id=usb$n_usb,bus=xhci0.0,serial=$serial"
+			-device "scsi-hd,bus=usb$n_usb.0,scsi-id=0,lun=0,drive=$id,serial=$serial$blk${model:+,product=$model}${vendor:+,vendor=$vendor}")
+		n_usb=$((n_usb + 1))
+		;;
+	esac
+	disk_names+=("$name") disk_sizes+=("$bytes") disk_kinds+=("$kind")
+	disk_args+=("$(printf '%q ' -drive "$drive" "${dev[@]}")")
+done
+
+# ---- what is needed on this machine ----------------------------------------
+
+qemu=${DISKPREP_GUEST_QEMU:-qemu-system-x86_64}
+need_pkgs=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+if [ -z "${DISKPREP_GUEST_QEMU:-}" ] && ! command -v "$qemu" >/dev/null 2>&1; then need_pkgs+=(qemu-system-x86); fi
+if command -v dpkg-query >/dev/null 2>&1; then
+	for p in linux-image-amd64 busybox-static udev kmod xfsprogs e2fsprogs gdisk dmsetup lvm2 mdadm \
+		bcache-tools smartmontools fio cpio xz-utils binutils util-linux fdisk procps; do
+		have_pkg "$p" || need_pkgs+=("$p")
+	done
+	if [ -n "$systemd" ]; then have_pkg debootstrap || need_pkgs+=(debootstrap); fi
+fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+		note "installing ${need_pkgs[*]} (apt-get)"
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}"; } >/dev/null 2>&1; then
+			bad "missing ${need_pkgs[*]} and apt-get could not install them"
+		fi
+	else
+		bad "missing ${need_pkgs[*]}: install them (Debian packages) or run as root where apt-get can"
+	fi
+fi
+command -v "$qemu" >/dev/null 2>&1 || bad "$qemu not found (Debian package qemu-system-x86)"
+command -v dpkg-query >/dev/null 2>&1 || bad "the guest is built from Debian packages: no dpkg-query here"
+command -v go >/dev/null 2>&1 || [ -n "${DISKPREP_GUEST_DISKPREP:-}" ] || bad "go not found: it builds the guest's diskprep"
+
+# ---- cleanup ------------------------------------------------------------
+
+tmpstate='' qpid='' cat_pids=()
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+	local p
+	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
+		kill -TERM "$qpid" 2>/dev/null || true
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$qpid" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL "$qpid" 2>/dev/null || true
+		wait "$qpid" 2>/dev/null || true
+	fi
+	for p in "${cat_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [ -n "$tmpstate" ]; then rm -rf "$tmpstate"; fi
+}
+trap cleanup EXIT
+trap 'note "interrupted"; exit 130' INT TERM HUP
+
+if [ -z "$state" ]; then
+	tmpstate=$(mktemp -d "${TMPDIR:-/tmp}/diskprep-guest.XXXXXX")
+	state=$tmpstate
+fi
+
+# ---- builds (cached) ----------------------------------------------------
+
+# shellcheck source=scripts/guest/build.sh
+. "$guest_dir/build.sh"
+
+cache=${DISKPREP_GUEST_CACHE:-$repo/.cache/guest}
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+kver=$(guest_kernel_version) || bad "no /boot/vmlinuz-* with its /lib/modules (Debian package linux-image-amd64)"
+root_size=4G
+key=$(guest_inputs_key "$kver" "$root_size")
+kernel=$cache/vmlinux-$kver
+initrd=$cache/initrd-$key.cpio
+base_root=$cache/root-minimal-$key.img
+{
+	exec 9>"$cache/.lock"
+	flock 9
+	if [ ! -e "$kernel" ] || [ ! -e "$initrd" ] || [ ! -e "$base_root" ]; then
+		note "building the guest (kernel $kver) into $cache: once per change of its inputs"
+		guest_build_kernel "$kver" "$kernel"
+		guest_build_initrd "$kver" "$initrd"
+		guest_build_minimal_root "$kver" "$base_root" "$root_size"
+	fi
+	exec 9>&-
+}
+
+# ---- the guest's disks --------------------------------------------------
+
+run=$state/run
+mkdir -p "$run"
+root_img=$state/guestroot.img
+if [ "$(cat "$state/guestroot.key" 2>/dev/null)" != "minimal-$key" ] || [ ! -e "$root_img" ]; then
+	if [ -e "$root_img" ]; then note "the guest's root changed: $root_img starts afresh"; fi
+	cp --sparse=always "$base_root" "$root_img.part"
+	mv "$root_img.part" "$root_img"
+	printf 'minimal-%s\n' "$key" >"$state/guestroot.key"
+fi
+for i in "${!disk_names[@]}"; do
+	img=$state/${disk_names[$i]}.img
+	if [ -e "$img" ]; then
+		have=$(stat -c %s "$img")
+		[ "$have" = "${disk_sizes[$i]}" ] || bad "$img exists with $have bytes, not the ${disk_sizes[$i]} asked: remove it or ask its size"
+	else
+		truncate -s "${disk_sizes[$i]}" "$img" 2>/dev/null || bad "cannot make a ${disk_sizes[$i]}-byte image $img"
+	fi
+done
+
+# ---- diskprep -----------------------------------------------------------
+
+if [ -n "${DISKPREP_GUEST_DISKPREP:-}" ]; then
+	cp "$DISKPREP_GUEST_DISKPREP" "$run/diskprep"
+else
+	if ! out=$(cd "$repo" && CGO_ENABLED=0 go build -o "$run/diskprep" ./cmd/diskprep 2>&1); then
+		printf '%s\n' "$out" >&2
+		note "go build ./cmd/diskprep failed"
+		exit 125
+	fi
+fi
+
+# ---- booting ------------------------------------------------------------
+
+qemu_common() { # accel
+	local accel=$1
+	local -a a
+	a=(-nodefaults -no-user-config -display none -no-reboot -M pc -m 2048)
+	if [ "$accel" = kvm ]; then
+		a+=(-accel kvm -cpu host)
+	else
+		a+=(-accel "tcg,thread=multi" -cpu max)
+	fi
+	a+=(-smp "${DISKPREP_GUEST_SMP:-1}")
+	a+=(-kernel "$kernel" -initrd "$initrd")
+	a+=(-append "console=ttyS0 panic=-1 loglevel=4 guest.init=/usr/sbin/guest-run")
+	a+=(-device virtio-rng-pci)
+	printf '%q ' "${a[@]}"
+}
+
+# boot RUNDIR ACCEL TIMEOUT WITH_DISKS: one boot; sets boot_rc to COMMAND's
+# exit code, or 124 (timeout) or 125 (no report).
+boot() {
+	local dir=$1 accel=$2 secs=$3 with_disks=$4 rc=0 args=() p
+	rm -f "$dir/status" "$dir/stdout.fifo" "$dir/stderr.fifo"
+	: >"$dir/status"
+	mkfifo "$dir/stdout.fifo" "$dir/stderr.fifo"
+	eval "args=($(qemu_common "$accel"))"
+	args+=(-serial "file:$dir/console.log")
+	args+=(-device "virtio-serial-pci,id=vser0"
+		-chardev "file,id=gout,path=$dir/stdout.fifo" -device "virtserialport,bus=vser0.0,chardev=gout,name=stdout"
+		-chardev "file,id=gerr,path=$dir/stderr.fifo" -device "virtserialport,bus=vser0.0,chardev=gerr,name=stderr"
+		-chardev "file,id=gst,path=$dir/status" -device "virtserialport,bus=vser0.0,chardev=gst,name=status")
+	args+=(-drive "file=$root_img,if=none,id=root,format=raw,cache=writeback,aio=threads" -device "virtio-blk-pci,drive=root,serial=guestroot")
+	args+=(-virtfs "local,path=$repo,mount_tag=src,security_model=none,readonly=on")
+	args+=(-virtfs "local,path=$dir,mount_tag=guestrun,security_model=none,readonly=on")
+	if [ -n "$share" ]; then
+		args+=(-virtfs "local,path=$share,mount_tag=share,security_model=none")
+	fi
+	if [ "$with_disks" = 1 ]; then
+		local c
+		for ((c = 0; c * 6 < n_sata; c++)); do args+=(-device "ahci,id=ahci$c"); done
+		[ "$n_scsi" -eq 0 ] || args+=(-device "virtio-scsi-pci,id=scsi0")
+		[ "$n_usb" -eq 0 ] || args+=(-device "qemu-xhci,id=xhci0")
+		local i extra
+		for i in "${!disk_names[@]}"; do
+			eval "extra=(${disk_args[$i]})"
+			extra[1]="file=$state/${disk_names[$i]}.img,${extra[1]}"
+			args+=("${extra[@]}")
+		done
+	fi
+	cat "$dir/stdout.fifo" &
+	cat_pids=($!)
+	cat "$dir/stderr.fifo" >&2 &
+	cat_pids+=($!)
+	timeout -k 5 "$secs" "$qemu" "${args[@]}" </dev/null >"$dir/qemu.log" 2>&1 &
+	qpid=$!
+	wait "$qpid" || rc=$?
+	qpid=
+	# The readers end when QEMU closes the pipes; one still waiting means
+	# QEMU never opened them.
+	for p in "${cat_pids[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	cat_pids=()
+	rm -f "$dir/stdout.fifo" "$dir/stderr.fifo"
+	if [ "$rc" -eq 124 ]; then
+		boot_rc=124
+	elif read -r boot_rc <"$dir/status" && [[ $boot_rc =~ ^[0-9]+$ ]]; then
+		:
+	else
+		boot_rc=125
+	fi
+}
+
+show_logs() { # dir
+	note "qemu: $(tr '\n' ' ' <"$1/qemu.log")"
+	if [ -n "$tmpstate" ]; then note "guest console:"; else note "guest console ($1/console.log):"; fi
+	tail -n 40 "$1/console.log" >&2 || true
+}
+
+# write_cmd DIR BOOT ARG...: the command the guest runs, one word a quoted
+# string (POSIX sh).
+write_cmd() {
+	local dir=$1 b=$2 a q
+	shift 2
+	printf '%s\n' "$b" >"$dir/boot"
+	{
+		printf 'exec'
+		for a in "$@"; do
+			q=${a//\'/\'\\\'\'}
+			printf " '%s'" "$q"
+		done
+		printf '\n'
+	} >"$dir/cmd.sh"
+	if [ -n "$share" ]; then : >"$dir/share"; else rm -f "$dir/share"; fi
+	if [ "$dir" != "$run" ]; then cp "$run/diskprep" "$dir/diskprep"; fi
+}
+
+# KVM only where a probe boot under it has worked on this host (nested and
+# software hypervisors may fail on instructions the guest kernel uses).
+accel=${DISKPREP_GUEST_ACCEL:-}
+if [ -z "$accel" ]; then
+	accel=tcg
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		vkey=$( { uname -r; "$qemu" --version | head -n 1; grep -m1 "^model name" /proc/cpuinfo; echo "$kver"; } | sha256sum | cut -c1-16)
+		verdict=$cache/kvm-$vkey
+		if [ ! -e "$verdict" ]; then
+			probe=$run/probe
+			mkdir -p "$probe"
+			write_cmd "$probe" 0 true
+			boot "$probe" kvm 30 0
+			if [ "$boot_rc" -eq 0 ]; then echo kvm >"$verdict.tmp"; else echo tcg >"$verdict.tmp"; fi
+			mv "$verdict.tmp" "$verdict"
+			rm -rf "$probe"
+		fi
+		accel=$(cat "$verdict")
+	fi
+fi
+
+rc=0
+for ((b = 1; b <= boots; b++)); do
+	write_cmd "$run" "$b" "$@"
+	boot "$run" "$accel" "$timeout_s" 1
+	cp "$run/console.log" "$run/console-$b.log"
+	rc=$boot_rc
+	if [ -n "$verbose" ]; then
+		note "boot $b ($accel) console:"
+		cat "$run/console.log" >&2
+	fi
+	case $rc in
+	124) note "boot $b: timed out after $timeout"; [ -n "$verbose" ] || show_logs "$run"; break ;;
+	125) note "boot $b: the guest did not report an exit status"; [ -n "$verbose" ] || show_logs "$run"; break ;;
+	0) ;;
+	*) break ;;
+	esac
+done
+exit "$rc"

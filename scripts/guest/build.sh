@@ -1,0 +1,189 @@
+# shellcheck shell=bash
+# Builds what scripts/guest.sh boots, from this machine's Debian packages, into
+# the cache directory: the uncompressed kernel, the small initramfs that finds
+# and mounts the root disk, and the root file system images (minimal and
+# systemd). Sourced by scripts/guest.sh; every function writes its result under
+# a name keyed by its inputs, builds into a temporary name and renames, so a
+# half-made build is never used and concurrent callers (flock) share one.
+
+: "${guest_dir:?guest_dir names scripts/guest}"
+
+# The kernel modules the guest may need, loaded at boot in dependency order.
+guest_modules=(
+	virtio_pci virtio_blk virtio_scsi virtio_console virtio_rng crc32c_generic crc32c_intel
+	nvme ahci sd_mod sg usb_storage uas xhci_pci
+	dm_mod dm_cache dm_cache_smq dm_writecache dm_flakey dm_delay dm_crypt
+	dm_snapshot dm_thin_pool dm_mirror
+	md_mod raid0 raid1 raid456 raid10 bcache
+	xfs ext4 vfat nls_cp437 nls_ascii 9p 9pnet_virtio loop
+)
+# In the root for `modprobe`, not loaded at boot (zram makes a zram0 disk).
+guest_modules_on_demand=(zram)
+# Only these are needed before the root disk is mounted.
+# ext4 asks the crypto API for crc32c, which no dependency loads.
+initrd_modules=(virtio_pci virtio_blk crc32c_generic crc32c_intel ext4)
+
+# The Debian packages whose files make up the minimal root (the guest's tools:
+# partitioning, mkfs/fsck, device-mapper, md, LVM, bcache, udev, SMART, fio).
+guest_packages=(
+	busybox-static bash coreutils util-linux mount fdisk xfsprogs e2fsprogs gdisk
+	dmsetup lvm2 mdadm bcache-tools smartmontools fio udev kmod procps
+)
+
+guest_kernel_version() {
+	local v
+	v=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
+	[ -n "$v" ] || return 1
+	[ -d "/lib/modules/$v" ] || return 1
+	printf '%s\n' "$v"
+}
+
+# guest_inputs_key prints a short hash of everything a build depends on: the
+# build scripts themselves, the kernel, and the versions of the packages used.
+guest_inputs_key() {
+	local kver=$1
+	shift
+	{
+		cat "$guest_dir/build.sh" "$guest_dir/init.sh" "$guest_dir/run.sh"
+		printf '%s\n' "$kver" "${guest_modules[@]}" "${guest_modules_on_demand[@]}" "$@"
+		dpkg-query -W -f='${Package} ${Version}\n' "${guest_packages[@]}" 2>/dev/null || true
+	} | sha256sum | cut -c1-16
+}
+
+# guest_build_kernel extracts the uncompressed vmlinux from Debian's vmlinuz:
+# QEMU boots it through its PVH entry point, skipping the decompression that
+# takes seconds under TCG.
+guest_build_kernel() {
+	local kver=$1 out=$2 src off tmp
+	src=/boot/vmlinuz-$kver
+	[ -e "$out" ] && return 0
+	tmp=$out.tmp.$$
+	# xz streams start with FD 37 7A 58 5A 00; try each offset where one does.
+	while read -r off; do
+		if xz -dcq --single-stream < <(tail -c +"$((off + 1))" "$src" 2>/dev/null) >"$tmp" 2>/dev/null &&
+			[ "$(head -c 4 "$tmp" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+			mv "$tmp" "$out"
+			return 0
+		fi
+	done < <(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$src" | cut -d: -f1)
+	rm -f "$tmp"
+	# Not xz, or no PVH-bootable ELF inside: boot the compressed image.
+	cp "$src" "$out"
+}
+
+# copy_modules puts the named modules and their dependencies, with their
+# signatures stripped (checking them is slow under TCG), under root.
+copy_modules() {
+	local kver=$1 root=$2 m ko rel
+	shift 2
+	mkdir -p "$root/usr/lib/modules/$kver"
+	for m in "$@"; do
+		modprobe -D -S "$kver" "$m" | awk '$1 == "insmod" {print $2}'
+	done | sort -u | while read -r ko; do
+		rel=${ko#/lib/modules/"$kver"/}
+		rel=${rel#/usr/lib/modules/"$kver"/}
+		mkdir -p "$root/usr/lib/modules/$kver/$(dirname "$rel")"
+		strip --strip-debug -o "$root/usr/lib/modules/$kver/$rel" "$ko"
+	done
+	for f in modules.order modules.builtin modules.builtin.modinfo; do
+		if [ -e "/lib/modules/$kver/$f" ]; then cp "/lib/modules/$kver/$f" "$root/usr/lib/modules/$kver/"; fi
+	done
+	depmod -b "$root" "$kver"
+}
+
+# merged_usr lays out a root whose /bin, /sbin and /lib point into /usr, as
+# Debian's do.
+merged_usr() {
+	local root=$1 d
+	mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib" "$root/usr/lib64"
+	for d in bin sbin lib lib64; do ln -sfn "usr/$d" "$root/$d"; done
+}
+
+# guest_build_initrd makes the first-stage initramfs: static busybox, the
+# modules to reach the root disk, and init.sh as /init.
+guest_build_initrd() {
+	local kver=$1 out=$2 tmp
+	[ -e "$out" ] && return 0
+	tmp=$(mktemp -d "$out.tmp.XXXXXX")
+	merged_usr "$tmp"
+	cp /bin/busybox "$tmp/usr/bin/busybox"
+	for a in sh mount umount mkdir cat sleep ls echo; do
+		ln -s busybox "$tmp/usr/bin/$a"
+	done
+	for a in insmod modprobe switch_root poweroff; do
+		ln -s ../bin/busybox "$tmp/usr/sbin/$a"
+	done
+	copy_modules "$kver" "$tmp" "${initrd_modules[@]}"
+	cp "$guest_dir/init.sh" "$tmp/init"
+	chmod 755 "$tmp/init"
+	mkdir -p "$tmp/dev" "$tmp/proc" "$tmp/sys" "$tmp/newroot"
+	(cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.part"
+	rm -rf "$tmp"
+	mv "$out.part" "$out"
+}
+
+# elf_deps prints the shared libraries (and their symlinks' targets) that the
+# ELF files named on stdin load.
+elf_deps() {
+	local f
+	while read -r f; do
+		{ ldd "$f" 2>/dev/null || true; } | awk '/=> \// {print $3} /^\t\/[^ ]+ \(/ {print $1}'
+	done | sort -u | while read -r f; do
+		printf '%s\n' "$f"
+		readlink -f "$f"
+	done | sort -u
+}
+
+# guest_build_minimal_root makes the minimal root file system image: the files
+# of guest_packages and the libraries they load, the modules, run.sh as the
+# init, on an ext4 image that each --state copies and boots as its root disk.
+guest_build_minimal_root() {
+	local kver=$1 out=$2 size=$3 tmp list
+	[ -e "$out" ] && return 0
+	tmp=$(mktemp -d "$out.tmp.XXXXXX")
+	list=$tmp.files
+	merged_usr "$tmp"
+	# Regular files and symlinks of the packages, without documentation.
+	dpkg -L "${guest_packages[@]}" 2>/dev/null |
+		grep -Ev '^/usr/share/(doc|man|info|locale|lintian|bash-completion|zsh|fish)/' |
+		while read -r f; do
+			if [ -L "$f" ] || [ -f "$f" ]; then printf '%s\n' "$f"; fi
+		done | LC_ALL=C sort -u >"$list"
+	# and what their programs load
+	while read -r f; do
+		if [ -f "$f" ] && [ -x "$f" ] && [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+			printf '%s\n' "$f"
+		fi
+	done <"$list" | elf_deps >"$list.libs"
+	LC_ALL=C sort -u -o "$list" "$list" "$list.libs"
+	sed 's|^/||' "$list" | tar -C / --no-recursion -cf - -T - | tar -C "$tmp" --keep-directory-symlink -xf -
+	# busybox fills in what the packages do not have (poweroff, vi, ...).
+	while read -r a; do
+		case $a in /*) ;; *) continue ;; esac
+		if [ ! -e "$tmp$a" ] && [ ! -L "$tmp$a" ]; then ln -s /usr/bin/busybox "$tmp$a"; fi
+	done < <(busybox --list-full | sed 's|^|/|')
+	copy_modules "$kver" "$tmp" "${guest_modules[@]}" "${guest_modules_on_demand[@]}"
+	mkdir -p "$tmp/etc" "$tmp/dev" "$tmp/proc" "$tmp/sys" "$tmp/run" "$tmp/tmp" "$tmp/root" \
+		"$tmp/src" "$tmp/share" "$tmp/var/tmp" "$tmp/usr/local/bin" "$tmp/mnt"
+	chmod 1777 "$tmp/tmp" "$tmp/var/tmp"
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$tmp/etc/passwd"
+	local g n=0
+	: >"$tmp/etc/group"
+	for g in root daemon bin sys adm tty disk lp mail kmem dialout cdrom floppy tape audio video input kvm render sgx; do
+		case $g in
+		root) printf 'root:x:0:\n' ;;
+		*) printf '%s:x:%d:\n' "$g" "$((100 + n))" ;;
+		esac >>"$tmp/etc/group"
+		n=$((n + 1))
+	done
+	printf 'guest\n' >"$tmp/etc/hostname"
+	: >"$tmp/etc/fstab"
+	printf '%s\n' "${guest_modules[@]}" >"$tmp/etc/guest-modules"
+	cp "$guest_dir/run.sh" "$tmp/usr/sbin/guest-run"
+	chmod 755 "$tmp/usr/sbin/guest-run"
+	rm -f "$out.part"
+	truncate -s "$size" "$out.part"
+	mkfs.ext4 -q -F -L guestroot -d "$tmp" "$out.part"
+	rm -rf "$tmp" "$list" "$list.libs"
+	mv "$out.part" "$out"
+}
