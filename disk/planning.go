@@ -299,6 +299,15 @@ func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan,
 	if img != nil {
 		subject = img.Path
 	}
+	if len(d.StackedOn) > 0 || d.Transport == "bcache" {
+		// Like md and dm devices, which the inventory does not even list:
+		// diskprep partitions disks, not the kernel's stacks over them.
+		what := d.Name + " is a " + d.Transport + " device"
+		if len(d.StackedOn) > 0 {
+			what += " stacked on " + strings.Join(d.StackedOn, ", ")
+		}
+		return nil, refuse(subject, what+", not a disk")
+	}
 	if d.System {
 		why := strings.Join(d.SystemReasons, ", ")
 		if why == "" {

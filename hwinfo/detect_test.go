@@ -109,6 +109,7 @@ func TestTransportFromPath(t *testing.T) {
 		{"loop3", "/sys/devices/virtual/block/loop3", nil, "", "loop"},
 		{"zram0", "/sys/devices/virtual/block/zram0", nil, "", "zram"},
 		{"nbd0", "/sys/devices/virtual/block/nbd0", nil, "", "other"},
+		{"bcache0", "/sys/devices/virtual/block/bcache0", nil, "", "bcache"},
 	}
 	r := &reader{root: t.TempDir()}
 	for _, tc := range cases {

@@ -81,7 +81,9 @@ type pending struct {
 }
 
 // isHolderDevice tells device-mapper and MD devices apart: they are listed
-// under the disks they stack on, not as disks. Hidden devices (the per-path
+// under the disks they stack on, not as disks. bcache devices are listed
+// both ways: one is used like a disk (a filesystem straight on bcache0), so
+// it has a row of its own, virtual, with what it is built on. Hidden devices (the per-path
 // nvme0c0n1 of native NVMe multipath) are never listed either: their
 // namespace, nvme0n1, is.
 func (r *reader) isHolderDevice(name string) bool {
@@ -159,6 +161,9 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) 
 	}
 	d.Media = media(&d, rate)
 	d.Virtual, d.VirtualBy = virtualDisk(&d, h.Virt.Hypervisor)
+	if d.Transport == "bcache" {
+		d.StackedOn = r.bcacheLowers(sys)
+	}
 
 	if d.Transport == "loop" {
 		d.LoopBackingFile, _ = r.readString(sys + "/loop/backing_file")
@@ -267,6 +272,8 @@ func (r *reader) transport(name, devPath string, udev map[string]string, sysVend
 		return "zram"
 	case strings.HasPrefix(name, "ram"):
 		return "ram"
+	case isBcache(name):
+		return "bcache"
 	case has("/nvme/") || strings.HasPrefix(name, "nvme"):
 		return "nvme"
 	case has("/usb"):
@@ -374,8 +381,8 @@ func validRotation(v uint16) uint16 {
 // turn, which makes an SSD.
 func media(d *Disk, rate uint16) string {
 	switch d.Transport {
-	case "loop", "zram", "ram":
-		return ""
+	case "loop", "zram", "ram", "bcache":
+		return "" // what they sit on has the media
 	case "nvme":
 		return "nvme"
 	}
@@ -525,6 +532,8 @@ func virtualDisk(d *Disk, hypervisor string) (bool, string) {
 		return true, "qemu"
 	case d.Transport == "xen":
 		return true, "xen"
+	case d.Transport == "bcache":
+		return true, "" // the kernel's, over the disks in StackedOn
 	case v == "vmware" || strings.HasPrefix(m, "vmware virtual") || v == "vmware," || strings.HasPrefix(v, "vmware") && strings.Contains(m, "virtual"):
 		return true, "vmware"
 	case v == "qemu" || strings.HasPrefix(m, "qemu "):

@@ -148,3 +148,35 @@ func TestGhwFillsSerial(t *testing.T) {
 		t.Errorf("disks: %+v", h.Disks)
 	}
 }
+
+// TestBcache: a bcache device is listed as the kernel's virtual device it
+// is, with what it is built on, not as an SSD of bus "other"; its backing
+// device and its cache both show it as a holder, with its mounts.
+func TestBcache(t *testing.T) {
+	root := copyTree(t, "testdata/qemu-guest")
+	mkfile(t, root, "proc/self/mountinfo", "1 1 0:2 / / rw - rootfs rootfs rw\n40 1 250:0 / /srv rw,relatime - xfs /dev/bcache0 rw\n")
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Mount{Point: "/srv", FSType: "xfs", Options: "rw,relatime", Source: "/dev/bcache0"}
+	bc, _ := h.Device("bcache0")
+	if bc == nil {
+		t.Fatal("bcache0 not listed")
+	}
+	assertSameJSON(t, bc, &Disk{
+		Name: "bcache0", Path: "/dev/bcache0",
+		SizeBytes: (8388608 - 16) * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
+		Transport: "bcache", Media: "", Rotational: false,
+		Virtual: true, StackedOn: []string{"vdb", "sdb"},
+		FSType: "xfs", Mounts: []Mount{srv},
+	})
+	for _, name := range []string{"vdb", "sdb"} {
+		d, _ := h.Device(name)
+		if d == nil {
+			t.Fatalf("%s not listed", name)
+		}
+		assertSameJSON(t, d.Holders, []Holder{{Name: "bcache0", Kind: "bcache", Mounts: []Mount{srv}}})
+		assertSameJSON(t, d.Mounts, []Mount{withVia(srv, "bcache0")})
+	}
+}

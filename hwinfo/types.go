@@ -96,7 +96,8 @@ type Disk struct {
 	MinIOBytes          uint64 `json:"min_io_bytes,omitempty"`
 	OptimalIOBytes      uint64 `json:"optimal_io_bytes,omitempty"`
 
-	// Transport: nvme, sata, sas, scsi, usb, virtio, mmc, loop, zram, ram, xen, other.
+	// Transport: nvme, sata, sas, scsi, usb, virtio, mmc, loop, zram, ram,
+	// xen, bcache (a stacked device, see StackedOn), other.
 	Transport string `json:"transport"`
 	// Media is hdd, ssd or nvme, "" when not known: loop, zram and ram
 	// devices, and disks that report no rotation rate (virtio-blk, most
@@ -116,8 +117,10 @@ type Disk struct {
 	WWN      string `json:"wwn"`
 
 	// Virtual is true for a hypervisor's emulated disk (VMware "Virtual disk",
-	// QEMU HARDDISK, virtio, Hyper-V "Virtual Disk", VBOX HARDDISK); false for
-	// a physical disk, including one passed through or raw-mapped to a guest.
+	// QEMU HARDDISK, virtio, Hyper-V "Virtual Disk", VBOX HARDDISK) and for a
+	// device the kernel stacks on other disks (bcache, VirtualBy empty);
+	// false for a physical disk, including one passed through or raw-mapped
+	// to a guest.
 	Virtual   bool   `json:"virtual"`
 	VirtualBy string `json:"virtual_by,omitempty"` // hypervisor that emulates it: vmware, qemu, hyperv, virtualbox, xen
 
@@ -141,6 +144,11 @@ type Disk struct {
 	Swap       bool        `json:"swap"`
 	Holders    []Holder    `json:"holders,omitempty"`
 	Partitions []Partition `json:"partitions,omitempty"`
+
+	// StackedOn names the devices a stacked device is built on: for bcache,
+	// the backing device, then the caches of its cache set. Each of them
+	// lists this device among its Holders.
+	StackedOn []string `json:"stacked_on,omitempty"`
 
 	// LoopBackingFile is the image behind a loop device.
 	LoopBackingFile string `json:"loop_backing_file,omitempty"`
@@ -187,7 +195,7 @@ type Mount struct {
 // Holder is a virtual device stacked on a disk or partition.
 type Holder struct {
 	Name    string   `json:"name"`              // dm-0, md127
-	Kind    string   `json:"kind"`              // lvm, md, crypt, multipath, dm, other
+	Kind    string   `json:"kind"`              // lvm, md, crypt, multipath, dm, bcache, other
 	DMName  string   `json:"dm_name"`           // cl-root (from /sys/block/dm-0/dm/name), md name
 	Mounts  []Mount  `json:"mounts,omitempty"`  // its own mounts only (Via empty)
 	Swap    bool     `json:"swap"`              // itself active swap

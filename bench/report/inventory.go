@@ -107,7 +107,7 @@ func diskType(d *hwinfo.Disk) string {
 		return strings.ToUpper(d.Media)
 	}
 	switch d.Transport {
-	case "loop", "zram", "ram":
+	case "loop", "zram", "ram", "bcache":
 		return d.Transport
 	}
 	return "-"
@@ -117,6 +117,9 @@ func diskModel(d *hwinfo.Disk) string {
 	m := hwinfo.DisplayModel(d.Vendor, d.Model)
 	if d.LoopBackingFile != "" && m == "" {
 		m = d.LoopBackingFile
+	}
+	if len(d.StackedOn) > 0 && m == "" {
+		m = "on " + strings.Join(d.StackedOn, ", ")
 	}
 	return m
 }
@@ -190,8 +193,11 @@ func inventoryTable(w io.Writer, h *hwinfo.Host) error {
 	for i := range h.Disks {
 		d := &h.Disks[i]
 		virtual := "no"
-		if d.Virtual {
-			virtual = dash(d.VirtualBy)
+		switch {
+		case d.Virtual && d.VirtualBy != "":
+			virtual = d.VirtualBy
+		case d.Virtual:
+			virtual = "yes" // the kernel's (bcache), not a hypervisor's
 		}
 		u := use(d.Mounts, d.Swap, d.Holders)
 		if d.FSType != "" {
@@ -241,8 +247,11 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 	for i := range h.Disks {
 		d := &h.Disks[i]
 		virtual := "no"
-		if d.Virtual {
-			virtual = "yes (" + dash(d.VirtualBy) + ")"
+		switch {
+		case d.Virtual && d.VirtualBy != "":
+			virtual = "yes (" + d.VirtualBy + ")"
+		case d.Virtual:
+			virtual = "yes"
 		}
 		var uses []string
 		if d.System {

@@ -453,7 +453,10 @@ ID=debian
             t.attrs(bd, serial=serial)
 
     # bcache0: vdb is its backing device (slaves/, holders/), sdb the cache
-    # of its cache set (found through bcache/cache/cache0, not slaves/).
+    # of its cache set, which no slaves/ or holders/ link names: the backing
+    # device's bcache/cache is the cache set, whose cacheN are the caches'
+    # bcache directories and bdevN the backing devices', whose dev is the
+    # bcache device (drivers/md/bcache/super.c).
     vdb = "/sys/devices/pci0000:00/0000:00:05.0/virtio3/block/vdb"
     sdb = ahci + "/ata2/host1/target1:0:0/1:0:0:0/block/sdb"
     bc = "/sys/devices/virtual/block/bcache0"
@@ -467,6 +470,9 @@ ID=debian
     t.link(vdb + "/bcache/cache", cset)
     t.attrs(sdb + "/bcache", bucket_size="512.0k")
     t.link(cset + "/cache0", sdb + "/bcache")
+    t.link(sdb + "/bcache/set", cset)
+    t.link(cset + "/bdev0", vdb + "/bcache")
+    t.link(vdb + "/bcache/dev", bc)
 
     t.write("/proc/self/mountinfo",
             "1 1 0:2 / / rw - rootfs rootfs rw\n"
