@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -201,6 +202,67 @@ func TestFixtureKVMVirtio(t *testing.T) {
 		},
 	}
 	checkFixture(t, "kvm-virtio", false, want)
+}
+
+// TestFixtureQEMUGuest is a guest of scripts/guest.sh without udev: every
+// fact below comes from sysfs alone, and the SCSI disk without a WWN fails
+// its wwid read with EINVAL as the kernel does.
+func TestFixtureQEMUGuest(t *testing.T) {
+	failReads(t, "testdata/qemu-guest", map[string]syscall.Errno{qemuSCSIWWID: syscall.EINVAL})
+	sata := func(name string, sectors uint64) Disk {
+		return Disk{Name: name, Path: "/dev/" + name, SizeBytes: sectors * 512,
+			LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
+			Vendor: "ATA", Firmware: "2.5+", // QEMU's hardware version, the revision of all its disks
+			Virtual: true, VirtualBy: "qemu"}
+	}
+	bcacheHolder := []Holder{{Name: "bcache0", Kind: "bcache"}}
+	sda := sata("sda", 8388608)
+	sda.Transport, sda.Media, sda.Rotational, sda.RotationRPM = "sata", "hdd", true, 7200 // VPD page 0xb1
+	sda.Model = "WDC WD40EFRX-68N32N0"                                                    // VPD page 0x89; sysfs model has 16 characters
+	sda.Serial, sda.WWN = "WD-WCC7K1234567", "0x50014ee2b1234567"
+	sdb := sata("sdb", 4194304)
+	sdb.Transport, sdb.Media = "sata", "ssd" // rotation rate 1
+	sdb.Model, sdb.Serial = "Samsung SSD 870 EVO 1TB", "S6PUNX0T123456A"
+	sdb.Holders = bcacheHolder // its cache set's cache
+	sdc := sata("sdc", 4194304)
+	sdc.Transport, sdc.Media, sdc.Rotational = "scsi", "", true // page 0xb1 rate 0: not reported
+	sdc.Vendor, sdc.Model, sdc.Serial = "QEMU", "ST4000NM0035", "ZC1A2B3C"
+	sdd := sata("sdd", 8388608)
+	sdd.Transport, sdd.Media, sdd.Rotational, sdd.RotationRPM = "scsi", "hdd", true, 7200
+	sdd.Vendor, sdd.Model, sdd.Serial, sdd.WWN = "SEAGATE", "ST4000NM0035", "ZC1A2B3D", "0x5000c500a1b2c3d4"
+	virtio := func(name string, sectors uint64, serial string) Disk {
+		return Disk{Name: name, Path: "/dev/" + name, SizeBytes: sectors * 512,
+			LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
+			Transport: "virtio", Media: "", Rotational: true,
+			Vendor: "Virtio", Model: "Virtio Block Device", Serial: serial,
+			Virtual: true, VirtualBy: "qemu"} // TCG: qemu, not kvm
+	}
+	vdb := virtio("vdb", 8388608, "")
+	vdb.Holders = bcacheHolder // its backing device
+	want := &Host{
+		Schema:   Schema,
+		Hostname: "diskprep-guest",
+		OS: OS{ID: "debian", Name: "Debian GNU/Linux", Version: "12",
+			PrettyName: "Debian GNU/Linux 12 (bookworm)"},
+		Kernel: "6.1.0-28-amd64",
+		CPU:    CPU{Model: "QEMU TCG CPU version 2.5+", Vendor: "AuthenticAMD", Sockets: 1, Cores: 2, Threads: 2},
+		Memory: Memory{TotalBytes: 1004852 * 1024},
+		System: SystemProduct{Vendor: "QEMU", Product: "Standard PC (Q35 + ICH9, 2009)", Version: "pc-q35-8.2"},
+		BIOS:   BIOS{Vendor: "SeaBIOS", Version: "1.16.3-debian-1.16.3-2", Date: "04/01/2014"},
+		Virt: Virtualization{Hypervisor: "qemu", Container: "none",
+			Evidence: "dmi sys_vendor=QEMU; no kvm-clock clocksource (TCG emulation)"},
+		Disks: []Disk{
+			{
+				Name: "bcache0", Path: "/dev/bcache0",
+				SizeBytes: (8388608 - 16) * 512, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
+				Transport: "bcache", Virtual: true, StackedOn: []string{"vdb", "sdb"},
+			},
+			sda, sdb, sdc, sdd,
+			virtio("vda", 2097152, "VIRT0001"),
+			vdb,
+		},
+	}
+	checkFixture(t, "qemu-guest", false, want)
 }
 
 // TestFixtureAll checks that the devices hidden by default come back with
