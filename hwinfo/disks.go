@@ -152,7 +152,14 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) 
 	majmin, _ := r.readString(sys + "/dev")
 	udev := r.udevData(majmin)
 
-	sysVendor, _ := r.readString(sys + "/device/vendor")
+	// Bus, media and identity come from sysfs and udev here, not from
+	// ghw's Disk, because ghw guesses them: its StorageController is read
+	// from the name (every sd* is SCSI: SATA, SAS and USB look alike), its
+	// DriveType is HDD for every sd* and vd* whose queue/rotational is 1,
+	// the kernel's default for a device that said nothing, and its Model is
+	// udev's ID_MODEL alone (with underscores), so none without udev. What
+	// ghw has is used where ours is empty (diskIdentity).
+	sysVendor, _ := r.readAttrString(sys + "/device/vendor")
 	d.Transport = r.transport(name, devPath, udev, sysVendor)
 	r.diskIdentity(&d, sys, sysVendor, udev, st.ghwDisks[name])
 	rate := r.rotationRate(&d, sys, udev)
