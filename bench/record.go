@@ -89,6 +89,13 @@ type Target struct {
 	Prepared *Prepared `json:"prepared,omitempty"`
 }
 
+// Target kinds.
+const (
+	KindDir    = "dir"
+	KindFile   = "file"
+	KindDevice = "device"
+)
+
 // PreparedMarker is the file `diskprep prepare` leaves in a filesystem's root.
 const PreparedMarker = hwinfo.MarkerFile
 

@@ -16,6 +16,10 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
+// ErrRefused is wrapped when running would write to a block device that must
+// not be written (no --allow-device-write, mounted, or a system disk).
+var ErrRefused = errors.New("refused for safety")
+
 // Engine runs workloads and lays out test files. The real one is
 // bench/engine; tests inject fakes to check orchestration without I/O.
 type Engine interface {

@@ -30,10 +30,6 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// ErrRefused is wrapped when running would write to a block device that must
-// not be written (no --allow-device-write, mounted, or a system disk).
-var ErrRefused = errors.New("refused for safety")
-
 // Limits for jobs and iodepth: beyond them a run measures the scheduler, not
 // the disk, and a typo (jobs=1600) would start thousands of threads.
 const (

@@ -15,13 +15,6 @@ import (
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
-// Target kinds.
-const (
-	KindDir    = "dir"
-	KindFile   = "file"
-	KindDevice = "device"
-)
-
 // TestFileName is the file a directory target gets; the id keeps two runs
 // in one directory apart and tells whose leftover a file is.
 func TestFileName(id string) string { return "diskprep-bench." + id + ".tmp" }
