@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ func TestPrivilegedFilesystemFillsUp(t *testing.T) {
 			once.Do(func() { filler = fillUp(t, mnt) })
 		}
 	}
-	_, err := Run(context.Background(), Request{Target: mnt, Specs: []string{"rw=randread,bs=4k,size=32M,runtime=1s"}},
+	_, err := Run(context.Background(), workload.Request{Target: mnt, Specs: []string{"rw=randread,bs=4k,size=32M,runtime=1s"}},
 		Options{ResultsDir: results, Progress: progress})
 	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), mnt+" filled up during the run") {
 		t.Fatalf("err %v, want ENOSPC", err)
@@ -117,7 +118,7 @@ func TestPrivilegedTargetGoesAway(t *testing.T) {
 					}
 				})
 			}
-			_, err := Run(context.Background(), Request{Target: target, Specs: specs},
+			_, err := Run(context.Background(), workload.Request{Target: target, Specs: specs},
 				Options{ResultsDir: results, Progress: progress})
 			if err == nil || !strings.Contains(err.Error(), "went away during the run") {
 				t.Fatalf("err %v", err)

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
 
@@ -41,7 +43,7 @@ func TestRunTargetRemovedMidRun(t *testing.T) {
 				}
 				return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
 			}}
-			rec, err := Run(context.Background(), Request{Target: target, Specs: specs},
+			rec, err := Run(context.Background(), workload.Request{Target: target, Specs: specs},
 				Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
 			if err == nil || !strings.Contains(err.Error(), "went away during the run") || rec != nil {
 				t.Fatalf("rec %v, err %v", rec, err)
@@ -71,7 +73,7 @@ func TestRunTargetReplacedMidRun(t *testing.T) {
 		os.WriteFile(p.Path, nil, 0o600) // same name, another file
 		return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
 	}}
-	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+	_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
 		Options{Host: syntheticHost(), ResultsDir: t.TempDir(), Engine: fake})
 	if err == nil || !strings.Contains(err.Error(), "another file is at its path") {
 		t.Fatalf("err %v", err)
@@ -91,7 +93,7 @@ func TestRunFilesystemFull(t *testing.T) {
 	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
 		return nil, fmt.Errorf("write %s: %w", p.Path, unix.ENOSPC)
 	}}
-	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=write,size=1M,runtime=1s"}},
+	_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=write,size=1M,runtime=1s"}},
 		Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
 	if !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), target+" filled up during the run") ||
 		!strings.Contains(err.Error(), "no space left on device") {
@@ -115,7 +117,7 @@ func TestLeftovers(t *testing.T) {
 	defer live.remove()
 	os.WriteFile(filepath.Join(dir, "unrelated.tmp"), nil, 0o600)
 
-	rec, err := Run(context.Background(), Request{Target: dir, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+	rec, err := Run(context.Background(), workload.Request{Target: dir, Specs: []string{"rw=read,size=1M,runtime=1s"}},
 		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,12 +147,12 @@ func TestRunIDClash(t *testing.T) {
 	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
 		// The test file's name carries the run's id.
 		clashed = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p.Path), "diskprep-bench."), ".tmp")
-		if err := Save(results, recWithID(clashed)); err != nil {
+		if err := record.Save(results, recWithID(clashed)); err != nil {
 			t.Error(err)
 		}
 		return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
 	}}
-	rec, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+	rec, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
 		Options{Host: syntheticHost(), ResultsDir: results, Engine: fake})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +160,7 @@ func TestRunIDClash(t *testing.T) {
 	if rec.ID == clashed || !strings.HasPrefix(rec.ID, clashed[:len("20060102T150405Z-")]) {
 		t.Errorf("id %s after a clash with %s", rec.ID, clashed)
 	}
-	entries, warnings, err := List(results)
+	entries, warnings, err := record.List(results)
 	if err != nil || len(entries) != 2 || len(warnings) != 0 {
 		t.Fatalf("store: %d entries, %v, %v", len(entries), warnings, err)
 	}
@@ -189,7 +191,7 @@ func TestStoreConcurrentReaders(t *testing.T) {
 		for i := range writes {
 			r := *big
 			r.ID = fmt.Sprintf("%s-%04x", base.Add(time.Duration(i)*time.Second).Format("20060102T150405Z"), i)
-			if err := Save(dir, &r); err != nil {
+			if err := record.Save(dir, &r); err != nil {
 				writeErr = err
 				return
 			}
@@ -201,7 +203,7 @@ func TestStoreConcurrentReaders(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !done.Load() {
-				entries, warnings, err := List(dir)
+				entries, warnings, err := record.List(dir)
 				lists.Add(1)
 				if err != nil || len(warnings) != 0 {
 					readErrs.Add(1)
@@ -215,7 +217,7 @@ func TestStoreConcurrentReaders(t *testing.T) {
 					}
 				}
 				if n := len(entries); n > 0 {
-					if _, err := Load(dir, entries[n-1].Record.ID); err != nil {
+					if _, err := record.Load(dir, entries[n-1].Record.ID); err != nil {
 						readErrs.Add(1)
 						t.Errorf("load: %v", err)
 					}
@@ -228,7 +230,7 @@ func TestStoreConcurrentReaders(t *testing.T) {
 	if writeErr != nil {
 		t.Fatal(writeErr)
 	}
-	entries, _, _ := List(dir)
+	entries, _, _ := record.List(dir)
 	t.Logf("%d records written while %d lists and %d loads ran; %d reader errors", writes, lists.Load(), loads.Load(), readErrs.Load())
 	if len(entries) != writes || readErrs.Load() != 0 {
 		t.Errorf("store holds %d records, readers saw %d errors", len(entries), readErrs.Load())
@@ -245,9 +247,9 @@ func TestRunEngineFailsOnMissingFile(t *testing.T) {
 		os.RemoveAll(target)
 		return nil, fmt.Errorf("%w: target %s does not exist", engine.ErrParams, p.Path)
 	}}
-	_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
+	_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
 		Options{Host: syntheticHost(), Engine: fake})
-	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "went away during the run") {
+	if err == nil || errors.Is(err, workload.ErrUsage) || !strings.Contains(err.Error(), "went away during the run") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -257,7 +259,7 @@ func TestRunEngineFailsOnMissingFile(t *testing.T) {
 func TestRunNoSpaceNamesLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, TestFileName("20261130T000000Z-dead")), nil, 0o600)
-	_, err := Run(context.Background(), Request{Target: dir, Specs: []string{"rw=read,size=1P,runtime=1s"}},
+	_, err := Run(context.Background(), workload.Request{Target: dir, Specs: []string{"rw=read,size=1P,runtime=1s"}},
 		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
 	if err == nil || !strings.Contains(err.Error(), "not enough free space") || !strings.Contains(err.Error(), "remove the 1 test file(s) of earlier runs") {
 		t.Fatalf("err %v", err)

@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // Repetition converts an engine result into the record's form: rates and
 // percentiles are derived here, once, from the raw counts and histograms.
-func repetitionOf(res *engine.Result, index int, start time.Time) Repetition {
-	r := Repetition{
+func repetitionOf(res *engine.Result, index int, start time.Time) record.Repetition {
+	r := record.Repetition{
 		Index:      index,
 		Start:      start.UTC(),
 		Engine:     res.Engine,
@@ -29,14 +30,14 @@ func repetitionOf(res *engine.Result, index int, start time.Time) Repetition {
 	return r
 }
 
-func dirOf(d engine.DirResult, elapsed time.Duration) *DirResult {
-	out := &DirResult{IOBytes: d.Bytes, IOs: d.IOs, RuntimeMS: ms(elapsed)}
+func dirOf(d engine.DirResult, elapsed time.Duration) *record.DirResult {
+	out := &record.DirResult{IOBytes: d.Bytes, IOs: d.IOs, RuntimeMS: ms(elapsed)}
 	if s := elapsed.Seconds(); s > 0 {
 		out.IOPS = float64(d.IOs) / s
 		out.BWBytesPerS = float64(d.Bytes) / s
 	}
 	if h := d.Hist; h != nil && h.Count() > 0 {
-		out.LatNS = Latency{
+		out.LatNS = record.Latency{
 			Min:  float64(h.Min()),
 			Mean: h.Mean(),
 			P50:  float64(h.Percentile(50)),
@@ -46,9 +47,9 @@ func dirOf(d engine.DirResult, elapsed time.Duration) *DirResult {
 			Max:  float64(h.Max()),
 		}
 	}
-	out.Samples = make([]Sample, len(d.PerSecond))
+	out.Samples = make([]record.Sample, len(d.PerSecond))
 	for i, s := range d.PerSecond {
-		out.Samples[i] = Sample{IOs: s.IOs, Bytes: s.Bytes}
+		out.Samples[i] = record.Sample{IOs: s.IOs, Bytes: s.Bytes}
 	}
 	return out
 }
@@ -57,8 +58,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // deviceIO is the diskstats delta of a run with its agreement to the engine's
 // byte count.
-func deviceIO(name string, d engine.DiskDelta, elapsed time.Duration, engineBytes uint64) *DeviceIO {
-	out := &DeviceIO{
+func deviceIO(name string, d engine.DiskDelta, elapsed time.Duration, engineBytes uint64) *record.DeviceIO {
+	out := &record.DeviceIO{
 		Name:        name,
 		ReadBytes:   d.ReadBytes,
 		WriteBytes:  d.WriteBytes,

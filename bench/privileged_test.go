@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
@@ -44,9 +46,9 @@ func sha(t *testing.T, path string) [32]byte {
 }
 
 // checkNumbers asserts every row of rec measured something real.
-func checkNumbers(t *testing.T, rec *Record) {
+func checkNumbers(t *testing.T, rec *record.Record) {
 	t.Helper()
-	rows := Rows(rec)
+	rows := record.Rows(rec)
 	if len(rows) == 0 {
 		t.Fatal("record has no rows")
 	}
@@ -83,9 +85,9 @@ func TestPrivilegedQuickOnFilesystems(t *testing.T) {
 			mnt := testenv.Mount(t, loop.Dev)
 			before := dirEntries(t, mnt)
 			results := t.TempDir()
-			rec, err := Run(context.Background(), Request{
+			rec, err := Run(context.Background(), workload.Request{
 				Target: mnt, Set: "quick", Label: fs.name,
-				Overrides: Overrides{Runtime: time.Second, Size: 64 << 20},
+				Overrides: workload.Overrides{Runtime: time.Second, Size: 64 << 20},
 			}, Options{Host: liveHost(t), ToolVersion: "test", ResultsDir: results})
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +95,7 @@ func TestPrivilegedQuickOnFilesystems(t *testing.T) {
 			if got := dirEntries(t, mnt); strings.Join(got, ",") != strings.Join(before, ",") {
 				t.Errorf("mount holds %v after the run, had %v", got, before)
 			}
-			saved, warnings, err := List(results)
+			saved, warnings, err := record.List(results)
 			if err != nil || len(saved) != 1 || len(warnings) != 0 {
 				t.Fatalf("store: %v %v %v", saved, warnings, err)
 			}
@@ -103,7 +105,7 @@ func TestPrivilegedQuickOnFilesystems(t *testing.T) {
 			}
 			dev := filepath.Base(loop.Dev)
 			tg := back.Target
-			if tg.Kind != KindDir || tg.FSType != fs.name || tg.MountPoint != mnt || tg.Device != dev || tg.Disk != dev || tg.Transport != "loop" {
+			if tg.Kind != record.KindDir || tg.FSType != fs.name || tg.MountPoint != mnt || tg.Device != dev || tg.Disk != dev || tg.Transport != "loop" {
 				t.Errorf("target identity %+v", tg)
 			}
 			if len(back.Workloads) != 4 {
@@ -116,7 +118,7 @@ func TestPrivilegedQuickOnFilesystems(t *testing.T) {
 			if !rd.Direct || rd.Device.ReadBytes < rd.Read.IOBytes/2 {
 				t.Errorf("seq read: direct %v, device read %d of %d bytes", rd.Direct, rd.Device.ReadBytes, rd.Read.IOBytes)
 			}
-			for _, r := range Rows(back) {
+			for _, r := range record.Rows(back) {
 				t.Logf("%s: %.0f IOPS, %.0f B/s", r.Name, r.Summary.IOPS.Median, r.Summary.BWBytesPerS.Median)
 			}
 		})
@@ -133,8 +135,8 @@ func TestPrivilegedDeviceReadOnly(t *testing.T) {
 	sum := sha(t, loop.Dev)
 	host := liveHost(t)
 
-	rec, err := Run(context.Background(), Request{
-		Target: loop.Dev, Set: "quick", Overrides: Overrides{Runtime: time.Second, Size: 32 << 20},
+	rec, err := Run(context.Background(), workload.Request{
+		Target: loop.Dev, Set: "quick", Overrides: workload.Overrides{Runtime: time.Second, Size: 32 << 20},
 	}, Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
@@ -149,13 +151,13 @@ func TestPrivilegedDeviceReadOnly(t *testing.T) {
 	if !strings.Contains(strings.Join(rec.Warnings, "\n"), "skipped write workloads") {
 		t.Errorf("warnings %q", rec.Warnings)
 	}
-	if rec.Target.Kind != KindDevice || rec.Target.Device != filepath.Base(loop.Dev) || rec.Target.TestFile != "" {
+	if rec.Target.Kind != record.KindDevice || rec.Target.Device != filepath.Base(loop.Dev) || rec.Target.TestFile != "" {
 		t.Errorf("target %+v", rec.Target)
 	}
 	checkNumbers(t, rec)
 
 	// Only writes asked for: refused, exit 3.
-	_, err = Run(context.Background(), Request{Target: loop.Dev, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: host})
+	_, err = Run(context.Background(), workload.Request{Target: loop.Dev, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: host})
 	if !errors.Is(err, ErrRefused) {
 		t.Errorf("write to a device without the flag: %v", err)
 	}
@@ -168,7 +170,7 @@ func TestPrivilegedDeviceReadOnly(t *testing.T) {
 	testenv.MustRun(t, "mkfs.ext4", "-F", "-q", loop2.Dev)
 	testenv.Mount(t, loop2.Dev)
 	sum2 := sha(t, loop2.Image)
-	_, err = Run(context.Background(), Request{Target: loop2.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: liveHost(t)})
+	_, err = Run(context.Background(), workload.Request{Target: loop2.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=1s"}}, Options{Host: liveHost(t)})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "mounted") {
 		t.Errorf("write to a mounted device: %v", err)
 	}
@@ -177,7 +179,7 @@ func TestPrivilegedDeviceReadOnly(t *testing.T) {
 	}
 
 	// With the flag, an unused device the test owns is written.
-	rec, err = Run(context.Background(), Request{Target: loop.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=0"}}, Options{Host: host})
+	rec, err = Run(context.Background(), workload.Request{Target: loop.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,size=1M,runtime=0"}}, Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestPrivilegedCancel(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	_, err := Run(ctx, Request{Target: mnt, Set: "quick", Overrides: Overrides{Runtime: time.Minute, Size: 64 << 20}},
+	_, err := Run(ctx, workload.Request{Target: mnt, Set: "quick", Overrides: workload.Overrides{Runtime: time.Minute, Size: 64 << 20}},
 		Options{ResultsDir: results, Progress: progress})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
@@ -238,19 +240,19 @@ func TestPrivilegedSystemDiskRefused(t *testing.T) {
 	if errors.Is(err, os.ErrPermission) {
 		// Some sandboxes deny opening the system disk even to root; the
 		// guard works from sysfs, mountinfo and the inventory all the same.
-		tg = &target{ident: Target{Path: dev, Kind: KindDevice}, path: dev, major: major, minor: minor, haveDev: true}
+		tg = &target{ident: record.Target{Path: dev, Kind: record.KindDevice}, path: dev, major: major, minor: minor, haveDev: true}
 		tg.identify(liveHost(t))
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	ws, _ := Plan(Request{Specs: []string{"rw=write,size=1M"}})
+	ws, _ := workload.Plan(workload.Request{Specs: []string{"rw=write,size=1M"}})
 	if _, _, err := tg.admit(ws, true); !errors.Is(err, ErrRefused) {
 		t.Fatalf("write to the disk holding / (%s) with --allow-device-write: %v", dev, err)
 	} else {
 		t.Logf("refused: %v", err)
 	}
 	// Reads of it are fine.
-	ws, _ = Plan(Request{Specs: []string{"rw=read,size=1M"}})
+	ws, _ = workload.Plan(workload.Request{Specs: []string{"rw=read,size=1M"}})
 	if kept, _, err := tg.admit(ws, false); err != nil || len(kept) != 1 {
 		t.Errorf("read of the system disk: %v", err)
 	}
@@ -267,9 +269,9 @@ func TestPrivilegedSectorAlignment(t *testing.T) {
 	mnt := testenv.Mount(t, loop.Dev)
 	results := t.TempDir()
 	for _, target := range []string{mnt, loop.Dev} {
-		_, err := Run(context.Background(), Request{Target: target, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s"}},
+		_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s"}},
 			Options{ResultsDir: results})
-		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "4096-byte logical sector") {
+		if !errors.Is(err, workload.ErrUsage) || !strings.Contains(err.Error(), "4096-byte logical sector") {
 			t.Errorf("%s: bs=512 on a 4K-sector device: %v", target, err)
 		}
 	}
@@ -277,14 +279,14 @@ func TestPrivilegedSectorAlignment(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 	// Buffered I/O has no alignment rule.
-	rec, err := Run(context.Background(), Request{Target: mnt, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s,direct=0"}}, Options{Host: liveHost(t)})
+	rec, err := Run(context.Background(), workload.Request{Target: mnt, Specs: []string{"rw=randread,bs=512,size=1M,runtime=1s,direct=0"}}, Options{Host: liveHost(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Target.LogicalSectorBytes != 4096 {
 		t.Errorf("logical sector %d", rec.Target.LogicalSectorBytes)
 	}
-	if !strings.Contains(strings.Join(Warnings(rec), "\n"), "O_DIRECT is off") {
-		t.Errorf("warnings %q", Warnings(rec))
+	if !strings.Contains(strings.Join(record.Warnings(rec), "\n"), "O_DIRECT is off") {
+		t.Errorf("warnings %q", record.Warnings(rec))
 	}
 }

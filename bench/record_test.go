@@ -10,6 +10,8 @@ import (
 
 	"github.com/diskprep/diskprep/bench/engine"
 	"github.com/diskprep/diskprep/bench/engine/hist"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/golden"
 )
@@ -51,20 +53,20 @@ func syntheticHost() *hwinfo.Host {
 
 // syntheticRecord builds a record the way Run does, from fixed engine
 // results: the fileserver randrw with three repetitions and a seqread.
-func syntheticRecord() *Record {
-	ws, _ := Plan(Request{Set: "fileserver"})
+func syntheticRecord() *record.Record {
+	ws, _ := workload.Plan(workload.Request{Set: "fileserver"})
 	start := time.Date(2026, 11, 30, 6, 15, 0, 0, time.UTC)
-	rec := &Record{
-		Schema: Schema, ID: NewID(start)[:16] + "-abcd", Label: "xfs", Start: start, End: start.Add(time.Minute),
-		ToolVersion: "test", Set: "fileserver", Repeat: 3, Host: HostOf(syntheticHost()),
-		Target: Target{Path: "/mnt/data", Kind: KindDir, TestFile: "/mnt/data/" + TestFileName("20261130T061500Z-abcd"),
+	rec := &record.Record{
+		Schema: record.Schema, ID: record.NewID(start)[:16] + "-abcd", Label: "xfs", Start: start, End: start.Add(time.Minute),
+		ToolVersion: "test", Set: "fileserver", Repeat: 3, Host: record.HostOf(syntheticHost()),
+		Target: record.Target{Path: "/mnt/data", Kind: record.KindDir, TestFile: "/mnt/data/" + TestFileName("20261130T061500Z-abcd"),
 			Device: "sdb1", Disk: "sdb", Model: "Samsung SSD 870", Serial: "S6P", Transport: "sata", Media: "ssd",
 			SizeBytes: 1 << 40, LogicalSectorBytes: 512, PhysicalSectorBytes: 4096, FSType: "xfs",
 			MountPoint: "/mnt/data", MountOptions: "rw,relatime,attr2,inode64",
-			Prepared: &Prepared{FSType: "xfs", MkfsArgv: []string{"mkfs.xfs", "-f", "/dev/sdb1"}, MkfsVersion: "mkfs.xfs version 6.4.0"}},
+			Prepared: &record.Prepared{FSType: "xfs", MkfsArgv: []string{"mkfs.xfs", "-f", "/dev/sdb1"}, MkfsVersion: "mkfs.xfs version 6.4.0"}},
 	}
-	for wi, w := range []Workload{ws[0], ws[2]} {
-		wr := WorkloadResult{Params: w, Warnings: workloadWarnings(w, environment{RAMBytes: 64 << 30})}
+	for wi, w := range []workload.Workload{ws[0], ws[2]} {
+		wr := record.WorkloadResult{Params: w, Warnings: workloadWarnings(w, environment{RAMBytes: 64 << 30})}
 		for rep := 1; rep <= 3; rep++ {
 			var res *engine.Result
 			factor := []float64{1, 1.2, 0.9}[rep-1]
@@ -86,7 +88,7 @@ func syntheticRecord() *Record {
 func TestRecordGolden(t *testing.T) {
 	rec := syntheticRecord()
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, rec); err != nil {
+	if err := record.WriteJSON(&buf, rec); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "record.golden.json", buf.Bytes())
@@ -108,12 +110,12 @@ func TestRecordGolden(t *testing.T) {
 		}
 	}
 	// Round trip: what the store reads back is what was written.
-	var back Record
+	var back record.Record
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
 	var again bytes.Buffer
-	WriteJSON(&again, &back)
+	record.WriteJSON(&again, &back)
 	if !bytes.Equal(again.Bytes(), buf.Bytes()) {
 		t.Error("record does not survive a JSON round trip")
 	}
@@ -130,7 +132,7 @@ func TestSummaryFromRepetitions(t *testing.T) {
 		t.Errorf("row names %q %q", r.Name, rr.Summary["write"].Name)
 	}
 	// reads per run: 50, 100, 150 over 2 s -> IOPS 25, 50, 75
-	if r.IOPS != (Stat{Median: 50, Min: 25, Max: 75, N: 3}) {
+	if r.IOPS != (record.Stat{Median: 50, Min: 25, Max: 75, N: 3}) {
 		t.Errorf("read IOPS %+v", r.IOPS)
 	}
 	bs := float64(rr.Params.BlockBytes)
@@ -158,7 +160,7 @@ func TestSummaryFromRepetitions(t *testing.T) {
 		}
 	}
 	p50s := []float64{rr.Runs[0].Read.LatNS.P50, rr.Runs[1].Read.LatNS.P50, rr.Runs[2].Read.LatNS.P50}
-	if r.LatP50NS != Summarize(p50s) {
+	if r.LatP50NS != record.Summarize(p50s) {
 		t.Errorf("p50 summary %+v, runs %v", r.LatP50NS, p50s)
 	}
 	// A read-only workload has no write summary.
@@ -171,4 +173,11 @@ func TestSummaryFromRepetitions(t *testing.T) {
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	golden.Check(t, filepath.Join("testdata", name), got)
+}
+
+// recWithID is the synthetic record under another id.
+func recWithID(id string) *record.Record {
+	r := syntheticRecord()
+	r.ID = id
+	return r
 }

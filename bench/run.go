@@ -1,3 +1,11 @@
+// Package bench runs a benchmark: it resolves and admits the target (a
+// directory, file or block device; writes to a device only when allowed and
+// unused), lays out and removes the test file, runs the planned workloads
+// (bench/workload) with the I/O engine (bench/engine) round by round,
+// turns the engine's raw measurements into a result record (bench/record)
+// with the warnings a run reveals, and saves it. Planning, the record and
+// its rendering (bench/report) live in their own packages; this one is the
+// part that touches the machine.
 package bench
 
 import (
@@ -12,6 +20,8 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -80,8 +90,8 @@ type Progress struct {
 //
 // On cancellation it returns ctx's error; with req.KeepPartial it also returns
 // (and saves) the record so far, marked partial.
-func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error) {
-	workloads, err := Plan(req)
+func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.Record, err error) {
+	workloads, err := workload.Plan(req)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +110,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 	repeat := max(req.Repeat, 1)
 
 	start := now()
-	id := NewID(start)
+	id := record.NewID(start)
 	t, err := resolveTarget(req.Target, id, opts.Host, opts.Roots)
 	if err != nil {
 		return nil, err
@@ -129,28 +139,28 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 	}
 	env.VirtualDisk, env.VirtualBy, env.Disk = t.ident.Virtual, t.ident.VirtualBy, t.ident.Disk
 
-	rec = &Record{
-		Schema: Schema, ID: id, Label: req.Label, Start: start.UTC().Truncate(time.Second),
+	rec = &record.Record{
+		Schema: record.Schema, ID: id, Label: req.Label, Start: start.UTC().Truncate(time.Second),
 		ToolVersion: opts.ToolVersion, Set: req.SetName(), Repeat: repeat,
-		Host: HostOf(opts.Host), Target: t.ident,
+		Host: record.HostOf(opts.Host), Target: t.ident,
 	}
 	rec.Warnings = append(rec.Warnings, warnings...)
 	rec.Warnings = append(rec.Warnings, targetWarnings(env)...)
-	if t.ident.Kind == KindDir {
+	if t.ident.Kind == record.KindDir {
 		rec.Warnings = append(rec.Warnings, leftovers(t.ident.Path)...)
 	}
-	rec.Workloads = make([]WorkloadResult, len(workloads))
+	rec.Workloads = make([]record.WorkloadResult, len(workloads))
 	for i, w := range workloads {
 		rec.Workloads[i].Params = w
 		rec.Workloads[i].Warnings = workloadWarnings(w, env)
-		if w.Fresh && t.ident.Kind != KindDir {
+		if w.Fresh && t.ident.Kind != record.KindDir {
 			rec.Workloads[i].Warnings = append(rec.Workloads[i].Warnings,
 				fmt.Sprintf("%s: the target is an existing %s, so this first write overwrites allocated blocks", w.Name, t.ident.Kind))
 		}
 	}
 
 	var tf *testFile
-	if t.ident.Kind == KindDir {
+	if t.ident.Kind == record.KindDir {
 		if tf, err = createTestFile(t.path); err != nil {
 			return nil, err
 		}
@@ -167,7 +177,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress,
 		laidOut: t.size, extent: extent, count: len(workloads) * repeat,
 	}
-	if t.ident.Kind == KindDevice {
+	if t.ident.Kind == record.KindDevice {
 		r.laidOut = extent // a device is used as it is: never laid out
 	}
 	for rep := 1; rep <= repeat && err == nil; rep++ {
@@ -179,7 +189,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 					break
 				}
 			}
-			var one Repetition
+			var one record.Repetition
 			one, err = r.runOne(ctx, workloads[i], rep, repeat)
 			if err != nil {
 				// A workload that failed because its file went away
@@ -194,7 +204,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 			}
 			wr := &rec.Workloads[i]
 			wr.Runs = append(wr.Runs, one)
-			wr.Warnings = appendNew(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
+			wr.Warnings = record.AddWarnings(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
 		}
 	}
 	if err == nil && tf != nil {
@@ -202,7 +212,7 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		// belong to the target still depends on the target being there.
 		err = tf.check()
 	}
-	if errors.Is(err, syscall.ENOSPC) && t.ident.Kind == KindDir {
+	if errors.Is(err, syscall.ENOSPC) && t.ident.Kind == record.KindDir {
 		// The free-space check passed before the run, so something else
 		// wrote to the filesystem meanwhile: say so, not just ENOSPC.
 		err = fmt.Errorf("%s filled up during the run (something else is writing there): %w", t.ident.Path, err)
@@ -224,13 +234,13 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 		rec.Warnings = append(rec.Warnings, "interrupted: this record is partial")
 	}
 	if opts.ResultsDir != "" {
-		saveErr := Save(opts.ResultsDir, rec)
+		saveErr := record.Save(opts.ResultsDir, rec)
 		// Runs started in the same second (two Ansible hosts sharing a
 		// store) differ only in the id's 16 random bits: on a clash take
 		// another id rather than lose this record.
 		for try := 0; errors.Is(saveErr, os.ErrExist) && try < 8; try++ {
-			rec.ID = NewID(start)
-			saveErr = Save(opts.ResultsDir, rec)
+			rec.ID = record.NewID(start)
+			saveErr = record.Save(opts.ResultsDir, rec)
 		}
 		if saveErr != nil {
 			return rec, errors.Join(err, saveErr)
@@ -242,11 +252,11 @@ func Run(ctx context.Context, req Request, opts Options) (rec *Record, err error
 // admit drops or refuses workloads the target must not run: on a block
 // device, writes need allowWrite and then a device nobody uses. The
 // warnings say what was dropped.
-func (t *target) admit(ws []Workload, allowWrite bool) ([]Workload, []string, error) {
-	if t.ident.Kind != KindDevice {
+func (t *target) admit(ws []workload.Workload, allowWrite bool) ([]workload.Workload, []string, error) {
+	if t.ident.Kind != record.KindDevice {
 		return ws, nil, nil
 	}
-	var keep []Workload
+	var keep []workload.Workload
 	var dropped []string
 	writes := false
 	for _, w := range ws {
@@ -276,7 +286,7 @@ func (t *target) admit(ws []Workload, allowWrite bool) ([]Workload, []string, er
 }
 
 // maxExtent is the end of the furthest region any workload uses.
-func maxExtent(ws []Workload) uint64 {
+func maxExtent(ws []workload.Workload) uint64 {
 	var m uint64
 	for _, w := range ws {
 		m = max(m, w.OffsetBytes+w.SizeBytes)
@@ -286,27 +296,27 @@ func maxExtent(ws []Workload) uint64 {
 
 // check verifies, before anything is created, that the target can hold the
 // workloads: alignment, device or file size, free space.
-func (t *target) check(ws []Workload, extent uint64) error {
+func (t *target) check(ws []workload.Workload, extent uint64) error {
 	if t.sectorSz > 512 {
 		for _, w := range ws {
 			if w.Direct && (w.BlockBytes%t.sectorSz != 0 || w.OffsetBytes%t.sectorSz != 0) {
-				return usagef("workload %s: bs %s and offset must be multiples of the device's %d-byte logical sector for O_DIRECT",
+				return workload.Usagef("workload %s: bs %s and offset must be multiples of the device's %d-byte logical sector for O_DIRECT",
 					w.Name, units.FormatSizeShort(w.BlockBytes), t.sectorSz)
 			}
 		}
 	}
 	switch t.ident.Kind {
-	case KindDevice:
+	case record.KindDevice:
 		if extent > t.size {
-			return usagef("workloads need %s but device %s has %s (lower --size)",
+			return workload.Usagef("workloads need %s but device %s has %s (lower --size)",
 				units.FormatSize(extent), t.path, units.FormatSize(t.size))
 		}
-	case KindFile:
+	case record.KindFile:
 		if extent > t.size {
-			return usagef("workloads need %s but file %s has %s (lower --size or use a directory)",
+			return workload.Usagef("workloads need %s but file %s has %s (lower --size or use a directory)",
 				units.FormatSize(extent), t.path, units.FormatSize(t.size))
 		}
-	case KindDir:
+	case record.KindDir:
 		free, err := freeBytes(filepath.Dir(t.path))
 		if err != nil {
 			return err
@@ -326,7 +336,7 @@ func (t *target) check(ws []Workload, extent uint64) error {
 }
 
 // remainingTime is the known runtime of the runs after (rep, i).
-func remainingTime(ws []Workload, i, rep, repeat int) time.Duration {
+func remainingTime(ws []workload.Workload, i, rep, repeat int) time.Duration {
 	var d time.Duration
 	for r := rep; r <= repeat; r++ {
 		for j, w := range ws {
@@ -354,12 +364,12 @@ type runner struct {
 	remaining time.Duration
 }
 
-func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repetition, error) {
+func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat int) (record.Repetition, error) {
 	if err := ctx.Err(); err != nil {
-		return Repetition{}, err
+		return record.Repetition{}, err
 	}
 	if err := r.prepareFile(ctx, w, rep, repeat); err != nil {
-		return Repetition{}, err
+		return record.Repetition{}, err
 	}
 	p := r.params(w)
 	var last engine.Snapshot
@@ -408,12 +418,12 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 	if err != nil {
 		r.log.Info("workload failed", "workload", w.Name, "err", err)
 		if errors.Is(err, engine.ErrParams) {
-			return Repetition{}, usagef("workload %s: %w", w.Name, err)
+			return record.Repetition{}, workload.Usagef("workload %s: %w", w.Name, err)
 		}
 		if ctx.Err() != nil {
-			return Repetition{}, ctx.Err()
+			return record.Repetition{}, ctx.Err()
 		}
-		return Repetition{}, fmt.Errorf("workload %s: %w", w.Name, err)
+		return record.Repetition{}, fmt.Errorf("workload %s: %w", w.Name, err)
 	}
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
@@ -425,7 +435,7 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 			}
 		}
 	}
-	if w.Writes() && w.Runtime == 0 && w.OffsetBytes == 0 && r.t.ident.Kind == KindDir {
+	if w.Writes() && w.Runtime == 0 && w.OffsetBytes == 0 && r.t.ident.Kind == record.KindDir {
 		r.laidOut = max(r.laidOut, w.SizeBytes) // one full pass wrote every block
 	}
 	return one, nil
@@ -434,8 +444,8 @@ func (r *runner) runOne(ctx context.Context, w Workload, rep, repeat int) (Repet
 // prepareFile brings a directory's test file into the state w needs: fresh
 // (empty, sparse) for a first write, else holding real data up to the extent
 // so no read hits a hole.
-func (r *runner) prepareFile(ctx context.Context, w Workload, rep, repeat int) error {
-	if r.t.ident.Kind != KindDir {
+func (r *runner) prepareFile(ctx context.Context, w workload.Workload, rep, repeat int) error {
+	if r.t.ident.Kind != record.KindDir {
 		return nil
 	}
 	if w.Fresh {
@@ -457,7 +467,7 @@ func (r *runner) prepareFile(ctx context.Context, w Workload, rep, repeat int) e
 		r.progress(Progress{Workload: w.Name, Index: r.index, Count: r.count, Repetition: rep, Repeat: repeat, Phase: "layout"})
 	}
 	r.log.Info("laying out test file", "path", r.t.path, "bytes", r.extent)
-	kind, pct, _ := parseData(w.Data)
+	kind, pct, _ := workload.ParseData(w.Data)
 	if err := r.eng.Layout(ctx, r.t.path, int64(r.extent), dataPattern(kind, pct)); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -479,8 +489,8 @@ func dataPattern(kind string, pct int) engine.DataPattern {
 }
 
 // params maps a planned workload to the engine's parameters.
-func (r *runner) params(w Workload) engine.Params {
-	kind, pct, _ := parseData(w.Data)
+func (r *runner) params(w workload.Workload) engine.Params {
+	kind, pct, _ := workload.ParseData(w.Data)
 	rw := engine.RW(w.RW)
 	// The engine reads RWMixRead 0 as "default 50"; an all-write or
 	// all-read mix is the plain random pattern anyway.
@@ -506,20 +516,4 @@ func (r *runner) params(w Workload) engine.Params {
 		Engine:    w.Engine,
 		Data:      dataPattern(kind, pct),
 	}
-}
-
-func appendNew(list []string, items ...string) []string {
-	for _, it := range items {
-		dup := false
-		for _, l := range list {
-			if l == it {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			list = append(list, it)
-		}
-	}
-	return list
 }

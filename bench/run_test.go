@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 )
 
 // fakeEngine records what Run asks of the engine and answers with synthetic
@@ -79,9 +81,9 @@ func TestRunDirectory(t *testing.T) {
 	target, results := t.TempDir(), filepath.Join(t.TempDir(), "results")
 	fake := &fakeEngine{}
 	var progress []Progress
-	rec, err := Run(context.Background(), Request{
+	rec, err := Run(context.Background(), workload.Request{
 		Target: target, Set: "quick", Label: "demo", Repeat: 2,
-		Overrides: Overrides{Size: 8 << 20, Runtime: time.Second},
+		Overrides: workload.Overrides{Size: 8 << 20, Runtime: time.Second},
 	}, Options{
 		Host: syntheticHost(), ToolVersion: "v-test", ResultsDir: results, Engine: fake,
 		Progress: func(p Progress) { progress = append(progress, p) },
@@ -96,12 +98,12 @@ func TestRunDirectory(t *testing.T) {
 	if len(saved) != 1 || saved[0] != rec.ID+".json" {
 		t.Fatalf("store holds %v, want %s.json", saved, rec.ID)
 	}
-	back, err := ReadFile(filepath.Join(results, saved[0]))
+	back, err := record.ReadFile(filepath.Join(results, saved[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Label != "demo" || back.Set != "quick" || back.Repeat != 2 || back.ToolVersion != "v-test" ||
-		back.Host.Hostname != "bench-host" || back.Target.Kind != KindDir || back.Target.Path != target || back.Partial {
+		back.Host.Hostname != "bench-host" || back.Target.Kind != record.KindDir || back.Target.Path != target || back.Partial {
 		t.Errorf("record header %+v", back)
 	}
 	if back.Target.TestFile != filepath.Join(target, TestFileName(rec.ID)) {
@@ -139,8 +141,8 @@ func TestRunDirectory(t *testing.T) {
 		}
 	}
 	// One line for the warning all four workloads share.
-	if !strings.Contains(strings.Join(Warnings(back), "\n"), "seq1m-read, seq1m-write, rnd4k-read, rnd4k-write: runtime 1s is under 3s") {
-		t.Errorf("warnings %q", Warnings(back))
+	if !strings.Contains(strings.Join(record.Warnings(back), "\n"), "seq1m-read, seq1m-write, rnd4k-read, rnd4k-write: runtime 1s is under 3s") {
+		t.Errorf("warnings %q", record.Warnings(back))
 	}
 
 	// Progress: one layout line, then live figures with an ETA that shrinks.
@@ -172,7 +174,7 @@ func bsName(n int64) string {
 func TestRunVideoFirstWrite(t *testing.T) {
 	target := t.TempDir()
 	fake := &fakeEngine{}
-	rec, err := Run(context.Background(), Request{Target: target, Set: "video", Overrides: Overrides{Size: 4 << 20}}, Options{Engine: fake})
+	rec, err := Run(context.Background(), workload.Request{Target: target, Set: "video", Overrides: workload.Overrides{Size: 4 << 20}}, Options{Engine: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestRunVideoFirstWrite(t *testing.T) {
 	if len(fake.calls) != 4 || fake.calls[0].Runtime != 0 || !fake.calls[0].Fsync {
 		t.Errorf("video calls %+v", fake.calls)
 	}
-	rows := Rows(rec)
+	rows := record.Rows(rec)
 	var names []string
 	for _, r := range rows {
 		names = append(names, r.Name)
@@ -211,7 +213,7 @@ func TestRunCancel(t *testing.T) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}}
-			rec, err := Run(ctx, Request{Target: target, Set: "quick", KeepPartial: keep, Overrides: Overrides{Size: 4 << 20}},
+			rec, err := Run(ctx, workload.Request{Target: target, Set: "quick", KeepPartial: keep, Overrides: workload.Overrides{Size: 4 << 20}},
 				Options{Engine: fake, ResultsDir: results})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want context.Canceled", err)
@@ -229,15 +231,15 @@ func TestRunCancel(t *testing.T) {
 			if rec == nil || !rec.Partial || len(saved) != 1 {
 				t.Fatalf("partial record %v, store %v", rec, saved)
 			}
-			back, err := ReadFile(filepath.Join(results, saved[0]))
+			back, err := record.ReadFile(filepath.Join(results, saved[0]))
 			if err != nil || !back.Partial {
 				t.Fatalf("saved record: %v", err)
 			}
 			if len(back.Workloads[0].Runs) != 1 || len(back.Workloads[1].Runs) != 1 || len(back.Workloads[2].Runs) != 0 {
 				t.Errorf("partial runs: %d %d %d", len(back.Workloads[0].Runs), len(back.Workloads[1].Runs), len(back.Workloads[2].Runs))
 			}
-			if len(Rows(back)) != 2 {
-				t.Errorf("rows of a partial record: %v", Rows(back))
+			if len(record.Rows(back)) != 2 {
+				t.Errorf("rows of a partial record: %v", record.Rows(back))
 			}
 		})
 	}
@@ -247,7 +249,7 @@ func TestRunCancelBeforeAnyMeasurement(t *testing.T) {
 	target, results := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rec, err := Run(ctx, Request{Target: target, KeepPartial: true, Overrides: Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}, ResultsDir: results})
+	rec, err := Run(ctx, workload.Request{Target: target, KeepPartial: true, Overrides: workload.Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}, ResultsDir: results})
 	if !errors.Is(err, context.Canceled) || rec != nil {
 		t.Errorf("rec %v err %v", rec, err)
 	}
@@ -260,7 +262,7 @@ func TestRunEngineFailure(t *testing.T) {
 	target, results := t.TempDir(), t.TempDir()
 	boom := errors.New("pwrite: input/output error")
 	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) { return nil, boom }}
-	_, err := Run(context.Background(), Request{Target: target, Set: "quick", KeepPartial: true, Overrides: Overrides{Size: 4 << 20}},
+	_, err := Run(context.Background(), workload.Request{Target: target, Set: "quick", KeepPartial: true, Overrides: workload.Overrides{Size: 4 << 20}},
 		Options{Engine: fake, ResultsDir: results})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "seq1m-read") {
 		t.Errorf("err %v", err)
@@ -273,8 +275,8 @@ func TestRunEngineFailure(t *testing.T) {
 	fake.onRun = func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
 		return nil, errors.Join(errors.New("bs not aligned"), engine.ErrParams)
 	}
-	_, err = Run(context.Background(), Request{Target: target, Set: "quick", Overrides: Overrides{Size: 4 << 20}}, Options{Engine: fake})
-	if !errors.Is(err, ErrUsage) {
+	_, err = Run(context.Background(), workload.Request{Target: target, Set: "quick", Overrides: workload.Overrides{Size: 4 << 20}}, Options{Engine: fake})
+	if !errors.Is(err, workload.ErrUsage) {
 		t.Errorf("engine parameter error is not a usage error: %v", err)
 	}
 	if left := dirEntries(t, target); len(left) != 0 {
@@ -285,25 +287,25 @@ func TestRunEngineFailure(t *testing.T) {
 func TestRunBadTargets(t *testing.T) {
 	dir := t.TempDir()
 	fake := &fakeEngine{}
-	run := func(req Request) error {
+	run := func(req workload.Request) error {
 		_, err := Run(context.Background(), req, Options{Engine: fake, ResultsDir: filepath.Join(dir, "results")})
 		return err
 	}
-	if err := run(Request{Target: filepath.Join(dir, "nope")}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
+	if err := run(workload.Request{Target: filepath.Join(dir, "nope")}); !errors.Is(err, workload.ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing target: %v", err)
 	}
-	if err := run(Request{Target: "/dev/null"}); !errors.Is(err, ErrUsage) {
+	if err := run(workload.Request{Target: "/dev/null"}); !errors.Is(err, workload.ErrUsage) {
 		t.Errorf("character device: %v", err)
 	}
 	// More than the filesystem has: refused before anything is created.
-	err := run(Request{Target: dir, Overrides: Overrides{Size: 1 << 50}})
-	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "not enough free space") {
+	err := run(workload.Request{Target: dir, Overrides: workload.Overrides{Size: 1 << 50}})
+	if err == nil || errors.Is(err, workload.ErrUsage) || !strings.Contains(err.Error(), "not enough free space") {
 		t.Errorf("no space: %v", err)
 	}
 	if left := dirEntries(t, dir); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
-	if err := run(Request{Target: dir, Set: "nope"}); !errors.Is(err, ErrUsage) {
+	if err := run(workload.Request{Target: dir, Set: "nope"}); !errors.Is(err, workload.ErrUsage) {
 		t.Errorf("unknown set: %v", err)
 	}
 
@@ -313,14 +315,14 @@ func TestRunBadTargets(t *testing.T) {
 	if err := os.WriteFile(file, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(Request{Target: file, Overrides: Overrides{Size: 2 << 20}}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "file") {
+	if err := run(workload.Request{Target: file, Overrides: workload.Overrides{Size: 2 << 20}}); !errors.Is(err, workload.ErrUsage) || !strings.Contains(err.Error(), "file") {
 		t.Errorf("small file: %v", err)
 	}
-	rec, err := Run(context.Background(), Request{Target: file, Specs: []string{"rw=randread,size=1M"}}, Options{Engine: fake})
+	rec, err := Run(context.Background(), workload.Request{Target: file, Specs: []string{"rw=randread,size=1M"}}, Options{Engine: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Target.Kind != KindFile || rec.Target.TestFile != "" || len(fake.layouts) != 0 || fake.calls[len(fake.calls)-1].Path != file {
+	if rec.Target.Kind != record.KindFile || rec.Target.TestFile != "" || len(fake.layouts) != 0 || fake.calls[len(fake.calls)-1].Path != file {
 		t.Errorf("file target: %+v, layouts %v", rec.Target, fake.layouts)
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Size() != 1<<20 {
@@ -332,12 +334,12 @@ func TestRunPreparedMarker(t *testing.T) {
 	// The marker is read from the mount root; a test directory is rarely a
 	// mount root, so check the reader on its own.
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, PreparedMarker), []byte(`{"schema":"diskprep/prepared/v1","fs":"xfs","uuid":"u","mkfs_argv":["mkfs.xfs","-f","/dev/loop0"],"mkfs_version":"6.4.0","mount_opts":"noatime","prepared_at":"2026-11-30T06:00:00Z"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, record.PreparedMarker), []byte(`{"schema":"diskprep/prepared/v1","fs":"xfs","uuid":"u","mkfs_argv":["mkfs.xfs","-f","/dev/loop0"],"mkfs_version":"6.4.0","mount_opts":"noatime","prepared_at":"2026-11-30T06:00:00Z"}`), 0o644)
 	p := readPrepared(dir)
 	if p == nil || p.FSType != "xfs" || strings.Join(p.MkfsArgv, " ") != "mkfs.xfs -f /dev/loop0" || p.MountOptions != "noatime" || p.MkfsVersion != "6.4.0" {
 		t.Errorf("prepared %+v", p)
 	}
-	os.WriteFile(filepath.Join(dir, PreparedMarker), []byte(`{garbage`), 0o644)
+	os.WriteFile(filepath.Join(dir, record.PreparedMarker), []byte(`{garbage`), 0o644)
 	if readPrepared(dir) != nil || readPrepared(t.TempDir()) != nil {
 		t.Error("corrupt or missing marker read as prepared")
 	}
@@ -349,7 +351,7 @@ func TestRunNamesLeftovers(t *testing.T) {
 	if err := os.WriteFile(old, make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Run(context.Background(), Request{Target: target, Overrides: Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}})
+	rec, err := Run(context.Background(), workload.Request{Target: target, Overrides: workload.Overrides{Size: 1 << 20}}, Options{Engine: &fakeEngine{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/diskprep/diskprep/bench/engine"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -22,7 +24,7 @@ func TestFileName(id string) string { return "diskprep-bench." + id + ".tmp" }
 // target is a resolved bench target: what the engine opens and what is
 // known about the device and filesystem under it.
 type target struct {
-	ident    Target
+	ident    record.Target
 	path     string // what the engine opens: the test file, the file, the device
 	size     uint64 // current size of a file or device
 	major    uint32
@@ -44,29 +46,29 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, usagef("target %s does not exist", path)
+		return nil, workload.Usagef("target %s does not exist", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", path, err)
 	}
-	t := &target{ident: Target{Path: abs}, roots: roots}
+	t := &target{ident: record.Target{Path: abs}, roots: roots}
 	switch m := fi.Mode(); {
 	case m.IsDir():
-		t.ident.Kind = KindDir
+		t.ident.Kind = record.KindDir
 		t.path = filepath.Join(abs, TestFileName(id))
 		t.ident.TestFile = t.path
 	case m.IsRegular():
-		t.ident.Kind = KindFile
+		t.ident.Kind = record.KindFile
 		t.path = abs
 		t.size = uint64(fi.Size())
 	case m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0:
-		t.ident.Kind = KindDevice
+		t.ident.Kind = record.KindDevice
 		t.path = abs
 		if t.size, err = deviceSize(roots, abs); err != nil {
 			return nil, fmt.Errorf("target %s: %w", path, err)
 		}
 	default:
-		return nil, usagef("target %s is not a directory, regular file or block device", path)
+		return nil, workload.Usagef("target %s is not a directory, regular file or block device", path)
 	}
 	t.major, t.minor, err = engine.DeviceOf(abs)
 	t.haveDev = err == nil
@@ -99,12 +101,12 @@ func deviceSize(roots hwinfo.Roots, path string) (uint64, error) {
 // identify fills the device, disk and filesystem identity as far as known.
 func (t *target) identify(host *hwinfo.Host) {
 	found := t.haveDev && t.blockDevice()
-	if m, ok := findMount(t.roots, t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == KindDevice); ok {
+	if m, ok := findMount(t.roots, t.ident.Path, t.major, t.minor, t.haveDev, t.ident.Kind == record.KindDevice); ok {
 		t.ident.FSType = m.fstype
 		t.ident.MountPoint = m.point
 		t.ident.MountOptions = m.options
 		t.ident.MountSource = m.source
-		if t.ident.Kind != KindDevice {
+		if t.ident.Kind != record.KindDevice {
 			t.ident.Prepared = readPrepared(m.point)
 		}
 		// btrfs and other multi-device filesystems give files an anonymous
@@ -258,12 +260,12 @@ func within(path, dir string) bool {
 // readPrepared reads the marker `diskprep prepare` leaves in a filesystem's
 // root; nil when there is none or it is unreadable (the record is still
 // complete without it).
-func readPrepared(mountPoint string) *Prepared {
+func readPrepared(mountPoint string) *record.Prepared {
 	m, err := hwinfo.ReadMarker(mountPoint)
 	if err != nil || m.FS == "" {
 		return nil
 	}
-	return &Prepared{FSType: m.FS, UUID: m.UUID, MkfsArgv: m.MkfsArgv, MkfsVersion: m.MkfsVersion,
+	return &record.Prepared{FSType: m.FS, UUID: m.UUID, MkfsArgv: m.MkfsArgv, MkfsVersion: m.MkfsVersion,
 		MountOptions: m.MountOpts, PreparedAt: m.PreparedAt}
 }
 

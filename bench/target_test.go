@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -51,7 +52,7 @@ func TestDeviceBusy(t *testing.T) {
 	disk("sdf", 80, "sdf1")
 
 	mk := func(dev string, major, minor uint32, host *hwinfo.Host) *target {
-		tg := &target{ident: Target{Path: "/nonexistent/" + dev, Kind: KindDevice, Device: dev}, path: "/nonexistent/" + dev, major: major, minor: minor, haveDev: true, roots: roots}
+		tg := &target{ident: record.Target{Path: "/nonexistent/" + dev, Kind: record.KindDevice, Device: dev}, path: "/nonexistent/" + dev, major: major, minor: minor, haveDev: true, roots: roots}
 		if host != nil {
 			tg.disk, tg.part = host.Device(dev)
 		}

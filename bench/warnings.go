@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -34,7 +36,7 @@ type environment struct {
 }
 
 // workloadWarnings are the problems of one workload that are known before it runs.
-func workloadWarnings(w Workload, env environment) []string {
+func workloadWarnings(w workload.Workload, env environment) []string {
 	var out []string
 	if !w.Direct && env.RAMBytes > 0 && w.SizeBytes < env.RAMBytes {
 		out = append(out, fmt.Sprintf("%s: data set %s is smaller than RAM (%s) and O_DIRECT is off: reads may come from the page cache, not the disk",
@@ -55,7 +57,7 @@ func workloadWarnings(w Workload, env environment) []string {
 }
 
 // repetitionWarnings are what only the run itself reveals.
-func repetitionWarnings(w Workload, r Repetition, env environment) []string {
+func repetitionWarnings(w workload.Workload, r record.Repetition, env environment) []string {
 	var out []string
 	if r.Engine == "sync" && w.IODepth > 1 && w.Engine != "sync" {
 		out = append(out, fmt.Sprintf("%s: iodepth %d but the sync engine ran (io_uring unavailable): each job has one I/O in flight", w.Name, w.IODepth))
@@ -188,7 +190,7 @@ func dedupDeviceDepth(root, dev string, depth int) string {
 // diskstats bracket includes the ramp and the I/Os in flight when the
 // window opens and closes (up to jobs x iodepth x bs each), the engine's
 // count does not. What remains is a cache, compression, or another process.
-func agreementWarning(w Workload, r Repetition) string {
+func agreementWarning(w workload.Workload, r record.Repetition) string {
 	d := r.Device
 	if d == nil || d.AgreementPercent == nil {
 		return ""

@@ -6,33 +6,36 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 )
 
 func TestWorkloadWarnings(t *testing.T) {
-	base := func() Workload {
-		w := DefaultWorkload()
+	base := func() workload.Workload {
+		w := workload.DefaultWorkload()
 		w.Name = "w"
 		return w
 	}
 	env := environment{RAMBytes: 24 << 30}
 	tests := []struct {
 		name string
-		edit func(w *Workload)
+		edit func(w *workload.Workload)
 		env  environment
 		want []string // substrings, one per expected warning; none means no warning
 	}{
-		{"clean", func(w *Workload) {}, env, nil},
-		{"buffered small", func(w *Workload) { w.Direct = false }, env, []string{"smaller than RAM (24 GiB) and O_DIRECT is off"}},
-		{"buffered large", func(w *Workload) { w.Direct = false; w.SizeBytes = 32 << 30 }, env, nil},
-		{"buffered, RAM unknown", func(w *Workload) { w.Direct = false }, environment{}, nil},
-		{"sync deep", func(w *Workload) { w.Engine = "sync"; w.IODepth = 8 }, env, []string{"iodepth 8 with the sync engine"}},
-		{"auto deep", func(w *Workload) { w.IODepth = 8 }, env, nil},
-		{"few offsets", func(w *Workload) { w.RW = "randrw"; w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env,
+		{"clean", func(w *workload.Workload) {}, env, nil},
+		{"buffered small", func(w *workload.Workload) { w.Direct = false }, env, []string{"smaller than RAM (24 GiB) and O_DIRECT is off"}},
+		{"buffered large", func(w *workload.Workload) { w.Direct = false; w.SizeBytes = 32 << 30 }, env, nil},
+		{"buffered, RAM unknown", func(w *workload.Workload) { w.Direct = false }, environment{}, nil},
+		{"sync deep", func(w *workload.Workload) { w.Engine = "sync"; w.IODepth = 8 }, env, []string{"iodepth 8 with the sync engine"}},
+		{"auto deep", func(w *workload.Workload) { w.IODepth = 8 }, env, nil},
+		{"few offsets", func(w *workload.Workload) { w.RW = "randrw"; w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env,
 			[]string{"bs=32M size=2G gives 64 offsets: not random I/O"}},
-		{"sequential big blocks", func(w *Workload) { w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env, nil},
-		{"just enough offsets", func(w *Workload) { w.RW = "randread"; w.SizeBytes = 1000 * 4096 }, env, nil},
-		{"short", func(w *Workload) { w.Runtime = 2 * time.Second }, env, []string{"runtime 2s is under 3s"}},
-		{"size-based", func(w *Workload) { w.Runtime = 0 }, env, nil},
+		{"sequential big blocks", func(w *workload.Workload) { w.BlockBytes = 32 << 20; w.SizeBytes = 2 << 30 }, env, nil},
+		{"just enough offsets", func(w *workload.Workload) { w.RW = "randread"; w.SizeBytes = 1000 * 4096 }, env, nil},
+		{"short", func(w *workload.Workload) { w.Runtime = 2 * time.Second }, env, []string{"runtime 2s is under 3s"}},
+		{"size-based", func(w *workload.Workload) { w.Runtime = 0 }, env, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,12 +86,12 @@ func TestTargetWarnings(t *testing.T) {
 }
 
 func TestRepetitionWarnings(t *testing.T) {
-	w := DefaultWorkload()
+	w := workload.DefaultWorkload()
 	w.Name, w.IODepth = "deep", 32
 	env := environment{RAMBytes: 24 << 30}
-	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "sync", Direct: true}, env), []string{"sync engine ran (io_uring unavailable)"})
-	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "io_uring", Direct: true}, env), nil)
-	checkWarnings(t, repetitionWarnings(w, Repetition{Engine: "io_uring", Direct: false}, env), []string{"O_DIRECT was refused"})
+	checkWarnings(t, repetitionWarnings(w, record.Repetition{Engine: "sync", Direct: true}, env), []string{"sync engine ran (io_uring unavailable)"})
+	checkWarnings(t, repetitionWarnings(w, record.Repetition{Engine: "io_uring", Direct: true}, env), nil)
+	checkWarnings(t, repetitionWarnings(w, record.Repetition{Engine: "io_uring", Direct: false}, env), []string{"O_DIRECT was refused"})
 }
 
 func TestReadGovernors(t *testing.T) {
@@ -141,11 +144,11 @@ func TestDedupDevice(t *testing.T) {
 }
 
 func TestAgreementWarning(t *testing.T) {
-	w := DefaultWorkload()
+	w := workload.DefaultWorkload()
 	w.Name, w.BlockBytes, w.Jobs, w.IODepth = "w", 1<<20, 2, 4 // 16 MiB may be in flight at the edges
-	run := func(engineRead, devRead uint64) Repetition {
+	run := func(engineRead, devRead uint64) record.Repetition {
 		a := float64(devRead) / float64(engineRead) * 100
-		return Repetition{ElapsedMS: 1000, Read: &DirResult{IOBytes: engineRead}, Device: &DeviceIO{ReadBytes: devRead, AgreementPercent: &a}}
+		return record.Repetition{ElapsedMS: 1000, Read: &record.DirResult{IOBytes: engineRead}, Device: &record.DeviceIO{ReadBytes: devRead, AgreementPercent: &a}}
 	}
 	if got := agreementWarning(w, run(1<<30, 1<<30+30<<20)); got != "" {
 		t.Errorf("edge I/O flagged: %s", got)
@@ -160,7 +163,7 @@ func TestAgreementWarning(t *testing.T) {
 	if got := agreementWarning(w, run(1<<30, 2<<30)); got != "" {
 		t.Errorf("ramp traffic flagged: %s", got)
 	}
-	if got := agreementWarning(w, Repetition{}); got != "" {
+	if got := agreementWarning(w, record.Repetition{}); got != "" {
 		t.Errorf("no device: %s", got)
 	}
 }

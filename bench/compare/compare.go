@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // ErrUsage is wrapped by errors caused by bad options (an unknown --by).
@@ -96,7 +96,7 @@ type Group struct {
 	Identity []Field `json:"identity,omitempty"`
 	// Records are the group's records, for renderers that draw the raw
 	// repetitions (time series); not part of the JSON output.
-	Records []*bench.Record `json:"-"`
+	Records []*record.Record `json:"-"`
 }
 
 // Row is one workload direction across all groups.
@@ -157,7 +157,7 @@ func MethodText() string {
 
 // Compare groups recs and lines them up. recs are in the order the caller
 // wants the columns to appear (the first group is the baseline).
-func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
+func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if len(recs) == 0 {
 		return nil, ErrNothing
 	}
@@ -213,7 +213,7 @@ func Compare(recs []*bench.Record, opts Options) (*Comparison, error) {
 
 // autoBy picks the grouping: labels when they tell records apart, else the
 // first of filesystem, host and device that differs, else each record alone.
-func autoBy(recs []*bench.Record) string {
+func autoBy(recs []*record.Record) string {
 	for _, by := range []string{ByLabel, ByFS, ByHost, ByDevice} {
 		seen := map[string]bool{}
 		for _, r := range recs {
@@ -230,7 +230,7 @@ func autoBy(recs []*bench.Record) string {
 }
 
 // GroupKey is the column a record falls into when grouped by by.
-func GroupKey(r *bench.Record, by string) string {
+func GroupKey(r *record.Record, by string) string {
 	switch by {
 	case ByLabel:
 		if r.Label != "" {
@@ -250,7 +250,7 @@ func GroupKey(r *bench.Record, by string) string {
 	return r.ID
 }
 
-func fsOf(r *bench.Record) string {
+func fsOf(r *record.Record) string {
 	switch {
 	case r.Target.FSType != "":
 		return r.Target.FSType
@@ -262,7 +262,7 @@ func fsOf(r *bench.Record) string {
 	return "(unknown fs)"
 }
 
-func deviceOf(r *bench.Record) string {
+func deviceOf(r *record.Record) string {
 	t := r.Target
 	model := diskModel(t)
 	name := t.Disk
@@ -282,7 +282,7 @@ func deviceOf(r *bench.Record) string {
 	return "(unknown device)"
 }
 
-func diskModel(t bench.Target) string {
+func diskModel(t record.Target) string {
 	m := strings.TrimSpace(t.Model)
 	v := strings.TrimSpace(t.Vendor)
 	if v != "" && v != "ATA" && !strings.HasPrefix(strings.ToLower(m), strings.ToLower(v)) {
@@ -298,7 +298,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 	index := map[string]int{}
 	for _, g := range c.Groups {
 		for _, rec := range g.Records {
-			for _, br := range bench.Rows(rec) {
+			for _, br := range record.Rows(rec) {
 				if _, ok := index[br.Name]; ok {
 					continue
 				}
@@ -325,7 +325,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 }
 
 // gather pools every repetition of row name over a group's records.
-func gather(recs []*bench.Record, name string) (Cell, paramSet) {
+func gather(recs []*record.Record, name string) (Cell, paramSet) {
 	var cell Cell
 	var bw, iops, p99 []float64
 	var pct [4][]float64

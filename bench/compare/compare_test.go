@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
@@ -77,7 +77,7 @@ func TestBootstrapDeterministicAndCovers(t *testing.T) {
 	}
 }
 
-func rec(id, label string, mbps ...float64) *bench.Record {
+func rec(id, label string, mbps ...float64) *record.Record {
 	return ct.Record(ct.Opts{ID: id, Label: label, Workloads: []ct.Workload{{Name: "seqread", MBps: mbps}}})
 }
 
@@ -118,7 +118,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmp, err := Compare([]*bench.Record{rec("a", "before", c.base...), rec("b", "after", c.other...)}, Options{})
+			cmp, err := Compare([]*record.Record{rec("a", "before", c.base...), rec("b", "after", c.other...)}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func deref(p *float64) any {
 
 func TestLatencyLowerIsBetter(t *testing.T) {
 	// Faster throughput at queue depth 1 means lower latency: better both ways.
-	cmp, err := Compare([]*bench.Record{
+	cmp, err := Compare([]*record.Record{
 		rec("a", "old", 500, 505, 498, 502, 501), rec("b", "new", 600, 606, 598, 603, 601),
 	}, Options{Latency: true})
 	if err != nil {
@@ -177,7 +177,7 @@ func TestLatencyLowerIsBetter(t *testing.T) {
 
 func TestPoolingRecordsOfAGroup(t *testing.T) {
 	// Three single-run records with the same label are three repetitions.
-	recs := []*bench.Record{
+	recs := []*record.Record{
 		rec("a1", "xfs", 500), rec("b1", "ext4", 400), rec("a2", "xfs", 502),
 		rec("b2", "ext4", 401), rec("a3", "xfs", 498), rec("b3", "ext4", 399),
 		rec("a4", "xfs", 501), rec("b4", "ext4", 402),
@@ -199,7 +199,7 @@ func TestGroupingAndComparability(t *testing.T) {
 	w := []ct.Workload{{Name: "seqread", MBps: []float64{500}}}
 	xfs := ct.Record(ct.Opts{ID: "1", FS: "xfs", Workloads: w})
 	ext4 := ct.Record(ct.Opts{ID: "2", FS: "ext4", Kernel: "6.1.0", Workloads: w})
-	cmp, err := Compare([]*bench.Record{xfs, ext4}, Options{})
+	cmp, err := Compare([]*record.Record{xfs, ext4}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestGroupingAndComparability(t *testing.T) {
 
 	// Grouped by label with different filesystems: now fs is a caveat.
 	xfs.Label, ext4.Label = "a", "b"
-	cmp, _ = Compare([]*bench.Record{xfs, ext4}, Options{By: ByLabel})
+	cmp, _ = Compare([]*record.Record{xfs, ext4}, Options{By: ByLabel})
 	if !strings.Contains(strings.Join(cmp.Warnings, "\n"), "Filesystem") {
 		t.Errorf("by label, differing fs not warned: %q", cmp.Warnings)
 	}
@@ -236,7 +236,7 @@ func TestGroupingAndComparability(t *testing.T) {
 func TestParamDifferencesWarned(t *testing.T) {
 	a := ct.Record(ct.Opts{ID: "1", Label: "a", Workloads: []ct.Workload{{Name: "seqread", BS: 1 << 20, MBps: []float64{500}}}})
 	b := ct.Record(ct.Opts{ID: "2", Label: "b", Workloads: []ct.Workload{{Name: "seqread", BS: 128 << 10, MBps: []float64{450}}}})
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestParamDifferencesWarned(t *testing.T) {
 func TestMissingRowsAndBadInput(t *testing.T) {
 	a := ct.Record(ct.Opts{ID: "1", Label: "a", Workloads: []ct.Workload{{Name: "seqread", MBps: []float64{500}}}})
 	b := ct.Record(ct.Opts{ID: "2", Label: "b", Workloads: []ct.Workload{{Name: "seqwrite", RW: "write", MBps: []float64{400}}}})
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,18 +265,18 @@ func TestMissingRowsAndBadInput(t *testing.T) {
 	if _, err := Compare(nil, Options{}); !errors.Is(err, ErrNothing) {
 		t.Errorf("no records: %v", err)
 	}
-	if _, err := Compare([]*bench.Record{a}, Options{By: "colour"}); !errors.Is(err, ErrUsage) {
+	if _, err := Compare([]*record.Record{a}, Options{By: "colour"}); !errors.Is(err, ErrUsage) {
 		t.Errorf("unknown by: %v", err)
 	}
 	empty := ct.Record(ct.Opts{ID: "3"})
-	if _, err := Compare([]*bench.Record{empty}, Options{}); !errors.Is(err, ErrNothing) {
+	if _, err := Compare([]*record.Record{empty}, Options{}); !errors.Is(err, ErrNothing) {
 		t.Errorf("record without workloads: %v", err)
 	}
 }
 
 func TestAutoByFallsBackToRecord(t *testing.T) {
 	a, b := rec("r1", "", 500), rec("r2", "", 400)
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestAutoByFallsBackToRecord(t *testing.T) {
 func TestQuickShape(t *testing.T) {
 	a := ct.Quick(ct.ID(1), "xfs", "xfs", 1, 5, t0)
 	b := ct.Quick(ct.ID(2), "ext4", "ext4", 0.9, 5, t0.Add(time.Hour))
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestQuickShape(t *testing.T) {
 func TestPartialRecordWarned(t *testing.T) {
 	a, b := rec("p1", "a", 500), rec("p2", "b", 400)
 	b.Partial = true
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestPartialRecordWarned(t *testing.T) {
 }
 
 func TestBaselineChoice(t *testing.T) {
-	recs := []*bench.Record{rec("1", "a", 500), rec("2", "b", 400), rec("3", "c", 450)}
+	recs := []*record.Record{rec("1", "a", 500), rec("2", "b", 400), rec("3", "c", 450)}
 	cmp, err := Compare(recs, Options{Baseline: "c"})
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestRecordWarningsCarried(t *testing.T) {
 	a.Warnings = []string{"shared caveat", "only a"}
 	b.Warnings = []string{"shared caveat"}
 	b.Workloads[0].Warnings = []string{"seqread: runtime 1s is under 3s: figures are noisy"}
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,12 +355,12 @@ func TestRecordWarningsCarried(t *testing.T) {
 func TestRecordWarningsMergedAcrossWorkloads(t *testing.T) {
 	a := ct.Quick("q1", "a", "xfs", 1, 1, t0)
 	b := ct.Quick("q2", "b", "xfs", 1, 1, t0)
-	for _, r := range []*bench.Record{a, b} {
+	for _, r := range []*record.Record{a, b} {
 		for i := range r.Workloads {
 			r.Workloads[i].Warnings = []string{r.Workloads[i].Params.Name + ": runtime 2s is under 3s: figures are noisy"}
 		}
 	}
-	cmp, err := Compare([]*bench.Record{a, b}, Options{})
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
 // identityField extracts one fact from a record; "" means unknown.
 type identityField struct {
 	key, name string
-	get       func(*bench.Record) string
+	get       func(*record.Record) string
 	// warn marks facts that make a comparison unfair when they differ
 	// beyond the grouping variable.
 	warn bool
 }
 
 var identityFields = []identityField{
-	{key: "host", name: "Host", get: func(r *bench.Record) string { return r.Host.Hostname }},
-	{key: "os", name: "OS", get: func(r *bench.Record) string {
+	{key: "host", name: "Host", get: func(r *record.Record) string { return r.Host.Hostname }},
+	{key: "os", name: "OS", get: func(r *record.Record) string {
 		o := r.Host.OS
 		switch {
 		case o.RedHatRelease != "":
@@ -32,8 +33,8 @@ var identityFields = []identityField{
 		}
 		return strings.TrimSpace(o.Name + " " + o.Version)
 	}},
-	{key: "kernel", name: "Kernel", warn: true, get: func(r *bench.Record) string { return r.Host.Kernel }},
-	{key: "cpu", name: "CPU", warn: true, get: func(r *bench.Record) string {
+	{key: "kernel", name: "Kernel", warn: true, get: func(r *record.Record) string { return r.Host.Kernel }},
+	{key: "cpu", name: "CPU", warn: true, get: func(r *record.Record) string {
 		c := r.Host.CPU
 		if c.Model == "" {
 			return ""
@@ -43,24 +44,24 @@ var identityFields = []identityField{
 		}
 		return c.Model
 	}},
-	{key: "memory", name: "Memory", get: func(r *bench.Record) string {
+	{key: "memory", name: "Memory", get: func(r *record.Record) string {
 		if r.Host.Memory.TotalBytes == 0 {
 			return ""
 		}
 		return units.FormatSize(r.Host.Memory.TotalBytes)
 	}},
-	{key: "system", name: "System", get: func(r *bench.Record) string {
+	{key: "system", name: "System", get: func(r *record.Record) string {
 		return strings.TrimSpace(r.Host.System.Vendor + " " + r.Host.System.Product)
 	}},
-	{key: "hypervisor", name: "Hypervisor", get: func(r *bench.Record) string { return r.Host.Virt.Hypervisor }},
-	{key: "disk", name: "Disk", warn: true, get: func(r *bench.Record) string {
+	{key: "hypervisor", name: "Hypervisor", get: func(r *record.Record) string { return r.Host.Virt.Hypervisor }},
+	{key: "disk", name: "Disk", warn: true, get: func(r *record.Record) string {
 		m := diskModel(r.Target)
 		if m != "" && r.Target.SizeBytes > 0 {
 			m += " " + units.FormatSize(r.Target.SizeBytes)
 		}
 		return m
 	}},
-	{key: "device", name: "Device", get: func(r *bench.Record) string {
+	{key: "device", name: "Device", get: func(r *record.Record) string {
 		if r.Target.Disk != "" && r.Target.Device != "" && r.Target.Disk != r.Target.Device {
 			return r.Target.Device + " on " + r.Target.Disk
 		}
@@ -69,7 +70,7 @@ var identityFields = []identityField{
 		}
 		return r.Target.Disk
 	}},
-	{key: "media", name: "Media", get: func(r *bench.Record) string {
+	{key: "media", name: "Media", get: func(r *record.Record) string {
 		var parts []string
 		if r.Target.Media != "" {
 			parts = append(parts, strings.ToUpper(r.Target.Media))
@@ -86,20 +87,20 @@ var identityFields = []identityField{
 		}
 		return strings.Join(parts, ", ")
 	}},
-	{key: "fs", name: "Filesystem", warn: true, get: func(r *bench.Record) string {
+	{key: "fs", name: "Filesystem", warn: true, get: func(r *record.Record) string {
 		f := fsOf(r)
 		if strings.HasPrefix(f, "(") {
 			return ""
 		}
 		return f
 	}},
-	{key: "mkfs", name: "mkfs", get: func(r *bench.Record) string {
+	{key: "mkfs", name: "mkfs", get: func(r *record.Record) string {
 		if p := r.Target.Prepared; p != nil && len(p.MkfsArgv) > 0 {
 			return strings.Join(p.MkfsArgv, " ")
 		}
 		return ""
 	}},
-	{key: "mount_options", name: "Mount options", get: func(r *bench.Record) string {
+	{key: "mount_options", name: "Mount options", get: func(r *record.Record) string {
 		if r.Target.MountOptions != "" {
 			return r.Target.MountOptions
 		}
@@ -108,24 +109,24 @@ var identityFields = []identityField{
 		}
 		return ""
 	}},
-	{key: "target", name: "Target", get: func(r *bench.Record) string { return r.Target.Path }},
-	{key: "set", name: "Workload set", get: func(r *bench.Record) string { return r.Set }},
-	{key: "engine", name: "Engine", warn: true, get: func(r *bench.Record) string {
-		return distinctRuns(r, func(rep bench.Repetition) string { return rep.Engine })
+	{key: "target", name: "Target", get: func(r *record.Record) string { return r.Target.Path }},
+	{key: "set", name: "Workload set", get: func(r *record.Record) string { return r.Set }},
+	{key: "engine", name: "Engine", warn: true, get: func(r *record.Record) string {
+		return distinctRuns(r, func(rep record.Repetition) string { return rep.Engine })
 	}},
-	{key: "direct", name: "O_DIRECT", warn: true, get: func(r *bench.Record) string {
-		return distinctRuns(r, func(rep bench.Repetition) string {
+	{key: "direct", name: "O_DIRECT", warn: true, get: func(r *record.Record) string {
+		return distinctRuns(r, func(rep record.Repetition) string {
 			if rep.Direct {
 				return "yes"
 			}
 			return "no"
 		})
 	}},
-	{key: "tool", name: "Tool", get: func(r *bench.Record) string { return r.ToolVersion }},
+	{key: "tool", name: "Tool", get: func(r *record.Record) string { return r.ToolVersion }},
 }
 
 // distinctRuns joins the distinct values f takes over a record's repetitions.
-func distinctRuns(r *bench.Record, f func(bench.Repetition) string) string {
+func distinctRuns(r *record.Record, f func(record.Repetition) string) string {
 	var vals []string
 	for _, wr := range r.Workloads {
 		for _, rep := range wr.Runs {
@@ -200,7 +201,7 @@ func identities(groups []Group, by string) ([]Field, []string) {
 // paramSet is a workload's parameters as ordered key=value pairs.
 type paramSet [][2]string
 
-func paramsOf(w bench.Workload) paramSet {
+func paramsOf(w workload.Workload) paramSet {
 	// Zero means unknown (an imported fio 2.x run does not say): left out
 	// rather than shown as a value.
 	ps := paramSet{{"rw", w.RW}}

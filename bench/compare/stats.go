@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // Alpha is the significance level of every verdict.
@@ -165,9 +165,9 @@ func bootstrapRatioCI(a, b []float64, seed uint64) (lo, hi float64, ok bool) {
 	return quantile(ratios, 0.025), quantile(ratios, 0.975), true
 }
 
-// median is the record's median (bench.Median), so a comparison's cell and
+// median is the record's median (record.Median), so a comparison's cell and
 // the record's own summary agree on what the middle of the runs is.
-func median(values []float64) float64 { return bench.Median(values) }
+func median(values []float64) float64 { return record.Median(values) }
 
 // quantile of sorted values with linear interpolation between ranks.
 func quantile(sorted []float64, q float64) float64 {

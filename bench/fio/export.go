@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -79,7 +80,7 @@ type outLat struct {
 // exported as its most typical repetition (the one whose throughput is
 // closest to the median), as fio has no notion of repetitions; the job's
 // "desc" says which.
-func Export(w io.Writer, rec *bench.Record) error {
+func Export(w io.Writer, rec *record.Record) error {
 	doc := outDoc{
 		Version:     "fio-compatible diskprep " + rec.ToolVersion,
 		Timestamp:   rec.Start.Unix(),
@@ -126,8 +127,8 @@ func Export(w io.Writer, rec *bench.Record) error {
 
 // typical is the index of the repetition whose total throughput is
 // closest to the median of all repetitions.
-func typical(wr bench.WorkloadResult) int {
-	tot := func(r bench.Repetition) float64 {
+func typical(wr record.WorkloadResult) int {
+	tot := func(r record.Repetition) float64 {
 		var t float64
 		if r.Read != nil {
 			t += r.Read.BWBytesPerS
@@ -141,7 +142,7 @@ func typical(wr bench.WorkloadResult) int {
 	for i, r := range wr.Runs {
 		vals[i] = tot(r)
 	}
-	med := bench.Summarize(vals).Median
+	med := record.Summarize(vals).Median
 	best := 0
 	for i, v := range vals {
 		if math.Abs(v-med) < math.Abs(vals[best]-med) {
@@ -151,7 +152,7 @@ func typical(wr bench.WorkloadResult) int {
 	return best
 }
 
-func jobOptions(p bench.Workload, r bench.Repetition) map[string]string {
+func jobOptions(p workload.Workload, r record.Repetition) map[string]string {
 	o := map[string]string{"name": p.Name, "rw": fioRW(p.RW)}
 	if p.BlockBytes > 0 {
 		o["bs"] = units.FormatSizeShort(p.BlockBytes)
@@ -195,7 +196,7 @@ func fioRW(rw string) string {
 	return rw
 }
 
-func dirOut(d *bench.DirResult) outDir {
+func dirOut(d *record.DirResult) outDir {
 	o := outDir{
 		IOBytes: d.IOBytes, IOKBytes: d.IOBytes >> 10,
 		BWBytes: uint64(math.Round(d.BWBytesPerS)), BW: uint64(math.Round(d.BWBytesPerS / 1024)),

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/internal/redact"
 )
 
@@ -286,7 +286,7 @@ func TestImportStatusIntervalUsesTheLastDocument(t *testing.T) {
 // (internal/redact, which knows it by value and not through this package)
 // must leave it, or every imported record would get a made-up host token.
 func TestUnknownHostSurvivesRedaction(t *testing.T) {
-	rec := &bench.Record{Schema: bench.Schema, ID: "20261130T060000Z-0001"}
+	rec := &record.Record{Schema: record.Schema, ID: "20261130T060000Z-0001"}
 	rec.Host.Hostname = UnknownHost
 	if got := redact.Copy(rec).Host.Hostname; got != UnknownHost {
 		t.Fatalf("hostname %q redacted to %q", UnknownHost, got)

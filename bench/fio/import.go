@@ -20,7 +20,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -156,7 +157,7 @@ func extract(data []byte) (*document, []string, error) {
 // per group with group_reporting), jobs of the same name and group summed
 // as fio's group_reporting would. The warnings say what was approximated
 // or skipped.
-func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
+func Import(data []byte, opts ImportOptions) (*record.Record, []string, error) {
 	doc, warnings, err := extract(data)
 	if err != nil {
 		return nil, nil, err
@@ -177,12 +178,12 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 	if version == "" {
 		version = "fio (version unknown)"
 	}
-	rec := &bench.Record{
-		Schema: bench.Schema, ID: opts.ID, Label: opts.Label, Start: start,
+	rec := &record.Record{
+		Schema: record.Schema, ID: opts.ID, Label: opts.Label, Start: start,
 		ToolVersion: version + " (imported)", Set: "fio", Repeat: 1,
 	}
 	if rec.ID == "" {
-		rec.ID = bench.NewID(start)
+		rec.ID = record.NewID(start)
 	}
 	rec.Host.Hostname = UnknownHost
 	if opts.HostNote != "" {
@@ -225,7 +226,7 @@ func Import(data []byte, opts ImportOptions) (*bench.Record, []string, error) {
 	names := map[string]int{}
 	var elapsed float64
 	for _, a := range order {
-		wr, ws, err := workload(a.name, a.jobs, doc.Global, start)
+		wr, ws, err := workloadOf(a.name, a.jobs, doc.Global, start)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -268,9 +269,9 @@ const maxFigure = 1 << 62
 // record can hold and fio could have printed: finite, not negative, and
 // within maxFigure. fio never prints negative rates or latencies; a file
 // that does is damaged, and the figures would wrap when stored.
-func plausible(r bench.Repetition) bool {
+func plausible(r record.Repetition) bool {
 	vals := []float64{r.ElapsedMS, r.CPUUserS, r.CPUSysS}
-	for _, d := range []*bench.DirResult{r.Read, r.Write} {
+	for _, d := range []*record.DirResult{r.Read, r.Write} {
 		if d == nil {
 			continue
 		}
@@ -344,9 +345,9 @@ func atoi(v string, def int) int {
 	return n
 }
 
-// workload builds one workload from the jobs fio reported under one name
+// workloadOf builds one workload from the jobs fio reported under one name
 // and group (one job with group_reporting; numjobs jobs without).
-func workload(name string, jobs []job, global map[string]any, start time.Time) (bench.WorkloadResult, []string, error) {
+func workloadOf(name string, jobs []job, global map[string]any, start time.Time) (record.WorkloadResult, []string, error) {
 	var warnings []string
 	rw := option(jobs, global, "rw", "readwrite")
 	switch rw {
@@ -363,7 +364,7 @@ func workload(name string, jobs []job, global map[string]any, start time.Time) (
 	if b := option(jobs, global, "buffered"); b != "" && !truthy(b) {
 		direct = true
 	}
-	p := bench.Workload{
+	p := workload.Workload{
 		Name:       name,
 		RW:         rw,
 		BlockBytes: size(option(jobs, global, "bs", "blocksize")),
@@ -390,7 +391,7 @@ func workload(name string, jobs []job, global map[string]any, start time.Time) (
 	if len(jobs) > 1 && !hasOption(jobs, global, "numjobs") {
 		p.Jobs = len(jobs)
 	}
-	rep := bench.Repetition{Index: 1, Start: start, Engine: engine, Direct: direct}
+	rep := record.Repetition{Index: 1, Start: start, Engine: engine, Direct: direct}
 	var mixed bool
 	for _, j := range jobs {
 		if j.Error != 0 {
@@ -430,7 +431,7 @@ func workload(name string, jobs []job, global map[string]any, start time.Time) (
 	if rep.Read != nil && rep.Write != nil {
 		p.ReportRead, p.ReportWrite = name+"-read", name+"-write"
 	}
-	return bench.WorkloadResult{Params: p, Runs: []bench.Repetition{rep}}, warnings, nil
+	return record.WorkloadResult{Params: p, Runs: []record.Repetition{rep}}, warnings, nil
 }
 
 func dirRuntime(d *direction) float64 {
@@ -494,8 +495,8 @@ func percentile(m map[string]float64, q float64) float64 {
 }
 
 // combine sums one direction over the jobs of a workload.
-func combine(jobs []job, pick func(job) *direction) *bench.DirResult {
-	var out bench.DirResult
+func combine(jobs []job, pick func(job) *direction) *record.DirResult {
+	var out record.DirResult
 	var weight, minL, meanL, bytesSum, iosSum float64
 	var pct [4]float64
 	minL = math.Inf(1)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // FuzzImport feeds arbitrary bytes to Import. An error is one line and
@@ -36,7 +36,7 @@ func FuzzImport(f *testing.F) {
 			}
 			return
 		}
-		if rec.Schema != bench.Schema || rec.ID != "fuzz" || len(rec.Workloads) == 0 {
+		if rec.Schema != record.Schema || rec.ID != "fuzz" || len(rec.Workloads) == 0 {
 			t.Fatalf("imported record without schema, id or workloads: %+v", rec)
 		}
 		for _, w := range warnings {
@@ -50,10 +50,10 @@ func FuzzImport(f *testing.F) {
 		}
 		path := filepath.Join(dir, "fuzz.json")
 		os.Remove(path)
-		if err := bench.Save(dir, rec); err != nil {
+		if err := record.Save(dir, rec); err != nil {
 			t.Fatalf("imported record does not save: %v", err)
 		}
-		back, err := bench.ReadFile(path)
+		back, err := record.ReadFile(path)
 		if err != nil {
 			t.Fatalf("saved import does not read back: %v", err)
 		}

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // family is one metric: its name, help and type, and how to read its value
@@ -27,40 +27,40 @@ import (
 type family struct {
 	name, help, typ string
 	quantile        string // "" when the family has no quantile label
-	value           func(s bench.DirSummary) float64
+	value           func(s record.DirSummary) float64
 }
 
 var families = []family{
 	{name: "diskprep_bench_bw_bytes_per_second", typ: "gauge",
 		help:  "Bandwidth in bytes per second (median over repetitions).",
-		value: func(s bench.DirSummary) float64 { return s.BWBytesPerS.Median }},
+		value: func(s record.DirSummary) float64 { return s.BWBytesPerS.Median }},
 	{name: "diskprep_bench_iops", typ: "gauge",
 		help:  "I/O operations per second (median over repetitions).",
-		value: func(s bench.DirSummary) float64 { return s.IOPS.Median }},
+		value: func(s record.DirSummary) float64 { return s.IOPS.Median }},
 	{name: "diskprep_bench_latency_seconds", typ: "gauge", quantile: "0.5",
 		help:  "Completion latency quantile in seconds (median over repetitions).",
-		value: func(s bench.DirSummary) float64 { return s.LatP50NS.Median / 1e9 }},
+		value: func(s record.DirSummary) float64 { return s.LatP50NS.Median / 1e9 }},
 	{name: "diskprep_bench_latency_seconds", quantile: "0.99",
-		value: func(s bench.DirSummary) float64 { return s.LatP99NS.Median / 1e9 }},
+		value: func(s record.DirSummary) float64 { return s.LatP99NS.Median / 1e9 }},
 	{name: "diskprep_bench_latency_mean_seconds", typ: "gauge",
 		help:  "Mean completion latency in seconds (median over repetitions).",
-		value: func(s bench.DirSummary) float64 { return s.LatMeanNS.Median / 1e9 }},
+		value: func(s record.DirSummary) float64 { return s.LatMeanNS.Median / 1e9 }},
 	{name: "diskprep_bench_runtime_seconds", typ: "gauge",
 		help:  "Measured run time of the workload in seconds (median over repetitions).",
-		value: func(s bench.DirSummary) float64 { return s.RuntimeMS.Median / 1e3 }},
+		value: func(s record.DirSummary) float64 { return s.RuntimeMS.Median / 1e3 }},
 }
 
 // series is one direction of one workload of one record.
 type series struct {
 	labels  string // rendered {…} without the quantile
-	summary bench.DirSummary
+	summary record.DirSummary
 }
 
 // Write writes the records' headline figures. Records whose series would
 // repeat the labels of an earlier one (the same host, disk model, fs,
 // workload and label measured twice) replace it when they ended later, as
 // an exposition may not hold one series twice.
-func Write(w io.Writer, recs ...*bench.Record) error {
+func Write(w io.Writer, recs ...*record.Record) error {
 	var all []series
 	index := map[string]int{}     // labels -> position in all
 	ended := map[string]float64{} // labels -> end time of the record that holds it
@@ -132,7 +132,7 @@ func Write(w io.Writer, recs ...*bench.Record) error {
 	return bw.Flush()
 }
 
-func deviceModel(r *bench.Record) string {
+func deviceModel(r *record.Record) string {
 	t := r.Target
 	if t.Vendor != "" && !strings.HasPrefix(strings.ToLower(t.Model), strings.ToLower(t.Vendor)) {
 		return strings.TrimSpace(t.Vendor + " " + t.Model)
@@ -140,7 +140,7 @@ func deviceModel(r *bench.Record) string {
 	return t.Model
 }
 
-func fsType(r *bench.Record) string {
+func fsType(r *record.Record) string {
 	if r.Target.FSType != "" {
 		return r.Target.FSType
 	}

@@ -13,17 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/internal/golden"
 )
 
-func loadRecord(t *testing.T) *bench.Record {
+func loadRecord(t *testing.T) *record.Record {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "record.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r bench.Record
+	var r record.Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +31,13 @@ func loadRecord(t *testing.T) *bench.Record {
 }
 
 // awkward is a record whose label values need every escape.
-func awkward(t *testing.T) *bench.Record {
+func awkward(t *testing.T) *record.Record {
 	r := loadRecord(t)
 	r.Host.Hostname = `vm "7"`
 	r.Label = "C:\\raw\nmapped"
 	r.Target.Vendor, r.Target.Model = "QEMU", "HARDDISK"
 	r.Target.FSType = ""
-	r.Target.Prepared = &bench.Prepared{FSType: "ext4"}
+	r.Target.Prepared = &record.Prepared{FSType: "ext4"}
 	r.End = r.End.Add(time.Hour)
 	return r
 }
@@ -66,7 +66,7 @@ func TestWriteParses(t *testing.T) {
 		t.Errorf("types %v", got.types)
 	}
 	n := 0
-	for _, r := range []*bench.Record{rec, odd} {
+	for _, r := range []*record.Record{rec, odd} {
 		fs := r.Target.FSType
 		model := r.Target.Model
 		if r == odd {
@@ -123,7 +123,7 @@ func TestWriteNewerRecordWins(t *testing.T) {
 		s.IOPS.Median = 12345
 		newer.Workloads[i].Summary["read"] = s
 	}
-	for _, order := range [][]*bench.Record{{older, newer}, {newer, older}} {
+	for _, order := range [][]*record.Record{{older, newer}, {newer, older}} {
 		var buf bytes.Buffer
 		if err := Write(&buf, order...); err != nil {
 			t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // RecordFormats are the outputs of Record.
@@ -21,7 +21,7 @@ var RecordFormats = []string{"table", "markdown", "csv", "json"}
 // warnings. `diskprep bench` prints a record it just made and `results show`
 // one from the store through this one function, so both look the same;
 // json is the record itself, as the store keeps it.
-func Record(w io.Writer, format string, rec *bench.Record) error {
+func Record(w io.Writer, format string, rec *record.Record) error {
 	switch format {
 	case "table", "":
 		return recordTable(w, rec)
@@ -30,14 +30,14 @@ func Record(w io.Writer, format string, rec *bench.Record) error {
 	case "csv":
 		return recordCSV(w, rec)
 	case "json":
-		return bench.WriteJSON(w, rec)
+		return record.WriteJSON(w, rec)
 	}
 	return fmt.Errorf("%q (valid: %s): %w", format, strings.Join(RecordFormats, ", "), ErrFormat)
 }
 
 // recordFacts are the identity lines above a record's table, reusing the
 // comparison's identity (a one-record comparison shares everything).
-func recordFacts(rec *bench.Record) []compare.Field {
+func recordFacts(rec *record.Record) []compare.Field {
 	facts := []compare.Field{{Key: "id", Name: "Record", Value: rec.ID}}
 	if rec.Label != "" {
 		facts = append(facts, compare.Field{Key: "label", Name: "Label", Value: rec.Label})
@@ -50,7 +50,7 @@ func recordFacts(rec *bench.Record) []compare.Field {
 	if rec.Partial {
 		facts = append(facts, compare.Field{Key: "partial", Name: "Partial", Value: "yes: interrupted, kept with --keep-partial"})
 	}
-	if c, err := compare.Compare([]*bench.Record{rec}, compare.Options{By: compare.ByRecord}); err == nil {
+	if c, err := compare.Compare([]*record.Record{rec}, compare.Options{By: compare.ByRecord}); err == nil {
 		facts = append(facts, c.Environment...)
 	}
 	return facts
@@ -62,14 +62,14 @@ type recordLine struct {
 	mbps, iops, p50, p99, p999 string
 }
 
-func stat(s bench.Stat, f func(float64) string) string {
+func stat(s record.Stat, f func(float64) string) string {
 	if s.N > 1 && s.Min != s.Max {
 		return fmt.Sprintf("%s (%s–%s)", f(s.Median), f(s.Min), f(s.Max))
 	}
 	return f(s.Median)
 }
 
-func recordLines(rec *bench.Record) []recordLine {
+func recordLines(rec *record.Record) []recordLine {
 	var out []recordLine
 	for _, wr := range rec.Workloads {
 		for _, dir := range []string{"read", "write"} {
@@ -90,14 +90,14 @@ func recordLines(rec *bench.Record) []recordLine {
 				iops: stat(s.IOPS, num),
 				p50:  stat(s.LatP50NS, latency),
 				p99:  stat(s.LatP99NS, latency),
-				p999: latency(bench.Median(p999)),
+				p999: latency(record.Median(p999)),
 			})
 		}
 	}
 	return out
 }
 
-func recordTable(w io.Writer, rec *bench.Record) error {
+func recordTable(w io.Writer, rec *record.Record) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
 	for _, f := range recordFacts(rec) {
@@ -116,11 +116,11 @@ func recordTable(w io.Writer, rec *bench.Record) error {
 	return err
 }
 
-func writeRecordNotes(b *strings.Builder, rec *bench.Record, bullet string) {
+func writeRecordNotes(b *strings.Builder, rec *record.Record, bullet string) {
 	// Every warning once, those of the repetitions (engine fallbacks,
 	// device agreement) included, the same one about several workloads
 	// as one line naming them.
-	warns := bench.Warnings(rec)
+	warns := record.Warnings(rec)
 	if len(warns) > 0 {
 		b.WriteString("\nWarnings\n")
 		if bullet == "- " {
@@ -133,7 +133,7 @@ func writeRecordNotes(b *strings.Builder, rec *bench.Record, bullet string) {
 	b.WriteString("\nMB/s is 10^6 bytes/s; with several runs: median (min–max); latency is per I/O completion.\n")
 }
 
-func recordMarkdown(w io.Writer, rec *bench.Record) error {
+func recordMarkdown(w io.Writer, rec *record.Record) error {
 	var b strings.Builder
 	name := rec.ID
 	if rec.Label != "" {
@@ -152,7 +152,7 @@ func recordMarkdown(w io.Writer, rec *bench.Record) error {
 	return err
 }
 
-func recordCSV(w io.Writer, rec *bench.Record) error {
+func recordCSV(w io.Writer, rec *record.Record) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"record", "label", "workload", "row", "dir", "repetition", "engine", "direct",
 		"io_bytes", "ios", "iops", "bw_bytes_per_s", "runtime_ms", "lat_min_ns", "lat_mean_ns", "lat_p50_ns",

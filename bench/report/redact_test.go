@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
 	"github.com/diskprep/diskprep/bench/fio"
 	"github.com/diskprep/diskprep/bench/prom"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/internal/redact"
 )
 
@@ -19,13 +19,13 @@ func TestRecordRenderers(t *testing.T) {
 	rec := ct.Identifying(ct.ID(1), "storage-lab", "Z3GKXXXXGS", t0)
 	secrets := []string{"storage-lab", "Z3GKXXXXGS", "5000039fe6d0a1b2", "1a2b3c4d-0000-4111-8222-333344445555",
 		"9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "realbox-77", "52:54:00:ab:cd:ef"}
-	renderers := map[string]func(io.Writer, *bench.Record) error{
+	renderers := map[string]func(io.Writer, *record.Record) error{
 		"fio export": fio.Export,
-		"prom":       func(w io.Writer, r *bench.Record) error { return prom.Write(w, r) },
+		"prom":       func(w io.Writer, r *record.Record) error { return prom.Write(w, r) },
 	}
 	// The record as bench prints it and results show shows it.
 	for _, f := range RecordFormats {
-		renderers["report "+f] = func(w io.Writer, r *bench.Record) error { return Record(w, f, r) }
+		renderers["report "+f] = func(w io.Writer, r *record.Record) error { return Record(w, f, r) }
 	}
 	for name, render := range renderers {
 		var plain, red bytes.Buffer

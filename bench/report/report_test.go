@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/internal/golden"
 )
 
@@ -23,7 +23,7 @@ var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 // fixture is three filesystems on one disk: xfs and ext4 with five
 // repetitions each (ext4 clearly slower on three rows, the same on one),
 // btrfs with a single run that cannot be judged, and a kernel that differs.
-func fixture() []*bench.Record {
+func fixture() []*record.Record {
 	w := func(name, rw string, bs uint64, first bool, v ...float64) ct.Workload {
 		return ct.Workload{Name: name, RW: rw, BS: bs, MBps: v, SlowFirstSecond: first}
 	}
@@ -44,7 +44,7 @@ func fixture() []*bench.Record {
 		w("seq1m-write", "write", 1<<20, true, 300),
 		w("rnd4k-read", "randread", 4<<10, false, 38),
 	}})
-	return []*bench.Record{xfs, ext4, btrfs}
+	return []*record.Record{xfs, ext4, btrfs}
 }
 
 func comparison(t *testing.T, latency bool) *compare.Comparison {
@@ -315,7 +315,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 // a mixed workload and warnings) as `diskprep bench` prints it, which is
 // what `results show` shows.
 func TestBenchRecordGolden(t *testing.T) {
-	rec, err := bench.ReadFile(filepath.Join("..", "testdata", "record.golden.json"))
+	rec, err := record.ReadFile(filepath.Join("..", "testdata", "record.golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

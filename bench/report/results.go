@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // ResultRow is one line of `results list` (its json output is a list of them).
@@ -28,7 +28,7 @@ type ResultRow struct {
 	Path      string    `json:"path"`
 }
 
-func rowOf(en bench.Entry) ResultRow {
+func rowOf(en record.Entry) ResultRow {
 	r := en.Record
 	target := r.Target.Path
 	if r.Target.Disk != "" && r.Target.Path != "/dev/"+r.Target.Disk {
@@ -44,7 +44,7 @@ func rowOf(en bench.Entry) ResultRow {
 // ResultsList is what `results list` shows: the records picked, and for an
 // empty list how many the store holds and where it is.
 type ResultsList struct {
-	Entries []bench.Entry
+	Entries []record.Entry
 	Total   int // records in the store, picked or not
 	Dir     string
 }

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // theme is the colours of one colour scheme. The charts use plain colours,
@@ -344,7 +344,7 @@ func runsOf(c *compare.Comparison, row string) []run {
 	return out
 }
 
-func runLabel(g compare.Group, rec *bench.Record, rep bench.Repetition) string {
+func runLabel(g compare.Group, rec *record.Record, rep record.Repetition) string {
 	if len(g.Records) > 1 {
 		id := rec.ID
 		if len(id) > 8 {
@@ -355,7 +355,7 @@ func runLabel(g compare.Group, rec *bench.Record, rep bench.Repetition) string {
 	return fmt.Sprintf("%s #%d", g.Name, rep.Index)
 }
 
-func samplesMBps(samples []bench.Sample) []float64 {
+func samplesMBps(samples []record.Sample) []float64 {
 	out := make([]float64, len(samples))
 	for i, s := range samples {
 		out[i] = float64(s.Bytes) / 1e6

@@ -12,7 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
@@ -79,7 +81,7 @@ Examples:
   diskprep bench /dev/sdb --set nvme                 # reads only
   diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(bench.SetNames(), ", ") + " (default " + bench.DefaultSet + ")"},
+			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(workload.SetNames(), ", ") + " (default " + workload.DefaultSet + ")"},
 			// No short alias: cli copies an alias's value onto the long name
 			// through String and Set, which would add every SPEC twice.
 			&cli.GenericFlag{Name: "workload", Value: &specList{}, Usage: "custom workload `SPEC` (repeatable), instead of --set"},
@@ -132,16 +134,16 @@ Examples:
 
 func setList() string {
 	var out []string
-	for _, n := range bench.SetNames() {
-		s, _ := bench.LookupSet(n)
+	for _, n := range workload.SetNames() {
+		s, _ := workload.LookupSet(n)
 		out = append(out, fmt.Sprintf("\n  %-11s %s", n, s.Description))
 	}
 	return strings.Join(out, "")
 }
 
 // request turns the options into a bench request; errors are usage errors.
-func (o benchOptions) request() (bench.Request, error) {
-	req := bench.Request{
+func (o benchOptions) request() (workload.Request, error) {
+	req := workload.Request{
 		Target: o.Target, Set: o.Set, Specs: o.Workloads, Repeat: o.Repeat, Label: o.Label,
 		AllowDeviceWrite: o.AllowDeviceWrite, KeepPartial: o.KeepPartial,
 	}
@@ -204,7 +206,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		return usageErr(err)
 	}
 	// Plan before reading the hardware: a typo answers at once.
-	if _, err := bench.Plan(req); err != nil {
+	if _, err := workload.Plan(req); err != nil {
 		return usageErr(err)
 	}
 	if err := checkResultsDir(e.ResultsDir); err != nil {
@@ -235,7 +237,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 			}
 			return fmt.Errorf("interrupted; no result saved: %w", err)
 		}
-		if errors.Is(err, bench.ErrUsage) {
+		if errors.Is(err, workload.ErrUsage) {
 			return usageErr(err)
 		}
 		return err
@@ -250,7 +252,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if format == "json" && !e.Quiet {
 		// The table and Markdown carry the warnings; JSON goes to a pipe
 		// or a file, so say them where a person sees them.
-		for _, w := range bench.Warnings(rec) {
+		for _, w := range record.Warnings(rec) {
 			fmt.Fprintf(e.Stderr, "warning: %s\n", w)
 		}
 	}
@@ -262,7 +264,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 
 // runBenchLive runs req with a live progress line on a terminal (bench and
 // fscompare), cleared before anything else is printed.
-func runBenchLive(ctx context.Context, req bench.Request, host *hwinfo.Host, e *env) (*bench.Record, error) {
+func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env) (*record.Record, error) {
 	var live *report.LiveLine
 	var progress func(bench.Progress)
 	if !e.Quiet && isTerminal(e.Stderr) {

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -86,7 +87,7 @@ func TestBenchHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, s := range append(bench.SetNames(), "--workload", "--allow-device-write", "--keep-partial", "Examples:", "10^6") {
+	for _, s := range append(workload.SetNames(), "--workload", "--allow-device-write", "--keep-partial", "Examples:", "10^6") {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("help lacks %q", s)
 		}
@@ -105,11 +106,11 @@ func TestPrivilegedBenchCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rec bench.Record
+	var rec record.Record
 	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
 		t.Fatalf("stdout is not a record: %v\n%s", err, stdout)
 	}
-	if rec.Schema != bench.Schema || rec.Label != "xfs" || rec.Target.FSType != "xfs" || rec.Host.Hostname == "" || rec.ToolVersion == "" {
+	if rec.Schema != record.Schema || rec.Label != "xfs" || rec.Target.FSType != "xfs" || rec.Host.Hostname == "" || rec.ToolVersion == "" {
 		t.Errorf("record %+v", rec)
 	}
 	saved := entries(t, results)
@@ -122,7 +123,7 @@ func TestPrivilegedBenchCLI(t *testing.T) {
 
 	// --hostname records an alias (fleets of VMs, Ansible aliases) and says so.
 	code, stdout, stderr = runCLI(t, "bench", mnt, "--workload", "rw=read,size=8M,runtime=1s", "--hostname", "node-a", "--results", results, "-o", "json", "-q")
-	var aliased bench.Record
+	var aliased record.Record
 	if err := json.Unmarshal([]byte(stdout), &aliased); code != 0 || err != nil {
 		t.Fatalf("--hostname: exit %d %v %s", code, err, stderr)
 	}

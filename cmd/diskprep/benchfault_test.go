@@ -19,6 +19,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
@@ -116,9 +117,9 @@ func faultLastLine(s string) string {
 }
 
 // faultStoreRecords lists the store, failing on any unreadable file in it.
-func faultStoreRecords(t *testing.T, dir string) []bench.Entry {
+func faultStoreRecords(t *testing.T, dir string) []record.Entry {
 	t.Helper()
-	entries, warnings, err := bench.List(dir)
+	entries, warnings, err := record.List(dir)
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("store %s: %v %v", dir, warnings, err)
 	}
@@ -234,7 +235,7 @@ func TestPrivilegedBenchKilled(t *testing.T) {
 	if !strings.Contains(stderr, "warning: "+want) {
 		t.Errorf("next run does not name the leftover:\n%s", stderr)
 	}
-	var rec bench.Record
+	var rec record.Record
 	if err := json.Unmarshal([]byte(stdout), &rec); err != nil || !strings.Contains(strings.Join(rec.Warnings, "\n"), want) {
 		t.Errorf("record warnings %q (%v)", rec.Warnings, err)
 	}
@@ -434,7 +435,7 @@ func TestPrivilegedBenchConcurrentStore(t *testing.T) {
 		}
 		for _, p := range ps {
 			code := p.wait(t)
-			var rec bench.Record
+			var rec record.Record
 			if err := json.Unmarshal([]byte(p.stdout.String()), &rec); code != 0 || err != nil {
 				t.Fatalf("round %d: exit %d, %v: %s", round, code, err, p.stderr)
 			}

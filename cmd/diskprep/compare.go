@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/redact"
 )
@@ -115,7 +115,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		}
 	}
 	warnAll(e, warnings)
-	var picked []*bench.Record
+	var picked []*record.Record
 	for _, r := range recs {
 		if opts.Filter.match(r) {
 			picked = append(picked, r)
@@ -166,11 +166,11 @@ func renderComparison(e *env, c *compare.Comparison, format, output string) (*by
 // record files, directories of records), or the whole store when there are
 // none. Unreadable files and other schemas are skipped with a warning; a
 // record reached twice counts once.
-func loadForCompare(sources []string, store string) ([]*bench.Record, []string, error) {
-	var recs []*bench.Record
+func loadForCompare(sources []string, store string) ([]*record.Record, []string, error) {
+	var recs []*record.Record
 	var warnings []string
 	seen := map[string]string{}
-	add := func(r *bench.Record, from string) {
+	add := func(r *record.Record, from string) {
 		if prev, ok := seen[r.ID]; ok {
 			if prev != from {
 				warnings = append(warnings, fmt.Sprintf("record %s given twice (%s and %s): counted once", r.ID, prev, from))
@@ -181,7 +181,7 @@ func loadForCompare(sources []string, store string) ([]*bench.Record, []string, 
 		recs = append(recs, r)
 	}
 	addDir := func(dir string) error {
-		entries, ws, err := bench.List(dir)
+		entries, ws, err := record.List(dir)
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ func loadForCompare(sources []string, store string) ([]*bench.Record, []string, 
 				return nil, nil, err
 			}
 		case statErr == nil:
-			r, err := bench.ReadFile(src)
+			r, err := record.ReadFile(src)
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("skipped %s: %v", src, err))
 				continue
@@ -210,9 +210,9 @@ func loadForCompare(sources []string, store string) ([]*bench.Record, []string, 
 			add(r, src)
 		default:
 			// Not a path: an id (or unique prefix) in the store.
-			en, err := bench.Load(store, src)
+			en, err := record.Load(store, src)
 			if err != nil {
-				if errors.Is(err, bench.ErrNotFound) {
+				if errors.Is(err, record.ErrNotFound) {
 					return nil, nil, fmt.Errorf("%s is neither a file, a directory nor a result id in %s: %w", src, store, err)
 				}
 				return nil, nil, err

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 func TestCompareStore(t *testing.T) {
@@ -53,7 +53,7 @@ func TestCompareSourcesAndFormats(t *testing.T) {
 	vm := ct.Quick(ct.ID(30), "vm", "xfs", 0.5, 5, resultsT0.Add(3*time.Hour))
 	vm.Host.Hostname = "esx-guest"
 	vm.Host.Kernel = "4.18.0-553.el8_10.x86_64"
-	if err := bench.Save(other, vm); err != nil {
+	if err := record.Save(other, vm); err != nil {
 		t.Fatal(err)
 	}
 	srcs := []string{xfs.ID, other}

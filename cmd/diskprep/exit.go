@@ -7,6 +7,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -56,7 +57,7 @@ var sentinels = []struct {
 }{
 	{context.Canceled, exitInterrupted},
 	{units.ErrSyntax, exitUsage},
-	{bench.ErrUsage, exitUsage},
+	{workload.ErrUsage, exitUsage},
 	{bench.ErrRefused, exitRefused},
 	{compare.ErrUsage, exitUsage},
 	{disk.ErrUsage, exitUsage},

@@ -13,9 +13,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
@@ -71,7 +72,7 @@ Examples:
 			&cli.StringFlag{Name: "image", Usage: "use a sparse image `FILE` on a loop device instead of a disk"},
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (4G)"},
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
-			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(bench.SetNames(), ", ") + " (default " + bench.DefaultSet + ")"},
+			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(workload.SetNames(), ", ") + " (default " + workload.DefaultSet + ")"},
 			&cli.StringFlag{Name: "runtime", Usage: "`DURATION` of each time-based workload (overrides the set's)"},
 			&cli.IntFlag{Name: "repeat", Value: defaultFSCompareRepeat, Usage: "run each workload `N` times per filesystem (4 or more to judge differences)"},
 			&cli.StringFlag{Name: "mount", Usage: "mount each filesystem at `DIR` (default: a new temporary directory)"},
@@ -103,9 +104,9 @@ Examples:
 
 // check validates the options and builds the parts that do not depend on
 // the machine, so a typo is answered before anything is touched.
-func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
+func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	var dreq disk.Request
-	var breq bench.Request
+	var breq workload.Request
 	switch {
 	case o.Device == "" && o.Image == "":
 		return dreq, breq, errors.New("fscompare needs a DEVICE or --image FILE --size SIZE")
@@ -115,8 +116,8 @@ func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
 		return dreq, breq, errors.New("--size is for --image")
 	case len(o.FS) == 0:
 		return dreq, breq, errors.New("--fs needs at least one filesystem: xfs, ext4")
-	case o.Repeat < 1 || o.Repeat > bench.MaxRepeat:
-		return dreq, breq, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, bench.MaxRepeat)
+	case o.Repeat < 1 || o.Repeat > workload.MaxRepeat:
+		return dreq, breq, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, workload.MaxRepeat)
 	}
 	seen := map[string]bool{}
 	for _, f := range o.FS {
@@ -135,7 +136,7 @@ func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
 			return dreq, breq, err
 		}
 	}
-	breq = bench.Request{Target: "/", Set: o.Set, Repeat: o.Repeat}
+	breq = workload.Request{Target: "/", Set: o.Set, Repeat: o.Repeat}
 	if o.Runtime != "" {
 		d, err := units.ParseDuration(o.Runtime)
 		if err != nil {
@@ -143,7 +144,7 @@ func (o fscompareOptions) check() (disk.Request, bench.Request, error) {
 		}
 		breq.Overrides.Runtime = d
 	}
-	if _, err := bench.Plan(breq); err != nil {
+	if _, err := workload.Plan(breq); err != nil {
 		return dreq, breq, err
 	}
 	return dreq, breq, nil
@@ -221,7 +222,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 			fmt.Fprintf(e.Stderr, "fscompare: "+format+"\n", args...)
 		}
 	}
-	var records []*bench.Record
+	var records []*record.Record
 	for i, fs := range opts.FS {
 		host, err := readFacts(ctx, e.Root, &factsEnv)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
@@ -82,7 +82,7 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 	if !slices.Equal(seen, []string{"xfs", "ext4"}) {
 		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4]", seen)
 	}
-	entries, _, err := bench.List(e.ResultsDir)
+	entries, _, err := record.List(e.ResultsDir)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("%d records (%v), want 2", len(entries), err)
 	}
@@ -144,7 +144,7 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 	if out.Len() != 0 {
 		t.Errorf("a comparison was printed after an interruption:\n%s", out)
 	}
-	if entries, _, _ := bench.List(e.ResultsDir); len(entries) != 0 {
+	if entries, _, _ := record.List(e.ResultsDir); len(entries) != 0 {
 		t.Errorf("%d records saved from an interrupted run", len(entries))
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
@@ -55,8 +55,8 @@ func checkRedacted(t *testing.T, what, plain, redacted string, secrets []string)
 
 // redactRecords are three records: two from one host and disk, one from
 // another, each carrying every kind of identifying value where it turns up.
-func redactRecords() []*bench.Record {
-	mk := func(m int, host, serial, label string, factor float64) *bench.Record {
+func redactRecords() []*record.Record {
+	mk := func(m int, host, serial, label string, factor float64) *record.Record {
 		rec := ct.Quick(ct.ID(m), label, "xfs", factor, 5, resultsT0.Add(time.Duration(m)*time.Minute))
 		rec.Host.Hostname = host
 		rec.Host.Warnings = []string{`host recorded as "` + host + `" (--hostname); it calls itself "realbox-` + host + `.corp.example"`}
@@ -66,21 +66,21 @@ func redactRecords() []*bench.Record {
 		rec.Target.WWN = "0x5000039f" + strings.Repeat(fmt.Sprint(m%10), 8)
 		rec.Target.MountSource = "/dev/disk/by-uuid/1a2b3c4d-0000-4111-8222-33334444555" + fmt.Sprint(m%10)
 		uuid := fmt.Sprintf("9e8d7c6b-5a49-4838-a727-16051f4e3d%02d", m)
-		rec.Target.Prepared = &bench.Prepared{
+		rec.Target.Prepared = &record.Prepared{
 			FSType: "xfs", UUID: uuid, MountOptions: "noatime",
 			MkfsArgv: []string{"mkfs.xfs", "-f", "-m", "uuid=" + uuid, "/var/tmp/" + host + "-disk.img"},
 		}
 		rec.Warnings = []string{"nic 52:54:00:ab:cd:e" + fmt.Sprint(m%10) + " on " + host}
 		return rec
 	}
-	return []*bench.Record{
+	return []*record.Record{
 		mk(1, "storage-lab", "Z3GKXXXXGS", "xfs", 1),
 		mk(2, "storage-lab", "Z3GKXXXXGS", "ext4", 0.9),
 		mk(3, "esxi-guest.lab.example", "Z3GKYYYYGS", "vm", 0.5),
 	}
 }
 
-func recordSecrets(recs []*bench.Record) []string {
+func recordSecrets(recs []*record.Record) []string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, r.Host.Hostname, r.Target.Serial, r.Target.WWN, strings.TrimPrefix(r.Target.WWN, "0x"),
@@ -112,11 +112,11 @@ func both(t *testing.T, dir, format string, f func(e *env) error) (plain, redact
 	return plain, redacted
 }
 
-func storeRecords(t *testing.T, recs []*bench.Record) string {
+func storeRecords(t *testing.T, recs []*record.Record) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
 	for _, r := range recs {
-		if err := bench.Save(dir, r); err != nil {
+		if err := record.Save(dir, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestRedactResults(t *testing.T) {
 	// is hidden too, the filter still takes the real name.
 	hostDir := filepath.Join(t.TempDir(), "results-storage-lab")
 	for _, r := range recs {
-		if err := bench.Save(hostDir, r); err != nil {
+		if err := record.Save(hostDir, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestRedactBench(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	for _, format := range []string{"table", "json", "markdown"} {
 		var outputs [2]string
-		var stored *bench.Record
+		var stored *record.Record
 		for i, red := range []bool{false, true} {
 			e, out, errb := resultsEnv(t, format)
 			e.ResultsDir, e.Redact = store, red
@@ -310,7 +310,7 @@ func TestRedactBench(t *testing.T) {
 				t.Fatalf("-o %s redact=%v: %v", format, red, err)
 			}
 			outputs[i] = out.String() + errb.String()
-			entries, _, err := bench.List(store)
+			entries, _, err := record.List(store)
 			if err != nil || len(entries) == 0 {
 				t.Fatalf("store: %v", err)
 			}
@@ -350,7 +350,7 @@ func TestPrivilegedRedactFSCompare(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fscompare: %v\n%s", err, errb)
 	}
-	entries, _, err := bench.List(e.ResultsDir)
+	entries, _, err := record.List(e.ResultsDir)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("%d records (%v), want 2", len(entries), err)
 	}

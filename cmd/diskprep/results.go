@@ -14,10 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/fio"
 	"github.com/diskprep/diskprep/bench/prom"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 	"github.com/diskprep/diskprep/internal/redact"
@@ -29,7 +29,7 @@ type recordFilter struct {
 	Label, Host, FS string
 }
 
-func (f recordFilter) match(r *bench.Record) bool {
+func (f recordFilter) match(r *record.Record) bool {
 	ok := func(pattern, value string) bool {
 		if pattern == "" {
 			return true
@@ -208,12 +208,12 @@ func runResultsList(_ context.Context, f recordFilter, e *env) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	entries, warnings, err := bench.List(e.ResultsDir)
+	entries, warnings, err := record.List(e.ResultsDir)
 	if err != nil {
 		return err
 	}
 	warnAll(e, warnings)
-	var picked []bench.Entry
+	var picked []record.Entry
 	for _, en := range entries {
 		if f.match(en.Record) {
 			picked = append(picked, en)
@@ -230,7 +230,7 @@ func runResultsShow(_ context.Context, id string, e *env) error {
 	if err != nil {
 		return err
 	}
-	en, err := bench.Load(e.ResultsDir, id)
+	en, err := record.Load(e.ResultsDir, id)
 	if err != nil {
 		return err
 	}
@@ -246,14 +246,14 @@ func runResultsRm(_ context.Context, ids []string, e *env) error {
 	// first two removed and the user unsure which.
 	var full []string
 	for _, id := range ids {
-		en, err := bench.Load(e.ResultsDir, id)
+		en, err := record.Load(e.ResultsDir, id)
 		if err != nil {
 			return err
 		}
 		full = append(full, en.Record.ID)
 	}
 	for _, id := range full {
-		removed, err := bench.Remove(e.ResultsDir, id)
+		removed, err := record.Remove(e.ResultsDir, id)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ type resultsImportOptions struct {
 func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) error {
 	// Read and convert every file before saving any, so a bad file in the
 	// list saves nothing.
-	var recs []*bench.Record
+	var recs []*record.Record
 	for _, file := range opts.Files {
 		var data []byte
 		var err error
@@ -296,13 +296,13 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 		// Two imports within one second must not share an id.
 		for _, other := range recs {
 			if other.ID == rec.ID {
-				rec.ID = bench.NewID(rec.Start)
+				rec.ID = record.NewID(rec.Start)
 			}
 		}
 		recs = append(recs, rec)
 	}
 	for i, rec := range recs {
-		if err := bench.Save(e.ResultsDir, rec); err != nil {
+		if err := record.Save(e.ResultsDir, rec); err != nil {
 			return err
 		}
 		if !e.Quiet {
@@ -330,7 +330,7 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 	if as != "fio" && as != "json" && as != "prom" {
 		return usageErr(fmt.Errorf("unknown export format %q (valid: fio, prom, json)", as))
 	}
-	en, err := bench.Load(e.ResultsDir, opts.ID)
+	en, err := record.Load(e.ResultsDir, opts.ID)
 	if err != nil {
 		return err
 	}
@@ -372,13 +372,13 @@ func writeOutput(e *env, file string, data []byte) error {
 
 // redactEntries redacts the records of a listing together (one host, one
 // token in every row) and the file paths, which may name a host.
-func redactEntries(entries []bench.Entry) []bench.Entry {
-	recs := make([]*bench.Record, len(entries))
+func redactEntries(entries []record.Entry) []record.Entry {
+	recs := make([]*record.Record, len(entries))
 	for i, en := range entries {
 		recs[i] = en.Record
 	}
 	red := redact.All(recs)
-	out := make([]bench.Entry, len(entries))
+	out := make([]record.Entry, len(entries))
 	for i, en := range entries {
 		out[i] = en
 		out[i].Record = red[i]

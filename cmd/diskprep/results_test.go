@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 )
 
@@ -30,12 +30,12 @@ func resultsEnv(t *testing.T, format string) (*env, *bytes.Buffer, *bytes.Buffer
 
 // storeQuick saves an xfs and an ext4 record (five repetitions each, ext4
 // 10% slower) and returns them.
-func storeQuick(t *testing.T, dir string) (xfs, ext4 *bench.Record) {
+func storeQuick(t *testing.T, dir string) (xfs, ext4 *record.Record) {
 	t.Helper()
 	xfs = ct.Quick(ct.ID(1), "xfs", "xfs", 1, 5, resultsT0)
 	ext4 = ct.Quick(ct.ID(2), "ext4", "ext4", 0.9, 5, resultsT0.Add(time.Hour))
-	for _, r := range []*bench.Record{xfs, ext4} {
-		if err := bench.Save(dir, r); err != nil {
+	for _, r := range []*record.Record{xfs, ext4} {
+		if err := record.Save(dir, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,15 +138,15 @@ func TestResultsShow(t *testing.T) {
 	if err := runResultsShow(context.Background(), xfs.ID, e); err != nil {
 		t.Fatal(err)
 	}
-	var back bench.Record
+	var back record.Record
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.ID != xfs.ID || len(back.Workloads) != 4 {
 		t.Errorf("json show: %v %+v", err, back.ID)
 	}
 	// Both stored records share the prefix "20261130T060": ambiguous.
-	if err := runResultsShow(context.Background(), "20261130T060", e); !errors.Is(err, bench.ErrAmbiguous) {
+	if err := runResultsShow(context.Background(), "20261130T060", e); !errors.Is(err, record.ErrAmbiguous) {
 		t.Errorf("ambiguous prefix: %v", err)
 	}
-	if err := runResultsShow(context.Background(), "19990101", e); !errors.Is(err, bench.ErrNotFound) || exitCode(err) != exitFailure {
+	if err := runResultsShow(context.Background(), "19990101", e); !errors.Is(err, record.ErrNotFound) || exitCode(err) != exitFailure {
 		t.Errorf("unknown id: %v (exit %d)", err, exitCode(err))
 	}
 }
@@ -183,7 +183,7 @@ func TestResultsImportExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, _, err := bench.List(e.ResultsDir)
+	entries, _, err := record.List(e.ResultsDir)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("%d records stored (%v), want 2", len(entries), err)
 	}
@@ -203,7 +203,7 @@ func TestResultsImportExport(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not fio JSON") || exitCode(err) != exitFailure {
 		t.Errorf("importing text: %v", err)
 	}
-	if after, _, _ := bench.List(e.ResultsDir); len(after) != 2 {
+	if after, _, _ := record.List(e.ResultsDir); len(after) != 2 {
 		t.Errorf("%d records after a failed import", len(after))
 	}
 

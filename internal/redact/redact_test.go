@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -196,7 +196,7 @@ func TestHostByID(t *testing.T) {
 
 // fixtureRecord is a record carrying every kind of identifying value, in
 // the places they turn up.
-func fixtureRecord(id, host, serial string) *bench.Record {
+func fixtureRecord(id, host, serial string) *record.Record {
 	return ct.Identifying(id, host, serial, t0)
 }
 
@@ -248,7 +248,7 @@ func TestRecordsConsistent(t *testing.T) {
 	a := fixtureRecord(ct.ID(1), "storage-lab", "Z3GKXXXXGS")
 	b := fixtureRecord(ct.ID(2), "storage-lab", "Z3GKXXXXGS")
 	c := fixtureRecord(ct.ID(3), "other-box", "Z3GKYYYYGS")
-	rs := All([]*bench.Record{a, b, c})
+	rs := All([]*record.Record{a, b, c})
 	alone := Copy(b)
 	if rs[0].Target.Serial != rs[1].Target.Serial || rs[0].Host.Hostname != rs[1].Host.Hostname || alone.Target.Serial != rs[0].Target.Serial {
 		t.Errorf("same values, tokens differ: %q %q %q", rs[0].Target.Serial, rs[1].Target.Serial, alone.Target.Serial)
@@ -259,7 +259,7 @@ func TestRecordsConsistent(t *testing.T) {
 	// A value one record holds in a field is hidden where another only
 	// mentions it.
 	c.Warnings = append(c.Warnings, "copied from storage-lab")
-	if got := All([]*bench.Record{a, c})[1].Warnings; strings.Contains(strings.Join(got, " "), "storage-lab") {
+	if got := All([]*record.Record{a, c})[1].Warnings; strings.Contains(strings.Join(got, " "), "storage-lab") {
 		t.Errorf("warnings %q", got)
 	}
 	// Redacting a redacted record changes nothing.
@@ -287,7 +287,7 @@ func TestTextWholeWords(t *testing.T) {
 		t.Errorf("short name replaced in text: %q", got)
 	}
 	// Shapes are found without any record.
-	got = Text[bench.Record]("mounted /dev/disk/by-partuuid/000a1b2c-01 from /dev/disk/by-id/scsi-35000c500a1b2c3d4-part2, mac 52:54:00:AB:CD:EF")
+	got = Text[record.Record]("mounted /dev/disk/by-partuuid/000a1b2c-01 from /dev/disk/by-id/scsi-35000c500a1b2c3d4-part2, mac 52:54:00:AB:CD:EF")
 	for _, s := range []string{"000a1b2c", "5000c500a1b2c3d4", "AB:CD:EF"} {
 		if strings.Contains(got, s) {
 			t.Errorf("%q still holds %q", got, s)

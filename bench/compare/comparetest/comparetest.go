@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -51,16 +52,16 @@ func def(s, d string) string {
 }
 
 // Record builds the record o describes, with summaries filled as bench does.
-func Record(o Opts) *bench.Record {
+func Record(o Opts) *record.Record {
 	start := o.Start
 	if start.IsZero() {
 		start = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	}
 	id := def(o.ID, start.Format("20060102T150405Z")+"-0000")
-	rec := &bench.Record{
-		Schema: bench.Schema, ID: id, Label: o.Label, Start: start, End: start.Add(time.Minute),
+	rec := &record.Record{
+		Schema: record.Schema, ID: id, Label: o.Label, Start: start, End: start.Add(time.Minute),
 		ToolVersion: "test", Set: def(o.Set, "quick"), Repeat: 1,
-		Host: bench.Host{
+		Host: record.Host{
 			Hostname: def(o.Host, "box1"),
 			OS:       hwinfo.OS{ID: "rocky", Name: "Rocky Linux", Version: "9.4", PrettyName: "Rocky Linux 9.4 (Blue Onyx)"},
 			Kernel:   def(o.Kernel, "5.14.0-427.el9.x86_64"),
@@ -68,7 +69,7 @@ func Record(o Opts) *bench.Record {
 			Memory:   hwinfo.Memory{TotalBytes: 64 << 30},
 			Virt:     hwinfo.Virtualization{Hypervisor: "none", Container: "none"},
 		},
-		Target: bench.Target{
+		Target: record.Target{
 			Path: "/mnt/data", Kind: "dir", Device: "sdb1", Disk: "sdb", Model: def(o.Disk, "Samsung SSD 870 EVO 1TB"),
 			Transport: "sata", Media: "ssd", SizeBytes: 1000204886016, LogicalSectorBytes: 512, PhysicalSectorBytes: 512,
 			FSType: def(o.FS, "xfs"), MountPoint: "/mnt/data", MountOptions: "rw,relatime",
@@ -78,24 +79,24 @@ func Record(o Opts) *bench.Record {
 		if len(w.MBps) > rec.Repeat {
 			rec.Repeat = len(w.MBps)
 		}
-		rec.Workloads = append(rec.Workloads, workload(o, w, start))
+		rec.Workloads = append(rec.Workloads, synthWorkload(o, w, start))
 	}
 	return rec
 }
 
-func workload(o Opts, w Workload, start time.Time) bench.WorkloadResult {
+func synthWorkload(o Opts, w Workload, start time.Time) record.WorkloadResult {
 	rw := def(w.RW, "read")
 	bs := w.BS
 	if bs == 0 {
 		bs = 1 << 20
 	}
-	p := bench.Workload{
+	p := workload.Workload{
 		Name: w.Name, RW: rw, BlockBytes: bs, SizeBytes: 256 << 20, Jobs: 1, IODepth: 1,
 		Runtime: Seconds * time.Second, RWMixRead: 50, Direct: true, Engine: "auto", Data: "random",
 	}
-	wr := bench.WorkloadResult{Params: p}
+	wr := record.WorkloadResult{Params: p}
 	for i, mbps := range w.MBps {
-		rep := bench.Repetition{
+		rep := record.Repetition{
 			Index: i + 1, Start: start.Add(time.Duration(i) * 10 * time.Second),
 			Engine: def(o.Engine, "io_uring"), Direct: !o.Buffered, ElapsedMS: Seconds * 1000,
 		}
@@ -107,7 +108,7 @@ func workload(o Opts, w Workload, start time.Time) bench.WorkloadResult {
 		}
 		wr.Runs = append(wr.Runs, rep)
 	}
-	wr.Summary = map[string]bench.DirSummary{}
+	wr.Summary = map[string]record.DirSummary{}
 	for _, d := range []string{"read", "write"} {
 		var iops, bw, p50, p99, mean, rt []float64
 		for _, r := range wr.Runs {
@@ -124,10 +125,10 @@ func workload(o Opts, w Workload, start time.Time) bench.WorkloadResult {
 		if len(iops) == 0 {
 			continue
 		}
-		wr.Summary[d] = bench.DirSummary{
-			Name: p.RowName(d), IOPS: bench.Summarize(iops), BWBytesPerS: bench.Summarize(bw),
-			RuntimeMS: bench.Summarize(rt), LatP50NS: bench.Summarize(p50), LatP99NS: bench.Summarize(p99),
-			LatMeanNS: bench.Summarize(mean),
+		wr.Summary[d] = record.DirSummary{
+			Name: p.RowName(d), IOPS: record.Summarize(iops), BWBytesPerS: record.Summarize(bw),
+			RuntimeMS: record.Summarize(rt), LatP50NS: record.Summarize(p50), LatP99NS: record.Summarize(p99),
+			LatMeanNS: record.Summarize(mean),
 		}
 	}
 	return wr
@@ -135,12 +136,12 @@ func workload(o Opts, w Workload, start time.Time) bench.WorkloadResult {
 
 // dir is one direction at mbps MB/s with queue depth 1: latency is the time
 // one block takes at that rate, percentiles fixed multiples of it.
-func dir(mbps float64, bs uint64, slowFirst bool) *bench.DirResult {
+func dir(mbps float64, bs uint64, slowFirst bool) *record.DirResult {
 	bw := mbps * 1e6
 	lat := float64(bs) / bw * 1e9
-	d := &bench.DirResult{
+	d := &record.DirResult{
 		IOBytes: uint64(bw * Seconds), IOPS: bw / float64(bs), BWBytesPerS: bw, RuntimeMS: Seconds * 1000,
-		LatNS: bench.Latency{Min: lat / 2, Mean: lat * 1.1, P50: lat, P90: lat * 1.5, P99: lat * 3, P999: lat * 6, Max: lat * 20},
+		LatNS: record.Latency{Min: lat / 2, Mean: lat * 1.1, P50: lat, P90: lat * 1.5, P99: lat * 3, P999: lat * 6, Max: lat * 20},
 	}
 	d.IOs = d.IOBytes / bs
 	for s := range Seconds {
@@ -148,7 +149,7 @@ func dir(mbps float64, bs uint64, slowFirst bool) *bench.DirResult {
 		if slowFirst && s == 0 {
 			b = bw / 4
 		}
-		d.Samples = append(d.Samples, bench.Sample{Bytes: uint64(b), IOs: uint64(b / float64(bs))})
+		d.Samples = append(d.Samples, record.Sample{Bytes: uint64(b), IOs: uint64(b / float64(bs))})
 	}
 	return d
 }
@@ -156,7 +157,7 @@ func dir(mbps float64, bs uint64, slowFirst bool) *bench.DirResult {
 // Quick is a four-workload record of the quick set's shape with per
 // repetition MB/s scaled by factor, and a small wobble so repetitions
 // differ as real ones do.
-func Quick(id, label, fs string, factor float64, repeats int, start time.Time) *bench.Record {
+func Quick(id, label, fs string, factor float64, repeats int, start time.Time) *record.Record {
 	wobble := []float64{1.00, 1.01, 0.99, 1.015, 0.985, 1.005, 0.995}
 	mk := func(name, rw string, bs uint64, base float64) Workload {
 		w := Workload{Name: name, RW: rw, BS: bs, SlowFirstSecond: rw == "write"}
@@ -180,7 +181,7 @@ func ID(m int) string { return fmt.Sprintf("20261130T06%02d00Z-%04x", m, m) }
 // (hostname, serial, WWN, UUIDs, a MAC, the real hostname behind
 // --hostname), in the places they turn up: the input of the redaction
 // tests.
-func Identifying(id, host, serial string, start time.Time) *bench.Record {
+func Identifying(id, host, serial string, start time.Time) *record.Record {
 	rec := Quick(id, "on-"+host, "xfs", 1, 3, start)
 	rec.Host.Hostname = host
 	rec.Host.Warnings = []string{`host recorded as "` + host + `" (--hostname); it calls itself "realbox-77.corp.example"`}
@@ -188,7 +189,7 @@ func Identifying(id, host, serial string, start time.Time) *bench.Record {
 	rec.Target.Serial = serial
 	rec.Target.WWN = "0x5000039fe6d0a1b2"
 	rec.Target.MountSource = "/dev/disk/by-uuid/1a2b3c4d-0000-4111-8222-333344445555"
-	rec.Target.Prepared = &bench.Prepared{
+	rec.Target.Prepared = &record.Prepared{
 		FSType: "xfs", UUID: "9e8d7c6b-5a49-4838-a727-16051f4e3d2c",
 		MkfsArgv: []string{"mkfs.xfs", "-f", "-m", "crc=1,uuid=9e8d7c6b-5a49-4838-a727-16051f4e3d2c", "-L", "data", "/var/tmp/" + host + "-disk.img"},
 	}

@@ -1,4 +1,4 @@
-package bench
+package record
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // naming the file) and returns what it accepts, and an accepted record
 // marshals to JSON that reads back to the same record.
 func FuzzReadFile(f *testing.F) {
-	if b, err := os.ReadFile("testdata/record.golden.json"); err == nil {
+	if b, err := os.ReadFile(filepath.Join("..", "testdata", "record.golden.json")); err == nil {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 		f.Add(bytes.Replace(b, []byte(Schema), []byte("diskprep/result/v2"), 1))

@@ -1,4 +1,4 @@
-package bench
+package record
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
 
@@ -115,7 +116,7 @@ func Load(dir, id string) (*Entry, error) {
 
 func match(entries []Entry, id string) (*Entry, error) {
 	if id == "" {
-		return nil, usagef("result id is empty")
+		return nil, workload.Usagef("result id is empty")
 	}
 	var found []*Entry
 	for i := range entries {

@@ -1,8 +1,9 @@
-// Package bench turns a bench request (a target and a workload set or specs)
-// into runs of the I/O engine (bench/engine), and the measurements into a
-// self-describing result record kept in a results store. Planning, statistics
-// and rendering are pure functions; only Run touches the target.
-package bench
+// Package workload is what a bench run is asked to do, decided before
+// anything is touched: a workload SPEC parsed (ParseSpec), the built-in
+// sets (LookupSet), and a request resolved into the ordered, validated
+// workloads to run with the command-line overrides applied (Plan). It is
+// pure: no file, device or clock.
+package workload
 
 import (
 	"errors"
@@ -26,7 +27,9 @@ func (u usageError) Error() string        { return u.err.Error() }
 func (u usageError) Unwrap() error        { return u.err }
 func (u usageError) Is(target error) bool { return target == ErrUsage }
 
-func usagef(format string, args ...any) error {
+// Usagef makes an error that wraps ErrUsage with the given message, for
+// every room of bench that refuses bad input (run, the store).
+func Usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
@@ -152,7 +155,7 @@ var specKeys = map[string]func(w *Workload, v string) error{
 		return nil
 	},
 	"data": func(w *Workload, v string) error {
-		if _, _, err := parseData(v); err != nil {
+		if _, _, err := ParseData(v); err != nil {
 			return err
 		}
 		w.Data = v
@@ -179,7 +182,7 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 	w := base
 	given := map[string]bool{}
 	if strings.TrimSpace(spec) == "" {
-		return w, nil, usagef("workload spec is empty")
+		return w, nil, Usagef("workload spec is empty")
 	}
 	for _, kv := range strings.Split(spec, ",") {
 		kv = strings.TrimSpace(kv)
@@ -189,20 +192,20 @@ func ParseSpec(spec string, base Workload) (Workload, map[string]bool, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return w, nil, usagef("workload spec %q: %q is not key=value", spec, kv)
+			return w, nil, Usagef("workload spec %q: %q is not key=value", spec, kv)
 		}
 		if a, ok := specAliases[k]; ok {
 			k = a
 		}
 		set, ok := specKeys[k]
 		if !ok {
-			return w, nil, usagef("workload spec %q: unknown key %q (known: %s)", spec, k, knownKeys())
+			return w, nil, Usagef("workload spec %q: unknown key %q (known: %s)", spec, k, knownKeys())
 		}
 		if given[k] {
-			return w, nil, usagef("workload spec %q: key %q given twice", spec, k)
+			return w, nil, Usagef("workload spec %q: key %q given twice", spec, k)
 		}
 		if err := set(&w, v); err != nil {
-			return w, nil, usagef("workload spec %q: %s: %w", spec, printable(k+"="+v), err)
+			return w, nil, Usagef("workload spec %q: %s: %w", spec, printable(k+"="+v), err)
 		}
 		given[k] = true
 	}
@@ -269,8 +272,9 @@ func setBool(dst *bool, v string) error {
 	return nil
 }
 
-// parseData splits "random", "zeros" or "compress:NN" (NN percent zeros).
-func parseData(v string) (kind string, percent int, err error) {
+// ParseData splits a data pattern, "random", "zeros" or "compress:NN" (NN
+// percent zeros), into its kind and percentage.
+func ParseData(v string) (kind string, percent int, err error) {
 	switch {
 	case v == "random" || v == "zeros":
 		return v, 0, nil
@@ -288,11 +292,11 @@ func parseData(v string) (kind string, percent int, err error) {
 // time). Errors wrap ErrUsage.
 func (w Workload) Validate() error {
 	bad := func(format string, args ...any) error {
-		return usagef("workload %s: %s", w.Name, fmt.Sprintf(format, args...))
+		return Usagef("workload %s: %s", w.Name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case w.Name == "" || strings.IndexFunc(w.Name, badNameRune) >= 0:
-		return usagef("workload name %q: use letters, digits, '.', '_' and '-' only", w.Name)
+		return Usagef("workload name %q: use letters, digits, '.', '_' and '-' only", w.Name)
 	case w.BlockBytes == 0 || w.BlockBytes%512 != 0:
 		return bad("bs %d is not a multiple of 512", w.BlockBytes)
 	case w.SizeBytes < w.BlockBytes:
@@ -308,7 +312,7 @@ func (w Workload) Validate() error {
 	case w.Runtime > 0 && w.Runtime < 100*time.Millisecond:
 		return bad("runtime %s is too short to measure", w.Runtime)
 	}
-	if _, _, err := parseData(w.Data); err != nil {
+	if _, _, err := ParseData(w.Data); err != nil {
 		return bad("data %q: %v", w.Data, err)
 	}
 	if w.Engine != "auto" && w.Engine != "sync" && w.Engine != "io_uring" {

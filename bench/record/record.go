@@ -1,10 +1,17 @@
-package bench
+// Package record is the result record, the one JSON document a bench run
+// leaves (schema diskprep/result/v1: record.go is the schema), its summary
+// statistics over repetitions (stats.go), its warnings said once
+// (warnings.go), and the results store of such records on disk (store.go).
+// It measures nothing: bench makes records, bench/fio imports them, and
+// bench/compare and bench/report read them.
+package record
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"time"
 
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -112,7 +119,7 @@ type Prepared struct {
 // WorkloadResult is one workload: its parameters, every repetition and the
 // summary over them.
 type WorkloadResult struct {
-	Params   Workload              `json:"params"`
+	Params   workload.Workload     `json:"params"`
 	Runs     []Repetition          `json:"runs"`
 	Summary  map[string]DirSummary `json:"summary"` // "read", "write"
 	Warnings []string              `json:"warnings,omitempty"`

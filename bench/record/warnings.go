@@ -1,4 +1,4 @@
-package bench
+package record
 
 import (
 	"encoding/json"
@@ -17,25 +17,25 @@ func WriteJSON(w io.Writer, rec *Record) error {
 // The same warning about several workloads ("seq1m-read: runtime 1s is
 // under 3s", "seq1m-write: runtime 1s ...") becomes one line naming them all.
 func allWarnings(rec *Record) []string {
-	out := appendNew(nil, rec.Warnings...)
+	out := AddWarnings(nil, rec.Warnings...)
 	var order []string
 	names := map[string][]string{}
 	for _, wr := range rec.Workloads {
 		var ws []string
-		ws = appendNew(ws, wr.Warnings...)
+		ws = AddWarnings(ws, wr.Warnings...)
 		for _, r := range wr.Runs {
-			ws = appendNew(ws, r.Warnings...)
+			ws = AddWarnings(ws, r.Warnings...)
 		}
 		for _, w := range ws {
 			msg, ok := strings.CutPrefix(w, wr.Params.Name+": ")
 			if !ok {
-				out = appendNew(out, w)
+				out = AddWarnings(out, w)
 				continue
 			}
 			if _, seen := names[msg]; !seen {
 				order = append(order, msg)
 			}
-			names[msg] = appendNew(names[msg], wr.Params.Name)
+			names[msg] = AddWarnings(names[msg], wr.Params.Name)
 		}
 	}
 	for _, msg := range order {
@@ -46,3 +46,21 @@ func allWarnings(rec *Record) []string {
 
 // Warnings lists every warning of a record once (for printing on stderr).
 func Warnings(rec *Record) []string { return allWarnings(rec) }
+
+// AddWarnings appends the items not already in list, in order: a warning
+// is said once however many repetitions give it.
+func AddWarnings(list []string, items ...string) []string {
+	for _, it := range items {
+		dup := false
+		for _, l := range list {
+			if l == it {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			list = append(list, it)
+		}
+	}
+	return list
+}

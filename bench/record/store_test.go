@@ -1,4 +1,4 @@
-package bench
+package record
 
 import (
 	"errors"
@@ -10,8 +10,13 @@ import (
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
 
+// recWithID is bench's golden record (a fileserver run on bench-host,
+// written by bench's TestRecordGolden) under another id.
 func recWithID(id string) *Record {
-	r := syntheticRecord()
+	r, err := ReadFile(filepath.Join("..", "testdata", "record.golden.json"))
+	if err != nil {
+		panic(err)
+	}
 	r.ID = id
 	return r
 }

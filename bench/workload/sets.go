@@ -1,4 +1,4 @@
-package bench
+package workload
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func SetNames() []string {
 func LookupSet(name string) (Set, error) {
 	b, ok := setBuilders[name]
 	if !ok {
-		return Set{}, usagef("unknown workload set %q (known: %s)", name, strings.Join(SetNames(), ", "))
+		return Set{}, Usagef("unknown workload set %q (known: %s)", name, strings.Join(SetNames(), ", "))
 	}
 	return b(), nil
 }

@@ -1,4 +1,4 @@
-package bench
+package workload
 
 import (
 	"time"
@@ -47,16 +47,16 @@ func (r Request) SetName() string {
 // unique names. Errors wrap ErrUsage.
 func Plan(req Request) ([]Workload, error) {
 	if req.Set != "" && len(req.Specs) > 0 {
-		return nil, usagef("give either --set or --workload, not both")
+		return nil, Usagef("give either --set or --workload, not both")
 	}
 	if req.Repeat < 0 || req.Repeat > MaxRepeat {
-		return nil, usagef("repeat %d out of range 1..%d", req.Repeat, MaxRepeat)
+		return nil, Usagef("repeat %d out of range 1..%d", req.Repeat, MaxRepeat)
 	}
 	if req.Overrides.Jobs < 0 || req.Overrides.IODepth < 0 {
-		return nil, usagef("jobs and iodepth must be at least 1")
+		return nil, Usagef("jobs and iodepth must be at least 1")
 	}
 	if e := req.Overrides.Engine; e != "" && e != "auto" && e != "sync" && e != "io_uring" {
-		return nil, usagef("engine %q: want auto, sync or io_uring", e)
+		return nil, Usagef("engine %q: want auto, sync or io_uring", e)
 	}
 	var out []Workload
 	if len(req.Specs) > 0 {
@@ -97,7 +97,7 @@ func Plan(req Request) ([]Workload, error) {
 			return nil, err
 		}
 		if seen[w.Name] {
-			return nil, usagef("workload name %q used twice (name each --workload with name=)", w.Name)
+			return nil, Usagef("workload name %q used twice (name each --workload with name=)", w.Name)
 		}
 		seen[w.Name] = true
 	}
