@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/cmd/diskprep/fscompare"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
@@ -150,7 +150,7 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	return dreq, breq, nil
 }
 
-func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error) {
+func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 	if e.Format == "" && opts.Output != "" {
 		e.Format = formatFromFile(opts.Output)
 	}
@@ -171,17 +171,6 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 	if err := checkResultsDir(e.ResultsDir); err != nil {
 		return err
 	}
-	mount := opts.Mount
-	madeMount := false
-	if mount == "" {
-		if mount, err = os.MkdirTemp("", "diskprep-fscompare-"); err != nil {
-			return err
-		}
-		madeMount = true
-	}
-	if mount, err = filepath.Abs(mount); err != nil {
-		return err
-	}
 	// What to hand to release: the image (which also detaches its loop
 	// device) or the disk (every mounted partition of it).
 	releaseTarget := opts.Device
@@ -198,86 +187,59 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) (err error
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, &factsEnv) }
 	}
-	prepared, kept := false, false
-	defer func() {
-		// Release also after an interruption: the cancelled ctx must not
-		// stop the cleanup, so it runs without its cancellation.
-		if prepared && !kept {
-			if res, rerr := releaseFunc(context.WithoutCancel(ctx), releaseTarget, disk.ReleaseOptions{}, deps); rerr != nil {
-				if res != nil {
-					res.WriteText(e.Stderr)
-				}
-				err = errors.Join(err, fmt.Errorf("release %s: %w", releaseTarget, rerr))
-			} else if !e.Quiet {
-				fmt.Fprintf(e.Stderr, "fscompare: released %s\n", releaseTarget)
-			}
-		}
-		if madeMount && !kept {
-			os.Remove(mount) // empty once unmounted; left alone if not
-		}
-	}()
-
-	say := func(format string, args ...any) {
-		if !e.Quiet {
-			fmt.Fprintf(e.Stderr, "fscompare: "+format+"\n", args...)
-		}
+	run := fscompare.Options{FS: opts.FS, Target: releaseTarget, Mount: opts.Mount, Bench: breq, Keep: opts.Keep}
+	if !e.Quiet {
+		run.Progress = e.Stderr
 	}
-	var records []*record.Record
-	for i, fs := range opts.FS {
-		host, err := readFacts(ctx, e.Root, &factsEnv)
-		if err != nil {
-			return err
-		}
-		req := dreq
-		req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
-		plan, err := disk.PlanDisk(req, host)
-		if err != nil {
-			return fmt.Errorf("prepare %s: %w", fs, err)
-		}
-		if i == 0 {
-			// Later rounds only destroy the filesystem this command made.
-			ask, err := disk.NeedConfirmation(plan, opts.Yes, e.IsTerminal)
+	records, err := fscompare.Run(ctx, run, fscompare.Deps{
+		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, &factsEnv) },
+		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
+			req := dreq
+			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
+			plan, err := disk.PlanDisk(req, host)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("prepare %s: %w", fs, err)
 			}
-			if ask && !confirm(e, plan) {
-				return disk.ErrNotConfirmed
+			if first {
+				// Later rounds only destroy the filesystem this command made.
+				ask, err := disk.NeedConfirmation(plan, opts.Yes, e.IsTerminal)
+				if err != nil {
+					return nil, err
+				}
+				if ask && !confirm(e, plan) {
+					return nil, disk.ErrNotConfirmed
+				}
 			}
-		}
-		say("%d/%d: preparing %s on %s", i+1, len(opts.FS), fs, releaseTarget)
-		res, err := applyPlan(ctx, plan, deps)
-		if err != nil {
-			// Apply undoes its own mounts and loop attachment on failure.
-			return fmt.Errorf("prepare %s: %w", fs, err)
-		}
-		prepared = true
-		dev := res.Device
-		if len(res.Partitions) > 0 {
-			dev = res.Partitions[0].Device
-		}
-		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, breq.SetName(), breq.Repeat)
-		br := breq
-		br.Target, br.Label = mount, fs
-		rec, err := runBenchLive(ctx, br, host, e)
-		if err != nil {
-			return fmt.Errorf("bench %s: %w", fs, err)
-		}
-		say("%d/%d: %s saved as %s", i+1, len(opts.FS), fs, rec.ID)
-		records = append(records, rec)
-		if i == len(opts.FS)-1 && opts.Keep {
-			kept = true
-			say("--keep: %s stays mounted at %s (diskprep release %s undoes it)", fs, mount, releaseTarget)
-			break
-		}
-		if _, err := releaseFunc(ctx, releaseTarget, disk.ReleaseOptions{}, deps); err != nil {
-			return fmt.Errorf("release %s after %s: %w", releaseTarget, fs, err)
-		}
-		prepared = false
-		if opts.Image != "" {
-			if err := waitDetached(ctx, opts.Image, &factsEnv); err != nil {
-				return err
+			return func(ctx context.Context) (string, error) {
+				res, err := applyPlan(ctx, plan, deps)
+				if err != nil {
+					return "", err
+				}
+				if len(res.Partitions) > 0 {
+					return res.Partitions[0].Device, nil
+				}
+				return res.Device, nil
+			}, nil
+		},
+		Release: func(ctx context.Context, cleanup bool) error {
+			res, err := releaseFunc(ctx, releaseTarget, disk.ReleaseOptions{}, deps)
+			if err != nil && res != nil && cleanup {
+				res.WriteText(e.Stderr)
 			}
-		}
+			return err
+		},
+		Settled: func(ctx context.Context) error {
+			if opts.Image == "" {
+				return nil
+			}
+			return waitDetached(ctx, opts.Image, &factsEnv)
+		},
+		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
+			return runBenchLive(ctx, req, host, e)
+		},
+	})
+	if err != nil {
+		return err
 	}
 	shown := records
 	if e.Redact {

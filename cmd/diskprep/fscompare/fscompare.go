@@ -1,0 +1,135 @@
+// Package fscompare is the orchestration of `diskprep fscompare`: for each
+// filesystem in turn, prepare the disk with it, benchmark it, release it;
+// and whatever happens (a failure, Ctrl-C), release what was prepared. It
+// composes disk and bench through the functions of Deps, so it imports
+// neither: the command wires in the real ones, tests record the calls.
+package fscompare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// Options are one comparison, already checked by the command.
+type Options struct {
+	FS []string // in column order
+	// Target names what is prepared and released (the image or the disk),
+	// for the messages.
+	Target string
+	// Mount is where each filesystem is mounted; "" makes a temporary
+	// directory, removed at the end.
+	Mount string
+	// Bench is the request of every round; Target and Label are set per
+	// filesystem (the mount point and the filesystem's name).
+	Bench workload.Request
+	Keep  bool // leave the last filesystem prepared and mounted
+	// Progress receives the "fscompare: ..." lines; nil for none (--quiet).
+	Progress io.Writer
+}
+
+// Deps are the ties to the machine.
+type Deps struct {
+	// Facts reads the hardware facts planning and the record need.
+	Facts func(ctx context.Context) (*hwinfo.Host, error)
+	// Plan decides how to prepare the disk with fs, mounted at mount (the
+	// first round also asks for confirmation), and returns what carries
+	// the plan out: apply prepares and returns the device the filesystem
+	// is on.
+	Plan func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (apply func(context.Context) (device string, err error), err error)
+	// Release undoes a prepare: unmounted, no fstab line, a loop image
+	// detached. cleanup is true for the release after a failure or an
+	// interruption, whose failure the command explains in full.
+	Release func(ctx context.Context, cleanup bool) error
+	// Settled, if set, runs after each release between rounds and returns
+	// once the machine shows the release (a loop device cleared lazily).
+	Settled func(ctx context.Context) error
+	// Bench runs one round's benchmark and saves its record.
+	Bench func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error)
+}
+
+// Run prepares, benchmarks and releases each filesystem of opts.FS in
+// turn and returns their records in that order. On any error, also an
+// interruption, what was prepared is released (with a context that is not
+// cancelled, so the cleanup runs) and the release's own failure is joined
+// to the error.
+func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record, err error) {
+	mount := opts.Mount
+	madeMount := false
+	if mount == "" {
+		if mount, err = os.MkdirTemp("", "diskprep-fscompare-"); err != nil {
+			return nil, err
+		}
+		madeMount = true
+	}
+	if mount, err = filepath.Abs(mount); err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "fscompare: "+format+"\n", args...)
+		}
+	}
+	prepared, kept := false, false
+	defer func() {
+		if prepared && !kept {
+			if rerr := deps.Release(context.WithoutCancel(ctx), true); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("release %s: %w", opts.Target, rerr))
+			} else {
+				say("released %s", opts.Target)
+			}
+		}
+		if madeMount && !kept {
+			os.Remove(mount) // empty once unmounted; left alone if not
+		}
+	}()
+
+	for i, fs := range opts.FS {
+		host, err := deps.Facts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		apply, err := deps.Plan(ctx, fs, mount, i == 0, host)
+		if err != nil {
+			return nil, err
+		}
+		say("%d/%d: preparing %s on %s", i+1, len(opts.FS), fs, opts.Target)
+		dev, err := apply(ctx)
+		if err != nil {
+			// Apply undoes its own mounts and loop attachment on failure.
+			return nil, fmt.Errorf("prepare %s: %w", fs, err)
+		}
+		prepared = true
+		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, opts.Bench.SetName(), opts.Bench.Repeat)
+		req := opts.Bench
+		req.Target, req.Label = mount, fs
+		rec, err := deps.Bench(ctx, req, host)
+		if err != nil {
+			return nil, fmt.Errorf("bench %s: %w", fs, err)
+		}
+		say("%d/%d: %s saved as %s", i+1, len(opts.FS), fs, rec.ID)
+		records = append(records, rec)
+		if i == len(opts.FS)-1 && opts.Keep {
+			kept = true
+			say("--keep: %s stays mounted at %s (diskprep release %s undoes it)", fs, mount, opts.Target)
+			break
+		}
+		if err := deps.Release(ctx, false); err != nil {
+			return nil, fmt.Errorf("release %s after %s: %w", opts.Target, fs, err)
+		}
+		prepared = false
+		if deps.Settled != nil {
+			if err := deps.Settled(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return records, nil
+}
