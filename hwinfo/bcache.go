@@ -3,46 +3,38 @@ package hwinfo
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // bcache devices (drivers/md/bcache) are stacked block devices: bcacheN
-// over a backing device, cached by the caches of a cache set. Their sysfs
-// (Documentation/admin-guide/bcache.rst, super.c): bcacheN/slaves names the
-// backing device, bcacheN/bcache is the backing device's bcache directory,
-// whose cache link is the cache set; the set's cacheN links are the caches'
-// bcache directories (sdb/bcache), its bdevN the backing devices', whose
-// dev link is the bcache device. A cache's bcache/set links back to the set.
+// over a backing device, cached by the caches of a cache set. The kernel
+// links both kinds as slaves of bcacheN and holders of theirs (as a 6.1
+// guest shows), and tells them apart (Documentation/admin-guide/bcache.rst,
+// super.c): bcacheN/bcache is the backing device's bcache directory, whose
+// cache link is the cache set, whose cacheN links are the caches' bcache
+// directories (.../block/sdb/bcache).
 
 func isBcache(name string) bool { return strings.HasPrefix(name, "bcache") }
 
 // bcacheLowers lists what the bcache device at sys is built on: its backing
-// device, then the caches of its cache set.
+// device, then the caches of its cache set, then any other slave.
 func (r *reader) bcacheLowers(sys string) []string {
 	var out []string
-	entries, _ := os.ReadDir(r.path(sys + "/slaves"))
-	for _, e := range entries {
-		out = append(out, e.Name())
+	add := func(name string) {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
 	}
+	add(r.linkOwner(sys + "/bcache"))
 	set := sys + "/bcache/cache"
 	for _, link := range r.numbered(set, "cache") {
-		if dev := r.linkOwner(set + "/" + link); dev != "" {
-			out = append(out, dev)
-		}
+		add(r.linkOwner(set + "/" + link))
 	}
-	return out
-}
-
-// bcacheUsersOfCache names the bcache devices the cache device at sys
-// caches, none when it is no bcache cache.
-func (r *reader) bcacheUsersOfCache(sys string) []string {
-	set := sys + "/bcache/set"
-	var out []string
-	for _, link := range r.numbered(set, "bdev") {
-		if target, err := os.Readlink(r.path(set + "/" + link + "/dev")); err == nil {
-			out = append(out, filepath.Base(target))
-		}
+	entries, _ := os.ReadDir(r.path(sys + "/slaves"))
+	for _, e := range entries {
+		add(e.Name())
 	}
 	return out
 }

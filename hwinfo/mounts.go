@@ -101,49 +101,43 @@ func (r *reader) readHolders(sys string, st *blockState, depth int) []Holder {
 	if depth > 8 {
 		return nil
 	}
-	entries, _ := os.ReadDir(r.path(sys + "/holders"))
+	entries, err := os.ReadDir(r.path(sys + "/holders"))
+	if err != nil {
+		return nil
+	}
 	var hs []Holder
 	for _, e := range entries {
-		hs = append(hs, r.holder(e.Name(), st, depth))
-	}
-	// A bcache cache device has no holders/ link to the bcache devices
-	// that use it; its cache set has.
-	for _, name := range r.bcacheUsersOfCache(sys) {
-		hs = append(hs, r.holder(name, st, depth))
+		name := e.Name()
+		hsys := "/sys/block/" + name
+		h := Holder{Name: name, Kind: "other"}
+		uuid, _ := r.readString(hsys + "/dm/uuid")
+		h.DMName, _ = r.readString(hsys + "/dm/name")
+		switch {
+		case strings.HasPrefix(uuid, "LVM-"):
+			h.Kind = "lvm"
+		case strings.HasPrefix(uuid, "CRYPT-"):
+			h.Kind = "crypt"
+		case strings.HasPrefix(uuid, "mpath-"):
+			h.Kind = "multipath"
+		case strings.HasPrefix(name, "md"):
+			h.Kind = "md"
+		case strings.HasPrefix(name, "dm-"):
+			h.Kind = "dm"
+		case strings.HasPrefix(name, "bcache"):
+			h.Kind = "bcache"
+		}
+		majmin, _ := r.readString(hsys + "/dev")
+		if h.Kind == "md" {
+			// The array's own name ("root", or "host:root") is only in udev.
+			u := r.udevData(majmin)
+			h.DMName = firstNonEmpty(u["MD_DEVNAME"], u["MD_NAME"])
+		}
+		h.Mounts = st.mounts[majmin]
+		h.Swap = st.swaps[name]
+		h.Holders = r.readHolders(hsys, st, depth+1)
+		hs = append(hs, h)
 	}
 	return hs
-}
-
-// holder describes the stacked device name and what is stacked on it.
-func (r *reader) holder(name string, st *blockState, depth int) Holder {
-	hsys := "/sys/block/" + name
-	h := Holder{Name: name, Kind: "other"}
-	uuid, _ := r.readString(hsys + "/dm/uuid")
-	h.DMName, _ = r.readString(hsys + "/dm/name")
-	switch {
-	case strings.HasPrefix(uuid, "LVM-"):
-		h.Kind = "lvm"
-	case strings.HasPrefix(uuid, "CRYPT-"):
-		h.Kind = "crypt"
-	case strings.HasPrefix(uuid, "mpath-"):
-		h.Kind = "multipath"
-	case strings.HasPrefix(name, "md"):
-		h.Kind = "md"
-	case strings.HasPrefix(name, "dm-"):
-		h.Kind = "dm"
-	case strings.HasPrefix(name, "bcache"):
-		h.Kind = "bcache"
-	}
-	majmin, _ := r.readString(hsys + "/dev")
-	if h.Kind == "md" {
-		// The array's own name ("root", or "host:root") is only in udev.
-		u := r.udevData(majmin)
-		h.DMName = firstNonEmpty(u["MD_DEVNAME"], u["MD_NAME"])
-	}
-	h.Mounts = st.mounts[majmin]
-	h.Swap = st.swaps[name]
-	h.Holders = r.readHolders(hsys, st, depth+1)
-	return h
 }
 
 // holderLabel is "dm-0 (cl-root)", or "md127".

@@ -452,27 +452,29 @@ ID=debian
         if serial:
             t.attrs(bd, serial=serial)
 
-    # bcache0: vdb is its backing device (slaves/, holders/), sdb the cache
-    # of its cache set, which no slaves/ or holders/ link names: the backing
-    # device's bcache/cache is the cache set, whose cacheN are the caches'
-    # bcache directories and bdevN the backing devices', whose dev is the
-    # bcache device (drivers/md/bcache/super.c).
+    # bcache0: vdb is its backing device, sdb the cache of its cache set.
+    # Both are its slaves and have it as holder (bcache_device_link); the
+    # bcache directories tell them apart, as a 6.1 guest has them: the
+    # backing device's bcache/cache is the cache set, whose cacheN are the
+    # caches' bcache directories, bdevN the backing devices', whose dev is
+    # the bcache device; a cache's bcache/set links back to the set.
     vdb = "/sys/devices/pci0000:00/0000:00:05.0/virtio3/block/vdb"
     sdb = ahci + "/ata2/host1/target1:0:0/1:0:0:0/block/sdb"
     bc = "/sys/devices/virtual/block/bcache0"
     t.disk("bcache0", bc, "250:0", 8388608 - 16, rot=0)
-    t.link(bc + "/slaves/vdb", vdb)
-    t.link(vdb + "/holders/bcache0", bc)
+    for lower in (vdb, sdb):
+        t.link(bc + "/slaves/" + os.path.basename(lower), lower)
+        t.link(lower + "/holders/bcache0", bc)
     t.attrs(vdb + "/bcache", state="clean", cache_mode="writethrough [writeback] writearound none")
     t.link(bc + "/bcache", vdb + "/bcache")
     cset = "/sys/fs/bcache/5e2c8f0a-41d7-4b6e-9c3a-0d8e7f6a5b4c"
     t.attrs(cset, block_size="512")
     t.link(vdb + "/bcache/cache", cset)
-    t.attrs(sdb + "/bcache", bucket_size="512.0k")
-    t.link(cset + "/cache0", sdb + "/bcache")
-    t.link(sdb + "/bcache/set", cset)
-    t.link(cset + "/bdev0", vdb + "/bcache")
     t.link(vdb + "/bcache/dev", bc)
+    t.attrs(sdb + "/bcache", bucket_size="512.0k")
+    t.link(sdb + "/bcache/set", cset)
+    t.link(cset + "/cache0", sdb + "/bcache")
+    t.link(cset + "/bdev0", vdb + "/bcache")
 
     t.write("/proc/self/mountinfo",
             "1 1 0:2 / / rw - rootfs rootfs rw\n"
