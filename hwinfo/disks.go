@@ -412,7 +412,10 @@ func media(d *Disk, rate uint16) string {
 func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]string, gd *ghw.Disk) {
 	d.Vendor = udevString(udev, "ID_VENDOR")
 	d.Model = udevString(udev, "ID_MODEL")
-	d.Serial = firstNonEmpty(udev["ID_SERIAL_SHORT"], udev["ID_SCSI_SERIAL"])
+	// scsi_id takes the page 0x83 designator (the WWN) as ID_SERIAL_SHORT of
+	// a SCSI disk that has one; ID_SCSI_SERIAL is its unit serial number
+	// (page 0x80), which lsblk and udisks show too.
+	d.Serial = firstNonEmpty(udev["ID_SCSI_SERIAL"], udev["ID_SERIAL_SHORT"])
 	d.Firmware = udev["ID_REVISION"]
 	d.WWN = firstNonEmpty(udev["ID_WWN_WITH_EXTENSION"], udev["ID_WWN"])
 

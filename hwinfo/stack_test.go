@@ -180,3 +180,41 @@ func TestBcache(t *testing.T) {
 		assertSameJSON(t, d.Mounts, []Mount{withVia(srv, "bcache0")})
 	}
 }
+
+// TestSCSISerialNotWWN: udev's scsi_id gives a SCSI disk with a WWN that
+// WWN as ID_SERIAL_SHORT; the serial is ID_SCSI_SERIAL. The udev record is
+// the one a 6.1 guest's udev wrote for a QEMU scsi-hd with serial and WWN.
+func TestSCSISerialNotWWN(t *testing.T) {
+	root := t.TempDir()
+	dev := "/sys/devices/pci0000:00/0000:00:09.0/virtio6/host0/target0:0:1/0:0:1:0"
+	for p, c := range map[string]string{
+		dev + "/block/sdb/dev": "8:16", dev + "/block/sdb/size": "2097152",
+		dev + "/vendor": "SEAGATE ", dev + "/model": "ST4000NM0035    ", dev + "/rev": "2.5+",
+		dev + "/wwid": "naa.5000c500a1b2c3d4",
+		"/run/udev/data/b8:16": "E:ID_SCSI=1\nE:ID_VENDOR=SEAGATE\nE:ID_VENDOR_ENC=SEAGATE\\x20\nE:ID_MODEL=ST4000NM0035\n" +
+			"E:ID_MODEL_ENC=ST4000NM0035\\x20\\x20\\x20\\x20\nE:ID_REVISION=2.5+\nE:ID_TYPE=disk\n" +
+			"E:ID_SERIAL=35000c500a1b2c3d4\nE:ID_SERIAL_SHORT=5000c500a1b2c3d4\nE:ID_WWN=0x5000c500a1b2c3d4\n" +
+			"E:ID_WWN_WITH_EXTENSION=0x5000c500a1b2c3d4\nE:ID_SCSI_SERIAL=ZC1A2B3D\nE:ID_BUS=scsi",
+		"/proc/sys/kernel/osrelease": "6.1.0-57-amd64",
+	} {
+		mkfile(t, root, p, c+"\n")
+	}
+	for l, target := range map[string]string{"/sys/block/sdb": dev + "/block/sdb", dev + "/block/sdb/device": dev} {
+		p := filepath.Join(root, l)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+		if err := os.Symlink(rel, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := h.Device("sdb")
+	if d == nil || d.Serial != "ZC1A2B3D" || d.WWN != "0x5000c500a1b2c3d4" || d.Vendor != "SEAGATE" || d.Model != "ST4000NM0035" {
+		t.Errorf("sdb = %+v, want serial ZC1A2B3D and WWN 0x5000c500a1b2c3d4", d)
+	}
+}
