@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -214,5 +215,42 @@ func TestRotationRate(t *testing.T) {
 		if validRotation(v) != rotationNotReported {
 			t.Errorf("reserved rate %#x taken as %d", v, validRotation(v))
 		}
+	}
+}
+
+// TestRealGuestPages decodes the pages a 6.1 kernel gave in a QEMU guest
+// (testdata/vpd/README says which disk each is).
+func TestRealGuestPages(t *testing.T) {
+	read := func(name string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata/vpd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for file, want := range map[string]ataIdentity{
+		"sata-hdd.pg89": {Model: "WDC WD40EFRX-68N32N0", Serial: "WD-WCC7K1234567", Firmware: "2.5+", WWN: "0x50014ee2b1234567"},
+		"sata-ssd.pg89": {Model: "Samsung SSD 870 EVO 1TB", Serial: "S6PUNX0T123456A", Firmware: "2.5+"},
+	} {
+		if id, _, ok := parseVPD89(read(file)); !ok || id != want {
+			t.Errorf("%s: %+v %v, want %+v", file, id, ok, want)
+		}
+	}
+	r := &reader{root: "testdata/vpd"}
+	for file, want := range map[string]uint16{
+		"sata-hdd.pgb1": 7200, "sata-ssd.pgb1": rotationNone, "scsi-7200.pgb1": 7200, "scsi-norate.pgb1": rotationNotReported,
+	} {
+		if got := vpdRotationRate(read(file)); got != want {
+			t.Errorf("%s: rate %d, want %d", file, got, want)
+		}
+	}
+	for file, want := range map[string]string{"sata-hdd.pg80": "WD-WCC7K1234567", "scsi.pg80": "ZC1A2B3C"} {
+		if got := r.vpdSerial("/" + file); got != want {
+			t.Errorf("%s: serial %q, want %q", file, got, want)
+		}
+	}
+	if m, s, ok := ataFromWWID(strings.TrimSpace(string(read("sata-ssd.wwid")))); !ok || m != "Samsung SSD 870 EVO 1TB" || s != "S6PUNX0T123456A" {
+		t.Errorf("sata-ssd.wwid: %q %q %v", m, s, ok)
 	}
 }

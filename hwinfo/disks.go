@@ -360,8 +360,8 @@ func (r *reader) rotationRate(d *Disk, sys string, udev map[string]string) uint1
 			return validRotation(uint16(n))
 		}
 	}
-	if b, ok := r.readAttr(sys + "/device/vpd_pgb1"); ok && len(b) >= 6 && b[1] == 0xb1 {
-		if rate := validRotation(binary.BigEndian.Uint16(b[4:6])); rate != rotationNotReported {
+	if b, ok := r.readAttr(sys + "/device/vpd_pgb1"); ok {
+		if rate := vpdRotationRate(b); rate != rotationNotReported {
 			return rate
 		}
 	}
@@ -371,6 +371,15 @@ func (r *reader) rotationRate(d *Disk, sys string, udev map[string]string) uint1
 		}
 	}
 	return rotationNotReported
+}
+
+// vpdRotationRate reads the MEDIUM ROTATION RATE of the Block Device
+// Characteristics VPD page (SBC-4 6.6.2, bytes 4-5).
+func vpdRotationRate(b []byte) uint16 {
+	if len(b) < 6 || b[1] != 0xb1 {
+		return rotationNotReported
+	}
+	return validRotation(binary.BigEndian.Uint16(b[4:6]))
 }
 
 func validRotation(v uint16) uint16 {
