@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -13,68 +14,67 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
-	"github.com/diskprep/diskprep/internal/atomicfile"
-	"golang.org/x/sys/unix"
 )
 
 // ErrMissingProgram is wrapped when mkfs (or another needed program) is not
 // installed; the message names the package to install.
 var ErrMissingProgram = errors.New("program not installed")
 
-// Deps are Apply's and Release's ties to the host. Zero values mean the live
-// machine.
+// Deps are Apply's and release's ties to the host. Zero values mean the
+// live machine.
 type Deps struct {
-	Runner Runner       // nil: ExecRunner
+	// Host carries out every effect; nil is the live machine (LiveHost
+	// with Runner).
+	Host Host
+	// Runner runs programs on the live host when Host is nil; nil is
+	// ExecRunner.
+	Runner Runner
 	Logger *slog.Logger // nil: discard
-	// Root is where diskprep's state (run/diskprep: locks, attached loops),
-	// etc/fstab, proc/1/comm and run/udev/control are found; "" means "/".
-	Root string
-	// SysDir, DevDir and ProcDir are the live kernel interfaces; they are
-	// apart from Root because a test's temporary root has no kernel behind it.
-	SysDir, DevDir, ProcDir string
-	// FstabPath overrides Root/etc/fstab.
+	// Roots are where the kernel interfaces (sys, proc, dev) and the host's
+	// own files (run/diskprep: locks and attached loops, etc/fstab,
+	// proc/1/comm, run/udev/control) are found; the zero value is the live
+	// machine.
+	Roots hwinfo.Roots
+	// FstabPath overrides Roots.HostPath("etc/fstab").
 	FstabPath string
 	// Refresh re-reads the host facts just before writing, to re-check the
 	// fingerprint and that nothing got mounted or stacked on the disk since
 	// planning. Nil skips that re-check (the O_EXCL open and the on-disk
 	// size and table id are still checked).
 	Refresh func(ctx context.Context) (*hwinfo.Host, error)
+	// Now dates the records diskprep writes; nil is time.Now.
+	Now func() time.Time
 }
 
 type applier struct {
-	runner                                Runner
-	log                                   *slog.Logger
-	root, sysDir, devDir, procDir, runDir string
-	fstabPath                             string
-	refresh                               func(ctx context.Context) (*hwinfo.Host, error)
+	host      Host
+	log       *slog.Logger
+	roots     hwinfo.Roots
+	runDir    string
+	fstabPath string
+	refresh   func(ctx context.Context) (*hwinfo.Host, error)
+	now       func() time.Time
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{runner: d.Runner, log: d.Logger, root: d.Root, sysDir: d.SysDir, devDir: d.DevDir, procDir: d.ProcDir, fstabPath: d.FstabPath, refresh: d.Refresh}
-	if a.runner == nil {
-		a.runner = ExecRunner{}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now}
+	if a.host == nil {
+		a.host = defaultHost(d.Runner)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	if a.root == "" {
-		a.root = "/"
-	}
-	if a.sysDir == "" {
-		a.sysDir = "/sys"
-	}
-	if a.devDir == "" {
-		a.devDir = "/dev"
-	}
-	if a.procDir == "" {
-		a.procDir = "/proc"
+	if a.now == nil {
+		a.now = time.Now
 	}
 	if a.fstabPath == "" {
-		a.fstabPath = filepath.Join(a.root, "etc/fstab")
+		a.fstabPath = a.roots.HostPath("etc/fstab")
 	}
-	a.runDir = filepath.Join(a.root, "run/diskprep")
+	a.runDir = a.roots.StateDir()
 	return a
 }
 
@@ -90,7 +90,6 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		return nil, fmt.Errorf("apply: not a %s plan", PlanSchema)
 	}
 	a := newApplier(deps)
-	crashArmed()
 	res = &Result{Schema: ResultSchema, Device: plan.Device, Notes: append([]string(nil), plan.Notes...)}
 	var undo []func()
 	defer func() {
@@ -131,11 +130,11 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		res.Notes = append([]string(nil), p.Notes...)
 	}
 
-	devnum, err := devNumber(p.Device)
+	devnum, err := a.devNumber(p.Device)
 	if err != nil {
 		return nil, refuse(p.Device, err.Error())
 	}
-	unlock, err := lockDevice(a.runDir, p.Device, devnum)
+	unlock, err := a.lockDevice(p.Device, devnum)
 	if err != nil {
 		return nil, err
 	}
@@ -147,13 +146,9 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		}
 	}
 
-	mode := os.O_RDONLY
-	if p.Table != nil {
-		// O_EXCL on a block device fails with EBUSY while anything has it
-		// claimed: a mounted partition, an LVM/MD/dm holder, another tool.
-		mode = os.O_RDWR | os.O_EXCL
-	}
-	f, err := os.OpenFile(p.Device, mode, 0)
+	// O_EXCL on a block device fails with EBUSY while anything has it
+	// claimed: a mounted partition, an LVM/MD/dm holder, another tool.
+	f, err := a.host.OpenDevice(p.Device, p.Table != nil)
 	if err != nil {
 		if errors.Is(err, unix.EBUSY) {
 			return nil, refuse(p.Device, fmt.Sprintf("%s is in use (exclusive open: %v)", p.Device, unix.EBUSY))
@@ -164,7 +159,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	// udev (systemd >= 250) leaves a whole disk alone while a BSD lock is
 	// held on it, so it does not probe or re-read a half-written table. The
 	// lock goes with the close below, before waiting for device nodes.
-	if err := flockWait(f, 5*time.Second); err != nil {
+	if err := f.LockAgainstUdev(5 * time.Second); err != nil {
 		return nil, fmt.Errorf("lock %s against udev: %w", p.Device, err)
 	}
 
@@ -180,7 +175,6 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	if usedBLKPG {
 		res.Notes = append(res.Notes, "the kernel did not pick up the partitions from the table: added with BLKPG")
 	}
-	crashPoint("partitions-registered")
 	f.Close()
 
 	fstabChanged := false
@@ -215,7 +209,7 @@ func firstOr(a []string) string {
 // do runs one logged external step.
 func (a *applier) do(ctx context.Context, what string, argv []string) error {
 	a.log.Info(what+": started", "argv", argv)
-	out, err := a.runner.Run(ctx, argv[0], argv[1:]...)
+	out, err := a.host.Run(ctx, argv[0], argv[1:]...)
 	if err != nil {
 		a.log.Error(what+": failed", "argv", argv, "err", err, "output", string(out))
 		return err
@@ -226,7 +220,7 @@ func (a *applier) do(ctx context.Context, what string, argv []string) error {
 
 func (a *applier) mkfsVersion(ctx context.Context, pp PartPlan) (string, error) {
 	prog := pp.Mkfs[0]
-	out, err := a.runner.Run(ctx, prog, "-V")
+	out, err := a.host.Run(ctx, prog, "-V")
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return "", fmt.Errorf("%s is not installed: install the %s package: %w", prog, filesystems[pp.FS].pkg, ErrMissingProgram)
@@ -241,7 +235,7 @@ func (a *applier) mkfsVersion(ctx context.Context, pp PartPlan) (string, error) 
 // loop device.
 func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, func(), error) {
 	im := p.Image
-	unlock, err := lockImage(a.runDir, im.Path)
+	unlock, err := a.lockImage(im.Path)
 	if err != nil {
 		return "", nil, err
 	}
@@ -257,92 +251,65 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 	switch {
 	case im.Create:
 		a.log.Info("create image: started", "path", im.Path, "size", im.SizeBytes)
-		f, err := os.OpenFile(im.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			if errors.Is(err, os.ErrExist) {
+		if err := a.host.CreateImage(im.Path, im.SizeBytes); err != nil {
+			if errors.Is(err, fs.ErrExist) {
 				return fail(refuse(im.Path, fmt.Sprintf("%s appeared since planning", im.Path)))
 			}
+			a.host.Remove(im.Path)
 			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
 		}
-		*undo = append(*undo, func() { os.Remove(im.Path) })
-		err = f.Truncate(int64(im.SizeBytes))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
-		}
+		*undo = append(*undo, func() { a.host.Remove(im.Path) })
 		a.log.Info("create image: finished", "path", im.Path)
-		crashPoint("image-created")
 	case im.Recreate:
 		a.log.Info("recreate image: started", "path", im.Path, "size", im.SizeBytes)
-		if err := resizeEmpty(im.Path, im.SizeBytes); err != nil {
+		if err := a.host.EmptyImage(im.Path, im.SizeBytes); err != nil {
 			return fail(fmt.Errorf("recreate image %s: %w", im.Path, err))
 		}
 		res.Wiped = append(res.Wiped, "image "+im.Path+" recreated empty")
 	default:
-		fi, err := os.Stat(im.Path)
+		fi, err := a.host.Stat(im.Path)
 		if err != nil || !fi.Mode().IsRegular() || uint64(fi.Size()) != im.SizeBytes {
 			return fail(refuse(im.Path, fmt.Sprintf("%s changed since planning", im.Path)))
 		}
 	}
 	if !im.Attach {
-		if bf := loopBackingFile(a.sysDir, filepath.Base(p.Device)); bf != im.Path {
+		if bf := a.loopBackingFile(filepath.Base(p.Device)); bf != im.Path {
 			return fail(refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
 		}
 		// Adopts a device a killed run attached without recording it.
-		readLoopState(a.runDir, a.sysDir, p.Device)
+		a.readLoopState(p.Device)
 		return p.Device, unlock, nil
 	}
 	a.log.Info("attach image: started", "path", im.Path, "sector", im.SectorBytes)
-	if err := writeAttaching(a.runDir, im.Path); err != nil {
+	if err := a.writeAttaching(im.Path); err != nil {
 		return fail(fmt.Errorf("record attaching %s: %w", im.Path, err))
 	}
-	defer os.Remove(attachingPath(a.runDir, im.Path))
-	dev, err := attachLoop(a.devDir, im.Path, im.SectorBytes)
+	defer a.host.Remove(attachingPath(a.runDir, im.Path))
+	dev, err := a.host.AttachLoop(im.Path, im.SectorBytes)
 	if err != nil {
 		a.log.Error("attach image: failed", "path", im.Path, "err", err)
 		return fail(err)
 	}
-	crashPoint("loop-attaching")
 	a.log.Info("attach image: finished", "path", im.Path, "device", dev)
 	*undo = append(*undo, func() {
-		if err := detachLoop(a.sysDir, dev); err != nil {
+		if err := a.host.DetachLoop(dev); err != nil {
 			a.log.Error("detach after failure", "device", dev, "err", err)
 		}
-		os.Remove(loopStatePath(a.runDir, dev))
+		a.host.Remove(loopStatePath(a.runDir, dev))
 	})
 	res.LoopAttached = true
-	if err := writeLoopState(a.runDir, loopState{Device: dev, Image: im.Path, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()}); err != nil {
+	if err := a.writeLoopState(loopState{Device: dev, Image: im.Path, AttachedAt: a.now().UTC().Format(time.RFC3339), PID: os.Getpid()}); err != nil {
 		return fail(fmt.Errorf("record loop device %s: %w", dev, err))
 	}
-	crashPoint("loop-attached")
 	return dev, unlock, nil
-}
-
-// resizeEmpty drops every byte of an image and gives it the new size, sparse.
-func resizeEmpty(path string, size uint64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
-	if err := f.Truncate(int64(size)); err != nil {
-		return err
-	}
-	return f.Sync()
 }
 
 // loopFor names the loop device backed by image, "" when none.
 func (a *applier) loopFor(image string) string {
-	matches, _ := filepath.Glob(filepath.Join(a.sysDir, "block", "loop*", "loop", "backing_file"))
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err == nil && strings.TrimSpace(string(b)) == image {
-			return "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(m)))
+	des, _ := a.host.ReadDir(a.roots.SysPath("block"))
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), "loop") && a.loopBackingFile(de.Name()) == image {
+			return "/dev/" + de.Name()
 		}
 	}
 	return ""
@@ -377,13 +344,13 @@ func (a *applier) recheckFacts(ctx context.Context, p *Plan) error {
 
 // writeTable checks the disk is still what was planned, wipes (if asked)
 // and writes and verifies the GPT.
-func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
+func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 	t := p.Table
-	size, err := deviceSize(f)
+	size, err := f.Size()
 	if err != nil {
 		return err
 	}
-	lss, err := logicalSector(f)
+	lss, err := f.LogicalSector()
 	if err != nil {
 		return err
 	}
@@ -422,7 +389,6 @@ func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
 			return fmt.Errorf("wipe %s: %w", p.Device, err)
 		}
 		a.log.Info("wipe signatures: finished", "device", p.Device, "count", len(sigs))
-		crashPoint("wiped")
 	}
 	a.log.Info("write GPT: started", "device", p.Device, "disk_guid", t.DiskGUID, "partitions", len(p.Partitions))
 	if err := writeGPT(f, p); err != nil {
@@ -435,14 +401,13 @@ func (a *applier) writeTable(f *os.File, p *Plan, res *Result) error {
 		return err
 	}
 	a.log.Info("write GPT: finished", "device", p.Device)
-	crashPoint("gpt-written")
 	return nil
 }
 
 // signaturesToWipe finds every signature on the disk, and inside each
 // planned partition's region, where a whole-disk probe cannot see an old
 // filesystem that mkfs would trip over (or that would resurface).
-func (a *applier) signaturesToWipe(f *os.File, p *Plan, size uint64) ([]signature, error) {
+func (a *applier) signaturesToWipe(f Device, p *Plan, size uint64) ([]signature, error) {
 	sigs, err := probeSignatures(f, int64(size))
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", p.Device, err)
@@ -475,17 +440,15 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 	if pp.Mkfs != nil {
 		force := len(pp.Mkfs) > 1 && (pp.Mkfs[1] == "-f" || pp.Mkfs[1] == "-F")
 		if !force {
-			if sigs, err := probeDevice(pp.Path); err != nil {
+			if sigs, err := a.probeDevice(pp.Path); err != nil {
 				return pr, err
 			} else if len(sigs) > 0 {
 				return pr, refuse(pp.Path, fmt.Sprintf("%s already holds a %s signature (pass --wipe to destroy it)", pp.Path, sigs[0].Type))
 			}
 		}
-		crashPoint("mkfs")
 		if err := a.do(ctx, "make filesystem", pp.Mkfs); err != nil {
 			return pr, fmt.Errorf("make %s on %s: %w", pp.FS, pp.Path, err)
 		}
-		crashPoint("formatted")
 		pr.Formatted, pr.MkfsArgv, pr.MkfsVersion = true, pp.Mkfs, version
 	}
 	uuid, err := a.readBackFS(pp)
@@ -503,7 +466,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 			if pp.MountArgv == nil {
 				return pr, fmt.Errorf("%s is no longer mounted at %s: plan again", pp.Path, pp.MountPoint)
 			}
-			if err := os.MkdirAll(pp.MountPoint, 0o755); err != nil {
+			if err := a.host.MkdirAll(pp.MountPoint, 0o755); err != nil {
 				return pr, fmt.Errorf("create mount point %s: %w", pp.MountPoint, err)
 			}
 			if err := a.do(ctx, "mount", pp.MountArgv); err != nil {
@@ -511,11 +474,10 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 			}
 			pr.Mounted = true
 			*undo = append(*undo, func() {
-				if err := unix.Unmount(pp.MountPoint, 0); err != nil {
+				if err := a.host.Unmount(pp.MountPoint); err != nil {
 					a.log.Error("unmount after failure", "point", pp.MountPoint, "err", err)
 				}
 			})
-			crashPoint("mounted")
 		}
 		if err := a.writeMarker(p, pp, pr); err != nil {
 			return pr, err
@@ -525,7 +487,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		e := fstabEntry(pp)
 		e.Spec = "UUID=" + pr.UUID
 		a.log.Info("add fstab entry: started", "fstab", a.fstabPath, "line", fstab.EntryLine(e))
-		changed, err := fstab.Add(a.fstabPath, e)
+		changed, err := fstab.AddWith(a.host.EditFstab, a.fstabPath, e)
 		if err != nil {
 			a.log.Error("add fstab entry: failed", "fstab", a.fstabPath, "err", err)
 			return pr, err
@@ -536,13 +498,13 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 	return pr, nil
 }
 
-func probeDevice(path string) ([]signature, error) {
-	f, err := os.Open(path)
+func (a *applier) probeDevice(path string) ([]signature, error) {
+	f, err := a.host.OpenDevice(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", path, err)
 	}
 	defer f.Close()
-	size, err := deviceSize(f)
+	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
@@ -556,7 +518,7 @@ func probeDevice(path string) ([]signature, error) {
 // readBackFS checks the filesystem on the partition is the planned one and
 // returns its UUID as read from the device.
 func (a *applier) readBackFS(pp PartPlan) (string, error) {
-	sigs, err := probeDevice(pp.Path)
+	sigs, err := a.probeDevice(pp.Path)
 	if err != nil {
 		return "", err
 	}
@@ -579,11 +541,11 @@ func (a *applier) readBackFS(pp PartPlan) (string, error) {
 // refuses a mount point taken by something else (mounting over it would
 // hide that filesystem).
 func (a *applier) mountState(pp PartPlan) (bool, error) {
-	mounts, err := readMountinfo(filepath.Join(a.procDir, "self/mountinfo"))
+	mounts, err := a.mounts()
 	if err != nil {
 		return false, fmt.Errorf("read mounts: %w", err)
 	}
-	devnum, err := devNumber(pp.Path)
+	devnum, err := a.devNumber(pp.Path)
 	if err != nil {
 		return false, err
 	}
@@ -603,27 +565,27 @@ func (a *applier) mountState(pp PartPlan) (bool, error) {
 func (a *applier) writeMarker(p *Plan, pp PartPlan, pr PartResult) error {
 	path := filepath.Join(pp.MountPoint, MarkerFile)
 	if !pr.Formatted {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := a.host.Stat(path); err == nil {
 			return nil
 		}
 	}
 	m := Marker{
 		Schema: MarkerSchema, FS: pp.FS, Label: pp.FSLabel, UUID: pr.UUID, Device: pp.Path, Disk: p.Device,
 		DiskModel: p.Disk.Model, DiskSerial: p.Disk.Serial, MkfsArgv: pr.MkfsArgv, MkfsVersion: pr.MkfsVersion,
-		MountOpts: pp.MountOpts, PreparedAt: time.Now().UTC().Format(time.RFC3339),
+		MountOpts: pp.MountOpts, PreparedAt: a.now().UTC().Format(time.RFC3339),
 	}
 	if p.Image != nil {
 		m.Image = p.Image.Path
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
+	if err := a.host.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
 func (a *applier) systemdIsInit() bool {
-	b, err := os.ReadFile(filepath.Join(a.root, "proc/1/comm"))
+	b, err := a.host.ReadFile(a.roots.HostPath("proc/1/comm"))
 	return err == nil && strings.TrimSpace(string(b)) == "systemd"
 }
 
@@ -631,16 +593,16 @@ func (a *applier) systemdIsInit() bool {
 // only fail half way: a mount point already taken by another filesystem, or
 // an fstab line for the mount point or filesystem that says something else.
 func (a *applier) preflight(p *Plan) error {
-	mounts, err := readMountinfo(filepath.Join(a.procDir, "self/mountinfo"))
+	mounts, err := a.mounts()
 	if err != nil {
 		return fmt.Errorf("read mounts: %w", err)
 	}
 	var lines []fstab.Line
-	if b, err := os.ReadFile(a.fstabPath); err == nil {
+	if b, err := a.host.ReadFile(a.fstabPath); err == nil {
 		if lines, err = fstab.Parse(b); err != nil {
 			return fmt.Errorf("%s: %w", a.fstabPath, err)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", a.fstabPath, err)
 	}
 	for _, pp := range p.Partitions {
@@ -668,17 +630,4 @@ func (a *applier) preflight(p *Plan) error {
 		}
 	}
 	return nil
-}
-
-// flockWait takes LOCK_EX on f, waiting a little for udev's own short
-// shared lock while it probes.
-func flockWait(f *os.File, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

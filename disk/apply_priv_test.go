@@ -51,7 +51,7 @@ func testDeps(t *testing.T) Deps {
 		t.Fatal(err)
 	}
 	return Deps{
-		Root:    root,
+		Roots:   hwinfo.Roots{Root: root},
 		Logger:  slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Refresh: facts,
 	}
@@ -74,7 +74,7 @@ func dropPartitions(t *testing.T, dev string) {
 		return
 	}
 	defer f.Close()
-	parts, _ := kernelPartitions("/sys", filepath.Base(dev))
+	parts, _ := kernelPartitions(&LiveHost{}, hwinfo.Roots{}, filepath.Base(dev))
 	for _, kp := range parts {
 		if err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0); err != nil {
 			t.Errorf("remove partition %s: %v", kp.name, err)
@@ -222,7 +222,7 @@ func TestPrivilegedPrepare(t *testing.T) {
 			if err != nil || m.FS != c.fs || m.UUID != pr.UUID || m.MkfsVersion == "" || len(m.MkfsArgv) == 0 || m.Device != pp.Path {
 				t.Errorf("marker %+v %v", m, err)
 			}
-			fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab"))
+			fst, _ := os.ReadFile(filepath.Join(deps.Roots.Root, "etc/fstab"))
 			if !strings.Contains(string(fst), "UUID="+pr.UUID+"\t"+mnt+"\t"+c.fs+"\tdefaults,nofail,noatime") {
 				t.Errorf("fstab:\n%s", fst)
 			}
@@ -239,7 +239,7 @@ func TestPrivilegedPrepare(t *testing.T) {
 			if err != nil || res2.Changed {
 				t.Fatalf("second apply: %v %+v", err, res2)
 			}
-			fst2, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab"))
+			fst2, _ := os.ReadFile(filepath.Join(deps.Roots.Root, "etc/fstab"))
 			if string(fst2) != string(fst) {
 				t.Errorf("fstab changed on the second run:\n%s", fst2)
 			}
@@ -368,13 +368,13 @@ func TestPrivilegedRefusals(t *testing.T) {
 			req, between := c.setup(t, l)
 			deps := testDeps(t)
 			if c.name == "locked" {
-				devnum, err := devNumber(l.Dev)
+				devnum, err := liveApplier().devNumber(l.Dev)
 				if err != nil {
 					t.Fatal(err)
 				}
 				// As another process would: a lock of this process's
 				// own is re-entrant.
-				dir := filepath.Join(deps.Root, "run/diskprep/locks")
+				dir := filepath.Join(deps.Roots.Root, "run/diskprep/locks")
 				os.MkdirAll(dir, 0o755)
 				unlock, err := flockFileOnce(filepath.Join(dir, devnum+".lock"), l.Dev)
 				if err != nil {
@@ -434,9 +434,9 @@ func TestPrivilegedImageAndRelease(t *testing.T) {
 	var attached []string
 	t.Cleanup(func() {
 		for _, dev := range attached {
-			if loopBackingFile("/sys", filepath.Base(dev)) == img {
+			if liveApplier().loopBackingFile(filepath.Base(dev)) == img {
 				dropPartitions(t, dev)
-				detachLoop("/sys", dev)
+				detachLoop(dev)
 				t.Errorf("%s left attached", dev)
 			}
 		}
@@ -468,7 +468,7 @@ func TestPrivilegedImageAndRelease(t *testing.T) {
 	if unix.Stat(img, &st); st.Blocks*512 > 256<<20 {
 		t.Errorf("image not sparse: %d bytes allocated", st.Blocks*512)
 	}
-	if got := loopBackingFile("/sys", filepath.Base(res.Device)); got != img {
+	if got := liveApplier().loopBackingFile(filepath.Base(res.Device)); got != img {
 		t.Errorf("backing file %q", got)
 	}
 	out := testenv.MustRun(t, "sgdisk", "-v", res.Device)
@@ -494,10 +494,10 @@ func TestPrivilegedImageAndRelease(t *testing.T) {
 	if out, _ := testenv.Run("findmnt", mnt); strings.TrimSpace(out) != "" {
 		t.Errorf("still mounted: %s", out)
 	}
-	if loopBackingFile("/sys", filepath.Base(res.Device)) == img {
+	if liveApplier().loopBackingFile(filepath.Base(res.Device)) == img {
 		t.Errorf("still attached")
 	}
-	if fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab")); strings.Contains(string(fst), "UUID=") || !strings.Contains(string(fst), "/dev/vda1") {
+	if fst, _ := os.ReadFile(filepath.Join(deps.Roots.Root, "etc/fstab")); strings.Contains(string(fst), "UUID=") || !strings.Contains(string(fst), "/dev/vda1") {
 		t.Errorf("fstab still has the entry:\n%s", fst)
 	}
 
@@ -648,10 +648,10 @@ func TestPrivilegedLargeDiskPMBR(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := writeGPT(f, plan); err != nil {
+	if err := writeGPT(liveDevice{f}, plan); err != nil {
 		t.Fatal(err)
 	}
-	if err := verifyGPT(f, plan); err != nil {
+	if err := verifyGPT(liveDevice{f}, plan); err != nil {
 		t.Fatal(err)
 	}
 	mbr := make([]byte, 512)
@@ -685,7 +685,7 @@ func TestPrivilegedPreflightRefusals(t *testing.T) {
 			} else {
 				want = "already says"
 				line := "LABEL=other " + mnt + " xfs defaults 0 0\n"
-				if err := os.WriteFile(filepath.Join(deps.Root, "etc/fstab"), []byte(line), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(deps.Roots.Root, "etc/fstab"), []byte(line), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -735,10 +735,10 @@ func TestPrivilegedReleaseDisk(t *testing.T) {
 	if !strings.Contains(strings.Join(rel.Notes, " "), "not attached by diskprep") {
 		t.Errorf("notes %q", rel.Notes)
 	}
-	if fst, _ := os.ReadFile(filepath.Join(deps.Root, "etc/fstab")); string(fst) != "/dev/vda1\t/\txfs\tdefaults\t0 0\n" {
+	if fst, _ := os.ReadFile(filepath.Join(deps.Roots.Root, "etc/fstab")); string(fst) != "/dev/vda1\t/\txfs\tdefaults\t0 0\n" {
 		t.Errorf("fstab:\n%s", fst)
 	}
-	if loopBackingFile("/sys", filepath.Base(l.Dev)) != l.Image {
+	if liveApplier().loopBackingFile(filepath.Base(l.Dev)) != l.Image {
 		t.Error("a loop device diskprep did not attach was detached")
 	}
 	// Nothing left to do: still fine.
@@ -754,9 +754,6 @@ func TestPrivilegedAttachLoop(t *testing.T) {
 	for _, configure := range []bool{true, false} {
 		for _, sector := range []uint64{512, 4096} {
 			t.Run(fmt.Sprintf("configure=%v/%d", configure, sector), func(t *testing.T) {
-				old := loopConfigure
-				loopConfigure = configure
-				defer func() { loopConfigure = old }()
 				img := filepath.Join(t.TempDir(), "x.img")
 				if err := os.WriteFile(img, nil, 0o644); err != nil {
 					t.Fatal(err)
@@ -764,20 +761,20 @@ func TestPrivilegedAttachLoop(t *testing.T) {
 				if err := os.Truncate(img, 64<<20); err != nil {
 					t.Fatal(err)
 				}
-				dev, err := attachLoop("/dev", img, sector)
+				dev, err := attachLoop("/dev", img, sector, configure)
 				if err != nil {
 					t.Fatal(err)
 				}
 				name := filepath.Base(dev)
 				defer func() {
-					if err := detachLoop("/sys", dev); err != nil {
+					if err := detachLoop(dev); err != nil {
 						t.Error(err)
 					}
-					if loopBackingFile("/sys", name) == img {
+					if liveApplier().loopBackingFile(name) == img {
 						t.Errorf("%s still attached", dev)
 					}
 				}()
-				if got := loopBackingFile("/sys", name); got != img {
+				if got := liveApplier().loopBackingFile(name); got != img {
 					t.Errorf("backing file %q", got)
 				}
 				read := func(f string) string {

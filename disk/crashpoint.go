@@ -1,7 +1,12 @@
+//go:build crashtest
+
 package disk
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,24 +16,37 @@ import (
 	"github.com/diskprep/diskprep/disk/fstab"
 )
 
-// CrashEnv is a TEST-ONLY switch: the crash-safety tests set it to make a
-// prepare run kill itself with SIGKILL at one named step, to prove that a
-// crash anywhere leaves the host in a state a rerun repairs. Its value is a
-// step name ("gpt-written"), or a step name and a delay ("mkfs+15ms"), in
-// which case the step goes on and the kill lands that long after it began:
+// CrashEnv exists only in a build with the crashtest tag (the crash-safety
+// tests in internal/crashtest build diskprep so): it makes a prepare run
+// kill itself with SIGKILL at one named step, to prove that a crash
+// anywhere leaves the host in a state a rerun repairs. Its value is a step
+// name ("gpt-written"), or a step name and a delay ("mkfs+15ms"), in which
+// case the step goes on and the kill lands that long after it began:
 // inside mkfs, for instance, or at the latest at the next step, which
-// waits for it. Unset (always, outside those tests) it costs
-// one environment lookup and changes nothing.
+// waits for it.
 //
-// Steps, in the order Apply reaches them: image-created, loop-attaching
-// (attached, not yet recorded), loop-attached,
-// wiped, gpt-backup (go-diskfs has written the backup GPT, not yet the
-// primary), gpt-written, partitions-registered, mkfs, formatted, mounted,
-// fstab-parsed, fstab-backed-up, fstab-replaced.
+// The steps are boundaries of the Host's effects, in the order Apply
+// reaches them: image-created (CreateImage done), loop-attaching
+// (AttachLoop done, not yet recorded), loop-attached (its record written),
+// wiped (the sync after zeroing signatures), gpt-backup (go-diskfs has
+// written the backup GPT, not yet the primary array), gpt-written (the
+// sync after the protective MBR), partitions-registered (the disk's
+// handle closed after telling the kernel), mkfs (before mkfs runs),
+// formatted (after), mounted (after mount), fstab-parsed,
+// fstab-backed-up, fstab-replaced (the steps of the fstab edit).
 const CrashEnv = "DISKPREP_TEST_CRASH_AT"
 
+// defaultHost is the live machine, wrapped in the crash points when
+// CrashEnv asks for one.
+func defaultHost(r Runner) Host {
+	live := &LiveHost{Runner: r}
+	if step, _ := crashSpec(); step == "" {
+		return live
+	}
+	return &crashHost{Host: live}
+}
+
 var crashSpec = sync.OnceValues(func() (step string, delay time.Duration) {
-	// The one place the switch is read.
 	v := os.Getenv(CrashEnv)
 	if v == "" {
 		return "", 0
@@ -40,23 +58,10 @@ var crashSpec = sync.OnceValues(func() (step string, delay time.Duration) {
 	return step, delay
 })
 
-var hookFstab sync.Once
-
-// crashArmed says whether a crash test is running at all; Apply asks first
-// thing, which also reaches into fstab's edit steps.
-func crashArmed() bool {
-	step, _ := crashSpec()
-	if step == "" {
-		return false
-	}
-	hookFstab.Do(func() { fstab.SetStepHook(func(s string) { crashPoint("fstab-" + s) }) })
-	return true
-}
-
 // killPending is set once a delayed kill is on its way.
 var killPending atomic.Bool
 
-// crashPoint kills the process at step when a crash test asks for it.
+// crashPoint kills the process at step when the crash test asks for it.
 func crashPoint(step string) {
 	if killPending.Load() {
 		// A delayed kill must land within its step, however fast the
@@ -73,4 +78,110 @@ func crashPoint(step string) {
 	}
 	killPending.Store(true)
 	time.AfterFunc(delay, func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+}
+
+// crashHost calls the crash points at the boundaries of the live host's
+// effects.
+type crashHost struct {
+	Host
+	opened atomic.Bool // the first device opened is the disk Apply writes
+}
+
+func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	mkfs := strings.HasPrefix(name, "mkfs.") && !(len(args) == 1 && args[0] == "-V")
+	if mkfs {
+		crashPoint("mkfs")
+	}
+	out, err := h.Host.Run(ctx, name, args...)
+	if err == nil && mkfs {
+		crashPoint("formatted")
+	}
+	if err == nil && name == "mount" {
+		crashPoint("mounted")
+	}
+	return out, err
+}
+
+func (h *crashHost) CreateImage(path string, size uint64) error {
+	err := h.Host.CreateImage(path, size)
+	if err == nil {
+		crashPoint("image-created")
+	}
+	return err
+}
+
+func (h *crashHost) AttachLoop(image string, sector uint64) (string, error) {
+	dev, err := h.Host.AttachLoop(image, sector)
+	if err == nil {
+		crashPoint("loop-attaching")
+	}
+	return dev, err
+}
+
+func (h *crashHost) WriteFile(path string, data []byte, perm os.FileMode) error {
+	err := h.Host.WriteFile(path, data, perm)
+	if dir, name := filepath.Split(path); err == nil && filepath.Base(dir) == "loops" && strings.HasPrefix(name, "loop") {
+		crashPoint("loop-attached")
+	}
+	return err
+}
+
+func (h *crashHost) EditFstab(path string, change fstab.Change) error {
+	return fstab.EditSteps(path, change, func(s string) { crashPoint("fstab-" + s) })
+}
+
+func (h *crashHost) OpenDevice(path string, write bool) (Device, error) {
+	d, err := h.Host.OpenDevice(path, write)
+	if err != nil {
+		return nil, err
+	}
+	return &crashDevice{Device: d, first: h.opened.CompareAndSwap(false, true)}, nil
+}
+
+// crashDevice finds the wipe, the GPT's halves and the end of the kernel's
+// registration in the writes to the disk.
+type crashDevice struct {
+	Device
+	first          bool // the disk's own handle (Apply opens it first)
+	wiping, pmbr   bool
+	primaryChecked bool
+}
+
+func (d *crashDevice) WriteAt(b []byte, off int64) (int, error) {
+	zero := len(bytes.Trim(b, "\x00")) == 0
+	if !zero && !d.primaryChecked {
+		// go-diskfs writes the backup array and header first; the primary
+		// array (right after the primary header at LBA 1) comes next.
+		if lss, err := d.LogicalSector(); err == nil && off == 2*int64(lss) {
+			d.primaryChecked = true
+			crashPoint("gpt-backup")
+		}
+	}
+	n, err := d.Device.WriteAt(b, off)
+	d.wiping = d.wiping || zero
+	d.pmbr = d.pmbr || !zero && off == 446 && len(b) == 16
+	return n, err
+}
+
+func (d *crashDevice) Sync() error {
+	err := d.Device.Sync()
+	switch {
+	case err != nil:
+	case d.wiping:
+		d.wiping = false
+		crashPoint("wiped")
+	case d.pmbr:
+		d.pmbr = false
+		crashPoint("gpt-written")
+	}
+	return err
+}
+
+func (d *crashDevice) Close() error {
+	err := d.Device.Close()
+	if d.first {
+		d.first = false
+		crashPoint("partitions-registered")
+	}
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/diskprep/diskprep/hwinfo"
@@ -94,12 +93,12 @@ func unfinishedXFS(r io.ReaderAt) bool {
 // cannot be opened or is not the size the facts say (facts of another
 // machine, under --root) adds nothing: the facts stand as they are.
 var liveFacts = func(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
-	f, err := os.Open(diskPath(d))
+	f, err := (&LiveHost{}).OpenDevice(diskPath(d), false)
 	if err != nil {
 		return d, damage{}
 	}
 	defer f.Close()
-	size, err := deviceSize(f)
+	size, err := f.Size()
 	if err != nil || size != d.SizeBytes {
 		return d, damage{}
 	}

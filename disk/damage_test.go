@@ -23,7 +23,7 @@ func gptImage(t *testing.T, p *Plan) *os.File {
 	if err := f.Truncate(int64(p.Table.TotalSectors * p.Table.SectorBytes)); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeGPT(f, p); err != nil {
+	if err := writeGPT(liveDevice{f}, p); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -183,7 +183,7 @@ func TestPrivilegedLiveFactsUnregisteredTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = writeGPT(f, p)
+	err = writeGPT(liveDevice{f}, p)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)

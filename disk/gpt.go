@@ -3,10 +3,8 @@ package disk
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/backend"
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 )
@@ -15,7 +13,7 @@ import (
 // disk: backup entries and header first, then the primary, then the
 // protective MBR. The table is built from the plan alone: GUIDs and LBAs
 // were decided there.
-func writeGPT(f *os.File, p *Plan) error {
+func writeGPT(f Device, p *Plan) error {
 	t := p.Table
 	lss := int(t.SectorBytes)
 	pss := int(p.Disk.PhysicalSectorBytes)
@@ -43,11 +41,6 @@ func writeGPT(f *os.File, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("write GPT on %s: %w", p.Device, err)
 	}
-	if crashArmed() {
-		// go-diskfs writes the backup array and header first; the primary
-		// array (right after the primary header at LBA 1) comes next.
-		w = crashBeforePrimary{WritableFile: w, primaryArrayOff: 2 * int64(lss)}
-	}
 	size := int64(t.TotalSectors) * int64(lss)
 	if err := tbl.Write(w, size); err != nil {
 		return fmt.Errorf("write GPT on %s: %w", p.Device, err)
@@ -61,7 +54,7 @@ func writeGPT(f *os.File, p *Plan) error {
 // writeProtectiveMBR rewrites the single 0xEE entry as the UEFI spec wants
 // it: go-diskfs leaves the CHS fields zero and truncates the sector count
 // of disks beyond 2^32 sectors instead of saturating it at 0xFFFFFFFF.
-func writeProtectiveMBR(f *os.File, totalSectors uint64) error {
+func writeProtectiveMBR(f Device, totalSectors uint64) error {
 	e := make([]byte, 16)
 	e[0] = 0x00                         // not bootable
 	e[1], e[2], e[3] = 0x00, 0x02, 0x00 // CHS of LBA 1
@@ -79,7 +72,7 @@ func writeProtectiveMBR(f *os.File, totalSectors uint64) error {
 
 // verifyGPT reads the table back with the independent prober and checks it
 // is exactly the plan, with both headers and entry arrays intact.
-func verifyGPT(f *os.File, p *Plan) error {
+func verifyGPT(f Device, p *Plan) error {
 	t := p.Table
 	g, err := readTable(f, int64(t.TotalSectors*t.SectorBytes), t.SectorBytes)
 	if err != nil {
@@ -103,29 +96,6 @@ func verifyGPT(f *os.File, p *Plan) error {
 			!strings.EqualFold(e.TypeGUID, pp.TypeGUID) || !strings.EqualFold(e.GUID, pp.PartGUID) {
 			return fmt.Errorf("verify GPT on %s: partition %d reads back as %+v", p.Device, pp.Number, e)
 		}
-	}
-	return nil
-}
-
-// crashBeforePrimary lets a crash test (CrashEnv=gpt-backup) kill prepare
-// between go-diskfs's backup and primary GPT writes: the state a power cut
-// in the middle of writing the table leaves.
-type crashBeforePrimary struct {
-	backend.WritableFile
-	primaryArrayOff int64
-}
-
-func (w crashBeforePrimary) WriteAt(b []byte, off int64) (int, error) {
-	if off == w.primaryArrayOff {
-		crashPoint("gpt-backup")
-	}
-	return w.WritableFile.WriteAt(b, off)
-}
-
-// Sync keeps go-diskfs's sync after each part, which it finds by assertion.
-func (w crashBeforePrimary) Sync() error {
-	if s, ok := w.WritableFile.(interface{ Sync() error }); ok {
-		return s.Sync()
 	}
 	return nil
 }

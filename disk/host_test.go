@@ -6,12 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 func TestHostProbes(t *testing.T) {
 	root := t.TempDir()
-	a := newApplier(Deps{Root: root})
+	a := newApplier(Deps{Roots: hwinfo.Roots{Root: root}})
 	if a.systemdIsInit() || a.udevRunning() {
 		t.Fatal("empty root: no systemd, no udev")
 	}
@@ -31,7 +32,7 @@ func TestHostProbes(t *testing.T) {
 // With udev running, the device node is waited for after `udevadm settle`,
 // which goes through the runner.
 func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
-	if _, err := devNumber("/dev/loop0"); err != nil {
+	if _, err := liveApplier().devNumber("/dev/loop0"); err != nil {
 		t.Skip("needs a /dev/loop0 node to stand for a partition")
 	}
 	root, sys := t.TempDir(), t.TempDir()
@@ -40,7 +41,7 @@ func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
 	os.MkdirAll(filepath.Join(sys, "class/block/loop0"), 0o755)
 	os.WriteFile(filepath.Join(sys, "class/block/loop0/dev"), []byte("7:0\n"), 0o644)
 	r := &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"udevadm", "settle", "--timeout=30"}}}}
-	a := newApplier(Deps{Root: root, SysDir: sys, Runner: r})
+	a := newApplier(Deps{Roots: hwinfo.Roots{Root: root, Sys: sys}, Runner: r})
 	if err := a.waitDeviceNode(context.Background(), "loop0"); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
 	// running, diskprep waits for udev rather than replacing it.
 	os.WriteFile(filepath.Join(sys, "class/block/loop0/dev"), []byte("7:12345\n"), 0o644)
 	r = &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"udevadm", "settle", "--timeout=30"}}}}
-	a.runner = r
+	a.host = &LiveHost{Runner: r}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := a.waitDeviceNode(ctx, "loop0"); err == nil {
@@ -64,13 +65,13 @@ func TestWaitDeviceNodeMknod(t *testing.T) {
 	root, sys, dev := t.TempDir(), t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(sys, "class/block/sdz1"), 0o755)
 	os.WriteFile(filepath.Join(sys, "class/block/sdz1/dev"), []byte("8:250\n"), 0o644)
-	a := newApplier(Deps{Root: root, SysDir: sys, DevDir: dev, Runner: &scriptedRunner{t: t}})
+	a := newApplier(Deps{Roots: hwinfo.Roots{Root: root, Sys: sys, Dev: dev}, Runner: &scriptedRunner{t: t}})
 	os.WriteFile(filepath.Join(dev, "sdz1"), []byte("stale"), 0o644)
 	for i := 0; i < 2; i++ {
 		if err := a.waitDeviceNode(context.Background(), "sdz1"); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := devNumber(filepath.Join(dev, "sdz1")); err != nil || got != "8:250" {
+		if got, err := liveApplier().devNumber(filepath.Join(dev, "sdz1")); err != nil || got != "8:250" {
 			t.Fatalf("node %q %v", got, err)
 		}
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // kernelPart is a partition as the kernel knows it (sysfs units: 512-byte
@@ -23,21 +22,21 @@ type kernelPart struct {
 }
 
 // kernelPartitions lists the partitions the kernel has registered for disk.
-func kernelPartitions(sysDir, disk string) ([]kernelPart, error) {
-	dir := filepath.Join(sysDir, "block", disk)
-	ents, err := os.ReadDir(dir)
+func kernelPartitions(h Host, roots hwinfo.Roots, disk string) ([]kernelPart, error) {
+	dir := roots.SysPath("block", disk)
+	ents, err := h.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions of %s: %w", disk, err)
 	}
 	var out []kernelPart
 	for _, e := range ents {
 		pdir := filepath.Join(dir, e.Name())
-		num, err := readUint(filepath.Join(pdir, "partition"))
+		num, err := readUint(h, filepath.Join(pdir, "partition"))
 		if err != nil {
 			continue // not a partition directory
 		}
-		start, err1 := readUint(filepath.Join(pdir, "start"))
-		size, err2 := readUint(filepath.Join(pdir, "size"))
+		start, err1 := readUint(h, filepath.Join(pdir, "start"))
+		size, err2 := readUint(h, filepath.Join(pdir, "size"))
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("read partition %s: %w", e.Name(), err)
 		}
@@ -46,22 +45,12 @@ func kernelPartitions(sysDir, disk string) ([]kernelPart, error) {
 	return out, nil
 }
 
-func readUint(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
+func readUint(h Host, path string) (uint64, error) {
+	b, err := h.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-}
-
-func blkpg(fd uintptr, op int32, pno int32, start, length uint64) error {
-	part := unix.BlkpgPartition{Start: int64(start), Length: int64(length), Pno: pno}
-	arg := unix.BlkpgIoctlArg{Op: op, Datalen: int32(unsafe.Sizeof(part)), Data: (*byte)(unsafe.Pointer(&part))}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, unix.BLKPG, uintptr(unsafe.Pointer(&arg)))
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // syncKernelPartitions makes the kernel's view of disk equal the plan: it
@@ -69,19 +58,19 @@ func blkpg(fd uintptr, op int32, pno int32, start, length uint64) error {
 // deletes stale and adds missing partitions with BLKPG, as partx does, and
 // finally checks start and size of every planned partition in sysfs.
 // It reports whether BLKPG had to step in.
-func (a *applier) syncKernelPartitions(f *os.File, p *Plan) (usedBLKPG bool, err error) {
+func (a *applier) syncKernelPartitions(f Device, p *Plan) (usedBLKPG bool, err error) {
 	disk := filepath.Base(p.Device)
 	if p.Table == nil {
 		// Nothing was written: when the kernel already has exactly the
 		// planned partitions, a re-read would only churn them (and udev).
-		if have, err := kernelPartitions(a.sysDir, disk); err == nil && len(have) == len(p.Partitions) && a.checkKernelPartitions(p) == nil {
+		if have, err := kernelPartitions(a.host, a.roots, disk); err == nil && len(have) == len(p.Partitions) && a.checkKernelPartitions(p) == nil {
 			return false, nil
 		}
 	}
-	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0); err != nil {
+	if err := f.RereadPartitions(); err != nil {
 		a.log.Debug("re-read partition table failed, falling back to BLKPG", "device", p.Device, "err", err)
 	}
-	have, err := kernelPartitions(a.sysDir, disk)
+	have, err := kernelPartitions(a.host, a.roots, disk)
 	if err != nil {
 		return false, err
 	}
@@ -97,7 +86,7 @@ func (a *applier) syncKernelPartitions(f *os.File, p *Plan) (usedBLKPG bool, err
 			continue
 		}
 		a.log.Info("delete stale kernel partition", "device", p.Device, "partition", kp.name, "start", kp.start, "size", kp.length)
-		if err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0); err != nil {
+		if err := f.DeletePartition(kp.number); err != nil {
 			return true, fmt.Errorf("remove stale kernel partition %s: %w", kp.name, err)
 		}
 		usedBLKPG = true
@@ -107,7 +96,7 @@ func (a *applier) syncKernelPartitions(f *os.File, p *Plan) (usedBLKPG bool, err
 			continue
 		}
 		a.log.Info("add kernel partition (BLKPG)", "device", p.Device, "partition", pp.Name, "start", pp.StartBytes, "size", pp.SizeBytes)
-		if err := blkpg(f.Fd(), unix.BLKPG_ADD_PARTITION, int32(pp.Number), pp.StartBytes, pp.SizeBytes); err != nil {
+		if err := f.AddPartition(pp.Number, pp.StartBytes, pp.SizeBytes); err != nil {
 			return true, fmt.Errorf("add kernel partition %s: %w", pp.Name, err)
 		}
 		usedBLKPG = true
@@ -120,7 +109,7 @@ func (a *applier) syncKernelPartitions(f *os.File, p *Plan) (usedBLKPG bool, err
 
 // checkKernelPartitions verifies sysfs start/size of every planned partition.
 func (a *applier) checkKernelPartitions(p *Plan) error {
-	have, err := kernelPartitions(a.sysDir, filepath.Base(p.Device))
+	have, err := kernelPartitions(a.host, a.roots, filepath.Base(p.Device))
 	if err != nil {
 		return err
 	}
@@ -145,7 +134,7 @@ func (a *applier) checkKernelPartitions(p *Plan) error {
 // With udev running it settles the queue first; without udev (containers,
 // minimal hosts) and no devtmpfs node after a short wait, it makes the node.
 func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
-	devNum, err := os.ReadFile(filepath.Join(a.sysDir, "class", "block", name, "dev"))
+	devNum, err := a.host.ReadFile(a.roots.SysPath("class", "block", name, "dev"))
 	if err != nil {
 		return fmt.Errorf("device number of %s: %w", name, err)
 	}
@@ -153,15 +142,10 @@ func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
 	if _, err := fmt.Sscanf(strings.TrimSpace(string(devNum)), "%d:%d", &major, &minor); err != nil {
 		return fmt.Errorf("device number of %s: %q: %w", name, devNum, err)
 	}
-	want := unix.Mkdev(major, minor)
-	node := filepath.Join(a.devDir, name)
-	isRight := func() bool {
-		var st unix.Stat_t
-		return unix.Stat(node, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == want
-	}
+	node := a.roots.DevPath(name)
 	udev := a.udevRunning()
 	if udev {
-		if out, err := a.runner.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}
@@ -169,18 +153,11 @@ func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
 	if udev {
 		wait = 10 * time.Second
 	}
-	deadline := time.Now().Add(wait)
-	for !isRight() {
-		if time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	ok, err := a.host.WaitNode(ctx, node, major, minor, wait)
+	if err != nil {
+		return err
 	}
-	if isRight() {
+	if ok {
 		return nil
 	}
 	if udev {
@@ -188,46 +165,26 @@ func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
 	}
 	// A stale node (an earlier loop device's partition) would point mkfs
 	// at the wrong device: replace it.
-	if err := os.Remove(node); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := a.host.Remove(node); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("replace stale %s: %w", node, err)
 	}
 	a.log.Info("create device node", "node", node, "dev", fmt.Sprintf("%d:%d", major, minor))
-	if err := unix.Mknod(node, unix.S_IFBLK|0o660, int(want)); err != nil {
+	if err := a.host.MakeNode(node, major, minor); err != nil {
 		return fmt.Errorf("create device node %s: %w", node, err)
 	}
 	return nil
 }
 
 func (a *applier) udevRunning() bool {
-	_, err := os.Stat(filepath.Join(a.root, "run/udev/control"))
+	_, err := a.host.Stat(a.roots.HostPath("run/udev/control"))
 	return err == nil
 }
 
-func deviceSize(f *os.File) (uint64, error) {
-	var size uint64
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&size)))
-	if errno != 0 {
-		return 0, fmt.Errorf("size of %s: %w", f.Name(), errno)
-	}
-	return size, nil
-}
-
-func logicalSector(f *os.File) (uint64, error) {
-	n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
-	if err != nil {
-		return 0, fmt.Errorf("sector size of %s: %w", f.Name(), err)
-	}
-	return uint64(n), nil
-}
-
 // devNumber returns "major:minor" of a block device node.
-func devNumber(path string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+func (a *applier) devNumber(path string) (string, error) {
+	major, minor, err := a.host.DeviceNumber(path)
+	if err != nil {
 		return "", err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return "", fmt.Errorf("%s is not a block device", path)
-	}
-	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
+	return fmt.Sprintf("%d:%d", major, minor), nil
 }

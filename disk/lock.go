@@ -1,12 +1,9 @@
 package disk
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,19 +16,20 @@ import (
 // device number so /dev/sdb and /dev/disk/by-id/... are one lock. The file
 // holds the owner's pid so a refusal can name it. The lock dies with the
 // process, so a crashed run never leaves a disk locked.
-func lockDevice(runDir, device, devnum string) (unlock func(), err error) {
-	dir := filepath.Join(runDir, "locks")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", device, err)
-	}
-	path := filepath.Join(dir, devnum+".lock")
-	return flockFile(path, device)
+func (a *applier) lockDevice(device, devnum string) (unlock func(), err error) {
+	return a.host.Lock(a.roots.DeviceLockPath(devnum), device)
+}
+
+// lockImage is lockDevice for an image file, keyed by its real path.
+func (a *applier) lockImage(path string) (func(), error) {
+	return a.host.Lock(a.roots.ImageLockPath(path), path)
 }
 
 // held counts the locks this process holds, by file: flock(2) locks belong
 // to an open file, so a second open by the same process would be refused
 // as if another diskprep held it. LockTarget takes a lock before planning
-// that Apply then takes again.
+// that Apply then takes again. It is process-wide, as the locks are: not a
+// seam, the live host's bookkeeping.
 var (
 	heldMu sync.Mutex
 	held   = map[string]int{}
@@ -117,7 +115,7 @@ func LockTarget(req Request, deps Deps) (unlock func(), err error) {
 		if err != nil {
 			return nil, err
 		}
-		return lockImage(a.runDir, path)
+		return a.lockImage(path)
 	}
 	dev := req.Device
 	if dev == "" {
@@ -126,19 +124,9 @@ func LockTarget(req Request, deps Deps) (unlock func(), err error) {
 	if !strings.HasPrefix(dev, "/") {
 		dev = "/dev/" + dev
 	}
-	devnum, err := devNumber(dev)
+	devnum, err := a.devNumber(dev)
 	if err != nil {
 		return func() {}, nil
 	}
-	return lockDevice(a.runDir, dev, devnum)
-}
-
-// lockImage is lockDevice for an image file, keyed by its real path.
-func lockImage(runDir, path string) (func(), error) {
-	dir := filepath.Join(runDir, "locks")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	sum := sha256.Sum256([]byte(path))
-	return flockFile(filepath.Join(dir, "image-"+hex.EncodeToString(sum[:8])+".lock"), path)
+	return a.lockDevice(dev, devnum)
 }

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/diskprep/diskprep/internal/atomicfile"
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // loopState is the record that diskprep attached an image, so that release
@@ -28,13 +30,13 @@ func loopStatePath(runDir, dev string) string {
 	return filepath.Join(runDir, "loops", filepath.Base(dev)+".json")
 }
 
-func writeLoopState(runDir string, st loopState) error {
-	path := loopStatePath(runDir, st.Device)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+func (a *applier) writeLoopState(st loopState) error {
+	path := loopStatePath(a.runDir, st.Device)
+	if err := a.host.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
-	return atomicfile.Write(path, append(b, '\n'), 0o644)
+	return a.host.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // attachingPath names the record, written just before attaching image,
@@ -45,52 +47,63 @@ func attachingPath(runDir, image string) string {
 	return filepath.Join(runDir, "loops", "attaching-"+hex.EncodeToString(sum[:8])+".json")
 }
 
-func writeAttaching(runDir, image string) error {
-	path := attachingPath(runDir, image)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+func (a *applier) writeAttaching(image string) error {
+	path := attachingPath(a.runDir, image)
+	if err := a.host.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(loopState{Image: image, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()})
-	return atomicfile.Write(path, append(b, '\n'), 0o644)
+	b, _ := json.Marshal(loopState{Image: image, AttachedAt: a.now().UTC().Format(time.RFC3339), PID: os.Getpid()})
+	return a.host.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// loopOwned says whether diskprep attached dev and it still backs the same
+// image: its record, or a record that diskprep was attaching its image
+// when it died (adopt). It only reads.
+func (a *applier) loopOwned(dev string) (st *loopState, adopt bool, err error) {
+	b, err := a.host.ReadFile(loopStatePath(a.runDir, dev))
+	if errors.Is(err, fs.ErrNotExist) {
+		image := a.loopBackingFile(filepath.Base(dev))
+		if image == "" {
+			return nil, false, err
+		}
+		if _, aerr := a.host.Stat(attachingPath(a.runDir, image)); aerr != nil {
+			return nil, false, err
+		}
+		return &loopState{Device: dev, Image: image, PID: os.Getpid()}, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var st0 loopState
+	if err := json.Unmarshal(b, &st0); err != nil {
+		return nil, false, fmt.Errorf("loop state %s: %w", loopStatePath(a.runDir, dev), err)
+	}
+	if bf := a.loopBackingFile(filepath.Base(dev)); bf != st0.Image {
+		// Detached and reused by someone else since: not ours any more.
+		return nil, false, fs.ErrNotExist
+	}
+	return &st0, false, nil
 }
 
 // readLoopState returns the record for dev if diskprep attached it and it
 // still backs the same image. A device without a record whose image
 // diskprep was attaching when it died is adopted: the record is written
 // now, so that release detaches it.
-func readLoopState(runDir, sysDir, dev string) (*loopState, error) {
-	b, err := os.ReadFile(loopStatePath(runDir, dev))
-	if errors.Is(err, os.ErrNotExist) {
-		image := loopBackingFile(sysDir, filepath.Base(dev))
-		if image == "" {
-			return nil, err
-		}
-		if _, aerr := os.Stat(attachingPath(runDir, image)); aerr != nil {
-			return nil, err
-		}
-		st := loopState{Device: dev, Image: image, AttachedAt: time.Now().UTC().Format(time.RFC3339), PID: os.Getpid()}
-		if err := writeLoopState(runDir, st); err != nil {
-			return nil, err
-		}
-		os.Remove(attachingPath(runDir, image))
-		return &st, nil
+func (a *applier) readLoopState(dev string) (*loopState, error) {
+	st, adopt, err := a.loopOwned(dev)
+	if err != nil || !adopt {
+		return st, err
 	}
-	if err != nil {
+	st.AttachedAt = a.now().UTC().Format(time.RFC3339)
+	if err := a.writeLoopState(*st); err != nil {
 		return nil, err
 	}
-	var st loopState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("loop state %s: %w", loopStatePath(runDir, dev), err)
-	}
-	if bf := loopBackingFile(sysDir, filepath.Base(dev)); bf != st.Image {
-		// Detached and reused by someone else since: not ours any more.
-		return nil, os.ErrNotExist
-	}
-	return &st, nil
+	a.host.Remove(attachingPath(a.runDir, st.Image))
+	return st, nil
 }
 
-func loopBackingFile(sysDir, name string) string {
-	b, err := os.ReadFile(filepath.Join(sysDir, "block", name, "loop", "backing_file"))
+func (a *applier) loopBackingFile(name string) string {
+	b, err := a.host.ReadFile(a.roots.SysPath("block", name, "loop", "backing_file"))
 	if err != nil {
 		return ""
 	}
@@ -101,7 +114,7 @@ func loopBackingFile(sysDir, name string) string {
 // and without autoclear (the device must outlive this process), directly
 // with ioctls: LOOP_CONFIGURE, or LOOP_SET_FD + LOOP_SET_STATUS64 on kernels
 // before 5.8.
-func attachLoop(devDir, image string, sector uint64) (string, error) {
+func attachLoop(devDir, image string, sector uint64, configure bool) (string, error) {
 	backing, err := os.OpenFile(image, os.O_RDWR, 0)
 	if err != nil {
 		return "", fmt.Errorf("attach %s: %w", image, err)
@@ -125,7 +138,7 @@ func attachLoop(devDir, image string, sector uint64) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("attach %s: %w", image, err)
 		}
-		err = configureLoop(lf, backing, image, sector)
+		err = configureLoop(lf, backing, image, sector, configure)
 		lf.Close()
 		if err == nil {
 			return dev, nil
@@ -155,10 +168,10 @@ func openLoopNode(dev string, n int) (*os.File, error) {
 	}
 }
 
-// loopConfigure is false in tests of the pre-5.8 path.
-var loopConfigure = true
-
-func configureLoop(lf, backing *os.File, image string, sector uint64) error {
+// configureLoop attaches with LOOP_CONFIGURE when configure (false in tests
+// of the pre-5.8 path), else or when the kernel does not know it with the
+// two-step attach.
+func configureLoop(lf, backing *os.File, image string, sector uint64, configure bool) error {
 	var info unix.LoopInfo64
 	info.Flags = unix.LO_FLAGS_PARTSCAN
 	copy(info.File_name[:len(info.File_name)-1], image)
@@ -167,7 +180,7 @@ func configureLoop(lf, backing *os.File, image string, sector uint64) error {
 		cfg.Size = uint32(sector) // the kernel's block_size field
 	}
 	var err error = unix.ENOTTY
-	if loopConfigure {
+	if configure {
 		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
 	}
 	if err == nil || errors.Is(err, unix.EBUSY) {
@@ -194,13 +207,13 @@ func configureLoop(lf, backing *os.File, image string, sector uint64) error {
 }
 
 // detachLoop drops the partitions the kernel has for dev and detaches it.
-func detachLoop(sysDir, dev string) error {
+func detachLoop(dev string) error {
 	f, err := os.OpenFile(dev, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("detach %s: %w", dev, err)
 	}
 	defer f.Close()
-	parts, _ := kernelPartitions(sysDir, filepath.Base(dev))
+	parts, _ := kernelPartitions(&LiveHost{}, hwinfo.Roots{}, filepath.Base(dev))
 	for _, kp := range parts {
 		if err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0); err != nil {
 			return fmt.Errorf("detach %s: remove partition %s: %w", dev, kp.name, err)

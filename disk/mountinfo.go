@@ -1,10 +1,6 @@
 package disk
 
-import (
-	"os"
-
-	"github.com/diskprep/diskprep/hwinfo"
-)
+import "github.com/diskprep/diskprep/hwinfo"
 
 type mountEntry struct {
 	devnum string // major:minor
@@ -13,10 +9,10 @@ type mountEntry struct {
 	source string
 }
 
-// readMountinfo parses /proc/self/mountinfo (the live mount table: release
-// and the pre-mount check need the truth, not a fixture).
-func readMountinfo(path string) ([]mountEntry, error) {
-	b, err := os.ReadFile(path)
+// mounts reads the live mount table (release and the pre-mount check need
+// the truth, not a fixture), with hwinfo's mountinfo parser.
+func (a *applier) mounts() ([]mountEntry, error) {
+	b, err := a.host.ReadFile(a.roots.ProcPath("self/mountinfo"))
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,14 +33,51 @@ type ReleaseResult struct {
 	Notes        []string `json:"notes,omitempty"`
 }
 
+// ReleasePlanSchema names the JSON shape of a ReleasePlan.
+const ReleasePlanSchema = "diskprep/release-plan/v1"
+
+// ReleasePlan is everything a release will do, decided before anything is
+// done: `release --dry-run` prints it, ApplyRelease carries out exactly it.
+type ReleasePlan struct {
+	Schema string `json:"schema"`
+	Target string `json:"target"`
+	Device string `json:"device,omitempty"` // the whole disk, loop device or partition concerned
+	// Unmount lists the mount points to unmount, deepest first.
+	Unmount []string `json:"unmount,omitempty"`
+	// FstabPoints and FstabUUIDs choose the fstab lines to remove: those
+	// diskprep added (never another's) for these mount points or for these
+	// filesystems; FstabRemove lists the lines they match now.
+	FstabPoints []string `json:"fstab_points,omitempty"`
+	FstabUUIDs  []string `json:"fstab_uuids,omitempty"`
+	FstabRemove []string `json:"fstab_remove,omitempty"`
+	// Detach is the loop device diskprep attached that is detached.
+	Detach string `json:"detach,omitempty"`
+	// Image is the image file concerned; RemoveImage says it is deleted.
+	Image       string   `json:"image,omitempty"`
+	RemoveImage bool     `json:"remove_image,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
 // Release undoes the tail end of prepare for target (a mount point, a disk
 // or partition device, or an image file): it unmounts, removes diskprep's
 // own fstab lines for what it unmounted, and detaches a loop device that
 // diskprep attached (leaving the image file unless RemoveImage). It never
-// touches the data on the disk. Bad targets wrap ErrUsage.
+// touches the data on the disk. Bad targets wrap ErrUsage. It is
+// PlanRelease followed by ApplyRelease.
 func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleaseResult, error) {
+	plan, err := PlanRelease(target, opt, deps)
+	if err != nil {
+		return nil, err
+	}
+	return ApplyRelease(ctx, plan, deps)
+}
+
+// PlanRelease decides what releasing target will do. It only reads: the
+// mount table, sysfs, the fstab, diskprep's loop records and the
+// filesystems' UUIDs.
+func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
 	a := newApplier(deps)
-	res := &ReleaseResult{Target: target}
+	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target}
 	if target == "" {
 		return nil, usagef("nothing to release: give a mount point, device or image")
 	}
@@ -48,7 +85,7 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 	if err != nil {
 		return nil, usagef("release %s: %v", target, err)
 	}
-	mounts, err := readMountinfo(filepath.Join(a.procDir, "self/mountinfo"))
+	mounts, err := a.mounts()
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
@@ -59,45 +96,46 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 	devs := map[string]string{} // "major:minor" -> name, of the disk and its partitions
 	var points []string         // mount points to unmount
 	fstabPoints := map[string]bool{}
-	var st unix.Stat_t
-	switch err := unix.Stat(abs, &st); {
-	case err != nil && errors.Is(err, unix.ENOENT):
+	fi, err := a.host.Stat(abs)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
 		// A mount point that is gone may still have a stale fstab line.
 		fstabPoints[filepath.Clean(abs)] = true
 	case err != nil:
 		return nil, fmt.Errorf("release %s: %w", target, err)
-	case st.Mode&unix.S_IFMT == unix.S_IFBLK:
-		name, err := a.blockName(unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	case fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0:
+		major, minor, err := a.host.DeviceNumber(abs)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", target, err)
+		}
+		name, err := a.blockName(major, minor)
 		if err != nil {
 			return nil, err
 		}
 		disk = a.wholeDisk(name)
 		if disk != name {
 			// A single partition: only it.
-			devs[fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))] = name
+			devs[fmt.Sprintf("%d:%d", major, minor)] = name
 			parentLoop = disk
 			disk = ""
-			res.Device = "/dev/" + name
+			plan.Device = "/dev/" + name
 		}
-	case st.Mode&unix.S_IFMT == unix.S_IFREG:
-		real, _ := filepath.EvalSymlinks(abs)
+	case fi.Mode().IsRegular():
+		real, _ := a.host.EvalSymlinks(abs)
 		dev := a.loopFor(real)
 		if dev == "" {
-			res.Image = real
+			plan.Image = real
 			if opt.RemoveImage {
 				// Asked by name and flag: the file is not in use by a loop
 				// device, so deleting it cannot pull a disk from under anyone.
-				if err := os.Remove(real); err != nil {
-					return res, fmt.Errorf("remove image %s: %w", real, err)
-				}
-				res.ImageRemoved = true
-				return res, nil
+				plan.RemoveImage = true
+			} else {
+				plan.Notes = append(plan.Notes, fmt.Sprintf("%s is not attached to a loop device", real))
 			}
-			res.Notes = append(res.Notes, fmt.Sprintf("%s is not attached to a loop device", real))
-			return res, nil
+			return plan, nil
 		}
 		disk = filepath.Base(dev)
-	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+	case fi.IsDir():
 		point := filepath.Clean(abs)
 		fstabPoints[point] = true
 		for _, m := range mounts {
@@ -112,21 +150,15 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 			}
 		}
 		if len(points) == 0 {
-			res.Notes = append(res.Notes, point+" is not mounted")
+			plan.Notes = append(plan.Notes, point+" is not mounted")
 		}
 	default:
 		return nil, usagef("release %s: not a mount point, block device or image file", target)
 	}
 	if disk != "" {
-		res.Device = "/dev/" + disk
-		if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", disk, "dev")); err == nil {
-			devs[n] = disk
-		}
-		parts, _ := kernelPartitions(a.sysDir, disk)
-		for _, kp := range parts {
-			if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", kp.name, "dev")); err == nil {
-				devs[n] = kp.name
-			}
+		plan.Device = "/dev/" + disk
+		for n, name := range a.diskDevnums(disk) {
+			devs[n] = name
 		}
 	}
 	for _, m := range mounts {
@@ -138,7 +170,7 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 	// Filesystem UUIDs name the fstab lines for these devices.
 	uuids := map[string]bool{}
 	for _, name := range devs {
-		if sigs, err := probeDevice("/dev/" + name); err == nil {
+		if sigs, err := a.probeDevice(a.roots.DevPath(name)); err == nil {
 			for _, s := range sigs {
 				if s.UUID != "" && s.Usage == "filesystem" {
 					uuids[strings.ToLower(s.UUID)] = true
@@ -148,13 +180,78 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 	}
 
 	// Deepest first, so nested mounts come off before their parents.
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	sort.SliceStable(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	plan.Unmount = points
 	for _, pt := range points {
+		fstabPoints[pt] = true
+	}
+	plan.FstabPoints = sortedKeys(fstabPoints)
+	plan.FstabUUIDs = sortedKeys(uuids)
+	if b, err := a.host.ReadFile(a.fstabPath); err == nil {
+		found, err := fstab.Managed(b, plan.fstabMatch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.fstabPath, err)
+		}
+		for _, e := range found {
+			plan.FstabRemove = append(plan.FstabRemove, fstab.EntryLine(e))
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", a.fstabPath, err)
+	}
+
+	// Releasing the last mounted partition of a loop device diskprep
+	// attached releases the device too: nothing else would detach it.
+	if disk == "" && strings.HasPrefix(parentLoop, "loop") && !a.anyMounted(mounts, parentLoop, points) {
+		if _, _, err := a.loopOwned("/dev/" + parentLoop); err == nil {
+			disk = parentLoop
+		}
+	}
+	if disk != "" && strings.HasPrefix(disk, "loop") {
+		dev := "/dev/" + disk
+		plan.Image = a.loopBackingFile(disk)
+		if _, _, err := a.loopOwned(dev); err != nil {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s was not attached by diskprep: left attached", dev))
+			return plan, nil
+		}
+		plan.Detach = dev
+		plan.RemoveImage = opt.RemoveImage
+	}
+	return plan, nil
+}
+
+// fstabMatch is true for the fstab entries the plan removes.
+func (p *ReleasePlan) fstabMatch(e fstab.Entry) bool {
+	if contains(p.FstabPoints, filepath.Clean(e.File)) {
+		return true
+	}
+	if k, v, ok := strings.Cut(e.Spec, "="); ok && strings.EqualFold(k, "UUID") {
+		return contains(p.FstabUUIDs, strings.ToLower(strings.Trim(v, `"'`)))
+	}
+	return false
+}
+
+// ApplyRelease carries out plan and nothing else, stopping at the first
+// step that fails (the result says what was done until then).
+func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseResult, error) {
+	if plan == nil || plan.Schema != ReleasePlanSchema {
+		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
+	}
+	a := newApplier(deps)
+	res := &ReleaseResult{Target: plan.Target, Device: plan.Device, Image: plan.Image, Notes: append([]string(nil), plan.Notes...)}
+	if plan.Detach == "" && plan.RemoveImage {
+		// An image file no loop device uses.
+		if err := a.host.Remove(plan.Image); err != nil {
+			return res, fmt.Errorf("remove image %s: %w", plan.Image, err)
+		}
+		res.ImageRemoved = true
+		return res, nil
+	}
+	for _, pt := range plan.Unmount {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		a.log.Info("unmount: started", "point", pt)
-		if err := unix.Unmount(pt, 0); err != nil {
+		if err := a.host.Unmount(pt); err != nil {
 			a.log.Error("unmount: failed", "point", pt, "err", err)
 			if errors.Is(err, unix.EBUSY) {
 				return res, fmt.Errorf("unmount %s: busy (a process has files open there; see fuser -m %s)", pt, pt)
@@ -163,18 +260,9 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 		}
 		a.log.Info("unmount: finished", "point", pt)
 		res.Unmounted = append(res.Unmounted, pt)
-		fstabPoints[pt] = true
 	}
 
-	removed, err := fstab.Remove(a.fstabPath, func(e fstab.Entry) bool {
-		if fstabPoints[filepath.Clean(e.File)] {
-			return true
-		}
-		if k, v, ok := strings.Cut(e.Spec, "="); ok && strings.EqualFold(k, "UUID") {
-			return uuids[strings.ToLower(strings.Trim(v, `"'`))]
-		}
-		return false
-	})
+	removed, err := fstab.RemoveWith(a.host.EditFstab, a.fstabPath, plan.fstabMatch)
 	if err != nil {
 		return res, fmt.Errorf("remove fstab entries: %w", err)
 	}
@@ -187,45 +275,96 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 		}
 	}
 
-	// Releasing the last mounted partition of a loop device diskprep
-	// attached releases the device too: nothing else would detach it.
-	if disk == "" && strings.HasPrefix(parentLoop, "loop") && !a.anyMounted(mounts, parentLoop, res.Unmounted) {
-		if _, err := readLoopState(a.runDir, a.sysDir, "/dev/"+parentLoop); err == nil {
-			disk = parentLoop
-		}
+	if plan.Detach == "" {
+		return res, nil
 	}
-	if disk != "" && strings.HasPrefix(disk, "loop") {
-		dev := "/dev/" + disk
-		image := loopBackingFile(a.sysDir, disk)
-		res.Image = image
-		st, err := readLoopState(a.runDir, a.sysDir, dev)
-		if err != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s was not attached by diskprep: left attached", dev))
-			return res, nil
-		}
-		a.log.Info("detach loop device: started", "device", dev, "image", st.Image)
-		if err := detachLoop(a.sysDir, dev); err != nil {
-			a.log.Error("detach loop device: failed", "device", dev, "err", err)
-			return res, err
-		}
-		a.log.Info("detach loop device: finished", "device", dev)
-		os.Remove(loopStatePath(a.runDir, dev))
-		res.Detached = dev
-		if opt.RemoveImage {
-			if fi, err := os.Lstat(st.Image); err == nil && fi.Mode().IsRegular() {
-				if err := os.Remove(st.Image); err != nil {
-					return res, fmt.Errorf("remove image %s: %w", st.Image, err)
-				}
-				res.ImageRemoved = true
+	dev := plan.Detach
+	st, err := a.readLoopState(dev)
+	if err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s was not attached by diskprep: left attached", dev))
+		return res, nil
+	}
+	a.log.Info("detach loop device: started", "device", dev, "image", st.Image)
+	if err := a.host.DetachLoop(dev); err != nil {
+		a.log.Error("detach loop device: failed", "device", dev, "err", err)
+		return res, err
+	}
+	a.log.Info("detach loop device: finished", "device", dev)
+	a.host.Remove(loopStatePath(a.runDir, dev))
+	res.Detached = dev
+	if plan.RemoveImage {
+		if fi, err := a.host.Lstat(st.Image); err == nil && fi.Mode().IsRegular() {
+			if err := a.host.Remove(st.Image); err != nil {
+				return res, fmt.Errorf("remove image %s: %w", st.Image, err)
 			}
+			res.ImageRemoved = true
 		}
 	}
 	return res, nil
 }
 
+// WriteText renders the plan for people: what release would do.
+func (p *ReleasePlan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	did := false
+	for _, pt := range p.Unmount {
+		fmt.Fprintf(&b, "would unmount %s\n", pt)
+		did = true
+	}
+	for _, l := range p.FstabRemove {
+		fmt.Fprintf(&b, "would remove from fstab: %s\n", l)
+		did = true
+	}
+	if p.Detach != "" {
+		fmt.Fprintf(&b, "would detach %s\n", p.Detach)
+		did = true
+	}
+	if p.Image != "" {
+		if p.RemoveImage {
+			fmt.Fprintf(&b, "would remove image %s\n", p.Image)
+			did = true
+		} else {
+			fmt.Fprintf(&b, "image kept at %s\n", p.Image)
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if !did {
+		fmt.Fprintf(&b, "nothing to release for %s\n", p.Target)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// diskDevnums maps "major:minor" to kernel name for disk and its
+// partitions.
+func (a *applier) diskDevnums(disk string) map[string]string {
+	out := map[string]string{}
+	if n, err := a.readDevnum(a.roots.SysPath("class/block", disk, "dev")); err == nil {
+		out[n] = disk
+	}
+	parts, _ := kernelPartitions(a.host, a.roots, disk)
+	for _, kp := range parts {
+		if n, err := a.readDevnum(a.roots.SysPath("class/block", kp.name, "dev")); err == nil {
+			out[n] = kp.name
+		}
+	}
+	return out
+}
+
 // blockName maps a device number to its kernel name via /sys/dev/block.
 func (a *applier) blockName(major, minor uint32) (string, error) {
-	link, err := os.Readlink(filepath.Join(a.sysDir, "dev/block", fmt.Sprintf("%d:%d", major, minor)))
+	link, err := a.host.Readlink(a.roots.SysPath("dev/block", fmt.Sprintf("%d:%d", major, minor)))
 	if err != nil {
 		return "", fmt.Errorf("device %d:%d: %w", major, minor, err)
 	}
@@ -234,18 +373,18 @@ func (a *applier) blockName(major, minor uint32) (string, error) {
 
 // wholeDisk returns the disk a partition belongs to, or name itself.
 func (a *applier) wholeDisk(name string) string {
-	if _, err := os.Stat(filepath.Join(a.sysDir, "class/block", name, "partition")); err != nil {
+	if _, err := a.host.Stat(a.roots.SysPath("class/block", name, "partition")); err != nil {
 		return name
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(a.sysDir, "class/block", name))
+	real, err := a.host.EvalSymlinks(a.roots.SysPath("class/block", name))
 	if err != nil {
 		return name
 	}
 	return filepath.Base(filepath.Dir(real))
 }
 
-func readDevnum(path string) (string, error) {
-	b, err := os.ReadFile(path)
+func (a *applier) readDevnum(path string) (string, error) {
+	b, err := a.host.ReadFile(path)
 	return strings.TrimSpace(string(b)), err
 }
 
@@ -298,20 +437,11 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 }
 
 // anyMounted says whether a partition of disk (or disk itself) is still
-// mounted somewhere other than the points just unmounted.
+// mounted somewhere other than the points unmounted.
 func (a *applier) anyMounted(mounts []mountEntry, disk string, unmounted []string) bool {
-	nums := map[string]bool{}
-	if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", disk, "dev")); err == nil {
-		nums[n] = true
-	}
-	parts, _ := kernelPartitions(a.sysDir, disk)
-	for _, kp := range parts {
-		if n, err := readDevnum(filepath.Join(a.sysDir, "class/block", kp.name, "dev")); err == nil {
-			nums[n] = true
-		}
-	}
+	nums := a.diskDevnums(disk)
 	for _, m := range mounts {
-		if nums[m.devnum] && !contains(unmounted, m.point) {
+		if _, ok := nums[m.devnum]; ok && !contains(unmounted, m.point) {
 			return true
 		}
 	}

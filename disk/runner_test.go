@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // scriptedRunner plays back expected calls in order, failing the test on
@@ -59,7 +61,7 @@ func TestApplyMissingMkfsNamesPackage(t *testing.T) {
 		}
 		plan.Device = "/nonexistent/sdb" // the check must come before any device access
 		r := &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"mkfs." + fs, "-V"}, err: &RunError{Argv: []string{"mkfs." + fs, "-V"}, ExitCode: -1, Err: exec.ErrNotFound}}}}
-		_, err = Apply(context.Background(), plan, Deps{Runner: r, Root: t.TempDir()})
+		_, err = Apply(context.Background(), plan, Deps{Runner: r, Roots: hwinfo.Roots{Root: t.TempDir()}})
 		if !errors.Is(err, ErrMissingProgram) || !strings.Contains(err.Error(), pkg) {
 			t.Errorf("%s: %v", fs, err)
 		}
@@ -82,3 +84,6 @@ func TestExecRunnerError(t *testing.T) {
 		t.Errorf("%q %v", out, err)
 	}
 }
+
+// liveApplier reads the live machine, for the privileged tests' checks.
+func liveApplier() *applier { return newApplier(Deps{}) }

@@ -91,6 +91,23 @@ log "go test"
 # run one at a time (-p 1); each test cleans up what it made.
 go test -p 1 -count=1 -timeout 20m "$@" ./...
 
+log "go test -tags crashtest"
+# The crash points and the hidden --fstab exist only in a crashtest build
+# (disk/crashpoint.go, cmd/diskprep/testflags_crashtest.go): the crash-safety
+# tests build and kill such a binary; the binary built as the README says
+# must carry neither.
+go vet -tags crashtest ./...
+staticcheck -tags crashtest ./...
+go test -p 1 -count=1 -timeout 20m -tags crashtest "$@" ./internal/crashtest/
+go test -count=1 -tags crashtest -run '^TestHiddenFstabFlag$' ./cmd/diskprep/
+release_bin=$(mktemp -d)
+CGO_ENABLED=0 go build -o "$release_bin/diskprep" ./cmd/diskprep
+if grep -a -q -e DISKPREP_TEST_CRASH_AT -e 'instead of /etc/fstab (for tests)' "$release_bin/diskprep"; then
+	echo "the release binary carries a test hook" >&2
+	exit 1
+fi
+rm -rf "$release_bin"
+
 fuzztime=${DISKPREP_FUZZTIME:-}
 if [ -z "$fuzztime" ] && [ "${CI:-}" = "true" ]; then fuzztime=10s; fi
 if [ -n "$fuzztime" ] && [ "$fuzztime" != "0" ]; then

@@ -156,8 +156,12 @@ func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 	return e
 }
 
-// runState carries what run needs to know after the app returns.
-type runState struct{ verbose bool }
+// runState carries what run needs to know after the app returns, and the
+// machine the commands act on (machine.go).
+type runState struct {
+	verbose bool
+	machine *machine
+}
 
 // urfave/cli/v2 takes the --version flag from a package variable; its
 // default's -v alias would shadow --verbose. It is set once, when the

@@ -336,19 +336,18 @@ func TestBadInvocations(t *testing.T) {
 	t.Setenv("TMPDIR", fx.tmp)
 	t.Setenv("DISKPREP_RESULTS", fx.results)
 	t.Setenv("GHW_CHROOT", "")
-	oldUID, oldApply, oldRelease, oldDeps := geteuid, applyPlan, releaseFunc, applyDeps
-	t.Cleanup(func() { geteuid, applyPlan, releaseFunc, applyDeps = oldUID, oldApply, oldRelease, oldDeps })
-	geteuid = func() int { return 0 }
+	m := liveMachine()
+	m.geteuid = func() int { return 0 }
 	reached := ""
-	applyPlan = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
+	m.apply = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
 		reached = "apply"
 		return nil, errors.New("tripwire: a bad invocation reached apply")
 	}
-	releaseFunc = func(context.Context, string, disk.ReleaseOptions, disk.Deps) (*disk.ReleaseResult, error) {
+	m.applyRelease = func(context.Context, *disk.ReleasePlan, disk.Deps) (*disk.ReleaseResult, error) {
 		reached = "release"
 		return nil, errors.New("tripwire: a bad invocation reached release")
 	}
-	applyDeps = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger, FstabPath: fx.fstab} }
+	m.diskDeps = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger, FstabPath: fx.fstab} }
 
 	cases := badCases(fx)
 	if len(cases) < 40 {
@@ -363,7 +362,7 @@ func TestBadInvocations(t *testing.T) {
 			reached = ""
 			before := takeSnapshot(t, fx.base)
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"diskprep"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+			code := runOn(context.Background(), m, append([]string{"diskprep"}, c.args...), strings.NewReader(""), &stdout, &stderr)
 			if reached != "" {
 				t.Errorf("reached %s", reached)
 			}

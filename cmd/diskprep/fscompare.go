@@ -97,7 +97,7 @@ Examples:
 				Set: c.String("set"), Runtime: c.String("runtime"), Repeat: c.Int("repeat"),
 				Mount: c.String("mount"), MountOpts: c.String("mount-opt"), SectorSize: c.String("sector-size"),
 				Keep: c.Bool("keep"), Yes: c.Bool("yes"), Latency: c.Bool("latency"), Output: c.String("output"),
-			}, e)
+			}, machineOf(c), e)
 		}),
 	}
 }
@@ -150,7 +150,7 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	return dreq, breq, nil
 }
 
-func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
+func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env) error {
 	if e.Format == "" && opts.Output != "" {
 		e.Format = formatFromFile(opts.Output)
 	}
@@ -165,7 +165,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 	if e.Root != "" && e.Root != "/" {
 		return usageErr(errors.New("--root reads another machine's facts: fscompare works on this machine only"))
 	}
-	if geteuid() != 0 {
+	if m.geteuid() != 0 {
 		return errors.New("fscompare needs root (it partitions, formats and mounts)")
 	}
 	if err := checkResultsDir(e.ResultsDir); err != nil {
@@ -183,16 +183,16 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 	if !e.Verbose {
 		factsEnv.Logger = slog.New(slog.DiscardHandler)
 	}
-	deps := applyDeps(e)
+	deps := m.diskDeps(e)
 	if deps.Refresh == nil {
-		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, &factsEnv) }
+		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
 	}
 	run := fscompare.Options{FS: opts.FS, Target: releaseTarget, Mount: opts.Mount, Bench: breq, Keep: opts.Keep}
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
-		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, &factsEnv) },
+		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			req := dreq
 			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
@@ -211,7 +211,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 				}
 			}
 			return func(ctx context.Context) (string, error) {
-				res, err := applyPlan(ctx, plan, deps)
+				res, err := m.apply(ctx, plan, deps)
 				if err != nil {
 					return "", err
 				}
@@ -222,7 +222,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 			}, nil
 		},
 		Release: func(ctx context.Context, cleanup bool) error {
-			res, err := releaseFunc(ctx, releaseTarget, disk.ReleaseOptions{}, deps)
+			res, err := m.release(ctx, releaseTarget, disk.ReleaseOptions{}, deps)
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}
@@ -232,7 +232,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 			if opts.Image == "" {
 				return nil
 			}
-			return waitDetached(ctx, opts.Image, &factsEnv)
+			return waitDetached(ctx, opts.Image, m, &factsEnv)
 		},
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
 			return runBenchLive(ctx, req, host, e)
@@ -268,7 +268,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, e *env) error {
 // prober, the last close of the filesystem), and until then the facts still
 // show the image attached: planning the next filesystem against that
 // vanishing device would be refused.
-func waitDetached(ctx context.Context, image string, e *env) error {
+func waitDetached(ctx context.Context, image string, m *machine, e *env) error {
 	abs, err := filepath.Abs(image)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func waitDetached(ctx context.Context, image string, e *env) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		host, err := readFacts(ctx, e.Root, e)
+		host, err := m.readFacts(ctx, e.Root, e)
 		if err != nil {
 			return err
 		}

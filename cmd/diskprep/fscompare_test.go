@@ -32,7 +32,7 @@ func TestFSCompareBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		e, _, _ := resultsEnv(t, "")
-		err := runFSCompare(context.Background(), c.opts, e)
+		err := runFSCompare(context.Background(), c.opts, liveMachine(), e)
 		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v (exit %d), want usage error naming %q", c.name, err, exitCode(err), c.want)
 		}
@@ -54,14 +54,14 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 	fstabBefore, _ := os.ReadFile("/etc/fstab")
 
 	var seen []string // filesystem types blkid found on the mounted device
-	orig := releaseFunc
-	t.Cleanup(func() { releaseFunc = orig })
-	releaseFunc = func(ctx context.Context, target string, opt disk.ReleaseOptions, deps disk.Deps) (*disk.ReleaseResult, error) {
+	m := liveMachine()
+	orig := m.applyRelease
+	m.applyRelease = func(ctx context.Context, p *disk.ReleasePlan, deps disk.Deps) (*disk.ReleaseResult, error) {
 		if src, err := testenv.Run("findmnt", "-n", "-o", "SOURCE", mnt); err == nil {
 			typ, _ := testenv.Run("blkid", "-p", "-o", "value", "-s", "TYPE", strings.TrimSpace(src))
 			seen = append(seen, strings.TrimSpace(typ))
 		}
-		return orig(ctx, target, opt, deps)
+		return orig(ctx, p, deps)
 	}
 	t.Cleanup(func() {
 		// Whatever happened, leave no loop device behind.
@@ -75,7 +75,7 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 	err := runFSCompare(context.Background(), fscompareOptions{
 		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 1,
 		Mount: mnt, Yes: true,
-	}, e)
+	}, m, e)
 	if err != nil {
 		t.Fatalf("fscompare: %v\n%s", err, errb)
 	}
@@ -112,29 +112,31 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 // Ctrl-C during the benchmark releases what was prepared, and the error is
 // an interruption (exit 130). The machine is faked: nothing is written.
 func TestFSCompareInterruptReleases(t *testing.T) {
-	oldFacts, oldUID, oldApply, oldRelease := readFacts, geteuid, applyPlan, releaseFunc
-	t.Cleanup(func() { readFacts, geteuid, applyPlan, releaseFunc = oldFacts, oldUID, oldApply, oldRelease })
-	readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return &hwinfo.Host{Hostname: "fake"}, nil }
-	geteuid = func() int { return 0 }
+	m := liveMachine()
+	m.readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return &hwinfo.Host{Hostname: "fake"}, nil }
+	m.geteuid = func() int { return 0 }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var applied []string
-	applyPlan = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
+	m.apply = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
 		applied = append(applied, p.Partitions[0].FS)
 		cancel() // the user presses Ctrl-C once the disk is ready
 		return &disk.Result{Device: "/dev/loop9", Partitions: []disk.PartResult{{Device: "/dev/loop9p1", FS: p.Partitions[0].FS}}}, nil
 	}
 	var released []string
-	releaseFunc = func(ctx context.Context, target string, _ disk.ReleaseOptions, _ disk.Deps) (*disk.ReleaseResult, error) {
+	m.planRelease = func(target string, _ disk.ReleaseOptions, _ disk.Deps) (*disk.ReleasePlan, error) {
+		return &disk.ReleasePlan{Schema: disk.ReleasePlanSchema, Target: target}, nil
+	}
+	m.applyRelease = func(ctx context.Context, p *disk.ReleasePlan, _ disk.Deps) (*disk.ReleaseResult, error) {
 		if ctx.Err() != nil {
 			t.Error("release ran with a cancelled context")
 		}
-		released = append(released, target)
-		return &disk.ReleaseResult{Target: target}, nil
+		released = append(released, p.Target)
+		return &disk.ReleaseResult{Target: p.Target}, nil
 	}
 	e, out, _ := resultsEnv(t, "")
 	img := filepath.Join(t.TempDir(), "x.img")
-	err := runFSCompare(ctx, fscompareOptions{Image: img, Size: "1G", FS: []string{"xfs", "ext4"}, Repeat: 1, Mount: t.TempDir(), Yes: true}, e)
+	err := runFSCompare(ctx, fscompareOptions{Image: img, Size: "1G", FS: []string{"xfs", "ext4"}, Repeat: 1, Mount: t.TempDir(), Yes: true}, m, e)
 	if !errors.Is(err, context.Canceled) || exitCode(err) != exitInterrupted {
 		t.Errorf("err %v (exit %d), want an interruption", err, exitCode(err))
 	}

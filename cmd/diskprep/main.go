@@ -23,7 +23,12 @@ func main() {
 // run builds the app, runs it and turns its error into one line on stderr
 // and an exit code. Tests call it with buffers.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	st := &runState{}
+	return runOn(ctx, nil, args, stdin, stdout, stderr)
+}
+
+// runOn is run on machine m (nil: this one), for tests.
+func runOn(ctx context.Context, m *machine, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	st := &runState{machine: m}
 	app := newApp(stdin, stdout, stderr, st)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil && ctx.Err() != nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +32,6 @@ type prepareOptions struct {
 	Wipe          bool
 	DryRun        bool
 	Yes           bool
-	Fstab         string // hidden --fstab: the crash tests' stand-in for /etc/fstab
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -46,7 +43,7 @@ func (v *appendValue) Set(s string) error { v.vals = append(v.vals, s); return n
 func (v *appendValue) String() string     { return strings.Join(v.vals, " ") }
 
 func prepareCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:      "prepare",
 		Usage:     "partition (GPT), format (xfs or ext4), mount and persist a data disk",
 		ArgsUsage: "DEVICE | --image FILE --size SIZE | --plan FILE",
@@ -87,7 +84,6 @@ Examples:
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
 			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
-			fstabFlag(),
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
@@ -98,45 +94,19 @@ Examples:
 				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
-				Fstab: c.String("fstab"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
 			}
-			return runPrepare(c.Context, opts, e)
+			m, err := withTestFlags(c, machineOf(c))
+			if err != nil {
+				return err
+			}
+			return runPrepare(c.Context, opts, m, e)
 		}),
 	}
-}
-
-// prepareDeps are the ties to the machine, swapped by tests.
-var (
-	geteuid   = os.Geteuid
-	readFacts = func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
-		return hwinfo.Read(ctx, hwinfo.Options{Root: root, All: true, Logger: e.Logger})
-	}
-	applyDeps   = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger} }
-	applyPlan   = disk.Apply
-	releaseFunc = disk.Release
-	lockTarget  = disk.LockTarget
-)
-
-// fstabFlag is hidden: it exists so that tests running the real binary
-// (the crash-safety harness) edit a temporary file instead of /etc/fstab.
-func fstabFlag() cli.Flag {
-	return &cli.StringFlag{Name: "fstab", Hidden: true, Usage: "edit `FILE` instead of /etc/fstab (for tests)"}
-}
-
-// withFstab applies the hidden --fstab to deps.
-func withFstab(deps disk.Deps, path string) (disk.Deps, error) {
-	if path == "" {
-		return deps, nil
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return deps, usageErr(fmt.Errorf("--fstab %s: %w", path, err))
-	}
-	deps.FstabPath = abs
-	return deps, nil
+	cmd.Flags = append(cmd.Flags, testFlags()...)
+	return cmd
 }
 
 // loadPlan reads --plan FILE; nil without --plan. Flags that the file
@@ -188,7 +158,7 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	return []disk.Request{req}, nil
 }
 
-func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
+func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) error {
 	format, err := e.format("table", "json")
 	if err != nil {
 		return err
@@ -207,26 +177,23 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 			return err
 		}
 	}
-	if !opts.DryRun && geteuid() != 0 {
+	if !opts.DryRun && m.geteuid() != 0 {
 		return errors.New("prepare needs root (try --dry-run to see the plan)")
 	}
-	deps, err := withFstab(applyDeps(e), opts.Fstab)
-	if err != nil {
-		return err
-	}
+	deps := m.diskDeps(e)
 	if !opts.DryRun {
 		// Locked before the facts are read: a second prepare of the same
 		// disk started at the same time is refused here, naming this one,
 		// rather than planning against a disk this one is rewriting.
 		for _, r := range reqs {
-			unlock, err := lockTarget(r, deps)
+			unlock, err := m.lockTarget(r, deps)
 			if err != nil {
 				return err
 			}
 			defer unlock()
 		}
 	}
-	host, err := readFacts(ctx, e.Root, e)
+	host, err := m.readFacts(ctx, e.Root, e)
 	if err != nil {
 		return err
 	}
@@ -240,7 +207,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 			if !opts.DryRun {
 				// Facts came first here (the file selects disks by them):
 				// Apply's re-check catches a change made before the lock.
-				unlock, err := lockTarget(r.Request, deps)
+				unlock, err := m.lockTarget(r.Request, deps)
 				if err != nil {
 					return err
 				}
@@ -248,15 +215,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 			}
 		}
 	}
-	// Plan every disk before touching any: one refusal stops them all.
-	plans := make([]*disk.Plan, len(reqs))
-	for i, r := range reqs {
-		if plans[i], err = disk.PlanDisk(r, host); err != nil {
-			if r.Origin != "" {
-				return fmt.Errorf("%s: %w", r.Origin, err)
-			}
-			return err
-		}
+	plans, err := disk.PlanAll(reqs, host)
+	if err != nil {
+		return err
 	}
 	if opts.DryRun {
 		if format == "json" {
@@ -283,19 +244,17 @@ func runPrepare(ctx context.Context, opts prepareOptions, e *env) error {
 		}
 	}
 	if deps.Refresh == nil {
-		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return readFacts(ctx, e.Root, e) }
+		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, e) }
 	}
-	var results []*disk.Result
-	for _, p := range plans {
-		res, err := applyPlan(ctx, p, deps)
-		if err != nil {
-			// Show what the earlier disks got before failing on this one.
-			for _, r := range results {
-				r.WriteText(e.Stderr)
-			}
-			return err
+	results, err := disk.ApplyAll(ctx, plans, func(ctx context.Context, p *disk.Plan) (*disk.Result, error) {
+		return m.apply(ctx, p, deps)
+	})
+	if err != nil {
+		// Show what the earlier disks got before failing on this one.
+		for _, r := range results {
+			r.WriteText(e.Stderr)
 		}
-		results = append(results, res)
+		return err
 	}
 	if format == "json" {
 		if len(results) == 1 && opts.PlanFile == "" {

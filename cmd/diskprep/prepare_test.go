@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,14 +16,13 @@ import (
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
-// fakeMachine swaps the facts, the uid and Apply for the test's duration.
+// fakeMachine is a machine with the facts, the uid and Apply of the test.
 // Apply fails the test unless allowed, so a refusal is proven to stop
 // before anything is written.
-func fakeMachine(t *testing.T, uid int, allowApply bool) *[]*disk.Plan {
+func fakeMachine(t *testing.T, uid int, allowApply bool) (*machine, *[]*disk.Plan) {
 	t.Helper()
-	oldFacts, oldUID, oldApply := readFacts, geteuid, applyPlan
-	t.Cleanup(func() { readFacts, geteuid, applyPlan = oldFacts, oldUID, oldApply })
-	readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) {
+	m := liveMachine()
+	m.readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) {
 		return &hwinfo.Host{Schema: hwinfo.Schema, Disks: []hwinfo.Disk{
 			{Name: "sdb", Path: "/dev/sdb", SizeBytes: 100 << 30, LogicalSectorBytes: 512, PhysicalSectorBytes: 4096,
 				Model: "ST4000", Serial: "ZC1", Partitions: nil},
@@ -31,9 +31,9 @@ func fakeMachine(t *testing.T, uid int, allowApply bool) *[]*disk.Plan {
 					FSType: "xfs", Mounts: []hwinfo.Mount{{Point: "/srv", Source: "/dev/sdc1"}}}}},
 		}}, nil
 	}
-	geteuid = func() int { return uid }
+	m.geteuid = func() int { return uid }
 	var applied []*disk.Plan
-	applyPlan = func(ctx context.Context, p *disk.Plan, d disk.Deps) (*disk.Result, error) {
+	m.apply = func(ctx context.Context, p *disk.Plan, d disk.Deps) (*disk.Result, error) {
 		if !allowApply {
 			t.Errorf("Apply called for %s", p.Device)
 			return nil, errors.New("not allowed")
@@ -41,17 +41,20 @@ func fakeMachine(t *testing.T, uid int, allowApply bool) *[]*disk.Plan {
 		applied = append(applied, p)
 		return &disk.Result{Schema: disk.ResultSchema, Device: p.Device, Changed: true}, nil
 	}
-	return &applied
+	return m, &applied
 }
 
-func runArgs(args ...string) (int, string, string) {
+func runArgs(args ...string) (int, string, string) { return runArgsOn(nil, args...) }
+
+// runArgsOn runs diskprep with args on machine m, as main does.
+func runArgsOn(m *machine, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"diskprep"}, args...), strings.NewReader(""), &out, &errb)
+	code := runOn(context.Background(), m, append([]string{"diskprep"}, args...), strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 func TestPrepareExitCodes(t *testing.T) {
-	fakeMachine(t, 0, false)
+	m, _ := fakeMachine(t, 0, false)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - fs: xfs\n        colour: red\n"), 0o644)
@@ -76,7 +79,7 @@ func TestPrepareExitCodes(t *testing.T) {
 		{[]string{"release"}, 2, "one MOUNTPOINT"},
 	}
 	for _, c := range cases {
-		code, _, errOut := runArgs(c.args...)
+		code, _, errOut := runArgsOn(m, c.args...)
 		if code != c.code {
 			t.Errorf("%q: exit %d, want %d (stderr %q)", c.args, code, c.code, errOut)
 		}
@@ -88,17 +91,17 @@ func TestPrepareExitCodes(t *testing.T) {
 }
 
 func TestPrepareNeedsRoot(t *testing.T) {
-	fakeMachine(t, 1000, false)
-	code, _, errOut := runArgs("prepare", "/dev/sdb", "--fs", "xfs", "--yes")
+	m, _ := fakeMachine(t, 1000, false)
+	code, _, errOut := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--yes")
 	if code != 1 || !strings.Contains(errOut, "needs root") {
 		t.Errorf("exit %d %q", code, errOut)
 	}
-	code, _, errOut = runArgs("release", "/mnt")
+	code, _, errOut = runArgsOn(m, "release", "/mnt")
 	if code != 1 || !strings.Contains(errOut, "needs root") {
 		t.Errorf("release: exit %d %q", code, errOut)
 	}
 	// A dry run reads facts only.
-	code, out, errOut := runArgs("prepare", "/dev/sdb", "--fs", "xfs", "--label", "data", "--mount", "/data", "--persist", "--dry-run")
+	code, out, errOut := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--label", "data", "--mount", "/data", "--persist", "--dry-run")
 	if code != 0 || !strings.Contains(out, "mkfs.xfs -L data -m uuid=") || !strings.Contains(out, "mount -t xfs /dev/sdb1 /data") ||
 		!strings.Contains(out, "nothing was changed") {
 		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
@@ -106,8 +109,8 @@ func TestPrepareNeedsRoot(t *testing.T) {
 }
 
 func TestPrepareDryRunJSON(t *testing.T) {
-	fakeMachine(t, 1000, false)
-	code, out, errOut := runArgs("-o", "json", "prepare", "--dry-run", "/dev/sdb", "--fs", "ext4", "--mkfs-opt=-E", "--mkfs-opt", "lazy_itable_init=0,discard", "--partition-size", "10G")
+	m, _ := fakeMachine(t, 1000, false)
+	code, out, errOut := runArgsOn(m, "-o", "json", "prepare", "--dry-run", "/dev/sdb", "--fs", "ext4", "--mkfs-opt=-E", "--mkfs-opt", "lazy_itable_init=0,discard", "--partition-size", "10G")
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
@@ -119,18 +122,32 @@ func TestPrepareDryRunJSON(t *testing.T) {
 	if p.Schema != disk.PlanSchema || p.Device != "/dev/sdb" || pp.SizeBytes != 10<<30 || p.Table.AlignBytes != 1<<20 {
 		t.Errorf("plan %+v", p)
 	}
+	// The UUID is made by planning: it must be a fresh random (v4) UUID,
+	// the one the plan records and passes to mkfs, not whatever the output
+	// happens to hold (an empty one would match itself).
+	if !uuidV4.MatchString(pp.FSUUID) {
+		t.Errorf("planned filesystem UUID %q is not a random UUID", pp.FSUUID)
+	}
 	want := []string{"mkfs.ext4", "-U", pp.FSUUID, "-E", "lazy_itable_init=0,discard", "/dev/sdb1"}
 	if strings.Join(pp.Mkfs, " ") != strings.Join(want, " ") {
 		t.Errorf("mkfs %q, want %q", pp.Mkfs, want)
 	}
+	// Another plan gets another UUID.
+	_, out2, _ := runArgsOn(m, "-o", "json", "prepare", "--dry-run", "/dev/sdb", "--fs", "ext4")
+	var p2 disk.Plan
+	if err := json.Unmarshal([]byte(out2), &p2); err != nil || len(p2.Partitions) != 1 || p2.Partitions[0].FSUUID == pp.FSUUID || !uuidV4.MatchString(p2.Partitions[0].FSUUID) {
+		t.Errorf("second plan's UUID %+v (%v), first %q", p2.Partitions, err, pp.FSUUID)
+	}
 }
+
+var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestPrepareConfirmation(t *testing.T) {
 	for answer, wantApply := range map[string]bool{"y\n": true, "yes\n": true, "n\n": false, "\n": false, "": false} {
-		applied := fakeMachine(t, 0, wantApply)
+		m, applied := fakeMachine(t, 0, wantApply)
 		var out, errb bytes.Buffer
 		e := &env{Stdin: strings.NewReader(answer), Stdout: &out, Stderr: &errb, IsTerminal: true}
-		err := runPrepare(context.Background(), prepareOptions{Device: "/dev/sdb", FS: "xfs"}, e)
+		err := runPrepare(context.Background(), prepareOptions{Device: "/dev/sdb", FS: "xfs"}, m, e)
 		if !strings.Contains(errb.String(), "ST4000") || !strings.Contains(errb.String(), "serial: ZC1") || !strings.Contains(errb.String(), "[y/N]") {
 			t.Errorf("prompt %q", errb.String())
 		}
@@ -144,30 +161,30 @@ func TestPrepareConfirmation(t *testing.T) {
 	}
 }
 
-// useTempRoot points Apply's fstab and state at a temporary root.
-func useTempRoot(t *testing.T) string {
+// useTempRoot is this machine with Apply's fstab and state in a temporary
+// root.
+func useTempRoot(t *testing.T) (string, *machine) {
 	t.Helper()
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1 / xfs defaults 0 0\n"), 0o644)
-	old := applyDeps
-	t.Cleanup(func() { applyDeps = old })
-	applyDeps = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger, Root: root} }
-	return root
+	m := liveMachine()
+	m.diskDeps = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger, Roots: hwinfo.Roots{Root: root}} }
+	return root, m
 }
 
 func TestPrivilegedPrepareImageCLI(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
-	root := useTempRoot(t)
+	root, m := useTempRoot(t)
 	dir := t.TempDir()
 	img, mnt := filepath.Join(dir, "a.img"), filepath.Join(dir, "m")
 	t.Cleanup(func() {
 		if out, _ := testenv.Run("losetup", "-j", img); strings.TrimSpace(out) != "" {
 			t.Errorf("image still attached: %s", out)
-			runArgs("release", img)
+			runArgsOn(m, "release", img)
 		}
 	})
-	code, out, errOut := runArgs("-o", "json", "prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist", "--yes")
+	code, out, errOut := runArgsOn(m, "-o", "json", "prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist", "--yes")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -181,23 +198,23 @@ func TestPrivilegedPrepareImageCLI(t *testing.T) {
 	if got := strings.TrimSpace(testenv.MustRun(t, "findmnt", "-n", "-o", "SOURCE", mnt)); got != res.Partitions[0].Device {
 		t.Errorf("findmnt %q", got)
 	}
-	code, out, _ = runArgs("prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist")
+	code, out, _ = runArgsOn(m, "prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist")
 	if code != 0 || !strings.Contains(out, "already prepared as asked") {
 		t.Errorf("second run: exit %d\n%s", code, out)
 	}
 	// Asked differently: refused, nothing touched.
-	code, _, errOut = runArgs("prepare", "--image", img, "--size", "512M", "--fs", "xfs", "--mount", mnt, "--yes")
+	code, _, errOut = runArgsOn(m, "prepare", "--image", img, "--size", "512M", "--fs", "xfs", "--mount", mnt, "--yes")
 	if code != 3 {
 		t.Errorf("different fs: exit %d %s", code, errOut)
 	}
-	code, out, errOut = runArgs("release", mnt)
+	code, out, errOut = runArgsOn(m, "release", mnt)
 	if code != 0 || !strings.Contains(out, "detached "+res.Device) || !strings.Contains(out, "image kept at "+img) {
 		t.Errorf("release: exit %d\n%s%s", code, out, errOut)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/fstab")); strings.Contains(string(b), res.Partitions[0].UUID) {
 		t.Errorf("fstab keeps the line:\n%s", b)
 	}
-	if code, _, errOut = runArgs("release", img, "--remove-image"); code != 0 {
+	if code, _, errOut = runArgsOn(m, "release", img, "--remove-image"); code != 0 {
 		t.Errorf("remove image: %d %s", code, errOut)
 	}
 	if _, err := os.Stat(img); !errors.Is(err, os.ErrNotExist) {
@@ -207,7 +224,7 @@ func TestPrivilegedPrepareImageCLI(t *testing.T) {
 
 func TestPrivilegedPreparePlanTwoDisks(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "sgdisk", "blkid")
-	useTempRoot(t)
+	_, m := useTempRoot(t)
 	a := testenv.NewLoop(t, 1<<30, testenv.LoopOptions{})
 	b := testenv.NewLoop(t, 1<<30, testenv.LoopOptions{SectorSize: 4096})
 	dir := t.TempDir()
@@ -226,11 +243,11 @@ disks:
     partitions:
       - {size: rest, fs: xfs, label: scratch}
 `), 0o644)
-	code, out, errOut := runArgs("prepare", "--plan", plan, "--dry-run")
+	code, out, errOut := runArgsOn(m, "prepare", "--plan", plan, "--dry-run")
 	if code != 0 || strings.Count(out, "Plan for ") != 2 {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut = runArgs("-o", "json", "prepare", "--plan", plan, "--yes")
+	code, out, errOut = runArgsOn(m, "-o", "json", "prepare", "--plan", plan, "--yes")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -250,7 +267,7 @@ disks:
 		}
 	}
 	// The plan again: nothing to do.
-	code, out, errOut = runArgs("prepare", "--plan", plan, "--yes")
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--yes")
 	if code != 0 || strings.Count(out, "already prepared as asked") != 2 {
 		t.Errorf("second run: exit %d\n%s%s", code, out, errOut)
 	}
@@ -268,14 +285,14 @@ func dropKernelPartitions(t *testing.T, dev string) {
 
 // Bad input is a usage error even for a user who could not run prepare.
 func TestPrepareBadInputBeforeRoot(t *testing.T) {
-	fakeMachine(t, 1000, false)
+	m, _ := fakeMachine(t, 1000, false)
 	for _, args := range [][]string{
 		{"prepare", "/dev/sdb", "--fs", "zfs"},
 		{"prepare", "--image", "/tmp/x.img", "--size", "10X", "--fs", "xfs"},
 		{"prepare", "/dev/sdb", "--fs", "xfs", "--label", "much-too-long-for-xfs"},
 		{"prepare", "/dev/sdb", "--fs", "xfs", "--persist"},
 	} {
-		if code, _, errOut := runArgs(args...); code != 2 {
+		if code, _, errOut := runArgsOn(m, args...); code != 2 {
 			t.Errorf("%q: exit %d %q", args, code, errOut)
 		}
 	}

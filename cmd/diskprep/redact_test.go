@@ -346,7 +346,7 @@ func TestPrivilegedRedactFSCompare(t *testing.T) {
 	err := runFSCompare(context.Background(), fscompareOptions{
 		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "200ms", Repeat: 1,
 		Mount: filepath.Join(dir, "mnt"), Yes: true,
-	}, e)
+	}, liveMachine(), e)
 	if err != nil {
 		t.Fatalf("fscompare: %v\n%s", err, errb)
 	}

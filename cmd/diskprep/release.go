@@ -13,11 +13,11 @@ import (
 type releaseOptions struct {
 	Target      string
 	RemoveImage bool
-	Fstab       string // hidden --fstab, as for prepare
+	DryRun      bool
 }
 
 func releaseCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:      "release",
 		Usage:     "unmount a prepared disk, drop its fstab line, detach a loop image diskprep made",
 		ArgsUsage: "MOUNTPOINT | DEVICE | IMAGE",
@@ -27,24 +27,36 @@ are never touched), and detaches a loop device that prepare --image attached.
 The data stays on the disk; the image file stays where it is unless
 --remove-image.
 
+--dry-run prints what release would unmount, which fstab lines it would
+remove and what it would detach (-o json for the machine-readable plan), and
+changes nothing; it needs no root when the facts are readable.
+
 Examples:
   diskprep release /data
   diskprep release /dev/sdb                  # every mounted partition of sdb
+  diskprep release /data --dry-run           # what would be undone
   diskprep release /var/tmp/scratch.img --remove-image`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "remove-image", Usage: "also delete the image file behind a loop device diskprep attached"},
-			fstabFlag(),
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be released and change nothing"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
 				return usageErr(errors.New("release takes one MOUNTPOINT, DEVICE or IMAGE"))
 			}
-			return runRelease(c.Context, releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image"), Fstab: c.String("fstab")}, e)
+			m, err := withTestFlags(c, machineOf(c))
+			if err != nil {
+				return err
+			}
+			opts := releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image"), DryRun: c.Bool("dry-run")}
+			return runRelease(c.Context, opts, m, e)
 		}),
 	}
+	cmd.Flags = append(cmd.Flags, testFlags()...)
+	return cmd
 }
 
-func runRelease(ctx context.Context, opts releaseOptions, e *env) error {
+func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) error {
 	format, err := e.format("table", "json")
 	if err != nil {
 		return err
@@ -52,14 +64,25 @@ func runRelease(ctx context.Context, opts releaseOptions, e *env) error {
 	if e.Root != "" && e.Root != "/" {
 		return usageErr(errors.New("--root reads another machine's facts: release works on this machine only"))
 	}
-	if geteuid() != 0 {
+	if !opts.DryRun && m.geteuid() != 0 {
 		return errors.New("release needs root")
 	}
-	deps, err := withFstab(applyDeps(e), opts.Fstab)
+	deps := m.diskDeps(e)
+	plan, err := m.planRelease(opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage}, deps)
 	if err != nil {
+		return fmt.Errorf("release %s: %w", opts.Target, err)
+	}
+	if opts.DryRun {
+		if format == "json" {
+			return writeJSON(e.Stdout, plan)
+		}
+		if err := plan.WriteText(e.Stdout); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
 		return err
 	}
-	res, err := releaseFunc(ctx, opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage}, deps)
+	res, err := m.applyRelease(ctx, plan, deps)
 	if res != nil && err != nil {
 		res.WriteText(e.Stderr)
 	}

@@ -35,13 +35,15 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper process for TestCrashSafety")
 	}
 	fixedClock(t)
-	testHook = func(string) { time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond) }
+	edit := func(path string, change Change) error {
+		return EditSteps(path, change, func(string) { time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond) })
+	}
 	fmt.Println("ready")
 	var err error
 	if os.Getenv(crashOpEnv) == "remove" {
-		_, err = Remove(path, func(e Entry) bool { return e.File == crashEntry.File })
+		_, err = RemoveWith(edit, path, func(e Entry) bool { return e.File == crashEntry.File })
 	} else {
-		_, err = Add(path, crashEntry)
+		_, err = AddWith(edit, path, crashEntry)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -20,20 +20,13 @@ const BackupSuffix = ".diskprep.bak"
 // now dates the ownership marker; tests fix it.
 var now = time.Now
 
-// testHook, set only by tests (this package's and, through SetStepHook,
-// disk's crash tests), runs at each step boundary of an edit so a crash
-// test can kill the process between steps.
-var testHook func(step string)
+// Change turns the parsed lines of an fstab into the lines to write; nil
+// lines (and no error) mean there is nothing to change.
+type Change func(lines []Line) ([]Line, error)
 
-// SetStepHook is TEST-ONLY: it lets disk's crash tests (disk.CrashEnv) run
-// h at each step boundary of an edit ("parsed", "backed-up", "replaced").
-func SetStepHook(h func(step string)) { testHook = h }
-
-func step(name string) {
-	if testHook != nil {
-		testHook(name)
-	}
-}
+// Editor carries out one edit of the fstab at path: Edit on the live
+// machine, a fake's in-memory file in tests.
+type Editor func(path string, change Change) error
 
 // Add appends e, marked as diskprep's own, to the fstab at path (created when
 // missing). An entry with the same spec and mount point already present,
@@ -41,7 +34,12 @@ func step(name string) {
 // point taken by another device, or the device already mounted elsewhere, is
 // an error wrapping ErrConflict that names the existing line.
 func Add(path string, e Entry) (changed bool, err error) {
-	_, changed, err = Replace(path, nil, e)
+	return AddWith(Edit, path, e)
+}
+
+// AddWith is Add through edit.
+func AddWith(edit Editor, path string, e Entry) (changed bool, err error) {
+	_, changed, err = ReplaceWith(edit, path, nil, e)
 	return changed, err
 }
 
@@ -51,6 +49,11 @@ func Add(path string, e Entry) (changed bool, err error) {
 // no crash, that leaves both or neither. A managed entry identical to e is
 // kept as it is. stale may be nil.
 func Replace(path string, stale func(Entry) bool, e Entry) (removed []Entry, changed bool, err error) {
+	return ReplaceWith(Edit, path, stale, e)
+}
+
+// ReplaceWith is Replace through edit.
+func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry) (removed []Entry, changed bool, err error) {
 	if e.Spec == "" || e.File == "" {
 		return nil, false, fmt.Errorf("add fstab entry: spec and mount point are required")
 	}
@@ -110,6 +113,11 @@ func addEntry(path string, lines []Line, e Entry) ([]Line, bool, error) {
 // diskprep's marker are never removed, whatever match says. A missing fstab
 // has nothing to remove.
 func Remove(path string, match func(Entry) bool) (removed []Entry, err error) {
+	return RemoveWith(Edit, path, match)
+}
+
+// RemoveWith is Remove through edit.
+func RemoveWith(edit Editor, path string, match func(Entry) bool) (removed []Entry, err error) {
 	err = edit(path, func(lines []Line) ([]Line, error) {
 		var out []Line
 		out, removed = removeManaged(lines, match)
@@ -148,10 +156,28 @@ func removeManaged(lines []Line, match func(Entry) bool) ([]Line, []Entry) {
 	return out, removed
 }
 
-// edit runs change over the parsed file under an exclusive lock and, when it
-// returns lines (nil means nothing to do), backs up the old content and
-// replaces the file atomically.
-func edit(path string, change func([]Line) ([]Line, error)) error {
+// Managed lists the diskprep-managed entries of an fstab content for which
+// match returns true: what Remove would take out, for a dry run.
+func Managed(data []byte, match func(Entry) bool) ([]Entry, error) {
+	lines, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	_, found := removeManaged(lines, match)
+	return found, nil
+}
+
+// Edit is the live Editor: it runs change over the parsed file under an
+// exclusive lock and, when it returns lines (nil means nothing to do),
+// backs up the old content and replaces the file atomically.
+func Edit(path string, change Change) error { return EditSteps(path, change, nil) }
+
+// EditSteps is Edit calling step, when not nil, at each step boundary
+// ("parsed", "backed-up", "replaced"), where the crash tests kill it.
+func EditSteps(path string, change Change, step func(name string)) error {
+	if step == nil {
+		step = func(string) {}
+	}
 	target, err := resolve(path)
 	if err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build crashtest
+
 package crashtest
 
 import (

@@ -1,3 +1,5 @@
+//go:build crashtest
+
 package crashtest
 
 import (
@@ -53,7 +55,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "diskprep")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/diskprep").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "crashtest", "-o", binPath, "../../cmd/diskprep").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// machine is what prepare, release and fscompare do to the host, as
+// functions: runX takes it as its deps (STYLE.md rule 1), and a test
+// replaces it whole for one run, so tests may run in parallel.
+type machine struct {
+	geteuid   func() int
+	readFacts func(ctx context.Context, root string, e *env) (*hwinfo.Host, error)
+	// diskDeps are disk's ties to the host for Apply and release.
+	diskDeps     func(e *env) disk.Deps
+	lockTarget   func(r disk.Request, d disk.Deps) (func(), error)
+	apply        func(ctx context.Context, p *disk.Plan, d disk.Deps) (*disk.Result, error)
+	planRelease  func(target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error)
+	applyRelease func(ctx context.Context, p *disk.ReleasePlan, d disk.Deps) (*disk.ReleaseResult, error)
+}
+
+// liveMachine is this machine.
+func liveMachine() *machine {
+	return &machine{
+		geteuid: os.Geteuid,
+		readFacts: func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
+			return hwinfo.Read(ctx, hwinfo.Options{Root: root, All: true, Logger: e.Logger})
+		},
+		diskDeps:     func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger} },
+		lockTarget:   disk.LockTarget,
+		apply:        disk.Apply,
+		planRelease:  disk.PlanRelease,
+		applyRelease: disk.ApplyRelease,
+	}
+}
+
+// release is PlanRelease then ApplyRelease on m.
+func (m *machine) release(ctx context.Context, target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleaseResult, error) {
+	p, err := m.planRelease(target, opt, d)
+	if err != nil {
+		return nil, err
+	}
+	return m.applyRelease(ctx, p, d)
+}
+
+// machineOf is the machine the app was started on: run's is live, a
+// test's is the one it passed to runOn.
+func machineOf(c *cli.Context) *machine {
+	if st, ok := c.App.Metadata["state"].(*runState); ok && st.machine != nil {
+		return st.machine
+	}
+	return liveMachine()
+}
