@@ -1,0 +1,217 @@
+// Package guesttest runs commands inside a QEMU guest with a real Debian
+// kernel and emulated disks, through scripts/guest.sh, for the guest test
+// tier: the paths a loop device cannot show (udev, the kernel's partition
+// parser, device-mapper, md, NVMe and SATA identities, reboots).
+//
+// Tests call Require first. It skips when the guest cannot boot here, except
+// when DISKPREP_REQUIRE_GUEST=1 (CI), where a skip would hide a broken tier
+// and so fails instead.
+package guesttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Exit codes of scripts/guest.sh that are its own, not the command's.
+const (
+	ExitBadInput  = 2   // bad arguments; nothing was started
+	ExitTimeout   = 124 // --timeout ran out
+	ExitNoReport  = 125 // the guest did not boot or did not report
+	ExitInterrupt = 130
+)
+
+// Required reports whether guest tests must run (CI sets it).
+func Required() bool { return os.Getenv("DISKPREP_REQUIRE_GUEST") == "1" }
+
+// SkipOrFail skips the test, or fails it when guest tests are required.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("DISKPREP_REQUIRE_GUEST=1 but: %s", msg)
+	}
+	t.Skip(msg)
+}
+
+// Options are scripts/guest.sh's flags.
+type Options struct {
+	Disks   []string      // --disk KIND:SIZE[:key=value,...], in order
+	State   string        // --state: images kept between calls; "" = fresh each call
+	Share   string        // --share: read-write at /share in the guest
+	Boots   int           // --boots; 0 means 1
+	Systemd bool          // --systemd
+	Timeout time.Duration // --timeout; 0 means the script's default
+	Env     []string      // extra environment for the script (DISKPREP_GUEST_*)
+}
+
+// Args is the script's argument list for opt and command.
+func (opt Options) Args(command ...string) []string {
+	var a []string
+	for _, d := range opt.Disks {
+		a = append(a, "--disk", d)
+	}
+	if opt.State != "" {
+		a = append(a, "--state", opt.State)
+	}
+	if opt.Share != "" {
+		a = append(a, "--share", opt.Share)
+	}
+	if opt.Boots > 0 {
+		a = append(a, "--boots", strconv.Itoa(opt.Boots))
+	}
+	if opt.Systemd {
+		a = append(a, "--systemd")
+	}
+	if opt.Timeout > 0 {
+		a = append(a, "--timeout", strconv.Itoa(int((opt.Timeout+time.Second-1)/time.Second))+"s")
+	}
+	return append(append(a, "--"), command...)
+}
+
+// Result is what one call of the script gave.
+type Result struct {
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	Elapsed  time.Duration
+}
+
+// Script is the path of scripts/guest.sh in the tree this package is in.
+func Script() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, "scripts", "guest.sh")
+			if _, err := os.Stat(p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Exec runs the script with opt and command and returns what it gave,
+// whatever its exit code. An error means it could not be started at all.
+func Exec(ctx context.Context, opt Options, command ...string) (Result, error) {
+	script, err := Script()
+	if err != nil {
+		return Result{}, fmt.Errorf("find scripts/guest.sh: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, script, opt.Args(command...)...)
+	cmd.Env = append(os.Environ(), opt.Env...)
+	// Ctrl-C semantics for the script: on cancel it gets SIGINT and cleans up
+	// (stops QEMU) before it exits.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	r := Result{Stdout: stdout.String(), Stderr: stderr.String(), Elapsed: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.ExitCode = ee.ExitCode()
+	default:
+		return r, fmt.Errorf("%s: %w", script, err)
+	}
+	return r, nil
+}
+
+// booted is set once a guest has booted in this test process: from then on a
+// guest that does not boot is a failure, not a reason to skip.
+var booted atomic.Bool
+
+// Require skips (or fails, under DISKPREP_REQUIRE_GUEST=1) unless a guest can
+// be booted here: root, Linux on amd64, and the script. Whether QEMU really
+// boots shows on the first Run, which skips the same way if it does not.
+func Require(t testing.TB) {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		SkipOrFail(t, "guest test: needs linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if os.Geteuid() != 0 {
+		SkipOrFail(t, "guest test: needs root (the guest's root file system is built as root)")
+	}
+	if _, err := Script(); err != nil {
+		SkipOrFail(t, "guest test: %v", err)
+	}
+}
+
+// Run runs command in a guest and returns its result. It fails the test when
+// the guest itself failed (timeout, interrupt, no report after an earlier
+// boot worked) and skips like Require when the first guest of the process
+// does not boot. Exit 2 is returned as it is: the script's bad input cannot be
+// told from a command's own exit 2.
+func Run(t testing.TB, opt Options, command ...string) Result {
+	t.Helper()
+	Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	r, err := Exec(ctx, opt, command...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("guest: %s (exit %d, %.1fs)", strings.Join(command, " "), r.ExitCode, r.Elapsed.Seconds())
+	switch r.ExitCode {
+	case ExitNoReport:
+		if !booted.Load() {
+			SkipOrFail(t, "guest test: the guest does not boot here: %s", lastLines(r.Stderr, 8))
+		}
+		t.Fatalf("guest did not report (exit %d): %s\nstdout:\n%s", r.ExitCode, r.Stderr, r.Stdout)
+	case ExitTimeout, ExitInterrupt:
+		t.Fatalf("guest failed (exit %d): %s\nstdout:\n%s", r.ExitCode, r.Stderr, r.Stdout)
+	}
+	booted.Store(true)
+	return r
+}
+
+// TestBinary builds the test binary of package pkg (an import path or
+// ./dir relative to the module root), static so it runs in the guest, into
+// dir (usually Options.Share) and returns its base name. The guest runs it
+// as /share/NAME, or copies it first: cp /share/NAME /root/.
+func TestBinary(t testing.TB, pkg, dir string) string {
+	t.Helper()
+	script, err := Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(filepath.Dir(script))
+	name := strings.NewReplacer("/", "_", ".", "_").Replace(strings.Trim(pkg, "./")) + ".test"
+	cmd := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, name), pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c %s: %v\n%s", pkg, err, out)
+	}
+	return name
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,305 @@
+package guesttest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The smoke test of scripts/guest.sh: every kind of disk comes up in the
+// guest with the identity asked for, stdout and stderr come back apart, the
+// command's exit code comes through, a second boot sees what the first wrote,
+// a prebuilt test binary runs in the guest, and a timeout or an interrupt
+// leaves no QEMU behind.
+
+type wantDisk struct {
+	spec   string
+	serial string
+	size   int64
+	model  string
+	vendor string // "" = not checked
+	wwn    string
+	lsec   int64
+	psec   int64
+	rota   bool
+	tran   string
+}
+
+var kinds = []wantDisk{
+	{spec: "nvme:1G:serial=NVME0001", serial: "NVME0001", size: 1 << 30,
+		model: "QEMU NVMe Ctrl", lsec: 512, psec: 512, tran: "nvme"},
+	{spec: "nvme:512M:serial=NVME4K01,lbs=4096", serial: "NVME4K01", size: 512 << 20,
+		model: "QEMU NVMe Ctrl", lsec: 4096, psec: 4096, tran: "nvme"},
+	{spec: "sata-hdd:2G:model=WDC WD40EFRX-68N32N0,serial=WD-WCC7K0000001,wwn=0x50014ee2b0000001,pbs=4096",
+		serial: "WD-WCC7K0000001", size: 2 << 30, model: "WDC WD40EFRX-68N32N0", vendor: "ATA",
+		wwn: "0x50014ee2b0000001", lsec: 512, psec: 4096, rota: true, tran: "sata"},
+	{spec: "sata-ssd:1G:model=Samsung SSD 870 EVO 1TB,serial=S6PNNX0R100001,wwn=0x5002538e40000001",
+		serial: "S6PNNX0R100001", size: 1 << 30, model: "Samsung SSD 870 EVO 1TB", vendor: "ATA",
+		wwn: "0x5002538e40000001", lsec: 512, psec: 512, tran: "sata"},
+	{spec: "scsi:1G:vendor=SEAGATE,model=ST4000NM0023,serial=Z1Z00001,wwn=0x5000c50000000001,rpm=7200",
+		serial: "Z1Z00001", size: 1 << 30, model: "ST4000NM0023", vendor: "SEAGATE",
+		wwn: "0x5000c50000000001", lsec: 512, psec: 512, rota: true},
+	{spec: "scsi:1G:serial=SCSISSD1,lbs=4096,rpm=1", serial: "SCSISSD1", size: 1 << 30,
+		model: "QEMU HARDDISK", vendor: "QEMU", lsec: 4096, psec: 4096},
+	{spec: "virtio:1G:serial=VIRTIO0001,pbs=4096", serial: "VIRTIO0001", size: 1 << 30,
+		lsec: 512, psec: 4096, rota: true},
+	{spec: "usb:1G:vendor=SanDisk,model=Ultra Fit,serial=4C530001234567", serial: "4C530001234567",
+		size: 1 << 30, model: "Ultra Fit", vendor: "SanDisk", lsec: 512, psec: 512, rota: true, tran: "usb"},
+}
+
+// lsblkDisk is the part of `lsblk -J -O -b` the test reads.
+type lsblkDisk struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Size        int64    `json:"size"`
+	Serial      *string  `json:"serial"`
+	Model       *string  `json:"model"`
+	Vendor      *string  `json:"vendor"`
+	WWN         *string  `json:"wwn"`
+	LogSec      int64    `json:"log-sec"`
+	PhySec      int64    `json:"phy-sec"`
+	Rota        bool     `json:"rota"`
+	Tran        *string  `json:"tran"`
+	Mountpoints []string `json:"mountpoints"`
+	Children    []lsblkDisk
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return strings.TrimSpace(*p)
+}
+
+func TestEveryDiskKindHasItsIdentity(t *testing.T) {
+	var opt Options
+	for _, k := range kinds {
+		opt.Disks = append(opt.Disks, k.spec)
+	}
+	r := Run(t, opt, "sh", "-c", "lsblk -J -O -b; echo only-on-stderr >&2; exit 7")
+	if r.ExitCode != 7 {
+		t.Fatalf("exit %d, want the command's 7; stderr:\n%s", r.ExitCode, r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "only-on-stderr") || !strings.Contains(r.Stderr, "only-on-stderr") {
+		t.Errorf("stderr not kept apart: stdout %q, stderr %q", r.Stdout, r.Stderr)
+	}
+	var out struct {
+		Blockdevices []lsblkDisk `json:"blockdevices"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("lsblk -J from the guest: %v\n%s", err, r.Stdout)
+	}
+	bySerial := map[string]lsblkDisk{}
+	for _, d := range out.Blockdevices {
+		if d.Type == "disk" {
+			bySerial[str(d.Serial)] = d
+		}
+	}
+	root, ok := bySerial["guestroot"]
+	if !ok || len(root.Mountpoints) == 0 || root.Mountpoints[0] != "/" {
+		t.Errorf("the guest's root disk (serial guestroot) is not mounted at /: %+v", root)
+	}
+	if len(bySerial) != len(kinds)+1 {
+		t.Errorf("guest has %d disks, want %d (each --disk and guestroot): %v", len(bySerial), len(kinds)+1, keys(bySerial))
+	}
+	for _, k := range kinds {
+		d, ok := bySerial[k.serial]
+		if !ok {
+			t.Errorf("%s: no disk with serial %q in the guest", k.spec, k.serial)
+			continue
+		}
+		check := func(field string, got, want any) {
+			if got != want {
+				t.Errorf("%s (%s): %s = %v, want %v", k.spec, d.Name, field, got, want)
+			}
+		}
+		check("size", d.Size, k.size)
+		check("log-sec", d.LogSec, k.lsec)
+		check("phy-sec", d.PhySec, k.psec)
+		check("rota", d.Rota, k.rota)
+		check("tran", str(d.Tran), k.tran)
+		check("model", str(d.Model), k.model)
+		if k.vendor != "" {
+			check("vendor", str(d.Vendor), k.vendor)
+		}
+		if k.wwn != "" {
+			check("wwn", str(d.WWN), k.wwn)
+		}
+		if len(d.Children) != 0 || len(d.Mountpoints) != 0 && d.Mountpoints[0] != "" {
+			t.Errorf("%s: a fresh disk has partitions or mounts: %+v", k.spec, d)
+		}
+	}
+}
+
+func keys(m map[string]lsblkDisk) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// A second boot sees the disk and /share as the first left them, and a
+// static test binary from /share runs on the guest's disk-backed root with its
+// testdata copied from /src.
+func TestSecondBootSeesFirstBootsWrites(t *testing.T) {
+	Require(t)
+	share := t.TempDir()
+	bin := TestBinary(t, "./disk/fstab", share)
+	opt := Options{
+		Disks: []string{"virtio:64M:serial=PERSIST01"},
+		State: t.TempDir(),
+		Share: share,
+		Boots: 2,
+	}
+	script := `set -e
+disk=/dev/disk/by-id/virtio-PERSIST01
+if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
+	printf 'written in boot 1' | dd of=$disk conv=notrunc 2>/dev/null
+	echo "boot 1 of $(cat /proc/sys/kernel/random/boot_id)" >/share/first
+	echo kept >/root/on-root-disk
+	exit 0
+fi
+echo "boot $DISKPREP_GUEST_BOOT read: $(head -c 17 $disk)"
+echo "root disk: $(cat /root/on-root-disk)"
+mkdir -p /root/fstab
+cp -r /src/disk/fstab/testdata /root/fstab/
+cd /root/fstab
+/share/` + bin + ` -test.count=1 2>&1 | tail -n 1
+`
+	r := Run(t, opt, "sh", "-c", script)
+	if r.ExitCode != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{"boot 2 read: written in boot 1\n", "root disk: kept\n", "\nPASS\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	first, err := os.ReadFile(filepath.Join(share, "first"))
+	if err != nil || !strings.HasPrefix(string(first), "boot 1 of ") {
+		t.Errorf("/share/first from boot 1: %q, %v", first, err)
+	}
+	if fi, err := os.Stat(filepath.Join(opt.State, "d1-virtio.img")); err != nil || fi.Size() != 64<<20 {
+		t.Errorf("the disk image is not kept under --state: %v", err)
+	}
+}
+
+// qemuUsing lists QEMU processes whose command line names dir.
+func qemuUsing(dir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "qemu-system") && strings.Contains(cmd, dir) {
+			found = append(found, cmd)
+		}
+	}
+	return found
+}
+
+func TestTimeoutAndInterruptLeaveNothingRunning(t *testing.T) {
+	Require(t)
+	t.Run("timeout", func(t *testing.T) {
+		state := t.TempDir()
+		r, err := Exec(context.Background(), Options{State: state, Timeout: 15 * time.Second}, "sleep", "600")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ExitCode != ExitTimeout {
+			t.Errorf("exit %d, want %d; stderr:\n%s", r.ExitCode, ExitTimeout, r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, "timed out after 15s") {
+			t.Errorf("stderr does not say it timed out:\n%s", r.Stderr)
+		}
+		if left := qemuUsing(state); len(left) > 0 {
+			t.Errorf("QEMU left running: %v", left)
+		}
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		state := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		r, err := Exec(ctx, Options{State: state, Disks: []string{"nvme:64M"}}, "sleep", "600")
+		if err != nil && r.ExitCode == 0 {
+			t.Fatal(err)
+		}
+		if r.ExitCode != ExitInterrupt {
+			t.Errorf("exit %d, want %d; stderr:\n%s", r.ExitCode, ExitInterrupt, r.Stderr)
+		}
+		if left := qemuUsing(state); len(left) > 0 {
+			t.Errorf("QEMU left running: %v", left)
+		}
+	})
+}
+
+// Bad input: exit 2 with one line on stderr, before anything is built or
+// booted. These need neither root nor QEMU.
+func TestBadInputExitsTwoWithOneLine(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"unknown kind", nil, []string{"--disk", "floppy:1G", "--", "true"}, "unknown kind 'floppy'"},
+		{"unknown key", nil, []string{"--disk", "nvme:1G:colour=red", "--", "true"}, "unknown key 'colour'"},
+		{"key the device cannot carry", nil, []string{"--disk", "nvme:1G:model=Samsung", "--", "true"}, "nvme cannot carry model"},
+		{"rpm on virtio", nil, []string{"--disk", "virtio:1G:rpm=7200", "--", "true"}, "virtio cannot carry rpm"},
+		{"4K sectors on SATA", nil, []string{"--disk", "sata-hdd:1G:lbs=4096", "--", "true"}, "512-byte logical sectors"},
+		{"size not a size", nil, []string{"--disk", "nvme:lots", "--", "true"}, "cannot make a disk of size 'lots'"},
+		{"size too small", nil, []string{"--disk", "nvme:0", "--", "true"}, "under 1M"},
+		{"size too large", nil, []string{"--disk", "nvme:100T", "--", "true"}, "over 16T"},
+		{"size off the block", nil, []string{"--disk", "nvme:1048577", "--", "true"}, "not a multiple"},
+		{"no command", nil, []string{"--disk", "nvme:1G", "--"}, "no COMMAND"},
+		{"unknown option", nil, []string{"--colour", "--", "true"}, "unknown option --colour"},
+		{"bad timeout", nil, []string{"--timeout", "soon", "--", "true"}, "--timeout soon"},
+		{"qemu missing", []string{"DISKPREP_GUEST_QEMU=/nonexistent/qemu-system-x86_64"}, []string{"--", "true"}, "/nonexistent/qemu-system-x86_64 not found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			script, err := Script()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, script, c.args...)
+			cmd.Env = append(os.Environ(), c.env...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err = cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != ExitBadInput {
+				t.Errorf("exit %d, want %d", code, ExitBadInput)
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "guest.sh: ") {
+				t.Errorf("stderr is not one guest.sh line:\n%s", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), c.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout not empty: %q", stdout.String())
+			}
+		})
+	}
+}
