@@ -152,3 +152,66 @@ func Remove(dir, id string) (string, error) {
 	}
 	return e.Record.ID, nil
 }
+
+// Gather reads the records named by sources (ids in the store, record
+// files, directories of records copied from other machines), or the whole
+// store when there are none: what `diskprep compare` compares. Unreadable
+// files and other schemas are skipped with a warning; a record reached
+// twice counts once. A source that is neither a path nor an id in the
+// store is an error wrapping ErrNotFound.
+func Gather(sources []string, store string) ([]*Record, []string, error) {
+	var recs []*Record
+	var warnings []string
+	seen := map[string]string{}
+	add := func(r *Record, from string) {
+		if prev, ok := seen[r.ID]; ok {
+			if prev != from {
+				warnings = append(warnings, fmt.Sprintf("record %s given twice (%s and %s): counted once", r.ID, prev, from))
+			}
+			return
+		}
+		seen[r.ID] = from
+		recs = append(recs, r)
+	}
+	addDir := func(dir string) error {
+		entries, ws, err := List(dir)
+		if err != nil {
+			return err
+		}
+		warnings = append(warnings, ws...)
+		for _, en := range entries {
+			add(en.Record, en.Path)
+		}
+		return nil
+	}
+	if len(sources) == 0 {
+		return recs, warnings, addDir(store)
+	}
+	for _, src := range sources {
+		fi, statErr := os.Stat(src)
+		switch {
+		case statErr == nil && fi.IsDir():
+			if err := addDir(src); err != nil {
+				return nil, nil, err
+			}
+		case statErr == nil:
+			r, err := ReadFile(src)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("skipped %s: %v", src, err))
+				continue
+			}
+			add(r, src)
+		default:
+			// Not a path: an id (or unique prefix) in the store.
+			en, err := Load(store, src)
+			if err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return nil, nil, fmt.Errorf("%s is neither a file, a directory nor a result id in %s: %w", src, store, err)
+				}
+				return nil, nil, err
+			}
+			add(en.Record, en.Path)
+		}
+	}
+	return recs, warnings, nil
+}

@@ -128,3 +128,54 @@ func TestSaveLeavesNoTempFiles(t *testing.T) {
 		t.Errorf("store holds %v", names)
 	}
 }
+
+// Gather takes ids (or prefixes) in the store, record files and
+// directories of records, counts a record reached twice once (saying so),
+// skips what is not a record, and names a source that is none of these.
+func TestGather(t *testing.T) {
+	store, other := t.TempDir(), t.TempDir()
+	for _, id := range []string{"20261130T061500Z-aaaa", "20261130T061600Z-bbbb"} {
+		if err := Save(store, recWithID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// other holds a record of its own and a copy of one in the store.
+	for _, id := range []string{"20261201T000000Z-cccc", "20261130T061600Z-bbbb"} {
+		if err := Save(other, recWithID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	junk := filepath.Join(other, "junk.json")
+	if err := os.WriteFile(junk, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(recs []*Record) string {
+		var s []string
+		for _, r := range recs {
+			s = append(s, r.ID)
+		}
+		return strings.Join(s, " ")
+	}
+
+	all, warnings, err := Gather(nil, store)
+	if err != nil || ids(all) != "20261130T061500Z-aaaa 20261130T061600Z-bbbb" || len(warnings) != 0 {
+		t.Errorf("whole store: %q %q %v", ids(all), warnings, err)
+	}
+	got, warnings, err := Gather([]string{"20261130T0616", other, filepath.Join(store, "20261130T061600Z-bbbb.json"), junk}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same file by id and by path is one source; the copy in other
+	// is the same record from elsewhere.
+	if ids(got) != "20261130T061600Z-bbbb 20261201T000000Z-cccc" {
+		t.Errorf("records %q", ids(got))
+	}
+	w := strings.Join(warnings, "\n")
+	if strings.Count(w, "given twice") != 1 || !strings.Contains(w, "record 20261130T061600Z-bbbb given twice ("+filepath.Join(store, "20261130T061600Z-bbbb.json")+" and "+filepath.Join(other, "20261130T061600Z-bbbb.json")+")") ||
+		strings.Count(w, "skipped "+junk) != 2 {
+		t.Errorf("warnings %q", warnings)
+	}
+	if _, _, err := Gather([]string{"nosuch"}, store); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nosuch is neither a file, a directory nor a result id in "+store) {
+		t.Errorf("unknown source: %v", err)
+	}
+}

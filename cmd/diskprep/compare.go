@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,7 +103,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err := opts.Filter.validate(); err != nil {
 		return err
 	}
-	recs, warnings, err := loadForCompare(opts.Sources, e.ResultsDir)
+	recs, warnings, err := record.Gather(opts.Sources, e.ResultsDir)
 	if err != nil {
 		return err
 	}
@@ -160,65 +158,4 @@ func renderComparison(e *env, c *compare.Comparison, format, output string) (*by
 		return nil, err
 	}
 	return &buf, nil
-}
-
-// loadForCompare reads the records named by sources (ids in the store,
-// record files, directories of records), or the whole store when there are
-// none. Unreadable files and other schemas are skipped with a warning; a
-// record reached twice counts once.
-func loadForCompare(sources []string, store string) ([]*record.Record, []string, error) {
-	var recs []*record.Record
-	var warnings []string
-	seen := map[string]string{}
-	add := func(r *record.Record, from string) {
-		if prev, ok := seen[r.ID]; ok {
-			if prev != from {
-				warnings = append(warnings, fmt.Sprintf("record %s given twice (%s and %s): counted once", r.ID, prev, from))
-			}
-			return
-		}
-		seen[r.ID] = from
-		recs = append(recs, r)
-	}
-	addDir := func(dir string) error {
-		entries, ws, err := record.List(dir)
-		if err != nil {
-			return err
-		}
-		warnings = append(warnings, ws...)
-		for _, en := range entries {
-			add(en.Record, en.Path)
-		}
-		return nil
-	}
-	if len(sources) == 0 {
-		return recs, warnings, addDir(store)
-	}
-	for _, src := range sources {
-		fi, statErr := os.Stat(src)
-		switch {
-		case statErr == nil && fi.IsDir():
-			if err := addDir(src); err != nil {
-				return nil, nil, err
-			}
-		case statErr == nil:
-			r, err := record.ReadFile(src)
-			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("skipped %s: %v", src, err))
-				continue
-			}
-			add(r, src)
-		default:
-			// Not a path: an id (or unique prefix) in the store.
-			en, err := record.Load(store, src)
-			if err != nil {
-				if errors.Is(err, record.ErrNotFound) {
-					return nil, nil, fmt.Errorf("%s is neither a file, a directory nor a result id in %s: %w", src, store, err)
-				}
-				return nil, nil, err
-			}
-			add(en.Record, en.Path)
-		}
-	}
-	return recs, warnings, nil
 }
