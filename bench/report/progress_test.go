@@ -9,7 +9,7 @@ import (
 	"github.com/diskprep/diskprep/bench"
 )
 
-// The Progress of bench's TestRunOrchestration's first run (second
+// The Progress of bench's TestRunDirectory's first run (second
 // snapshot: 200 I/Os in 0.5 s, 7 s to go) as the live line shows it.
 func TestProgressLine(t *testing.T) {
 	first := bench.Progress{Workload: "seq1m-read", Index: 1, Count: 8, Repetition: 1, Repeat: 2, Phase: "run",
