@@ -353,8 +353,8 @@ fi
 
 # ---- booting ------------------------------------------------------------
 
-qemu_common() { # accel
-	local accel=$1
+qemu_common() { # accel disks
+	local accel=$1 ndisks=$2
 	local -a a
 	a=(-nodefaults -no-user-config -display none -no-reboot -M pc -m 2048)
 	if [ "$accel" = kvm ]; then
@@ -364,7 +364,7 @@ qemu_common() { # accel
 	fi
 	a+=(-smp "${DISKPREP_GUEST_SMP:-1}")
 	a+=(-kernel "$kernel" -initrd "$initrd")
-	a+=(-append "console=ttyS0 panic=-1 loglevel=4 guest.init=/usr/sbin/guest-run")
+	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off guest.init=/usr/sbin/guest-run guest.disks=$ndisks")
 	a+=(-device virtio-rng-pci)
 	printf '%q ' "${a[@]}"
 }
@@ -376,7 +376,9 @@ boot() {
 	rm -f "$dir/status" "$dir/stdout.fifo" "$dir/stderr.fifo"
 	: >"$dir/status"
 	mkfifo "$dir/stdout.fifo" "$dir/stderr.fifo"
-	eval "args=($(qemu_common "$accel"))"
+	local ndisks=1
+	if [ "$with_disks" = 1 ]; then ndisks=$((${#disk_names[@]} + 1)); fi
+	eval "args=($(qemu_common "$accel" "$ndisks"))"
 	args+=(-serial "file:$dir/console.log")
 	args+=(-device "virtio-serial-pci,id=vser0"
 		-chardev "file,id=gout,path=$dir/stdout.fifo" -device "virtserialport,bus=vser0.0,chardev=gout,name=stdout"

@@ -19,6 +19,12 @@ guest_modules=(
 )
 # In the root for `modprobe`, not loaded at boot (zram makes a zram0 disk).
 guest_modules_on_demand=(zram)
+# Loaded at boot. The rest load when needed, as on a real host: drivers by
+# udev (the devices' modaliases, bcache's rule), file systems at mount, dm
+# targets and md personalities when a table or array asks for them. Loading
+# all of them would cost seconds of each boot under TCG (xfs, raid456's
+# benchmarks).
+guest_modules_boot=(virtio_console 9p 9pnet_virtio dm_mod md_mod loop)
 # Only these are needed before the root disk is mounted.
 # ext4 asks the crypto API for crc32c, which no dependency loads.
 initrd_modules=(virtio_pci virtio_blk crc32c_generic crc32c_intel ext4)
@@ -26,7 +32,7 @@ initrd_modules=(virtio_pci virtio_blk crc32c_generic crc32c_intel ext4)
 # The Debian packages whose files make up the minimal root (the guest's tools:
 # partitioning, mkfs/fsck, device-mapper, md, LVM, bcache, udev, SMART, fio).
 guest_packages=(
-	busybox-static bash coreutils util-linux mount fdisk xfsprogs e2fsprogs gdisk
+	busybox-static dash bash coreutils util-linux mount fdisk xfsprogs e2fsprogs gdisk
 	dmsetup lvm2 mdadm bcache-tools smartmontools fio udev kmod procps
 )
 
@@ -45,7 +51,7 @@ guest_inputs_key() {
 	shift
 	{
 		cat "$guest_dir/build.sh" "$guest_dir/init.sh" "$guest_dir/run.sh"
-		printf '%s\n' "$kver" "${guest_modules[@]}" "${guest_modules_on_demand[@]}" "$@"
+		printf '%s\n' "$kver" "${guest_modules[@]}" "${guest_modules_on_demand[@]}" "${guest_modules_boot[@]}" "$@"
 		dpkg-query -W -f='${Package} ${Version}\n' "${guest_packages[@]}" 2>/dev/null || true
 	} | sha256sum | cut -c1-16
 }
@@ -157,6 +163,9 @@ guest_build_minimal_root() {
 	done <"$list" | elf_deps >"$list.libs"
 	LC_ALL=C sort -u -o "$list" "$list" "$list.libs"
 	sed 's|^/||' "$list" | tar -C / --no-recursion -cf - -T - | tar -C "$tmp" --keep-directory-symlink -xf -
+	# /bin/sh is dash, as on Debian: busybox's sh would run its own applets
+	# (mount, losetup, ...) before the real tools on PATH.
+	ln -sfn dash "$tmp/usr/bin/sh"
 	# busybox fills in what the packages do not have (poweroff, vi, ...).
 	while read -r a; do
 		case $a in /*) ;; *) continue ;; esac
@@ -178,7 +187,10 @@ guest_build_minimal_root() {
 	done
 	printf 'guest\n' >"$tmp/etc/hostname"
 	: >"$tmp/etc/fstab"
-	printf '%s\n' "${guest_modules[@]}" >"$tmp/etc/guest-modules"
+	printf '%s\n' "${guest_modules_boot[@]}" >"$tmp/etc/guest-modules"
+	mkdir -p "$tmp/etc/modprobe.d"
+	# USB storage scans at once instead of after a second.
+	printf 'options usb-storage delay_use=0\n' >"$tmp/etc/modprobe.d/guest.conf"
 	cp "$guest_dir/run.sh" "$tmp/usr/sbin/guest-run"
 	chmod 755 "$tmp/usr/sbin/guest-run"
 	rm -f "$out.part"
