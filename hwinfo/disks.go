@@ -586,7 +586,7 @@ func (r *reader) udevData(majmin string) map[string]string {
 	if majmin == "" {
 		return nil
 	}
-	b, err := readFile(r.path("/run/udev/data/b" + majmin))
+	b, err := r.readFile("/run/udev/data/b" + majmin)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.warn("read udev record b%s: %v", majmin, unwrapPath(err))

@@ -208,7 +208,7 @@ func TestFixtureKVMVirtio(t *testing.T) {
 // fact below comes from sysfs alone, and the SCSI disk without a WWN fails
 // its wwid read with EINVAL as the kernel does.
 func TestFixtureQEMUGuest(t *testing.T) {
-	failReads(t, "testdata/qemu-guest", map[string]syscall.Errno{qemuSCSIWWID: syscall.EINVAL})
+	fail := failReads(t, "testdata/qemu-guest", map[string]syscall.Errno{qemuSCSIWWID: syscall.EINVAL})
 	sata := func(name string, sectors uint64) Disk {
 		return Disk{Name: name, Path: "/dev/" + name, SizeBytes: sectors * 512,
 			LogicalSectorBytes: 512, PhysicalSectorBytes: 512, MinIOBytes: 512,
@@ -262,7 +262,7 @@ func TestFixtureQEMUGuest(t *testing.T) {
 			vdb,
 		},
 	}
-	checkFixture(t, "qemu-guest", false, want)
+	checkFixtureReading(t, "qemu-guest", false, fail, want)
 }
 
 // TestFixtureAll checks that the devices hidden by default come back with
@@ -316,7 +316,13 @@ func TestFixtureAll(t *testing.T) {
 
 func checkFixture(t *testing.T, tree string, all bool, want *Host) {
 	t.Helper()
-	got, err := Read(context.Background(), Options{Root: filepath.Join("testdata", tree), All: all})
+	checkFixtureReading(t, tree, all, nil, want)
+}
+
+// checkFixtureReading is checkFixture with the files read through readFile.
+func checkFixtureReading(t *testing.T, tree string, all bool, readFile func(string) ([]byte, error), want *Host) {
+	t.Helper()
+	got, err := Read(context.Background(), Options{Root: filepath.Join("testdata", tree), All: all, ReadFile: readFile})
 	if err != nil {
 		t.Fatal(err)
 	}

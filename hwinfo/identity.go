@@ -88,7 +88,7 @@ func (r *reader) readOS() OS {
 	var o OS
 	found := false
 	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
-		b, err := readFile(r.path(p))
+		b, err := r.readFile(p)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				r.warn("read %s: %v", r.rel(p), unwrapPath(err))
@@ -177,7 +177,7 @@ type cpuInfo struct {
 
 func (r *reader) readCPUInfo() cpuInfo {
 	var ci cpuInfo
-	b, err := readFile(r.path("/proc/cpuinfo"))
+	b, err := r.readFile("/proc/cpuinfo")
 	if err != nil {
 		r.warn("cpu unknown: read %s: %v", r.rel("/proc/cpuinfo"), unwrapPath(err))
 		return ci
@@ -278,7 +278,7 @@ func (r *reader) readCPU(ci cpuInfo) CPU {
 // also walks every sys/devices/system/memory block for the physical size,
 // which costs more than the rest of Read put together on a large host.
 func (r *reader) readMemory() Memory {
-	b, err := readFile(r.path("/proc/meminfo"))
+	b, err := r.readFile("/proc/meminfo")
 	if err != nil {
 		r.warn("memory unknown: read %s: %v", r.rel("/proc/meminfo"), unwrapPath(err))
 		return Memory{}
@@ -404,7 +404,7 @@ func (r *reader) kvmClock() bool {
 // detectContainer reads the markers container runtimes leave, most explicit
 // first. Unreadable files (proc/1/environ is root-only) are simply skipped.
 func (r *reader) detectContainer() string {
-	if b, err := readFile(r.path("/proc/1/environ")); err == nil {
+	if b, err := r.readFile("/proc/1/environ"); err == nil {
 		for _, kv := range bytes.Split(b, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, []byte("container=")); ok && len(v) > 0 {
 				return containerName(string(v))

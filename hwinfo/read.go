@@ -29,6 +29,10 @@ type Options struct {
 	// Logger receives diagnostics (including ghw's own warnings, demoted to
 	// debug). Nil discards them.
 	Logger *slog.Logger
+	// ReadFile reads one file of the tree by its full path; nil is
+	// os.ReadFile. A test puts a sysfs attribute's own failures (EINVAL,
+	// ENODATA) here, which no file in a fixture tree can give.
+	ReadFile func(name string) ([]byte, error)
 }
 
 // Read returns the identity and disks of the host under opt.Root.
@@ -69,7 +73,7 @@ func Read(ctx context.Context, opt Options) (*Host, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &reader{root: root, live: root == "/", all: opt.All, log: logger}
+	r := &reader{root: root, live: root == "/", all: opt.All, log: logger, readFileFn: opt.ReadFile}
 	h := &Host{Schema: Schema}
 
 	r.readIdentity(h)
@@ -113,6 +117,8 @@ type reader struct {
 	log      *slog.Logger
 	warnings []string
 	warned   map[string]bool
+	// readFileFn is Options.ReadFile; nil reads with os.ReadFile.
+	readFileFn func(name string) ([]byte, error)
 }
 
 // path maps an absolute host path ("/proc/cpuinfo") into the root.
@@ -142,14 +148,19 @@ func (r *reader) rel(p string) string {
 	return r.path(p)
 }
 
-// readFile reads every file under the root. Tests swap it to make a sysfs
-// attribute fail the way the kernel's do, which no file in a fixture tree can.
-var readFile = os.ReadFile
+// readFile reads the file at host path p under the root: every file read of
+// the tree goes through it.
+func (r *reader) readFile(p string) ([]byte, error) {
+	if r.readFileFn != nil {
+		return r.readFileFn(r.path(p))
+	}
+	return os.ReadFile(r.path(p))
+}
 
 // readString reads a small text file and trims it. A missing file returns
 // "", false without a warning; other read errors warn.
 func (r *reader) readString(p string) (string, bool) {
-	b, err := readFile(r.path(p))
+	b, err := r.readFile(p)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.warn("read %s: %v", r.rel(p), unwrapPath(err))
@@ -163,7 +174,7 @@ func (r *reader) readString(p string) (string, bool) {
 // VPD page). A missing attribute and one the kernel answers with "there is
 // no such value" are silent; other read errors warn.
 func (r *reader) readAttr(p string) ([]byte, bool) {
-	b, err := readFile(r.path(p))
+	b, err := r.readFile(p)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) && !noValue(err) {
 			r.warn("read %s: %v", r.rel(p), unwrapPath(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,7 +17,7 @@ const qemuSCSIWWID = "sys/devices/pci0000:00/0000:00:03.0/virtio1/host2/target2:
 
 // failReads makes reads of the files under root named by rel paths fail
 // with the given errno, the way a read(2) of a sysfs attribute does.
-func failReads(t *testing.T, root string, errs map[string]syscall.Errno) {
+func failReads(t *testing.T, root string, errs map[string]syscall.Errno) func(string) ([]byte, error) {
 	t.Helper()
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -31,15 +32,13 @@ func failReads(t *testing.T, root string, errs map[string]syscall.Errno) {
 		}
 		failing[p] = errno
 	}
-	orig := readFile
-	t.Cleanup(func() { readFile = orig })
-	readFile = func(name string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
 		if p, err := filepath.EvalSymlinks(name); err == nil {
 			if errno, ok := failing[p]; ok {
 				return nil, &fs.PathError{Op: "read", Path: name, Err: errno}
 			}
 		}
-		return orig(name)
+		return os.ReadFile(name)
 	}
 }
 
@@ -50,8 +49,8 @@ func TestSCSIWithoutIdentifier(t *testing.T) {
 	root := "testdata/qemu-guest"
 	for _, errno := range []syscall.Errno{syscall.EINVAL, syscall.ENXIO, syscall.ENODATA, syscall.EOPNOTSUPP, enotsupp} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			failReads(t, root, map[string]syscall.Errno{qemuSCSIWWID: errno})
-			h, err := Read(context.Background(), Options{Root: root})
+			fail := failReads(t, root, map[string]syscall.Errno{qemuSCSIWWID: errno})
+			h, err := Read(context.Background(), Options{Root: root, ReadFile: fail})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,8 +64,8 @@ func TestSCSIWithoutIdentifier(t *testing.T) {
 		})
 	}
 	// A read that fails for another reason is still said.
-	failReads(t, root, map[string]syscall.Errno{qemuSCSIWWID: syscall.EIO})
-	h, err := Read(context.Background(), Options{Root: root})
+	fail := failReads(t, root, map[string]syscall.Errno{qemuSCSIWWID: syscall.EIO})
+	h, err := Read(context.Background(), Options{Root: root, ReadFile: fail})
 	if err != nil {
 		t.Fatal(err)
 	}
