@@ -305,15 +305,29 @@ root_size=4G
 key=$(guest_inputs_key "$kver" "$root_size")
 kernel=$cache/vmlinux-$kver
 initrd=$cache/initrd-$key.cpio
-base_root=$cache/root-minimal-$key.img
+if [ -n "$systemd" ]; then
+	flavour=systemd-$(guest_inputs_key "$kver" "$root_size" systemd "${systemd_packages[@]}" "$(debian_suite)")
+	guest_init=/sbin/init
+else
+	flavour=minimal-$key
+	guest_init=/usr/sbin/guest-run
+fi
+base_root=$cache/root-$flavour.img
 {
 	exec 9>"$cache/.lock"
 	flock 9
 	if [ ! -e "$kernel" ] || [ ! -e "$initrd" ] || [ ! -e "$base_root" ]; then
-		note "building the guest (kernel $kver) into $cache: once per change of its inputs"
+		note "building the guest (kernel $kver${systemd:+, systemd root from $(debian_mirror)}) into $cache: once per change of its inputs"
 		guest_build_kernel "$kver" "$kernel"
 		guest_build_initrd "$kver" "$initrd"
-		guest_build_minimal_root "$kver" "$base_root" "$root_size"
+		if [ -n "$systemd" ]; then
+			if ! guest_build_systemd_root "$kver" "$base_root" "$root_size" "$cache/debs"; then
+				note "could not build the systemd root (debootstrap from $(debian_mirror))"
+				exit 125
+			fi
+		else
+			guest_build_minimal_root "$kver" "$base_root" "$root_size"
+		fi
 	fi
 	exec 9>&-
 }
@@ -323,11 +337,11 @@ base_root=$cache/root-minimal-$key.img
 run=$state/run
 mkdir -p "$run"
 root_img=$state/guestroot.img
-if [ "$(cat "$state/guestroot.key" 2>/dev/null)" != "minimal-$key" ] || [ ! -e "$root_img" ]; then
+if [ "$(cat "$state/guestroot.key" 2>/dev/null)" != "$flavour" ] || [ ! -e "$root_img" ]; then
 	if [ -e "$root_img" ]; then note "the guest's root changed: $root_img starts afresh"; fi
 	cp --sparse=always "$base_root" "$root_img.part"
 	mv "$root_img.part" "$root_img"
-	printf 'minimal-%s\n' "$key" >"$state/guestroot.key"
+	printf '%s\n' "$flavour" >"$state/guestroot.key"
 fi
 for i in "${!disk_names[@]}"; do
 	img=$state/${disk_names[$i]}.img
@@ -364,7 +378,7 @@ qemu_common() { # accel disks
 	fi
 	a+=(-smp "${DISKPREP_GUEST_SMP:-1}")
 	a+=(-kernel "$kernel" -initrd "$initrd")
-	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off guest.init=/usr/sbin/guest-run guest.disks=$ndisks")
+	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=false}")
 	a+=(-device virtio-rng-pci)
 	printf '%q ' "${a[@]}"
 }

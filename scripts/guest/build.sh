@@ -199,3 +199,88 @@ guest_build_minimal_root() {
 	rm -rf "$tmp" "$list" "$list.libs"
 	mv "$out.part" "$out"
 }
+
+# The packages of the --systemd root on top of debootstrap's minbase.
+systemd_packages=(
+	systemd systemd-sysv udev kmod dbus util-linux fdisk xfsprogs e2fsprogs gdisk dmsetup
+	lvm2 mdadm bcache-tools smartmontools fio procps
+)
+
+# debian_mirror prints the Debian mirror apt uses here (deb822 or one-line
+# sources), or DISKPREP_GUEST_MIRROR.
+debian_mirror() {
+	local m=${DISKPREP_GUEST_MIRROR:-}
+	if [ -z "$m" ]; then
+		m=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	fi
+	if [ -z "$m" ]; then
+		m=$(awk '$1 == "deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+	fi
+	printf '%s\n' "${m:-http://deb.debian.org/debian}"
+}
+
+debian_suite() {
+	local s
+	s=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)
+	printf '%s\n' "${s:-bookworm}"
+}
+
+# guest_build_systemd_root makes the --systemd root: a Debian minbase with
+# systemd as init and the storage tools, this machine's kernel modules, and
+# guest-run.service, which runs the command once the system is up and then
+# powers off.
+guest_build_systemd_root() {
+	local kver=$1 out=$2 size=$3 debs=$4 tmp log
+	[ -e "$out" ] && return 0
+	tmp=$(mktemp -d "$out.tmp.XXXXXX")
+	log=$out.debootstrap.log
+	mkdir -p "$debs"
+	local incl
+	incl=$(IFS=,; printf '%s' "${systemd_packages[*]}")
+	if ! debootstrap --variant=minbase --include="$incl" --cache-dir="$debs" \
+		"$(debian_suite)" "$tmp" "$(debian_mirror)" >"$log" 2>&1; then
+		rm -rf "$tmp"
+		echo "debootstrap failed; its log: $log" >&2
+		return 1
+	fi
+	# The downloads stay in --cache-dir; what apt cached in the root does not
+	# belong on every guest's disk.
+	rm -rf "$tmp/var/cache/apt/archives/"*.deb "$tmp/var/lib/apt/lists/"* "$tmp/usr/share/doc" "$tmp/usr/share/man" "$tmp/usr/share/locale"
+	copy_modules "$kver" "$tmp" "${guest_modules[@]}" "${guest_modules_on_demand[@]}"
+	printf '%s\n' "${guest_modules_boot[@]}" >"$tmp/etc/modules-load.d/guest.conf"
+	mkdir -p "$tmp/etc/modprobe.d"
+	printf 'options usb-storage delay_use=0\n' >"$tmp/etc/modprobe.d/guest.conf"
+	printf 'guest\n' >"$tmp/etc/hostname"
+	printf 'LABEL=guestroot / ext4 defaults 0 0\n' >"$tmp/etc/fstab"
+	: >"$tmp/etc/machine-id"
+	mkdir -p "$tmp/src" "$tmp/share"
+	cp "$guest_dir/run.sh" "$tmp/usr/sbin/guest-run"
+	chmod 755 "$tmp/usr/sbin/guest-run"
+	cat >"$tmp/etc/systemd/system/guest-run.service" <<-'UNIT'
+		[Unit]
+		Description=The command of scripts/guest.sh
+		# After basic.target (the default): local file systems (fstab)
+		# mounted, udev started; guest-run waits for udev to settle.
+		[Service]
+		Type=oneshot
+		ExecStart=/usr/sbin/guest-run
+		StandardInput=null
+		StandardOutput=journal+console
+		StandardError=journal+console
+		[Install]
+		WantedBy=multi-user.target
+	UNIT
+	mkdir -p "$tmp/etc/systemd/system/multi-user.target.wants"
+	ln -sfn ../guest-run.service "$tmp/etc/systemd/system/multi-user.target.wants/guest-run.service"
+	# Nothing that would start at boot and make it slower for no test.
+	local u
+	for u in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \
+		serial-getty@ttyS0.service getty@tty1.service systemd-timesyncd.service; do
+		ln -sfn /dev/null "$tmp/etc/systemd/system/$u"
+	done
+	rm -f "$out.part"
+	truncate -s "$size" "$out.part"
+	mkfs.ext4 -q -F -L guestroot -d "$tmp" "$out.part"
+	rm -rf "$tmp"
+	mv "$out.part" "$out"
+}

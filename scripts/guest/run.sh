@@ -48,29 +48,30 @@ if [ -n "$minimal" ]; then
 	udevadm trigger --type=subsystems --action=add
 	udevadm trigger --type=devices --action=add
 	udevadm settle --timeout=30 || say "udevadm settle timed out"
-	# Some disks appear after their controller's events settled (USB
-	# storage scans from a thread): wait for as many as the host attached.
-	want=0
-	read -r cmdline </proc/cmdline
-	for arg in $cmdline; do
-		case $arg in guest.disks=*) want=${arg#guest.disks=} ;; esac
-	done
-	tries=0
-	while :; do
-		have=0
-		for d in /sys/block/sd* /sys/block/vd* /sys/block/nvme*; do
-			[ -e "$d" ] && have=$((have + 1))
-		done
-		[ "$have" -ge "$want" ] && break
-		tries=$((tries + 1))
-		if [ "$tries" -gt 150 ]; then
-			say "only $have of $want disks appeared"
-			break
-		fi
-		sleep 0.1
-	done
-	udevadm settle --timeout=30 || say "udevadm settle timed out"
 fi
+
+# Some disks appear after their controller's events settled (USB
+# storage scans from a thread): wait for as many as the host attached.
+want=0
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+	case $arg in guest.disks=*) want=${arg#guest.disks=} ;; esac
+done
+tries=0
+while :; do
+	have=0
+	for d in /sys/block/sd* /sys/block/vd* /sys/block/nvme*; do
+		[ -e "$d" ] && have=$((have + 1))
+	done
+	[ "$have" -ge "$want" ] && break
+	tries=$((tries + 1))
+	if [ "$tries" -gt 150 ]; then
+		say "only $have of $want disks appeared"
+		break
+	fi
+	sleep 0.1
+done
+udevadm settle --timeout=30 || say "udevadm settle timed out"
 
 [ -n "$minimal" ] && say "mounts"
 mkdir -p /run/guest
