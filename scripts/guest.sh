@@ -329,6 +329,11 @@ base_root=$cache/root-$flavour.img
 			guest_build_minimal_root "$kver" "$base_root" "$root_size"
 		fi
 	fi
+	# What no call used for a day goes (builds of older inputs, other
+	# worktrees' that stopped); this call's are marked used.
+	touch "$kernel" "$initrd" "$base_root"
+	find "$cache" -maxdepth 1 -mtime +0 \( -name 'initrd-*' -o -name 'root-*' -o -name 'kvm-*' -o -name 'vmlinux-*' \) \
+		-exec rm -rf {} + 2>/dev/null || true
 	exec 9>&-
 }
 
@@ -336,6 +341,8 @@ base_root=$cache/root-$flavour.img
 
 run=$state/run
 mkdir -p "$run"
+exec 8>"$state/.lock"
+flock -n 8 || bad "--state $state is in use by another call"
 root_img=$state/guestroot.img
 if [ "$(cat "$state/guestroot.key" 2>/dev/null)" != "$flavour" ] || [ ! -e "$root_img" ]; then
 	if [ -e "$root_img" ]; then note "the guest's root changed: $root_img starts afresh"; fi
@@ -478,12 +485,13 @@ if [ -z "$accel" ]; then
 			probe=$run/probe
 			mkdir -p "$probe"
 			write_cmd "$probe" 0 true
-			boot "$probe" kvm 30 0
+			boot "$probe" kvm 20 0
 			if [ "$boot_rc" -eq 0 ]; then echo kvm >"$verdict.tmp"; else echo tcg >"$verdict.tmp"; fi
 			mv "$verdict.tmp" "$verdict"
 			rm -rf "$probe"
 		fi
 		accel=$(cat "$verdict")
+		touch "$verdict"
 	fi
 fi
 

@@ -15,7 +15,8 @@ import (
 // guest with the identity asked for, stdout and stderr come back apart, the
 // command's exit code comes through, a second boot sees what the first wrote,
 // a prebuilt test binary runs in the guest, and a timeout or an interrupt
-// leaves no QEMU behind.
+// leaves no QEMU behind. The guests run in parallel: TCG keeps one host CPU
+// busy per guest, and this machine has two.
 
 type wantDisk struct {
 	spec   string
@@ -77,6 +78,7 @@ func str(p *string) string {
 }
 
 func TestEveryDiskKindHasItsIdentity(t *testing.T) {
+	t.Parallel() // each guest has its own state; they share only the CPU
 	var opt Options
 	for _, k := range kinds {
 		opt.Disks = append(opt.Disks, k.spec)
@@ -148,6 +150,7 @@ func keys(m map[string]lsblkDisk) []string {
 // static test binary from /share runs on the guest's disk-backed root with its
 // testdata copied from /src.
 func TestSecondBootSeesFirstBootsWrites(t *testing.T) {
+	t.Parallel() // each guest has its own state; they share only the CPU
 	Require(t)
 	share := t.TempDir()
 	bin := TestBinary(t, "./disk/fstab", share)
@@ -208,6 +211,7 @@ func qemuUsing(dir string) []string {
 }
 
 func TestTimeoutAndInterruptLeaveNothingRunning(t *testing.T) {
+	t.Parallel() // each guest has its own state; they share only the CPU
 	Require(t)
 	t.Run("timeout", func(t *testing.T) {
 		state := t.TempDir()
@@ -301,5 +305,39 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 				t.Errorf("stdout not empty: %q", stdout.String())
 			}
 		})
+	}
+}
+
+// With --systemd, systemd is PID 1 and the root disk lives under --state, so
+// an fstab line written in the first boot is mounted by systemd in the
+// second.
+func TestSystemdRootKeepsFstabAcrossBoots(t *testing.T) {
+	t.Parallel() // each guest has its own state; they share only the CPU
+	opt := Options{
+		Disks:   []string{"sata-hdd:1G:serial=FSTAB01"},
+		State:   t.TempDir(),
+		Boots:   2,
+		Systemd: true,
+	}
+	script := `set -e
+disk=/dev/disk/by-id/ata-QEMU_HARDDISK_FSTAB01
+echo "boot $DISKPREP_GUEST_BOOT pid1=$(cat /proc/1/comm)"
+if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
+	mkfs.ext4 -q -F $disk
+	mkdir -p /data
+	echo "$disk /data ext4 defaults,nofail 0 2" >>/etc/fstab
+	systemctl daemon-reload
+	exit 0
+fi
+echo "data.mount $(systemctl is-active data.mount) $(findmnt -n -o FSTYPE /data)"
+`
+	r := Run(t, opt, "sh", "-c", script)
+	if r.ExitCode != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{"boot 1 pid1=systemd\n", "boot 2 pid1=systemd\n", "data.mount active ext4\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
+		}
 	}
 }
