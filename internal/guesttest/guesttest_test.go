@@ -3,6 +3,8 @@ package guesttest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +85,17 @@ func TestEveryDiskKindHasItsIdentity(t *testing.T) {
 	for _, k := range kinds {
 		opt.Disks = append(opt.Disks, k.spec)
 	}
-	r := Run(t, opt, "sh", "-c", "lsblk -J -O -b; echo only-on-stderr >&2; exit 7")
+	// and one throttled to 1 MiB/s: reading 5 MiB from it takes about 4 s
+	// (QEMU lets the first MiB or so through as a burst), not 0.1 s.
+	opt.Disks = append(opt.Disks, "virtio:64M:serial=SLOW0001,bps=1048576")
+	script := `lsblk -J -O -b
+s=$(date +%s%N)
+dd if=/dev/disk/by-id/virtio-SLOW0001 of=/dev/null bs=1M count=5 iflag=direct 2>/dev/null
+e=$(date +%s%N)
+echo "throttled-ms $(( (e - s) / 1000000 ))"
+echo only-on-stderr >&2
+exit 7`
+	r := Run(t, opt, "sh", "-c", script)
 	if r.ExitCode != 7 {
 		t.Fatalf("exit %d, want the command's 7; stderr:\n%s", r.ExitCode, r.Stderr)
 	}
@@ -93,8 +105,16 @@ func TestEveryDiskKindHasItsIdentity(t *testing.T) {
 	var out struct {
 		Blockdevices []lsblkDisk `json:"blockdevices"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
+	if err := dec.Decode(&out); err != nil {
 		t.Fatalf("lsblk -J from the guest: %v\n%s", err, r.Stdout)
+	}
+	rest, _ := io.ReadAll(dec.Buffered())
+	var ms int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(rest)), "throttled-ms %d", &ms); err != nil {
+		t.Errorf("no time for the throttled read: %v: %q", err, rest)
+	} else if ms < 3000 {
+		t.Errorf("5 MiB from a disk throttled to 1 MiB/s took %d ms, want over 3000", ms)
 	}
 	bySerial := map[string]lsblkDisk{}
 	for _, d := range out.Blockdevices {
@@ -106,8 +126,8 @@ func TestEveryDiskKindHasItsIdentity(t *testing.T) {
 	if !ok || len(root.Mountpoints) == 0 || root.Mountpoints[0] != "/" {
 		t.Errorf("the guest's root disk (serial guestroot) is not mounted at /: %+v", root)
 	}
-	if len(bySerial) != len(kinds)+1 {
-		t.Errorf("guest has %d disks, want %d (each --disk and guestroot): %v", len(bySerial), len(kinds)+1, keys(bySerial))
+	if len(bySerial) != len(opt.Disks)+1 {
+		t.Errorf("guest has %d disks, want %d (each --disk and guestroot): %v", len(bySerial), len(opt.Disks)+1, keys(bySerial))
 	}
 	for _, k := range kinds {
 		d, ok := bySerial[k.serial]
