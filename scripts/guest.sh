@@ -11,7 +11,9 @@
 # digits; not NVMe: Linux ignores QEMU's namespace IDs), lbs and pbs (logical and physical block
 # size), rpm (rotation rate; sata-hdd defaults to 7200, sata-ssd is 1), name
 # (the image's base name, default dN-KIND for the Nth --disk), iops and bps
-# (QEMU throttling). A key the emulated device cannot carry is an error.
+# (QEMU throttling), badwrite (a 512-byte sector number: every write that
+# covers it fails with EIO, through QEMU's blkdebug driver, as on a disk with
+# a bad sector). A key the emulated device cannot carry is an error.
 #
 # Inside the guest: COMMAND runs as root in /root with a static diskprep built
 # from this tree on PATH, the tree read-only at /src, --share DIR read-write at
@@ -109,7 +111,7 @@ pow2_in() { # value min max
 }
 
 # Each disk becomes: image path, size, and the QEMU arguments that attach it.
-disk_names=() disk_sizes=() disk_kinds=() disk_args=()
+disk_names=() disk_sizes=() disk_kinds=() disk_args=() disk_badwrites=()
 n_sata=0 n_scsi=0 n_usb=0 n_nvme=0
 for i in "${!disks[@]}"; do
 	spec=${disks[$i]}
@@ -124,7 +126,7 @@ for i in "${!disks[@]}"; do
 	bytes=$(size_bytes "$size") || bad "--disk $spec: cannot make a disk of size '$size' (bytes, or a number with K, M, G or T)"
 	[ "$bytes" -ge 1048576 ] || bad "--disk $spec: size $size is under 1M"
 	[ "$bytes" -le $((16 << 40)) ] || bad "--disk $spec: size $size is over 16T"
-	model='' vendor='' serial='' wwn='' lbs='' pbs='' rpm='' name='' iops='' bps=''
+	model='' vendor='' serial='' wwn='' lbs='' pbs='' rpm='' name='' iops='' bps='' badwrite=''
 	if [ -n "${opts:-}" ]; then
 		IFS=, read -r -a kvs <<<"$opts"
 		for kv in "${kvs[@]}"; do
@@ -132,8 +134,8 @@ for i in "${!disks[@]}"; do
 			k=${kv%%=*} v=${kv#*=}
 			[ -n "$v" ] || bad "--disk $spec: $k has no value"
 			case $k in
-			model | vendor | serial | wwn | lbs | pbs | rpm | name | iops | bps) ;;
-			*) bad "--disk $spec: unknown key '$k' (model, vendor, serial, wwn, lbs, pbs, rpm, name, iops, bps)" ;;
+			model | vendor | serial | wwn | lbs | pbs | rpm | name | iops | bps | badwrite) ;;
+			*) bad "--disk $spec: unknown key '$k' (model, vendor, serial, wwn, lbs, pbs, rpm, name, iops, bps, badwrite)" ;;
 			esac
 			case $v in *[![:print:]]* | *\"* | *\'* | *\\*) bad "--disk $spec: $k holds a quote, backslash or non-printable character" ;; esac
 			printf -v "$k" '%s' "$v"
@@ -190,6 +192,11 @@ for i in "${!disks[@]}"; do
 		v=${!k}
 		[ -z "$v" ] || [[ $v =~ ^[1-9][0-9]{0,15}$ ]] || bad "--disk $spec: $k $v: want a whole number above 0"
 	done
+	if [ -n "$badwrite" ]; then
+		if ! [[ $badwrite =~ ^(0|[1-9][0-9]{0,15})$ ]] || [ "$badwrite" -ge $((bytes / 512)) ]; then
+			bad "--disk $spec: badwrite $badwrite: want a 512-byte sector number under $((bytes / 512))"
+		fi
+	fi
 	name=${name:-d$idx-$kind}
 	[[ $name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || bad "--disk $spec: name $name: use letters, digits, '.', '_', '-'"
 	[ "$name" != guestroot ] || bad "--disk $spec: name guestroot is the guest's own root disk"
@@ -238,7 +245,7 @@ for i in "${!disks[@]}"; do
 		n_usb=$((n_usb + 1))
 		;;
 	esac
-	disk_names+=("$name") disk_sizes+=("$bytes") disk_kinds+=("$kind")
+	disk_names+=("$name") disk_sizes+=("$bytes") disk_kinds+=("$kind") disk_badwrites+=("$badwrite")
 	disk_args+=("$(printf '%q ' -drive "$drive" "${dev[@]}")")
 done
 
@@ -416,10 +423,19 @@ boot() {
 		for ((c = 0; c * 6 < n_sata; c++)); do args+=(-device "ahci,id=ahci$c"); done
 		[ "$n_scsi" -eq 0 ] || args+=(-device "virtio-scsi-pci,id=scsi0")
 		[ "$n_usb" -eq 0 ] || args+=(-device "qemu-xhci,id=xhci0")
-		local i extra
+		local i extra file
 		for i in "${!disk_names[@]}"; do
 			eval "extra=(${disk_args[$i]})"
-			extra[1]="file=$state/${disk_names[$i]}.img,${extra[1]}"
+			file=$state/${disk_names[$i]}.img
+			if [ -n "${disk_badwrites[$i]}" ]; then
+				# blkdebug activates a rule on an event: pwritev fires
+				# before every write, which the rule then fails where it
+				# covers the sector; iotype keeps reads of it working.
+				printf '[inject-error]\nevent = "pwritev"\niotype = "write"\nerrno = "5"\nsector = "%s"\nonce = "off"\n' \
+					"${disk_badwrites[$i]}" >"$dir/${disk_names[$i]}.blkdebug"
+				file=blkdebug:$dir/${disk_names[$i]}.blkdebug:$file
+			fi
+			extra[1]="file=$file,${extra[1]}"
 			args+=("${extra[@]}")
 		done
 	fi
