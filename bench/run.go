@@ -423,7 +423,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 		if ctx.Err() != nil {
 			return record.Repetition{}, ctx.Err()
 		}
-		return record.Repetition{}, fmt.Errorf("workload %s: %w", w.Name, err)
+		return record.Repetition{}, fmt.Errorf("workload %s on %s: %w", w.Name, r.t.where(), err)
 	}
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
@@ -472,7 +472,7 @@ func (r *runner) prepareFile(ctx context.Context, w workload.Workload, rep, repe
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("lay out test file: %w", err)
+		return fmt.Errorf("lay out test file on %s: %w", r.t.where(), err)
 	}
 	r.laidOut = r.extent
 	return nil

@@ -267,6 +267,11 @@ func TestRunEngineFailure(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "seq1m-read") {
 		t.Errorf("err %v", err)
 	}
+	// The one line names the target, so a user with several disks knows
+	// which one fails (a device's own path, or a directory and its device).
+	if err == nil || !strings.Contains(err.Error(), "workload seq1m-read on "+target) {
+		t.Errorf("err %v does not name the target %s", err, target)
+	}
 	if left := append(dirEntries(t, target), dirEntries(t, results)...); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}

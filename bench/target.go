@@ -76,6 +76,17 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	return t, nil
 }
 
+// where names the target in an error: the path given and, when that is
+// not the device itself, the device under it ("/mnt/data (sdb1)",
+// "/dev/mapper/data (dm-0)"), so that a failing disk is named whatever the
+// target was.
+func (t *target) where() string {
+	if t.ident.Device == "" || filepath.Base(t.ident.Path) == t.ident.Device {
+		return t.ident.Path
+	}
+	return t.ident.Path + " (" + t.ident.Device + ")"
+}
+
 // deviceSize reads a block device's size from sysfs, which needs no open of
 // the device (so a disk that may not be opened is still judged, and refused,
 // by what it is); it falls back to seeking to the end of the device.

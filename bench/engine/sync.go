@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -74,6 +75,11 @@ func ioError(read bool, off int64, n, want int, err error) error {
 	op := "pwrite"
 	if read {
 		op = "pread"
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) && unix.ErrnoName(errno) != "" {
+		// The symbol too (EIO), which is what people search for.
+		return fmt.Errorf("%s at offset %d: %w (%s)", op, off, err, unix.ErrnoName(errno))
 	}
 	if err != nil {
 		return fmt.Errorf("%s at offset %d: %w", op, off, err)
