@@ -206,12 +206,14 @@ func firstOr(a []string) string {
 	return a[0]
 }
 
-// do runs one logged external step.
+// do runs one logged external step. Its failure is logged at Info, like
+// its start and end: the error it returns is what the user sees, as one
+// line; only --verbose shows the log (and the program's whole output).
 func (a *applier) do(ctx context.Context, what string, argv []string) error {
 	a.log.Info(what+": started", "argv", argv)
 	out, err := a.host.Run(ctx, argv[0], argv[1:]...)
 	if err != nil {
-		a.log.Error(what+": failed", "argv", argv, "err", err, "output", string(out))
+		a.log.Info(what+": failed", "argv", argv, "err", err, "output", string(out))
 		return err
 	}
 	a.log.Info(what+": finished", "argv", argv)
@@ -287,7 +289,7 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 	defer a.host.Remove(attachingPath(a.runDir, im.Path))
 	dev, err := a.host.AttachLoop(im.Path, im.SectorBytes)
 	if err != nil {
-		a.log.Error("attach image: failed", "path", im.Path, "err", err)
+		a.log.Info("attach image: failed", "path", im.Path, "err", err)
 		return fail(err)
 	}
 	a.log.Info("attach image: finished", "path", im.Path, "device", dev)
@@ -379,7 +381,7 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 	for _, s := range sigs {
 		a.log.Info("wipe signature: started", "device", p.Device, "type", s.Type, "offset", s.Offset, "bytes", len(s.Magic))
 		if _, err := f.WriteAt(make([]byte, len(s.Magic)), s.Offset); err != nil {
-			a.log.Error("wipe signature: failed", "device", p.Device, "err", err)
+			a.log.Info("wipe signature: failed", "device", p.Device, "err", err)
 			return fmt.Errorf("wipe %s signature at %d on %s: %w", s.Type, s.Offset, p.Device, err)
 		}
 		res.Wiped = append(res.Wiped, fmt.Sprintf("%s at offset %d", s.Type, s.Offset))
@@ -392,12 +394,12 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 	}
 	a.log.Info("write GPT: started", "device", p.Device, "disk_guid", t.DiskGUID, "partitions", len(p.Partitions))
 	if err := writeGPT(f, p); err != nil {
-		a.log.Error("write GPT: failed", "device", p.Device, "err", err)
+		a.log.Info("write GPT: failed", "device", p.Device, "err", err)
 		return err
 	}
 	res.TableWritten = true
 	if err := verifyGPT(f, p); err != nil {
-		a.log.Error("write GPT: verify failed", "device", p.Device, "err", err)
+		a.log.Info("write GPT: verify failed", "device", p.Device, "err", err)
 		return err
 	}
 	a.log.Info("write GPT: finished", "device", p.Device)
@@ -489,7 +491,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		a.log.Info("add fstab entry: started", "fstab", a.fstabPath, "line", fstab.EntryLine(e))
 		changed, err := fstab.AddWith(a.host.EditFstab, a.fstabPath, e)
 		if err != nil {
-			a.log.Error("add fstab entry: failed", "fstab", a.fstabPath, "err", err)
+			a.log.Info("add fstab entry: failed", "fstab", a.fstabPath, "err", err)
 			return pr, err
 		}
 		a.log.Info("add fstab entry: finished", "fstab", a.fstabPath, "changed", changed)

@@ -252,7 +252,7 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 		}
 		a.log.Info("unmount: started", "point", pt)
 		if err := a.host.Unmount(pt); err != nil {
-			a.log.Error("unmount: failed", "point", pt, "err", err)
+			a.log.Info("unmount: failed", "point", pt, "err", err)
 			if errors.Is(err, unix.EBUSY) {
 				return res, fmt.Errorf("unmount %s: busy (a process has files open there; see fuser -m %s)", pt, pt)
 			}
@@ -286,7 +286,7 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 	}
 	a.log.Info("detach loop device: started", "device", dev, "image", st.Image)
 	if err := a.host.DetachLoop(dev); err != nil {
-		a.log.Error("detach loop device: failed", "device", dev, "err", err)
+		a.log.Info("detach loop device: failed", "device", dev, "err", err)
 		return res, err
 	}
 	a.log.Info("detach loop device: finished", "device", dev)
