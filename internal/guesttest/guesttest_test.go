@@ -287,6 +287,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"size too small", nil, []string{"--disk", "nvme:0", "--", "true"}, "under 1M"},
 		{"size too large", nil, []string{"--disk", "nvme:100T", "--", "true"}, "over 16T"},
 		{"size off the block", nil, []string{"--disk", "nvme:1048577", "--", "true"}, "not a multiple"},
+		{"bad sector past the end", nil, []string{"--disk", "sata-ssd:1M:badwrite=2048", "--", "true"}, "badwrite 2048: want a 512-byte sector number under 2048"},
 		{"no command", nil, []string{"--disk", "nvme:1G", "--"}, "no COMMAND"},
 		{"unknown option", nil, []string{"--colour", "--", "true"}, "unknown option --colour"},
 		{"bad timeout", nil, []string{"--timeout", "soon", "--", "true"}, "--timeout soon"},
