@@ -1,6 +1,6 @@
 // Package compare lines up result records side by side: it groups them (by
-// label, filesystem, host or device), aligns their workloads by row name,
-// pools repetitions, and says per cell whether a change against the first
+// label, filesystem, host or device), aligns their workloads by what they
+// did (their parameters; the name is a label), pools repetitions, and says per cell whether a change against the first
 // group (the baseline) is larger than the run-to-run noise. It is pure: it
 // reads records and returns a Comparison that bench/report renders.
 package compare
@@ -291,81 +291,216 @@ func diskModel(t record.Target) string {
 	return m
 }
 
-// rows aligns the groups' workload directions by row name, in order of
-// first appearance (baseline first), and fills each cell.
+// rows lines up the groups' workload directions, in order of first
+// appearance (baseline first), and fills each cell. Two directions share
+// a row only when their workloads' identities agree (identity.go): the
+// name is a label, so an imported "seqread" and a bench run's
+// "seq-32m-read" of the same parameters meet, and two "seqread" of
+// different block sizes do not, even within a group. A record's own
+// workloads never share a row (video-read and video-reread are alike).
 func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
-	var out []Row
-	index := map[string]int{}
-	for _, g := range c.Groups {
+	var built []*rowBuild
+	for gi, g := range c.Groups {
 		for _, rec := range g.Records {
-			for _, br := range record.Rows(rec) {
-				if _, ok := index[br.Name]; ok {
-					continue
-				}
-				index[br.Name] = len(out)
-				out = append(out, Row{Name: br.Name, Workload: br.Workload, Dir: br.Dir, Cells: make([]Cell, len(c.Groups))})
-			}
+			built = placeRecord(built, gi, rec)
 		}
 	}
-	for ri := range out {
-		row := &out[ri]
+	names := rowNames(built)
+	siblings := map[string][]int{}
+	for ri, b := range built {
+		siblings[b.name] = append(siblings[b.name], ri)
+	}
+	var out []Row
+	for ri, b := range built {
+		row := Row{Name: names[ri], Workload: b.workload, Dir: b.dir, Cells: make([]Cell, len(c.Groups))}
 		var params []paramSet // per group, nil when absent
+		var missing []string
 		for gi, g := range c.Groups {
-			cell, ps := gather(g.Records, row.Name)
+			cell, ps := gather(b.members[gi])
 			row.Cells[gi] = cell
 			params = append(params, ps)
 			if !cell.Present {
-				warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %q", row.Name, c.By, g.Name))
+				missing = append(missing, fmt.Sprintf("%q", g.Name))
 			}
 		}
+		// Said once per row: rows of one name that did not match are
+		// said once for all of them.
+		sib := siblings[b.name]
+		unmatched := false
+		for _, si := range sib {
+			for gi := range c.Groups {
+				unmatched = unmatched || len(built[si].members[gi]) == 0
+			}
+		}
+		switch {
+		case len(sib) > 1 && sib[0] == ri && unmatched:
+			var parts []string
+			for _, si := range sib {
+				var in []string
+				for gi, g := range c.Groups {
+					if len(built[si].members[gi]) > 0 {
+						in = append(in, g.Name)
+					}
+				}
+				parts = append(parts, strings.TrimSuffix(strings.TrimPrefix(names[si], b.name+" ("), ")")+" in "+strings.Join(in, ", "))
+			}
+			warnings = append(warnings, fmt.Sprintf("%s: not matched across %s, the parameters differ (%s): shown as %d rows", b.name, c.By, strings.Join(parts, "; "), len(sib)))
+		case len(sib) == 1 && len(missing) > 0:
+			warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %s", row.Name, c.By, strings.Join(missing, ", ")))
+		}
 		row.Params, warnings = paramDiffs(row.Name, c.By, c.Groups, params, warnings)
-		judge(row, c, opts)
+		judge(&row, c, opts)
+		out = append(out, row)
 	}
 	return out, warnings
 }
 
-// gather pools every repetition of row name over a group's records.
-func gather(recs []*record.Record, name string) (Cell, paramSet) {
+// member is one workload direction of one record.
+type member struct {
+	wr  *record.WorkloadResult
+	dir string
+}
+
+// rowBuild is a row while records are placed into it.
+type rowBuild struct {
+	name, workload, dir string
+	id                  identity
+	members             map[int][]member // by group index
+	params              paramSet         // the first member's, for names
+}
+
+// placeRecord puts each of rec's workload directions into the first row
+// of its name and a compatible identity, else into the first compatible
+// row, else into a new row; a row takes one direction per record.
+func placeRecord(built []*rowBuild, gi int, rec *record.Record) []*rowBuild {
+	type entry struct {
+		m    member
+		name string
+		id   identity
+	}
+	var entries []entry
+	for wi := range rec.Workloads {
+		wr := &rec.Workloads[wi]
+		for _, dir := range []string{"read", "write"} {
+			if s, ok := wr.Summary[dir]; ok {
+				entries = append(entries, entry{member{wr, dir}, s.Name, identityOf(wr.Params, dir)})
+			}
+		}
+	}
+	used := map[int]bool{}
+	placed := make([]int, len(entries))
+	for i := range placed {
+		placed[i] = -1
+	}
+	try := func(byName bool) {
+		for i, e := range entries {
+			if placed[i] >= 0 {
+				continue
+			}
+			for ri, b := range built {
+				if used[ri] || byName && b.name != e.name || !b.id.compatible(e.id) {
+					continue
+				}
+				placed[i], used[ri] = ri, true
+				break
+			}
+		}
+	}
+	try(true)
+	try(false)
+	for i, e := range entries {
+		ri := placed[i]
+		if ri < 0 {
+			built = append(built, &rowBuild{name: e.name, workload: e.m.wr.Params.Name, dir: e.m.dir, id: identity{}, members: map[int][]member{}, params: paramsOf(e.m.wr.Params)})
+			ri = len(built) - 1
+		}
+		b := built[ri]
+		b.id.learn(e.id)
+		b.members[gi] = append(b.members[gi], e.m)
+	}
+	return built
+}
+
+// rowNames are the rows' names, unique: rows of one name that did not
+// match (different parameters) are told apart by the parameters that
+// differ, "seqread (bs=1M)" and "seqread (bs=128k)".
+func rowNames(built []*rowBuild) []string {
+	out := make([]string, len(built))
+	byName := map[string][]int{}
+	for i, b := range built {
+		out[i] = b.name
+		byName[b.name] = append(byName[b.name], i)
+	}
+	for name, idx := range byName {
+		if len(idx) < 2 {
+			continue
+		}
+		var keys []string
+		for _, kv := range built[idx[0]].params {
+			k := kv[0]
+			seen := map[string]bool{}
+			for _, i := range idx {
+				v, _ := built[i].params.get(k)
+				seen[v] = true
+			}
+			if len(seen) > 1 {
+				keys = append(keys, k)
+			}
+		}
+		for _, i := range idx {
+			var parts []string
+			for _, k := range keys {
+				v, ok := built[i].params.get(k)
+				if !ok {
+					v = "unknown"
+				}
+				parts = append(parts, k+"="+v)
+			}
+			if len(parts) == 0 {
+				parts = []string{fmt.Sprintf("#%d", slices.Index(idx, i)+1)}
+			}
+			out[i] = name + " (" + strings.Join(parts, " ") + ")"
+		}
+	}
+	return out
+}
+
+// gather pools every repetition of a row's members in one group.
+func gather(members []member) (Cell, paramSet) {
 	var cell Cell
 	var bw, iops, p99 []float64
 	var pct [4][]float64
 	var ps paramSet
-	for _, rec := range recs {
-		for _, wr := range rec.Workloads {
-			for _, dir := range []string{"read", "write"} {
-				s, ok := wr.Summary[dir]
-				if !ok || s.Name != name {
-					continue
-				}
-				if ps == nil {
-					ps = paramsOf(wr.Params)
-				} else {
-					ps = ps.merge(paramsOf(wr.Params))
-				}
-				n := 0
-				for _, run := range wr.Runs {
-					d := run.Dir(dir)
-					if d == nil {
-						continue
-					}
-					n++
-					bw = append(bw, d.BWBytesPerS/1e6)
-					iops = append(iops, d.IOPS)
-					p99 = append(p99, d.LatNS.P99/1e3)
-					for i, v := range []float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999} {
-						pct[i] = append(pct[i], v)
-					}
-				}
-				if n == 0 {
-					// A record with a summary but no repetitions (trimmed
-					// by hand): its median counts as one value.
-					bw = append(bw, s.BWBytesPerS.Median/1e6)
-					iops = append(iops, s.IOPS.Median)
-					p99 = append(p99, s.LatP99NS.Median/1e3)
-					pct[0] = append(pct[0], s.LatP50NS.Median)
-					pct[2] = append(pct[2], s.LatP99NS.Median)
-				}
+	for _, m := range members {
+		wr, dir := m.wr, m.dir
+		s := wr.Summary[dir]
+		if ps == nil {
+			ps = paramsOf(wr.Params)
+		} else {
+			ps = ps.merge(paramsOf(wr.Params))
+		}
+		n := 0
+		for _, run := range wr.Runs {
+			d := run.Dir(dir)
+			if d == nil {
+				continue
 			}
+			n++
+			bw = append(bw, d.BWBytesPerS/1e6)
+			iops = append(iops, d.IOPS)
+			p99 = append(p99, d.LatNS.P99/1e3)
+			for i, v := range []float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999} {
+				pct[i] = append(pct[i], v)
+			}
+		}
+		if n == 0 {
+			// A record with a summary but no repetitions (trimmed
+			// by hand): its median counts as one value.
+			bw = append(bw, s.BWBytesPerS.Median/1e6)
+			iops = append(iops, s.IOPS.Median)
+			p99 = append(p99, s.LatP99NS.Median/1e3)
+			pct[0] = append(pct[0], s.LatP50NS.Median)
+			pct[2] = append(pct[2], s.LatP99NS.Median)
 		}
 	}
 	if len(bw) == 0 {

@@ -120,15 +120,20 @@ var identityFields = []identityField{
 				return "yes"
 			}
 			return "no"
-		})
+		}, "direct")
 	}},
 	{key: "tool", name: "Tool", get: func(r *record.Record) string { return r.ToolVersion }},
 }
 
-// distinctRuns joins the distinct values f takes over a record's repetitions.
-func distinctRuns(r *record.Record, f func(record.Repetition) string) string {
+// distinctRuns joins the distinct values f takes over a record's
+// repetitions, leaving out workloads whose record does not know the
+// parameter (unknownKey, in Params.Unknown).
+func distinctRuns(r *record.Record, f func(record.Repetition) string, unknownKey ...string) string {
 	var vals []string
 	for _, wr := range r.Workloads {
+		if len(unknownKey) > 0 && slices.Contains(wr.Params.Unknown, unknownKey[0]) {
+			continue
+		}
 		for _, rep := range wr.Runs {
 			if v := f(rep); v != "" && !slices.Contains(vals, v) {
 				vals = append(vals, v)
@@ -198,34 +203,95 @@ func identities(groups []Group, by string) ([]Field, []string) {
 	return env, warnings
 }
 
+// identity is what makes two workload directions the same row: the
+// direction and the parameters that change what the disk is asked to do
+// (rw, bs, size, jobs, iodepth, rwmixread, direct, data, fsync, fresh),
+// as far as the record knows them. Runtime and engine are not identity:
+// a longer run or another engine measures the same workload (compare
+// warns about them).
+type identity map[string]string
+
+func identityOf(w workload.Workload, dir string) identity {
+	id := identity{"dir": dir}
+	for _, kv := range paramsOf(w) {
+		switch kv[0] {
+		case "runtime", "engine":
+		default:
+			id[kv[0]] = kv[1]
+		}
+	}
+	// paramsOf names fsync and fresh only when set; here their absence
+	// is known, not unknown: video-first-write is not video-rewrite.
+	for _, k := range []string{"fsync", "fresh"} {
+		if _, ok := id[k]; !ok {
+			id[k] = "0"
+		}
+	}
+	return id
+}
+
+// compatible reports whether o may be the same workload: every parameter
+// both know agrees (an unknown one matches anything).
+func (id identity) compatible(o identity) bool {
+	for k, v := range id {
+		if ov, ok := o[k]; ok && ov != v {
+			return false
+		}
+	}
+	return true
+}
+
+// learn adds what o knows and id did not, so a row's later members must
+// agree with everything its earlier ones said.
+func (id identity) learn(o identity) {
+	for k, v := range o {
+		if _, ok := id[k]; !ok {
+			id[k] = v
+		}
+	}
+}
+
 // paramSet is a workload's parameters as ordered key=value pairs.
 type paramSet [][2]string
 
 func paramsOf(w workload.Workload) paramSet {
-	// Zero means unknown (an imported fio 2.x run does not say): left out
-	// rather than shown as a value.
-	ps := paramSet{{"rw", w.RW}}
-	if w.BlockBytes > 0 {
+	// Unknown parameters (imports of fio's text or terse output; zero in
+	// an old fio 2.x import) are left out rather than shown as a value.
+	known := func(k string) bool { return !slices.Contains(w.Unknown, k) }
+	var ps paramSet
+	if w.RW != "" && known("rw") {
+		ps = append(ps, [2]string{"rw", w.RW})
+	}
+	if w.BlockBytes > 0 && known("bs") {
 		ps = append(ps, [2]string{"bs", units.FormatSizeShort(w.BlockBytes)})
 	}
-	if w.SizeBytes > 0 {
+	if w.SizeBytes > 0 && known("size") {
 		ps = append(ps, [2]string{"size", units.FormatSizeShort(w.SizeBytes)})
 	}
-	ps = append(ps, [2]string{"jobs", strconv.Itoa(w.Jobs)}, [2]string{"iodepth", strconv.Itoa(w.IODepth)})
-	if w.Runtime > 0 {
+	if w.Jobs > 0 && known("jobs") {
+		ps = append(ps, [2]string{"jobs", strconv.Itoa(w.Jobs)})
+	}
+	if w.IODepth > 0 && known("iodepth") {
+		ps = append(ps, [2]string{"iodepth", strconv.Itoa(w.IODepth)})
+	}
+	switch {
+	case !known("runtime"):
+	case w.Runtime > 0:
 		ps = append(ps, [2]string{"runtime", w.Runtime.Round(time.Millisecond).String()})
-	} else {
+	default:
 		ps = append(ps, [2]string{"runtime", "size-based"})
 	}
-	if w.RW == "randrw" {
+	if (w.RW == "randrw" || w.RW == "readwrite") && known("rwmixread") {
 		ps = append(ps, [2]string{"rwmixread", strconv.Itoa(w.RWMixRead)})
 	}
-	direct := "0"
-	if w.Direct {
-		direct = "1"
+	if known("direct") {
+		direct := "0"
+		if w.Direct {
+			direct = "1"
+		}
+		ps = append(ps, [2]string{"direct", direct})
 	}
-	ps = append(ps, [2]string{"direct", direct})
-	if w.Engine != "" {
+	if w.Engine != "" && known("engine") {
 		ps = append(ps, [2]string{"engine", w.Engine})
 	}
 	if w.Data != "" {
@@ -301,7 +367,7 @@ func paramDiffs(row, by string, groups []Group, params []paramSet, warnings []st
 			}
 			v, ok := ps.get(k)
 			if !ok {
-				v = "unset"
+				v = "unknown"
 			}
 			seen[v] = true
 			parts = append(parts, fmt.Sprintf("%s=%s in %s", k, v, groups[gi].Name))

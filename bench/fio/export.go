@@ -13,6 +13,10 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
+// exportVersionPrefix starts the "fio version" of what Export writes, so
+// Import knows the job names are diskprep's workload names.
+const exportVersionPrefix = "fio-compatible diskprep "
+
 // The fio 3.x shapes Export writes; field order follows fio's so a diff
 // against a real fio file reads naturally.
 type outDoc struct {
@@ -82,7 +86,7 @@ type outLat struct {
 // "desc" says which.
 func Export(w io.Writer, rec *record.Record) error {
 	doc := outDoc{
-		Version:     "fio-compatible diskprep " + rec.ToolVersion,
+		Version:     exportVersionPrefix + rec.ToolVersion,
 		Timestamp:   rec.Start.Unix(),
 		TimestampMS: rec.Start.UnixMilli(),
 		Time:        rec.Start.UTC().Format("Mon Jan _2 15:04:05 2006"),

@@ -149,7 +149,8 @@ func TestImportRealFio3NumjobsWithoutGroupReporting(t *testing.T) {
 	if got := wr.Runs[0].Read; !near(got.IOPS, iops) || !near(got.BWBytesPerS, bw) {
 		t.Errorf("read iops %v bw %v, want the sums %v %v", got.IOPS, got.BWBytesPerS, iops, bw)
 	}
-	if _, ok := wr.Summary["read"]; !ok || wr.Summary["read"].Name != "randrw-read" || wr.Summary["write"].Name != "randrw-write" {
+	// Named from what the job did (issue 12), not from its name "file1".
+	if _, ok := wr.Summary["read"]; !ok || wr.Summary["read"].Name != "randread" || wr.Summary["write"].Name != "randwrite" {
 		t.Errorf("summary names %+v", wr.Summary)
 	}
 	if !strings.Contains(strings.Join(warns, "\n"), "2 jobs reported separately") {
@@ -195,7 +196,9 @@ func TestImportFio2Shape(t *testing.T) {
 		t.Errorf("seq-read percentiles %+v", seq.Read.LatNS)
 	}
 	rw := rec.Workloads[1]
-	if rw.Summary["read"].Name != "rand-rw-read" || rw.Summary["write"].Name != "rand-rw-write" || rw.Runs[0].Write.IOPS != 500 {
+	// fio 2.x wrote no options: the job name "rand-rw" says random, and
+	// the rows are named from what the job did (issue 12).
+	if rw.Summary["read"].Name != "randread" || rw.Summary["write"].Name != "randwrite" || rw.Runs[0].Write.IOPS != 500 || rw.Params.RW != "randrw" {
 		t.Errorf("rand-rw: %+v", rw.Summary)
 	}
 }

@@ -1,6 +1,8 @@
-// Package fio converts between diskprep result records and fio's
-// --output-format=json documents, so old fio runs join comparisons and
-// diskprep runs feed the plotting tools people already have for fio.
+// Package fio converts between diskprep result records and fio's output,
+// so old fio runs join comparisons and diskprep runs feed the plotting
+// tools people already have for fio. Import reads fio's JSON (and json+),
+// its normal (human) output (text.go) and its terse output (terse.go), of
+// fio 2.x and 3.x; Export writes fio's JSON.
 //
 // fio changed its JSON over time; Import reads both shapes:
 //   - fio 2.x: "io_bytes" in KiB, "bw" in KiB/s, latencies "clat"/"lat" in
@@ -15,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,8 +29,26 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// ErrNotFio is returned for input that holds no fio JSON document.
-var ErrNotFio = errors.New("not fio JSON output")
+// ErrNotFio is returned for input that holds no fio output at all.
+var ErrNotFio = errors.New("not fio JSON, normal or terse output")
+
+// ErrBadOutput is returned for fio output that cannot be trusted: cut off,
+// of a job that failed (err= non-zero), or a terse line of the wrong
+// length. Such errors also match ErrNotFio: they are not importable.
+var ErrBadOutput = errors.New("bad fio output")
+
+// badOutput marks err as damaged fio output without adding words to it.
+type badOutput struct{ err error }
+
+func (b badOutput) Error() string { return b.err.Error() }
+func (b badOutput) Unwrap() error { return b.err }
+func (b badOutput) Is(target error) bool {
+	return target == ErrBadOutput || target == ErrNotFio
+}
+
+func badOutputf(format string, args ...any) error {
+	return badOutput{fmt.Errorf(format, args...)}
+}
 
 // UnknownHost is the hostname of an imported record when none was given:
 // fio's JSON does not say where it ran.
@@ -48,6 +70,13 @@ type document struct {
 	TimestampMS int64          `json:"timestamp_ms"`
 	Global      map[string]any `json:"global options"`
 	Jobs        []job          `json:"jobs"`
+
+	// format names where the document came from, for the record's
+	// warnings: "fio JSON", "fio normal output", "fio terse output".
+	format string
+	// shown lists the job options the format prints; nil means all of
+	// them (fio 3.x JSON), so an absent one has fio's default.
+	shown []string
 }
 
 type job struct {
@@ -111,6 +140,9 @@ func extract(data []byte) (*document, []string, error) {
 		dec := json.NewDecoder(bytes.NewReader(data[start:]))
 		var probe map[string]json.RawMessage
 		if err := dec.Decode(&probe); err != nil {
+			if bytes.Contains(data[start:], []byte(`"fio version"`)) || bytes.Contains(data[start:], []byte(`"jobs"`)) {
+				return nil, nil, badOutputf("truncated or corrupt fio JSON: %v", err)
+			}
 			lastErr = fmt.Errorf("corrupt JSON: %w", err)
 			continue
 		}
@@ -153,15 +185,69 @@ func extract(data []byte) (*document, []string, error) {
 	return nil, nil, fmt.Errorf("%v: %w", lastErr, ErrNotFio)
 }
 
-// Import turns one fio JSON output into a record: one workload per job (or
-// per group with group_reporting), jobs of the same name and group summed
-// as fio's group_reporting would. The warnings say what was approximated
-// or skipped.
+var reFioErr = regexp.MustCompile(`(?m)^fio: pid=\d+, err=(\d+)/[^\n]*`)
+
+// parse finds fio's output in data, in whichever form fio wrote it.
+func parse(data []byte) (*document, []string, error) {
+	// A job that failed before it ran leaves no result, only fio's line
+	// "fio: pid=0, err=1/file:filesetup.c:150, func=unlink, error=...".
+	if m := reFioErr.FindSubmatch(data); m != nil && string(m[1]) != "0" {
+		return nil, nil, badOutputf("a fio job failed: %s; nothing imported", bytes.TrimSpace(m[0]))
+	}
+	trimmed := bytes.TrimSpace(data)
+	jsonish := bytes.HasPrefix(trimmed, []byte("{")) || bytes.Contains(data, []byte("\n{"))
+	switch {
+	case !jsonish && looksTerse(data):
+		doc, w, err := parseTerse(data)
+		if doc != nil {
+			doc.format, doc.shown = "fio terse output", []string{}
+		}
+		return doc, w, err
+	case !jsonish && looksNormal(data):
+		doc, w, err := parseNormal(data)
+		if doc != nil {
+			doc.format, doc.shown = "fio normal output", []string{"rw", "bs", "ioengine", "iodepth", "numjobs"}
+		}
+		return doc, w, err
+	}
+	doc, w, err := extract(data)
+	if doc != nil {
+		doc.format = "fio JSON"
+		if !jsonHasOptions(doc) {
+			doc.shown = []string{} // fio 2.x wrote no options
+		}
+	}
+	return doc, w, err
+}
+
+func jsonHasOptions(doc *document) bool {
+	if doc.Global != nil {
+		return true
+	}
+	for _, j := range doc.Jobs {
+		if j.Options != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Import turns one fio output (JSON, normal or terse) into a record: one
+// workload per job (or per group with group_reporting), jobs of the same
+// name and group summed as fio's group_reporting would. Workloads are
+// named from what they did (seqread, randwrite ...; see naming.go). The
+// warnings say what was approximated or skipped.
 func Import(data []byte, opts ImportOptions) (*record.Record, []string, error) {
-	doc, warnings, err := extract(data)
+	doc, warnings, err := parse(data)
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, j := range doc.Jobs {
+		if j.Error != 0 {
+			return nil, nil, badOutputf("job %s failed: fio reported err=%d; nothing imported", j.Name, j.Error)
+		}
+	}
+	recWarnings := append([]string(nil), warnings...)
 	start := opts.Now
 	switch {
 	case doc.TimestampMS > 0:
@@ -191,9 +277,15 @@ func Import(data []byte, opts ImportOptions) (*record.Record, []string, error) {
 	}
 	source := opts.Source
 	if source == "" {
-		source = "fio JSON"
+		source = doc.format
 	}
-	rec.Warnings = append(rec.Warnings, fmt.Sprintf("imported from %s (%s): host, disk and filesystem identity unknown", source, version))
+	rec.Warnings = append(rec.Warnings, fmt.Sprintf("imported from %s (%s, %s): host, disk and filesystem identity unknown", source, doc.format, version))
+	// The unit conversions are part of what the record says about itself.
+	for _, w := range recWarnings {
+		if strings.Contains(w, "in base 2") {
+			rec.Warnings = append(rec.Warnings, w)
+		}
+	}
 
 	type agg struct {
 		name  string
@@ -226,19 +318,21 @@ func Import(data []byte, opts ImportOptions) (*record.Record, []string, error) {
 	names := map[string]int{}
 	var elapsed float64
 	for _, a := range order {
-		wr, ws, err := workloadOf(a.name, a.jobs, doc.Global, start)
+		wr, ws, err := workloadOf(a.name, a.jobs, doc, opts.Source, start)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !plausible(wr.Runs[0]) {
 			return nil, nil, fmt.Errorf("job %s: negative or out-of-range figures: %w", a.name, ErrNotFio)
 		}
-		// Two groups may reuse a job name: keep row names unique.
-		names[a.name]++
-		if n := names[a.name]; n > 1 {
-			wr.Params.Name = fmt.Sprintf("%s-%d", a.name, n)
+		// Two jobs may do the same rw (two groups, or one name reused):
+		// keep row names unique within the record.
+		names[wr.Params.Name]++
+		if n := names[wr.Params.Name]; n > 1 {
+			suffix := fmt.Sprintf("-%d", n)
+			wr.Params.Name += suffix
 			if wr.Params.ReportRead != "" {
-				wr.Params.ReportRead, wr.Params.ReportWrite = wr.Params.Name+"-read", wr.Params.Name+"-write"
+				wr.Params.ReportRead, wr.Params.ReportWrite = wr.Params.ReportRead+suffix, wr.Params.ReportWrite+suffix
 			}
 		}
 		wr.Summarize()
@@ -347,17 +441,19 @@ func atoi(v string, def int) int {
 
 // workloadOf builds one workload from the jobs fio reported under one name
 // and group (one job with group_reporting; numjobs jobs without).
-func workloadOf(name string, jobs []job, global map[string]any, start time.Time) (record.WorkloadResult, []string, error) {
-	var warnings []string
+func workloadOf(name string, jobs []job, doc *document, source string, start time.Time) (record.WorkloadResult, []string, error) {
+	var warnings, recWarnings []string // to the user; into the record too
+	global := doc.Global
+	shown := func(key string) bool { return doc.shown == nil || slices.Contains(doc.shown, key) }
 	rw := option(jobs, global, "rw", "readwrite")
-	switch rw {
-	case "":
+	switch {
+	case rw == "" && shown("rw"):
 		rw = "read" // fio's default
-	case "rw":
+	case rw == "rw":
 		rw = "readwrite"
 	}
 	engine := option(jobs, global, "ioengine")
-	if engine == "" {
+	if engine == "" && shown("ioengine") {
 		engine = "psync"
 	}
 	direct := truthy(option(jobs, global, "direct"))
@@ -390,6 +486,31 @@ func workloadOf(name string, jobs []job, global map[string]any, start time.Time)
 	}
 	if len(jobs) > 1 && !hasOption(jobs, global, "numjobs") {
 		p.Jobs = len(jobs)
+	}
+	// What the output does not show is unknown, not fio's default: the
+	// record says so, and compare matches on what is known.
+	for _, k := range []struct{ param, option string }{
+		{"bs", "bs"}, {"size", "size"}, {"iodepth", "iodepth"}, {"runtime", "runtime"},
+		{"direct", "direct"}, {"engine", "ioengine"}, {"jobs", "numjobs"}, {"rwmixread", "rwmixread"},
+	} {
+		if shown(k.option) || hasOption(jobs, global, k.option) || k.param == "jobs" && len(jobs) > 1 {
+			continue
+		}
+		p.Unknown = append(p.Unknown, k.param)
+		switch k.param {
+		case "bs":
+			p.BlockBytes = 0
+		case "size":
+			p.SizeBytes = 0
+		case "iodepth":
+			p.IODepth = 0
+		case "jobs":
+			p.Jobs = 0
+		case "rwmixread":
+			p.RWMixRead = 0
+		case "engine":
+			p.Engine = ""
+		}
 	}
 	rep := record.Repetition{Index: 1, Start: start, Engine: engine, Direct: direct}
 	var mixed bool
@@ -428,10 +549,37 @@ func workloadOf(name string, jobs []job, global map[string]any, start time.Time)
 		elapsed = math.Max(elapsed, math.Max(dirRuntime(j.Read), dirRuntime(j.Write)))
 	}
 	rep.CPUUserS, rep.CPUSysS, rep.ElapsedMS = cpuUser, cpuSys, elapsed
-	if rep.Read != nil && rep.Write != nil {
-		p.ReportRead, p.ReportWrite = name+"-read", name+"-write"
+	if p.RW == "" {
+		dirs := "read"
+		switch {
+		case rep.Read != nil && rep.Write != nil:
+			dirs = "rw"
+		case rep.Write != nil:
+			dirs = "write"
+		}
+		guess, from := guessRW(name, source, dirs)
+		if guess != "" {
+			p.RW = guess
+			recWarnings = append(recWarnings, fmt.Sprintf("%s does not say whether the I/O was sequential or random: rw=%s taken from %s", doc.format, guess, from))
+			warnings = append(warnings, fmt.Sprintf("job %s: %s", name, recWarnings[len(recWarnings)-1]))
+		} else {
+			p.Unknown = append(p.Unknown, "rw")
+			warnings = append(warnings, fmt.Sprintf("job %s: %s does not say whether the I/O was sequential or random (name the job or the file seq... or rand...): rw unknown", name, doc.format))
+		}
 	}
-	return record.WorkloadResult{Params: p, Runs: []record.Repetition{rep}}, warnings, nil
+	if p.RW != "randrw" && p.RW != "readwrite" {
+		p.Unknown = slices.DeleteFunc(p.Unknown, func(k string) bool { return k == "rwmixread" })
+	}
+	switch {
+	case strings.HasPrefix(doc.Version, exportVersionPrefix):
+		// diskprep's own export: the job names are its workloads' names.
+		if rep.Read != nil && rep.Write != nil {
+			p.ReportRead, p.ReportWrite = name+"-read", name+"-write"
+		}
+	default:
+		nameWorkload(&p, name, rep.Read != nil, rep.Write != nil)
+	}
+	return record.WorkloadResult{Params: p, Runs: []record.Repetition{rep}, Warnings: recWarnings}, warnings, nil
 }
 
 func dirRuntime(d *direction) float64 {

@@ -66,6 +66,12 @@ type Workload struct {
 	// randwrite); empty means "<name>-read" and "<name>-write".
 	ReportRead  string `json:"report_read_as,omitempty"`
 	ReportWrite string `json:"report_write_as,omitempty"`
+	// Unknown lists the parameters the source did not record (an import
+	// of fio's text or terse output does not show size or direct, say),
+	// by their compare keys: rw, bs, size, jobs, iodepth, runtime,
+	// rwmixread, direct, engine. Their fields hold zero values that mean
+	// nothing; compare matches workloads on the known ones.
+	Unknown []string `json:"unknown_params,omitempty"`
 
 	// autoName rebuilds Name after overrides, for sets whose names encode
 	// their parameters (cdm's seq1m-q8t1-read).

@@ -58,6 +58,16 @@ func newBadInputFixture(t *testing.T) *badInputFixture {
 	}
 	copyFile(t, "../../bench/testdata/record.golden.json", filepath.Join(fx.results, fx.recordID+".json"))
 	copyFile(t, "../../bench/fio/testdata/fio-3.33-randread.json", filepath.Join(fx.work, "fio.json"))
+	copyFile(t, "../../bench/fio/testdata/fio-3.33-err27-efbig.txt", filepath.Join(fx.work, "failed.txt"))
+	copyFile(t, "../../bench/fio/testdata/fio-3.33-err27-efbig.terse", filepath.Join(fx.work, "failed.terse"))
+	seq, err := os.ReadFile("../../bench/fio/testdata/fio-3.33-seed-seqread.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	terse, err := os.ReadFile("../../bench/fio/testdata/fio-3.33-seed-seqread.terse")
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"fstab":                      "UUID=0a3c-11 / xfs defaults 0 0\n",
 		"work/bad.yaml":              "version: 1\ndisks:\n  - select: {model: [unclosed\n",
@@ -65,6 +75,8 @@ func newBadInputFixture(t *testing.T) *badInputFixture {
 		"work/plan.yaml":             "version: 1\ndisks:\n  - select: {model: NO-SUCH-MODEL}\n    partitions: [{size: rest, fs: xfs}]\n",
 		"work/afile":                 "not a directory\n",
 		"work/empty.json":            "",
+		"work/cut.txt":               string(seq[:len(seq)/2]),
+		"work/short.terse":           strings.Replace(string(terse), ";0;0;", ";0;", 1),
 		"work/target/keep-this-file": "data\n",
 	}
 	for name, content := range files {
@@ -291,6 +303,10 @@ func badCases(fx *badInputFixture) []badCase {
 		{"results import without file", []string{"results", "import"}, 2, "one or more fio JSON files"},
 		{"results import missing file", []string{"results", "import", w("no-such.json")}, 1, "no such file"},
 		{"results import empty file", []string{"results", "import", w("empty.json")}, 1, "not fio JSON"},
+		{"results import failed fio job", []string{"results", "import", w("failed.txt")}, 2, "job big failed: fio reported err=27"},
+		{"results import failed fio job terse", []string{"results", "import", w("fio.json"), w("failed.terse")}, 2, "job big failed: fio reported err=27"},
+		{"results import truncated fio text", []string{"results", "import", w("cut.txt")}, 2, "truncated fio output"},
+		{"results import terse wrong field count", []string{"results", "import", w("short.terse")}, 2, "with 129 fields, want 121 plus 9 per disk"},
 		{"results import results dir is a file", []string{"--results", afile, "results", "import", w("fio.json")}, 1, "not a directory"},
 		{"results export without id", []string{"results", "export"}, 2, "takes one ID"},
 		{"results export unknown format", []string{"results", "export", id, "--as", "xml"}, 2, `unknown export format "xml"`},

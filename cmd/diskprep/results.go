@@ -143,24 +143,31 @@ Examples:
 			},
 			{
 				Name:      "import",
-				Usage:     "import fio --output-format=json output as results",
-				ArgsUsage: "FILE.json...",
-				Description: `Turns fio JSON output (fio 2.x or 3.x, one or several jobs, with or without
-group_reporting) into diskprep records, so old fio runs join comparisons.
+				Usage:     "import fio output (JSON, normal text or terse) as results",
+				ArgsUsage: "FILE...",
+				Description: `Turns fio output into diskprep records, so old fio runs join comparisons:
+JSON and json+ (--output-format=json), the normal text fio prints
+(-output=x.txt) and terse lines (--minimal), of fio 2.x or 3.x, one or several
+jobs, with or without group_reporting. Workloads are named from what they did
+(seqread, seqwrite, randread, randwrite) and the informative words of the job
+name; options the output does not show are recorded as unknown. fio 2.x's KB/s
+and MB/s (and terse KB) are base 2: converted, and the record says so.
 fio does not record the host, so the host is "imported, unknown" unless
 --host-note says what it was. Text fio printed before its JSON is skipped with a
-warning. "-" reads standard input.
+warning. A job that failed (err= non-zero), cut-off output or a damaged terse
+line exits 2 and stores nothing. "-" reads standard input.
 
 Examples:
   diskprep results import old-run.json --label vm-vmdk
-  fio --output-format=json job.fio | diskprep results import - --label rdm --host-note "esx01 guest"`,
+  diskprep results import seqread.txt seqwrite.txt randrw.txt --label direct
+  fio --minimal job.fio | diskprep results import - --label rdm --host-note "esx01 guest"`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "label", Usage: "`LABEL` of the imported records"},
 					&cli.StringFlag{Name: "host-note", Usage: "`TEXT` standing in for the unknown host (e.g. \"esx01 guest, vmdk\")"},
 				},
 				Action: action(func(c *cli.Context, e *env) error {
 					if c.NArg() == 0 {
-						return usageErr(errors.New("results import takes one or more fio JSON files"))
+						return usageErr(errors.New("results import takes one or more fio JSON files (or fio text or terse output)"))
 					}
 					return runResultsImport(c.Context, resultsImportOptions{
 						Files: c.Args().Slice(), Label: c.String("label"), HostNote: c.String("host-note"),
@@ -287,6 +294,11 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 			return fmt.Errorf("import: %w", err)
 		}
 		rec, warnings, err := fio.Import(data, fio.ImportOptions{Label: opts.Label, HostNote: opts.HostNote, Source: name, Now: time.Now()})
+		if errors.Is(err, fio.ErrBadOutput) {
+			// Output fio cut off, of a failed job, or a damaged terse
+			// line: bad input, and nothing of the list is saved.
+			return usageErr(fmt.Errorf("import %s: %w", name, err))
+		}
 		if err != nil {
 			return fmt.Errorf("import %s: %w", name, err)
 		}
