@@ -91,6 +91,11 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 		if r.Label != fs || r.Target.FSType != fs || r.Target.Prepared == nil || !strings.HasPrefix(r.Target.Prepared.MkfsArgv[0], "mkfs."+fs) {
 			t.Errorf("record %d: label %q fs %q prepared %+v", i, r.Label, r.Target.FSType, r.Target.Prepared)
 		}
+		// Every record, the first too, names the disk it ran on: the
+		// partition made by this round is in the facts it was taken with.
+		if !strings.HasPrefix(r.Target.Disk, "loop") || r.Target.Transport != "loop" || r.Target.SizeBytes != 640<<20 {
+			t.Errorf("record %d (%s): disk %q transport %q size %d, want the loop device of the 640 MiB image", i, fs, r.Target.Disk, r.Target.Transport, r.Target.SizeBytes)
+		}
 	}
 	for _, want := range []string{"## xfs vs ext4", "ext4 vs xfs", "mkfs.xfs", "mkfs.ext4", "seq1m-read"} {
 		if !strings.Contains(out.String(), want) {

@@ -107,6 +107,13 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 			return nil, fmt.Errorf("prepare %s: %w", fs, err)
 		}
 		prepared = true
+		// The facts the plan was made from are from before the table was
+		// written: the partition the benchmark runs on (and, for an image,
+		// its loop device) is not in them, so the record would lack the
+		// disk's identity. Read them again.
+		if host, err = deps.Facts(ctx); err != nil {
+			return nil, err
+		}
 		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, opts.Bench.SetName(), opts.Bench.Repeat)
 		req := opts.Bench
 		req.Target, req.Label = mount, fs

@@ -27,13 +27,18 @@ type machine struct {
 	failRelease error
 	cleanupCtx  []error // ctx.Err() seen by each cleanup release
 	mounts      []string
+	prepared    bool // between apply and release: the facts show loop9p1
 }
 
 func (m *machine) deps() Deps {
 	return Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			m.calls = append(m.calls, "facts")
-			return &hwinfo.Host{Hostname: "box"}, nil
+			h := &hwinfo.Host{Hostname: "box", Disks: []hwinfo.Disk{{Name: "loop9"}}}
+			if m.prepared {
+				h.Disks[0].Partitions = []hwinfo.Partition{{Name: "loop9p1"}}
+			}
+			return h, nil
 		},
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			m.calls = append(m.calls, "plan "+fs+map[bool]string{true: " first", false: ""}[first])
@@ -46,6 +51,7 @@ func (m *machine) deps() Deps {
 				if fs == m.failApply {
 					return "", errors.New("mkfs failed")
 				}
+				m.prepared = true
 				return "/dev/loop9p1", nil
 			}, nil
 		},
@@ -56,6 +62,7 @@ func (m *machine) deps() Deps {
 			} else {
 				m.calls = append(m.calls, "release")
 			}
+			m.prepared = false
 			return m.failRelease
 		},
 		Settled: func(ctx context.Context) error {
@@ -66,6 +73,11 @@ func (m *machine) deps() Deps {
 			m.calls = append(m.calls, "bench "+req.Label+" at "+filepath.Base(req.Target))
 			if host == nil || host.Hostname != "box" {
 				return nil, errors.New("bench without the facts")
+			}
+			// The record's disk identity comes from these facts: they
+			// must show the partition this round made.
+			if d, _ := host.Device("loop9p1"); d == nil {
+				return nil, errors.New("bench with facts from before the prepare")
 			}
 			switch req.Label {
 			case m.failBench:
@@ -94,8 +106,8 @@ func TestRunRoundByRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"facts", "plan xfs first", "apply xfs", "bench xfs at mnt", "release", "settled",
-		"facts", "plan ext4", "apply ext4", "bench ext4 at mnt", "release", "settled",
+		"facts", "plan xfs first", "apply xfs", "facts", "bench xfs at mnt", "release", "settled",
+		"facts", "plan ext4", "apply ext4", "facts", "bench ext4 at mnt", "release", "settled",
 	}
 	if !slices.Equal(m.calls, want) {
 		t.Errorf("calls\n%q\nwant\n%q", m.calls, want)
