@@ -187,6 +187,10 @@ guest_build_minimal_root() {
 	done
 	printf 'guest\n' >"$tmp/etc/hostname"
 	: >"$tmp/etc/fstab"
+	# What a Debian root has and tools look for.
+	cp /usr/lib/os-release "$tmp/usr/lib/os-release"
+	ln -sfn ../usr/lib/os-release "$tmp/etc/os-release"
+	ln -sfn ../proc/self/mounts "$tmp/etc/mtab"
 	printf '%s\n' "${guest_modules_boot[@]}" >"$tmp/etc/guest-modules"
 	mkdir -p "$tmp/etc/modprobe.d"
 	# USB storage scans at once instead of after a second.
