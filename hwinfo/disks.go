@@ -161,7 +161,7 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) 
 	// ghw has is used where ours is empty (diskIdentity).
 	sysVendor, _ := r.readAttrString(sys + "/device/vendor")
 	d.Transport = r.transport(name, devPath, udev, sysVendor)
-	r.diskIdentity(&d, sys, sysVendor, udev, st.ghwDisks[name])
+	r.diskIdentity(&d, sys, devPath, sysVendor, udev, st.ghwDisks[name])
 	rate := r.rotationRate(&d, sys, udev)
 	if rate >= minRotationRPM {
 		d.RotationRPM = uint32(rate)
@@ -418,7 +418,7 @@ func media(d *Disk, rate uint16) string {
 // diskIdentity fills vendor, model, serial, firmware and WWN: udev first (it
 // has the full ATA model and the serial), then the kernel's own attributes,
 // then whatever ghw found.
-func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]string, gd *ghw.Disk) {
+func (r *reader) diskIdentity(d *Disk, sys, devPath, sysVendor string, udev map[string]string, gd *ghw.Disk) {
 	d.Vendor = udevString(udev, "ID_VENDOR")
 	d.Model = udevString(udev, "ID_MODEL")
 	// scsi_id takes the page 0x83 designator (the WWN) as ID_SERIAL_SHORT of
@@ -481,6 +481,9 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 		if d.Serial == "" {
 			d.Serial = r.vpdSerial(sys + "/device/vpd_pg80")
 		}
+		if d.Serial == "" && d.Transport == "usb" {
+			d.Serial = r.usbSerial(devPath)
+		}
 		fillFrom(&d.WWN, wwnFromWWID(wwid))
 	}
 	if gd != nil {
@@ -497,6 +500,20 @@ func (r *reader) diskIdentity(d *Disk, sys, sysVendor string, udev map[string]st
 			d.WWN = known(gd.WWN)
 		}
 	}
+}
+
+// usbSerial is the serial string of the USB device a disk sits on, which
+// udev's usb_id gives as ID_SERIAL_SHORT: Linux reads no VPD pages from USB
+// storage, so without udev nothing else has it. The USB device is the
+// nearest parent of the disk's device path with an idVendor.
+func (r *reader) usbSerial(devPath string) string {
+	for p := filepath.Dir(devPath); strings.HasPrefix(p, "/sys/devices/"); p = filepath.Dir(p) {
+		if r.exists(p + "/idVendor") {
+			s, _ := r.readAttrString(p + "/serial")
+			return s
+		}
+	}
+	return ""
 }
 
 // fillFrom sets an empty field.
