@@ -638,8 +638,8 @@ func TestPrivilegedWipeOverPrepared(t *testing.T) {
 func TestPrivilegedLargeDiskPMBR(t *testing.T) {
 	testenv.RequirePrivileged(t, "sgdisk")
 	l := newDisk(t, 3<<40, 0)
-	fixedUUIDs(t)
-	plan, err := PlanDisk(Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
+	pl := fixedUUIDs(t)
+	plan, err := pl.PlanDisk(Request{Device: l.Dev, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,12 +88,12 @@ func unfinishedXFS(r io.ReaderAt) bool {
 // bytes say: the damage, and the partitions of an intact GPT that the
 // kernel has not registered (a kernel without a partition parser, or a run
 // killed between writing the table and telling the kernel), so that a
-// table diskprep wrote whole is recognised rather than refused. A swapped
-// variable, so that unit tests of planning read nothing. A device that
-// cannot be opened or is not the size the facts say (facts of another
+// table diskprep wrote whole is recognised rather than refused. It reads
+// through the planner's host, so unit tests of planning read a fake. A
+// device that cannot be opened or is not the size the facts say (facts of another
 // machine, under --root) adds nothing: the facts stand as they are.
-var liveFacts = func(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
-	f, err := (&LiveHost{}).OpenDevice(diskPath(d), false)
+func (pl Planner) liveFacts(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
+	f, err := pl.host().OpenDevice(diskPath(d), false)
 	if err != nil {
 		return d, damage{}
 	}

@@ -30,9 +30,9 @@ func gptImage(t *testing.T, p *Plan) *os.File {
 }
 
 func TestReadDamage(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	d := blankDisk("sdb", 512<<20, 512, 512, 0)
-	p, err := planOnDisk(oneXFS("/dev/sdb"), &d, nil, damage{})
+	p, err := pl.planOnDisk(oneXFS("/dev/sdb"), &d, nil, damage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func TestReadDamage(t *testing.T) {
 // but whose bytes show a half-written table or an unfinished filesystem is
 // refused without --wipe, naming the damage, and rewritten with it.
 func TestPlanDamagedNotPrepared(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	blank := blankDisk("sdb", 20*gib, 512, 512, 0)
-	first, err := planOnDisk(oneXFS("/dev/sdb"), &blank, nil, damage{})
+	first, err := pl.planOnDisk(oneXFS("/dev/sdb"), &blank, nil, damage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestPlanDamagedNotPrepared(t *testing.T) {
 		FSType: "xfs", FSLabel: "data", FSUUID: "0d0e0a0d-0000-4000-8000-000000000001",
 		PartUUID: "0d0e0a0d-0000-4000-8000-000000000002", PartLabel: "data", PartType: LinuxFilesystemGUID,
 	}}
-	if p, err := planOnDisk(oneXFS("/dev/sdb"), &prepared, nil, damage{}); err != nil || p.Table != nil || p.Partitions[0].Mkfs != nil {
+	if p, err := pl.planOnDisk(oneXFS("/dev/sdb"), &prepared, nil, damage{}); err != nil || p.Table != nil || p.Partitions[0].Mkfs != nil {
 		t.Fatalf("undamaged and prepared: want the table and filesystem kept, got %v", err)
 	}
 	for name, dmg := range map[string]damage{
@@ -104,7 +104,7 @@ func TestPlanDamagedNotPrepared(t *testing.T) {
 		"mkfs":  {parts: map[int]string{1: "unfinished: mkfs was interrupted"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := planOnDisk(oneXFS("/dev/sdb"), &prepared, nil, dmg)
+			_, err := pl.planOnDisk(oneXFS("/dev/sdb"), &prepared, nil, dmg)
 			want := dmg.table
 			if want == "" {
 				want = dmg.parts[1]
@@ -114,7 +114,7 @@ func TestPlanDamagedNotPrepared(t *testing.T) {
 			}
 			req := oneXFS("/dev/sdb")
 			req.Wipe = true
-			p, err := planOnDisk(req, &prepared, nil, dmg)
+			p, err := pl.planOnDisk(req, &prepared, nil, dmg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,12 +170,12 @@ func TestLockReentrantAndStale(t *testing.T) {
 // partition parser) is planned as the table it is, not refused.
 func TestPrivilegedLiveFactsUnregisteredTable(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	l := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
 	name := filepath.Base(l.Dev)
 	d := hwinfo.Disk{Name: name, Path: l.Dev, SizeBytes: 64 << 20, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, Transport: "loop"}
 	req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "ext4", Label: "live"}}}
-	p, err := planOnDisk(req, &d, nil, damage{})
+	p, err := pl.planOnDisk(req, &d, nil, damage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +192,11 @@ func TestPrivilegedLiveFactsUnregisteredTable(t *testing.T) {
 		t.Skip("this kernel registered the partition by itself")
 	}
 	d.PartitionTable, d.PartitionTableID = "gpt", p.Table.DiskGUID
-	live, dmg := liveFacts(&d)
+	live, dmg := pl.liveFacts(&d)
 	if !dmg.none() || len(live.Partitions) != 1 || live.Partitions[0].StartBytes != p.Partitions[0].StartBytes || live.Partitions[0].PartLabel != "live" {
 		t.Fatalf("live facts: %+v, damage %+v", live.Partitions, dmg)
 	}
-	again, err := planOnDisk(req, live, nil, dmg)
+	again, err := pl.planOnDisk(req, live, nil, dmg)
 	if err != nil {
 		t.Fatalf("rerun refused: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestPrivilegedLiveFactsUnregisteredTable(t *testing.T) {
 	f, _ = os.OpenFile(l.Dev, os.O_RDWR, 0)
 	f.WriteAt(make([]byte, 512), 512)
 	f.Close()
-	live, dmg = liveFacts(&d)
+	live, dmg = pl.liveFacts(&d)
 	if dmg.table == "" || len(live.Partitions) != 0 {
 		t.Errorf("no primary header: %+v, damage %+v", live.Partitions, dmg)
 	}

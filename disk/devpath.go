@@ -1,24 +1,19 @@
 package disk
 
-import (
-	"path/filepath"
-
-	"golang.org/x/sys/unix"
-)
-
 type pathState struct {
 	Block    bool
 	Resolved string // symlinks followed
 }
 
-func statDevicePath(path string) (pathState, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+// statDevicePath reports what a device argument is on h's machine.
+func statDevicePath(h Host, path string) (pathState, error) {
+	if _, err := h.Stat(path); err != nil {
 		return pathState{}, err
 	}
-	r, err := filepath.EvalSymlinks(path)
+	_, _, derr := h.DeviceNumber(path)
+	r, err := h.EvalSymlinks(path)
 	if err != nil {
 		r = path
 	}
-	return pathState{Block: st.Mode&unix.S_IFMT == unix.S_IFBLK, Resolved: r}, nil
+	return pathState{Block: derr == nil, Resolved: r}, nil
 }

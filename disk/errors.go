@@ -32,6 +32,12 @@ func refuse(subject string, reasons ...string) error {
 	return &refusal{subject: subject, reasons: reasons}
 }
 
+// LockHeldError is the refusal of a lock file at path that another
+// diskprep (pid) holds for what: a Host's Lock returns it.
+func LockHeldError(what, pid, path string) error {
+	return refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", pid, what, path))
+}
+
 // Reasons returns the individual reasons of a refusal, nil for other errors.
 func Reasons(err error) []string {
 	var r *refusal

@@ -36,8 +36,8 @@ func TestPlanGolden(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			fixedUUIDs(t)
-			p, err := PlanDisk(c.req, hostWith(c.disk))
+			pl := fixedUUIDs(t)
+			p, err := pl.PlanDisk(c.req, hostWith(c.disk))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -69,7 +69,7 @@ func flockFileOnce(path, what string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", lockHolder(path), what, path))
+			return nil, LockHeldError(what, lockHolder(path), path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}

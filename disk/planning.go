@@ -34,8 +34,30 @@ var filesystems = map[string]struct {
 	"ext4": {mkfs: "mkfs.ext4", pkg: "e2fsprogs", maxLabel: 16, minBytes: 16 * mib},
 }
 
-// newUUID is swapped by tests for reproducible plans.
-var newUUID = randomUUID
+// Planner is what planning reads of the machine, and where new UUIDs come
+// from. The zero value is the live machine with random UUIDs.
+type Planner struct {
+	// Host is read (never written) for the device argument and the disk's
+	// bytes (liveFacts); nil is the live machine.
+	Host Host
+	// NewUUID makes the disk, partition and filesystem UUIDs; nil is
+	// random (tests fix it for reproducible plans).
+	NewUUID func() string
+}
+
+func (pl Planner) host() Host {
+	if pl.Host == nil {
+		return &LiveHost{}
+	}
+	return pl.Host
+}
+
+func (pl Planner) newUUID() string {
+	if pl.NewUUID == nil {
+		return randomUUID()
+	}
+	return pl.NewUUID()
+}
 
 func randomUUID() string {
 	var b [16]byte
@@ -51,7 +73,10 @@ func randomUUID() string {
 // It writes nothing. For an image request it reads the image file (if any)
 // to learn what is on it. Errors wrap ErrUsage (bad request) or ErrRefused
 // (unsafe; the error names the reason and the evidence).
-func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
+func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) { return Planner{}.PlanDisk(req, host) }
+
+// PlanDisk is the package's PlanDisk on pl's machine.
+func (pl Planner) PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
 	if err := validate(&req); err != nil {
 		return nil, err
 	}
@@ -63,19 +88,24 @@ func PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return PlanImage(req, host, img)
+		return pl.PlanImage(req, host, img)
 	}
-	d, err := resolveDisk(req.Device, host)
+	d, err := pl.resolveDisk(req.Device, host)
 	if err != nil {
 		return nil, err
 	}
-	d, dmg := liveFacts(d)
-	return planOnDisk(req, d, nil, dmg)
+	d, dmg := pl.liveFacts(d)
+	return pl.planOnDisk(req, d, nil, dmg)
 }
 
 // PlanImage is PlanDisk for an image request, with the image file's state
 // given (InspectImage reads it), so that planning itself stays pure.
 func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
+	return Planner{}.PlanImage(req, host, img)
+}
+
+// PlanImage is the package's PlanImage on pl's machine.
+func (pl Planner) PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 	if err := validate(&req); err != nil {
 		return nil, err
 	}
@@ -107,8 +137,8 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			if size != img.SizeBytes {
 				return nil, refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 			}
-			d, dmg := liveFacts(d)
-			return planOnDisk(req, d, ip, dmg)
+			d, dmg := pl.liveFacts(d)
+			return pl.planOnDisk(req, d, ip, dmg)
 		}
 	}
 	ip.Attach = true
@@ -116,14 +146,14 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 	case !img.Exists:
 		ip.Create = true
 		d := placeholderDisk(size, ip.SectorBytes)
-		return planOnDisk(req, &d, ip, damage{})
+		return pl.planOnDisk(req, &d, ip, damage{})
 	case img.SizeBytes != size:
 		if !req.Wipe {
 			return nil, refuse(subject, fmt.Sprintf("%s exists with %s, not the %s asked (pass --wipe to recreate it)", img.Path, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 		}
 		ip.Recreate = true
 		d := placeholderDisk(size, ip.SectorBytes)
-		p, err := planOnDisk(req, &d, ip, damage{})
+		p, err := pl.planOnDisk(req, &d, ip, damage{})
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +176,7 @@ func PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Plan, error) {
 			d.PartitionTable = fmt.Sprintf("%s (for %d-byte sectors)", d.PartitionTable, d.LogicalSectorBytes)
 		}
 		d.LogicalSectorBytes, d.PhysicalSectorBytes = ip.SectorBytes, ip.SectorBytes
-		return planOnDisk(req, &d, ip, img.damage)
+		return pl.planOnDisk(req, &d, ip, img.damage)
 	}
 }
 
@@ -246,12 +276,8 @@ func validate(req *Request) error {
 	return nil
 }
 
-// statPath reports what a device argument is on this machine; a variable so
-// unit tests need no /dev.
-var statPath = statDevicePath
-
 // resolveDisk finds the whole disk a user's argument names in the facts.
-func resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
+func (pl Planner) resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
 	lookup := func(n string) (*hwinfo.Disk, error) {
 		d, p := host.Device(n)
 		if p != nil {
@@ -276,7 +302,7 @@ func resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
 	if !strings.HasPrefix(path, "/") {
 		path = "/dev/" + name
 	}
-	st, err := statPath(path)
+	st, err := statDevicePath(pl.host(), path)
 	if err != nil {
 		return nil, usagef("device %s does not exist", name)
 	}
@@ -294,7 +320,7 @@ func resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, error) {
 // planOnDisk is the heart of planning: layout, safety, idempotency, argv.
 // dmg is what the disk's bytes add to its facts (a half-written table, an
 // unfinished filesystem): such a disk is never taken as prepared.
-func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan, error) {
+func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan, error) {
 	subject := d.Name
 	if img != nil {
 		subject = img.Path
@@ -384,7 +410,7 @@ func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan,
 			if ex.FSType != "" {
 				pp.FSUUID = ex.FSUUID
 			} else {
-				pp.FSUUID = newUUID()
+				pp.FSUUID = pl.newUUID()
 				pp.Mkfs = mkfsArgv(*pp, false)
 			}
 			if pp.MountPoint != "" && !mountedAt(ex.Mounts, pp.MountPoint) {
@@ -398,12 +424,12 @@ func planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg damage) (*Plan,
 		fallthrough
 	default:
 		p.Destroys = describeContents(d)
-		table.DiskGUID = strings.ToUpper(newUUID())
+		table.DiskGUID = strings.ToUpper(pl.newUUID())
 		p.Table = &table
 		for i := range p.Partitions {
 			pp := &p.Partitions[i]
-			pp.PartGUID = strings.ToUpper(newUUID())
-			pp.FSUUID = newUUID()
+			pp.PartGUID = strings.ToUpper(pl.newUUID())
+			pp.FSUUID = pl.newUUID()
 			pp.Mkfs = mkfsArgv(*pp, req.Wipe)
 			if pp.MountPoint != "" {
 				pp.MountArgv = mountArgv(*pp)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,16 +15,14 @@ import (
 
 const gib = uint64(1) << 30
 
-// fixedUUIDs makes plans reproducible: uuid-1, uuid-2, ...
-func fixedUUIDs(t *testing.T) {
+// fixedUUIDs is a planner whose plans are reproducible: uuid-1, uuid-2, ...
+func fixedUUIDs(t *testing.T) Planner {
 	t.Helper()
 	n := 0
-	old := newUUID
-	newUUID = func() string {
+	return Planner{NewUUID: func() string {
 		n++
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
-	}
-	t.Cleanup(func() { newUUID = old })
+	}}
 }
 
 func blankDisk(name string, size, lss, pss, opt uint64) hwinfo.Disk {
@@ -43,9 +42,9 @@ func oneXFS(dev string) Request {
 }
 
 func TestPlanBlankDisk512(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	h := hostWith(blankDisk("sdb", 20*gib, 512, 512, 0))
-	p, err := PlanDisk(oneXFS("/dev/sdb"), h)
+	p, err := pl.PlanDisk(oneXFS("/dev/sdb"), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func TestPlanBlankDisk512(t *testing.T) {
 }
 
 func TestPlanSectorSizesAndAlignment(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	cases := []struct {
 		lss, pss, opt uint64
 		firstUsable   uint64
@@ -111,7 +110,7 @@ func TestPlanSectorSizesAndAlignment(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%d-%d", c.lss, c.pss, c.opt), func(t *testing.T) {
 			h := hostWith(blankDisk("nvme0n1", 50*gib+12345*4096, c.lss, c.pss, c.opt))
 			req := Request{Device: "nvme0n1", Partitions: []PartSpec{{FS: "ext4", SizeBytes: 10 * gib}, {FS: "xfs"}}}
-			p, err := PlanDisk(req, h)
+			p, err := pl.PlanDisk(req, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,12 +139,12 @@ func TestPlanSectorSizesAndAlignment(t *testing.T) {
 }
 
 func TestPlanWipeForcesMkfs(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	d := blankDisk("sdb", 20*gib, 512, 512, 0)
 	d.FSType, d.FSLabel = "ext4", "old"
 	req := Request{Device: "sdb", Wipe: true, Partitions: []PartSpec{{FS: "ext4", Label: "new"}, {FS: "xfs"}}}
 	req.Partitions[0].SizeBytes = 5 * gib
-	p, err := PlanDisk(req, hostWith(d))
+	p, err := pl.PlanDisk(req, hostWith(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +160,14 @@ func TestPlanWipeForcesMkfs(t *testing.T) {
 }
 
 func TestPlanUserOptionsPassedThrough(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	req := Request{Device: "sdb", Partitions: []PartSpec{{FS: "xfs", MkfsOpts: []string{"-b", "size=4096", "-m", "reflink=0"}, Mount: "/srv/x y", MountOpts: "noatime,discard", Persist: true}}}
-	_, err := PlanDisk(req, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
+	_, err := pl.PlanDisk(req, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
 	if !errors.Is(err, ErrUsage) {
 		t.Fatalf("mount point with a space: %v", err)
 	}
 	req.Partitions[0].Mount = "/srv/x"
-	p, err := PlanDisk(req, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
+	p, err := pl.PlanDisk(req, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +185,7 @@ func TestPlanUserOptionsPassedThrough(t *testing.T) {
 }
 
 func TestPlanRefusals(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	withPart := func(mut func(*hwinfo.Disk, *hwinfo.Partition)) hwinfo.Disk {
 		d := blankDisk("sdb", 20*gib, 512, 512, 0)
 		d.PartitionTable, d.PartitionTableID = "gpt", "A-B"
@@ -246,7 +245,7 @@ func TestPlanRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := PlanDisk(c.req, hostWith(c.disk))
+			_, err := pl.PlanDisk(c.req, hostWith(c.disk))
 			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, want a refusal", err)
 			}
@@ -258,29 +257,46 @@ func TestPlanRefusals(t *testing.T) {
 }
 
 func TestPlanNotBlockDevice(t *testing.T) {
-	old := statPath
-	t.Cleanup(func() { statPath = old })
-	statPath = func(p string) (pathState, error) {
-		switch p {
-		case "/dev/null":
-			return pathState{Block: false, Resolved: p}, nil
-		case "/dev/disk/by-id/ata-X":
-			return pathState{Block: true, Resolved: "/dev/sdb"}, nil
-		}
-		return pathState{}, errors.New("no such file")
-	}
+	pl := Planner{Host: &statHost{paths: map[string]pathState{
+		"/dev/null":             {Block: false, Resolved: "/dev/null"},
+		"/dev/disk/by-id/ata-X": {Block: true, Resolved: "/dev/sdb"},
+	}}}
 	h := hostWith(blankDisk("sdb", 20*gib, 512, 512, 0))
-	if _, err := PlanDisk(oneXFS("/dev/null"), h); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not a block device") {
+	if _, err := pl.PlanDisk(oneXFS("/dev/null"), h); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not a block device") {
 		t.Errorf("/dev/null: %v", err)
 	}
-	if _, err := PlanDisk(oneXFS("/dev/sdz"), h); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
+	if _, err := pl.PlanDisk(oneXFS("/dev/sdz"), h); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("/dev/sdz: %v", err)
 	}
-	p, err := PlanDisk(oneXFS("/dev/disk/by-id/ata-X"), h)
+	p, err := pl.PlanDisk(oneXFS("/dev/disk/by-id/ata-X"), h)
 	if err != nil || p.Device != "/dev/sdb" {
 		t.Errorf("by-id: %v %+v", err, p)
 	}
 }
+
+// statHost answers the device-argument checks of planning from a table;
+// its other methods are the live machine's (planning reads nothing else
+// here: the facts have no such disk).
+type statHost struct {
+	LiveHost
+	paths map[string]pathState
+}
+
+func (h *statHost) Stat(p string) (fs.FileInfo, error) {
+	if _, ok := h.paths[p]; !ok {
+		return nil, fs.ErrNotExist
+	}
+	return nil, nil
+}
+
+func (h *statHost) DeviceNumber(p string) (uint32, uint32, error) {
+	if st, ok := h.paths[p]; ok && st.Block {
+		return 8, 16, nil
+	}
+	return 0, 0, errors.New("not a block device")
+}
+
+func (h *statHost) EvalSymlinks(p string) (string, error) { return h.paths[p].Resolved, nil }
 
 func TestPlanBadInput(t *testing.T) {
 	h := hostWith(blankDisk("sdb", 20*gib, 512, 512, 0))
@@ -309,11 +325,11 @@ func TestPlanBadInput(t *testing.T) {
 // A disk laid out exactly as asked: nothing to write; mounted where asked
 // is not "in use" but the expected state.
 func TestPlanIdempotent(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	d := blankDisk("sdb", 20*gib, 512, 512, 0)
 	req := oneXFS("sdb")
 	req.Partitions[0].Persist = true
-	first, err := PlanDisk(req, hostWith(d))
+	first, err := pl.PlanDisk(req, hostWith(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +338,7 @@ func TestPlanIdempotent(t *testing.T) {
 	d.Partitions = []hwinfo.Partition{{Name: "sdb1", Path: "/dev/sdb1", Number: 1, StartBytes: pp.StartBytes, SizeBytes: pp.SizeBytes,
 		FSType: "xfs", FSLabel: "data", FSUUID: "fs-uuid", PartUUID: strings.ToLower(pp.PartGUID), PartLabel: "data", PartType: strings.ToLower(LinuxFilesystemGUID),
 		Mounts: []hwinfo.Mount{{Point: "/data", Source: "/dev/sdb1", FSType: "xfs"}}}}
-	p, err := PlanDisk(req, hostWith(d))
+	p, err := pl.PlanDisk(req, hostWith(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,37 +354,37 @@ func TestPlanIdempotent(t *testing.T) {
 
 	// Not mounted: only the mount is planned.
 	d.Partitions[0].Mounts = nil
-	if p, err = PlanDisk(req, hostWith(d)); err != nil || p.Unchanged || p.Partitions[0].MountArgv == nil || p.Destructive() {
+	if p, err = pl.PlanDisk(req, hostWith(d)); err != nil || p.Unchanged || p.Partitions[0].MountArgv == nil || p.Destructive() {
 		t.Errorf("unmounted: %v %+v", err, p)
 	}
 	// Mounted elsewhere: in use.
 	d.Partitions[0].Mounts = []hwinfo.Mount{{Point: "/elsewhere"}}
-	if _, err = PlanDisk(req, hostWith(d)); !errors.Is(err, ErrRefused) {
+	if _, err = pl.PlanDisk(req, hostWith(d)); !errors.Is(err, ErrRefused) {
 		t.Errorf("mounted elsewhere: %v", err)
 	}
 	// Different filesystem: prepared differently, refused without --wipe.
 	d.Partitions[0].Mounts = nil
 	d.Partitions[0].FSType = "ext4"
-	if _, err = PlanDisk(req, hostWith(d)); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--wipe") {
+	if _, err = pl.PlanDisk(req, hostWith(d)); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--wipe") {
 		t.Errorf("different fs: %v", err)
 	}
 	req.Wipe = true
-	if p, err = PlanDisk(req, hostWith(d)); err != nil || p.Table == nil || p.Partitions[0].Mkfs[1] != "-f" {
+	if p, err = pl.PlanDisk(req, hostWith(d)); err != nil || p.Table == nil || p.Partitions[0].Mkfs[1] != "-f" {
 		t.Errorf("different fs with wipe: %v %+v", err, p)
 	}
 	// Table written but no filesystem yet (an interrupted run): only mkfs.
 	req.Wipe = false
 	d.Partitions[0].FSType, d.Partitions[0].FSLabel = "", ""
-	if p, err = PlanDisk(req, hostWith(d)); err != nil || p.Table != nil || p.Partitions[0].Mkfs == nil || p.Partitions[0].Mkfs[1] == "-f" {
+	if p, err = pl.PlanDisk(req, hostWith(d)); err != nil || p.Table != nil || p.Partitions[0].Mkfs == nil || p.Partitions[0].Mkfs[1] == "-f" {
 		t.Errorf("half done: %v %+v", err, p)
 	}
 }
 
 func TestPlanImage(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	h := hostWith()
 	req := Request{Image: "/var/tmp/a.img", ImageSizeBytes: 10 * gib, Partitions: []PartSpec{{FS: "xfs", Mount: "/mnt/a"}}}
-	p, err := PlanImage(req, h, ImageState{Path: "/var/tmp/a.img"})
+	p, err := pl.PlanImage(req, h, ImageState{Path: "/var/tmp/a.img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,30 +399,30 @@ func TestPlanImage(t *testing.T) {
 		t.Errorf("Bind changed the original plan")
 	}
 
-	if _, err := PlanImage(req, h, ImageState{Path: "/dev/sdb", Exists: true, DeviceNode: true}); !errors.Is(err, ErrRefused) {
+	if _, err := pl.PlanImage(req, h, ImageState{Path: "/dev/sdb", Exists: true, DeviceNode: true}); !errors.Is(err, ErrRefused) {
 		t.Errorf("device node: %v", err)
 	}
-	if _, err := PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: gib, Disk: &hwinfo.Disk{}}); !errors.Is(err, ErrRefused) {
+	if _, err := pl.PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: gib, Disk: &hwinfo.Disk{}}); !errors.Is(err, ErrRefused) {
 		t.Errorf("other size: %v", err)
 	}
 	req.Wipe = true
-	if p, err := PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: gib, Disk: &hwinfo.Disk{}}); err != nil || !p.Image.Recreate || !p.Destructive() {
+	if p, err := pl.PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: gib, Disk: &hwinfo.Disk{}}); err != nil || !p.Image.Recreate || !p.Destructive() {
 		t.Errorf("other size with wipe: %v %+v", err, p)
 	}
 	req.Wipe = false
 	// Existing image with an xfs on it: refused like a disk.
 	d := hwinfo.Disk{SizeBytes: 10 * gib, LogicalSectorBytes: 512, PhysicalSectorBytes: 512, FSType: "xfs"}
-	if _, err := PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: 10 * gib, Disk: &d}); !errors.Is(err, ErrRefused) {
+	if _, err := pl.PlanImage(req, h, ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: 10 * gib, Disk: &d}); !errors.Is(err, ErrRefused) {
 		t.Errorf("existing fs: %v", err)
 	}
 	// Attached already: planned against the loop device.
 	loop := blankDisk("loop3", 10*gib, 512, 512, 0)
 	loop.LoopBackingFile = "/var/tmp/a.img"
-	p, err = PlanImage(req, hostWith(loop), ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: 10 * gib, Disk: &hwinfo.Disk{}})
+	p, err = pl.PlanImage(req, hostWith(loop), ImageState{Path: "/var/tmp/a.img", Exists: true, Regular: true, SizeBytes: 10 * gib, Disk: &hwinfo.Disk{}})
 	if err != nil || p.Device != "/dev/loop3" || p.Image.Attach || p.Partitions[0].Name != "loop3p1" {
 		t.Errorf("attached: %v %+v", err, p)
 	}
-	if _, err := PlanImage(Request{Image: "/x", Partitions: []PartSpec{{FS: "xfs"}}}, h, ImageState{Path: "/x"}); !errors.Is(err, ErrUsage) {
+	if _, err := pl.PlanImage(Request{Image: "/x", Partitions: []PartSpec{{FS: "xfs"}}}, h, ImageState{Path: "/x"}); !errors.Is(err, ErrUsage) {
 		t.Errorf("no size: %v", err)
 	}
 }
@@ -420,10 +436,10 @@ func TestPartitionName(t *testing.T) {
 }
 
 func TestConfirmation(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	d := blankDisk("sdb", 20*gib, 512, 512, 0)
 	d.FSType = "ext4"
-	p, err := PlanDisk(Request{Device: "sdb", Wipe: true, Partitions: []PartSpec{{FS: "xfs"}}}, hostWith(d))
+	p, err := pl.PlanDisk(Request{Device: "sdb", Wipe: true, Partitions: []PartSpec{{FS: "xfs"}}}, hostWith(d))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,9 +53,9 @@ func (r *scriptedRunner) done() {
 }
 
 func TestApplyMissingMkfsNamesPackage(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	for fs, pkg := range map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs"} {
-		plan, err := PlanDisk(Request{Device: "sdb", Partitions: []PartSpec{{FS: fs}}}, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
+		plan, err := pl.PlanDisk(Request{Device: "sdb", Partitions: []PartSpec{{FS: fs}}}, hostWith(blankDisk("sdb", 20*gib, 512, 512, 0)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 // dm devices the inventory does not list, and so are the disks under it:
 // the backing device (holders/) and the cache (through its cache set).
 func TestPlanRefusesStackedDevice(t *testing.T) {
-	fixedUUIDs(t)
+	pl := fixedUUIDs(t)
 	bc := blankDisk("bcache0", 20*gib, 512, 512, 0)
 	bc.Transport, bc.Virtual, bc.StackedOn = "bcache", true, []string{"sdb", "nvme0n1"}
 	lone := blankDisk("bcache1", 20*gib, 512, 512, 0)
@@ -25,7 +25,7 @@ func TestPlanRefusesStackedDevice(t *testing.T) {
 		{bc, "refusing to prepare bcache0: bcache0 is a bcache device stacked on sdb, nvme0n1, not a disk"},
 		{lone, "refusing to prepare bcache1: bcache1 is a bcache device, not a disk"},
 	} {
-		_, err := PlanDisk(oneXFS(tc.disk.Path), hostWith(tc.disk))
+		_, err := pl.PlanDisk(oneXFS(tc.disk.Path), hostWith(tc.disk))
 		if !errors.Is(err, ErrRefused) || err.Error() != tc.want {
 			t.Errorf("%s: %v, want refusal %q", tc.disk.Name, err, tc.want)
 		}
@@ -42,13 +42,13 @@ func TestPlanRefusesStackedDevice(t *testing.T) {
 	} {
 		req := oneXFS(dev)
 		req.Wipe = true
-		_, err := PlanDisk(req, h)
+		_, err := pl.PlanDisk(req, h)
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want a refusal naming %q", dev, err, want)
 		}
 	}
 	// The disks beside it are still prepared.
-	if _, err := PlanDisk(oneXFS("/dev/vda"), h); err != nil {
+	if _, err := pl.PlanDisk(oneXFS("/dev/vda"), h); err != nil {
 		t.Errorf("vda: %v", err)
 	}
 }
