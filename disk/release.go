@@ -169,7 +169,12 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 
 	// Filesystem UUIDs name the fstab lines for these devices.
 	uuids := map[string]bool{}
+	names := make([]string, 0, len(devs))
 	for _, name := range devs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		if sigs, err := a.probeDevice(a.roots.DevPath(name)); err == nil {
 			for _, s := range sigs {
 				if s.UUID != "" && s.Usage == "filesystem" {
