@@ -48,7 +48,7 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 // Options are scripts/guest.sh's flags.
 type Options struct {
 	Disks   []string      // --disk KIND:SIZE[:key=value,...], in order
-	State   string        // --state: images kept between calls; "" = fresh each call
+	State   string        // --state: images kept between calls (console logs in State/run/); "" = fresh each call
 	Share   string        // --share: read-write at /share in the guest
 	Boots   int           // --boots; 0 means 1
 	Systemd bool          // --systemd

@@ -166,8 +166,8 @@ func keys(m map[string]lsblkDisk) []string {
 	return ks
 }
 
-// A second boot sees the disk and /share as the first left them, and a
-// static test binary from /share runs on the guest's disk-backed root with its
+// A second boot, and a second call with the same --state, see the disk, the
+// guest's root and /share as the first boot left them, and a static test binary from /share runs on the guest's disk-backed root with its
 // testdata copied from /src.
 func TestSecondBootSeesFirstBootsWrites(t *testing.T) {
 	t.Parallel() // each guest has its own state; they share only the CPU
@@ -210,6 +210,13 @@ cd /root/fstab
 	}
 	if fi, err := os.Stat(filepath.Join(opt.State, "d1-virtio.img")); err != nil || fi.Size() != 64<<20 {
 		t.Errorf("the disk image is not kept under --state: %v", err)
+	}
+
+	// A later call with the same --state boots the same disks and root.
+	again := Run(t, Options{Disks: opt.Disks, State: opt.State}, "sh", "-c",
+		`echo "$DISKPREP_GUEST_BOOT: $(head -c 17 /dev/disk/by-id/virtio-PERSIST01), $(cat /root/on-root-disk)"`)
+	if again.ExitCode != 0 || again.Stdout != "1: written in boot 1, kept\n" {
+		t.Errorf("second call with the same --state: exit %d, stdout %q, stderr:\n%s", again.ExitCode, again.Stdout, again.Stderr)
 	}
 }
 
