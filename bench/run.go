@@ -141,7 +141,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 
 	rec = &record.Record{
 		Schema: record.Schema, ID: id, Label: req.Label, Start: start.UTC().Truncate(time.Second),
-		ToolVersion: opts.ToolVersion, Set: req.SetName(), Repeat: repeat,
+		ToolVersion: opts.ToolVersion, Set: req.SetName(), Repeat: repeat, RepeatAuto: req.RepeatAuto,
 		Host: record.HostOf(opts.Host), Target: t.ident,
 	}
 	rec.Warnings = append(rec.Warnings, warnings...)
@@ -180,8 +180,14 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if t.ident.Kind == record.KindDevice {
 		r.laidOut = extent // a device is used as it is: never laid out
 	}
-	for rep := 1; rep <= repeat && err == nil; rep++ {
+	// Under --repeat auto a workload leaves the rounds once its median is
+	// known well enough (autorepeat.go); repeat is then the most rounds.
+	done := make([]bool, len(workloads))
+	for rep := 1; rep <= repeat && err == nil && !allTrue(done); rep++ {
 		for i := range workloads {
+			if done[i] {
+				continue
+			}
 			r.index++
 			r.remaining = remainingTime(workloads, i, rep, repeat)
 			if tf != nil {
@@ -205,6 +211,12 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 			wr := &rec.Workloads[i]
 			wr.Runs = append(wr.Runs, one)
 			wr.Warnings = record.AddWarnings(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
+			if req.RepeatAuto {
+				var warn string
+				if done[i], wr.RepeatStop, warn = autoStop(*wr, workload.AutoRepeatMin, repeat); warn != "" {
+					wr.Warnings = record.AddWarnings(wr.Warnings, warn)
+				}
+			}
 		}
 	}
 	if err == nil && tf != nil {
@@ -333,6 +345,15 @@ func (t *target) check(ws []workload.Workload, extent uint64) error {
 		}
 	}
 	return nil
+}
+
+func allTrue(bs []bool) bool {
+	for _, b := range bs {
+		if !b {
+			return false
+		}
+	}
+	return len(bs) > 0
 }
 
 // remainingTime is the known runtime of the runs after (rep, i).

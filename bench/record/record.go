@@ -21,19 +21,22 @@ const Schema = "diskprep/result/v1"
 // Record is one `diskprep bench` invocation: what ran, where, on what, and
 // every measurement. Units are in the field names.
 type Record struct {
-	Schema      string           `json:"schema"`
-	ID          string           `json:"id"`
-	Label       string           `json:"label,omitempty"`
-	Start       time.Time        `json:"start"`
-	End         time.Time        `json:"end"`
-	ToolVersion string           `json:"tool_version"`
-	Set         string           `json:"set"`
-	Repeat      int              `json:"repeat"`
-	Partial     bool             `json:"partial,omitempty"` // interrupted, kept with --keep-partial
-	Host        Host             `json:"host"`
-	Target      Target           `json:"target"`
-	Workloads   []WorkloadResult `json:"workloads"`
-	Warnings    []string         `json:"warnings,omitempty"`
+	Schema      string    `json:"schema"`
+	ID          string    `json:"id"`
+	Label       string    `json:"label,omitempty"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	ToolVersion string    `json:"tool_version"`
+	Set         string    `json:"set"`
+	Repeat      int       `json:"repeat"`
+	// RepeatAuto: --repeat auto, Repeat is then the most runs allowed and
+	// each workload's RepeatStop says when and why it stopped.
+	RepeatAuto bool             `json:"repeat_auto,omitempty"`
+	Partial    bool             `json:"partial,omitempty"` // interrupted, kept with --keep-partial
+	Host       Host             `json:"host"`
+	Target     Target           `json:"target"`
+	Workloads  []WorkloadResult `json:"workloads"`
+	Warnings   []string         `json:"warnings,omitempty"`
 }
 
 // Host is the hwinfo host identity without the disk list (the target's disk
@@ -123,6 +126,10 @@ type WorkloadResult struct {
 	Runs     []Repetition          `json:"runs"`
 	Summary  map[string]DirSummary `json:"summary"` // "read", "write"
 	Warnings []string              `json:"warnings,omitempty"`
+	// RepeatStop says why a workload of --repeat auto stopped repeating:
+	// its median's 95% interval was narrow enough, or it reached the most
+	// runs allowed.
+	RepeatStop string `json:"repeat_stop,omitempty"`
 }
 
 // Repetition is one run of a workload.

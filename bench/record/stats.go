@@ -1,6 +1,7 @@
 package record
 
 import (
+	"math/rand/v2"
 	"sort"
 )
 
@@ -98,4 +99,28 @@ func Rows(rec *Record) []Row {
 		}
 	}
 	return rows
+}
+
+// MedianCI95 is a 95% interval of the median of values: the 2.5th and
+// 97.5th percentiles of the medians of 2000 bootstrap resamples, with a
+// fixed seed so a record's verdict does not change when read again. With
+// three values it spans about their range.
+func MedianCI95(values []float64) (lo, hi float64) {
+	n := len(values)
+	if n == 0 {
+		return 0, 0
+	}
+	const resamples = 2000
+	rng := rand.New(rand.NewPCG(0x5eed, uint64(n)))
+	meds := make([]float64, resamples)
+	buf := make([]float64, n)
+	for i := range meds {
+		for j := range buf {
+			buf[j] = values[rng.IntN(n)]
+		}
+		sort.Float64s(buf)
+		meds[i] = medianSorted(buf)
+	}
+	sort.Float64s(meds)
+	return meds[int(0.025*resamples)], meds[int(0.975*resamples)-1]
 }

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,11 +20,15 @@ type Overrides struct {
 
 // Request is one `diskprep bench` invocation.
 type Request struct {
-	Target           string   // directory, regular file or block device
-	Set              string   // built-in set; "" with no Specs means DefaultSet
-	Specs            []string // --workload SPECs, instead of a set
-	Overrides        Overrides
-	Repeat           int // each workload this many times; 0 means 1
+	Target    string   // directory, regular file or block device
+	Set       string   // built-in set; "" with no Specs means DefaultSet
+	Specs     []string // --workload SPECs, instead of a set
+	Overrides Overrides
+	Repeat    int // each workload this many times; 0 means 1
+	// RepeatAuto repeats each workload until the 95% interval of its
+	// median is within ±3.5%, at least AutoRepeatMin and at most Repeat
+	// times (--repeat auto[:MAX]).
+	RepeatAuto       bool
 	Label            string
 	AllowDeviceWrite bool
 	KeepPartial      bool
@@ -30,6 +36,41 @@ type Request struct {
 
 // MaxRepeat bounds --repeat: more rounds add time, not information.
 const MaxRepeat = 100
+
+// --repeat auto: at least AutoRepeatMin runs, at most AutoRepeatDefaultMax
+// unless auto:MAX says otherwise.
+const (
+	AutoRepeatMin        = 3
+	AutoRepeatDefaultMax = 10
+)
+
+// ParseRepeat reads --repeat: a count N, or auto, or auto:MAX. flag names
+// the flag in errors. Errors wrap ErrUsage.
+func ParseRepeat(flag, v string) (n int, auto bool, err error) {
+	v = strings.TrimSpace(v)
+	if rest, ok := strings.CutPrefix(v, "auto"); ok {
+		if rest == "" {
+			return AutoRepeatDefaultMax, true, nil
+		}
+		m, ok := strings.CutPrefix(rest, ":")
+		n, err := strconv.Atoi(m)
+		if !ok || err != nil {
+			return 0, false, Usagef("%s %s: want N, auto or auto:MAX", flag, v)
+		}
+		if n < AutoRepeatMin || n > MaxRepeat {
+			return 0, false, Usagef("%s %s: MAX must be %d..%d (auto runs each workload at least %d times)", flag, v, AutoRepeatMin, MaxRepeat, AutoRepeatMin)
+		}
+		return n, true, nil
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil {
+		return 0, false, Usagef("%s %s: want N, auto or auto:MAX", flag, v)
+	}
+	if n < 1 {
+		return 0, false, Usagef("%s %d: must be at least 1", flag, n)
+	}
+	return n, false, nil
+}
 
 // SetName is the set a request runs: the named one, "custom" for specs.
 func (r Request) SetName() string {
@@ -51,6 +92,9 @@ func Plan(req Request) ([]Workload, error) {
 	}
 	if req.Repeat < 0 || req.Repeat > MaxRepeat {
 		return nil, Usagef("repeat %d out of range 1..%d", req.Repeat, MaxRepeat)
+	}
+	if req.RepeatAuto && req.Repeat < AutoRepeatMin {
+		return nil, Usagef("repeat auto:%d: MAX must be at least %d", req.Repeat, AutoRepeatMin)
 	}
 	if req.Overrides.Jobs < 0 || req.Overrides.IODepth < 0 {
 		return nil, Usagef("jobs and iodepth must be at least 1")

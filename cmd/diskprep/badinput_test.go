@@ -283,6 +283,8 @@ func badCases(fx *badInputFixture) []badCase {
 		{"bench --jobs 0", []string{"bench", dir, "--jobs", "0"}, 2, "--jobs 0"},
 		{"bench negative --iodepth", []string{"bench", dir, "--iodepth", "-1"}, 2, "--iodepth -1"},
 		{"bench --repeat 0", []string{"bench", dir, "--repeat", "0"}, 2, "--repeat 0"},
+		{"bench --repeat auto:1", []string{"bench", dir, "--repeat", "auto:1"}, 2, "--repeat auto:1: MAX must be 3..100"},
+		{"bench --repeat not a count", []string{"bench", dir, "--repeat", "often"}, 2, "want N, auto or auto:MAX"},
 		{"bench unknown engine", []string{"bench", dir, "--engine", "libaio"}, 2, `engine "libaio"`},
 		{"bench bad rw in spec", []string{"bench", dir, "--workload", "rw=nope"}, 2, "rw=nope"},
 		{"bench unknown key in spec", []string{"bench", dir, "--workload", "colour=blue"}, 2, `unknown key "colour"`},

@@ -31,6 +31,7 @@ type benchOptions struct {
 	IODepth          int
 	Engine           string
 	Repeat           int
+	RepeatAuto       bool // --repeat auto[:MAX]: Repeat is MAX
 	Label            string
 	Hostname         string
 	AllowDeviceWrite bool
@@ -91,7 +92,7 @@ Examples:
 			&cli.IntFlag{Name: "jobs", Usage: "parallel jobs (`N`) per workload", DefaultText: "the set's"},
 			&cli.IntFlag{Name: "iodepth", Usage: "I/Os in flight (`N`) per job", DefaultText: "the set's"},
 			&cli.StringFlag{Name: "engine", Usage: "I/O `ENGINE`: auto, sync or io_uring"},
-			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run each workload `N` times; report median, min and max"},
+			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each workload `N` times, or auto[:MAX]: until the 95% interval of its median is within ±3.5% (at least 3, at most MAX runs, default 10); report median, min and max"},
 			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm)"},
 			&cli.StringFlag{Name: "hostname", Usage: "record the host as `NAME` instead of its own hostname (e.g. an Ansible inventory alias); the record says so"},
 			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
@@ -117,7 +118,6 @@ Examples:
 				Jobs:             c.Int("jobs"),
 				IODepth:          c.Int("iodepth"),
 				Engine:           c.String("engine"),
-				Repeat:           c.Int("repeat"),
 				Label:            c.String("label"),
 				Hostname:         c.String("hostname"),
 				AllowDeviceWrite: c.Bool("allow-device-write"),
@@ -126,6 +126,10 @@ Examples:
 			}
 			if s, ok := c.Generic("workload").(*specList); ok && s != nil {
 				opts.Workloads = *s
+			}
+			var err error
+			if opts.Repeat, opts.RepeatAuto, err = workload.ParseRepeat("--repeat", c.String("repeat")); err != nil {
+				return err
 			}
 			return runBench(c.Context, opts, e)
 		}),
@@ -144,7 +148,7 @@ func setList() string {
 // request turns the options into a bench request; errors are usage errors.
 func (o benchOptions) request() (workload.Request, error) {
 	req := workload.Request{
-		Target: o.Target, Set: o.Set, Specs: o.Workloads, Repeat: o.Repeat, Label: o.Label,
+		Target: o.Target, Set: o.Set, Specs: o.Workloads, Label: o.Label,
 		AllowDeviceWrite: o.AllowDeviceWrite, KeepPartial: o.KeepPartial,
 	}
 	ov := &req.Overrides
@@ -179,6 +183,10 @@ func (o benchOptions) request() (workload.Request, error) {
 	if o.Repeat < 1 {
 		return req, fmt.Errorf("--repeat %d: must be at least 1", o.Repeat)
 	}
+	if o.RepeatAuto && o.Repeat < workload.AutoRepeatMin {
+		return req, fmt.Errorf("--repeat auto:%d: MAX must be at least %d", o.Repeat, workload.AutoRepeatMin)
+	}
+	req.Repeat, req.RepeatAuto = o.Repeat, o.RepeatAuto
 	ov.Jobs, ov.IODepth, ov.Engine, ov.NoDirect = o.Jobs, o.IODepth, o.Engine, o.NoDirect
 	return req, nil
 }
