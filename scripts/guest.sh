@@ -26,7 +26,8 @@
 #
 # --state DIR keeps the disk images and the guest's root disk between calls
 # (else they live in a temporary directory removed at the end); the console
-# log of each boot is in DIR/run/ (shown on failure and with --verbose).
+# log of each boot is in DIR/run/ (its tail shown on failure; --verbose
+# streams it to stderr as the guest boots).
 #
 # Exit status: COMMAND's, or 2 for bad input (nothing started), 124 when
 # --timeout (default 5m) ran out, 125 when the guest did not boot or report,
@@ -278,7 +279,7 @@ command -v go >/dev/null 2>&1 || [ -n "${DISKPREP_GUEST_DISKPREP:-}" ] || bad "g
 
 # ---- cleanup ------------------------------------------------------------
 
-tmpstate='' qpid='' cat_pids=()
+tmpstate='' qpid='' cat_pids=() tail_pid=
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
@@ -288,7 +289,7 @@ cleanup() {
 		kill -KILL "$qpid" 2>/dev/null || true
 		wait "$qpid" 2>/dev/null || true
 	fi
-	for p in "${cat_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${cat_pids[@]}" $tail_pid; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$tmpstate" ]; then rm -rf "$tmpstate"; fi
 }
 trap cleanup EXIT
@@ -443,8 +444,13 @@ boot() {
 	cat_pids=($!)
 	cat "$dir/stderr.fifo" >&2 &
 	cat_pids+=($!)
+	rm -f "$dir/console.log"
 	timeout -k 5 "$secs" "$qemu" "${args[@]}" </dev/null >"$dir/qemu.log" 2>&1 &
 	qpid=$!
+	if [ -n "$verbose" ]; then
+		tail -n +1 -F --sleep-interval=0.2 "$dir/console.log" >&2 2>/dev/null &
+		tail_pid=$!
+	fi
 	wait "$qpid" || rc=$?
 	qpid=
 	# The readers end when QEMU closes the pipes; one still waiting means
@@ -455,6 +461,12 @@ boot() {
 		wait "$p" 2>/dev/null || true
 	done
 	cat_pids=()
+	if [ -n "$tail_pid" ]; then
+		sleep 0.3
+		kill "$tail_pid" 2>/dev/null || true
+		wait "$tail_pid" 2>/dev/null || true
+		tail_pid=''
+	fi
 	rm -f "$dir/stdout.fifo" "$dir/stderr.fifo"
 	if [ "$rc" -eq 124 ]; then
 		boot_rc=124
@@ -517,10 +529,6 @@ for ((b = 1; b <= boots; b++)); do
 	boot "$run" "$accel" "$timeout_s" 1
 	cp "$run/console.log" "$run/console-$b.log"
 	rc=$boot_rc
-	if [ -n "$verbose" ]; then
-		note "boot $b ($accel) console:"
-		cat "$run/console.log" >&2
-	fi
 	case $rc in
 	124) note "boot $b: timed out after $timeout"; [ -n "$verbose" ] || show_logs "$run"; break ;;
 	125) note "boot $b: the guest did not report an exit status"; [ -n "$verbose" ] || show_logs "$run"; break ;;
