@@ -486,14 +486,14 @@ func testCancel(t *testing.T, e suiteEnv) {
 }
 
 func testDirectRefused(t *testing.T, e suiteEnv) {
-	openFile = func(path string, flags int, mode uint32) (int, error) {
+	p := e.params(RandRead)
+	p.hooks.open = func(path string, flags int, mode uint32) (int, error) {
 		if flags&unix.O_DIRECT != 0 {
 			return -1, unix.EINVAL
 		}
 		return unix.Open(path, flags, mode)
 	}
-	defer func() { openFile = unix.Open }()
-	res := mustRun(t, e.params(RandRead))
+	res := mustRun(t, p)
 	if res.Direct {
 		t.Fatal("Direct reported although O_DIRECT was refused")
 	}

@@ -114,6 +114,9 @@ type Params struct {
 type hooks struct {
 	io    func(job int, off int64, read bool) // before each I/O is issued
 	fsync func(job int, fd int)               // before each job's fdatasync
+	// open stands in for unix.Open when the jobs open the target (a test
+	// refuses O_DIRECT with it, as some file systems do).
+	open func(path string, flags int, mode uint32) (int, error)
 }
 
 // Snapshot is a live progress view.

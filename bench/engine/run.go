@@ -189,7 +189,7 @@ func setupJobs(p Params, eng string, t *target, direct bool) ([]*job, bool, erro
 				j.mode = modeRead
 			}
 		}
-		fd, d, err := openJob(p.Path, p.RW.Writes(), gotDirect)
+		fd, d, err := openJob(p.hooks.open, p.Path, p.RW.Writes(), gotDirect)
 		if err != nil {
 			return jobs, false, err
 		}

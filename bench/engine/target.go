@@ -109,17 +109,18 @@ func sysfsLogicalBlockSize(major, minor uint32) (int64, error) {
 	return 0, fmt.Errorf("no logical block size for %d:%d", major, minor)
 }
 
-// openFile is unix.Open; tests swap it to refuse O_DIRECT.
-var openFile = unix.Open
-
-// openJob opens one job's descriptor. It reports whether O_DIRECT took.
-func openJob(path string, write, direct bool) (int, bool, error) {
+// openJob opens one job's descriptor with open (unix.Open when nil). It
+// reports whether O_DIRECT took.
+func openJob(open func(string, int, uint32) (int, error), path string, write, direct bool) (int, bool, error) {
+	if open == nil {
+		open = unix.Open
+	}
 	flags := unix.O_CLOEXEC | unix.O_RDONLY
 	if write {
 		flags = unix.O_CLOEXEC | unix.O_RDWR
 	}
 	if direct {
-		fd, err := openFile(path, flags|unix.O_DIRECT, 0)
+		fd, err := open(path, flags|unix.O_DIRECT, 0)
 		if err == nil {
 			return fd, true, nil
 		}
@@ -127,7 +128,7 @@ func openJob(path string, write, direct bool) (int, bool, error) {
 			return -1, false, fmt.Errorf("open %s: %w", path, err)
 		}
 	}
-	fd, err := openFile(path, flags, 0)
+	fd, err := open(path, flags, 0)
 	if err != nil {
 		return -1, false, fmt.Errorf("open %s: %w", path, err)
 	}
