@@ -279,7 +279,7 @@ command -v go >/dev/null 2>&1 || [ -n "${DISKPREP_GUEST_DISKPREP:-}" ] || bad "g
 
 # ---- cleanup ------------------------------------------------------------
 
-tmpstate='' qpid='' cat_pids=() tail_pid=
+tmpstate='' qpid='' cat_pids=() tail_pid='' build_pid='' cache=''
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
@@ -290,6 +290,18 @@ cleanup() {
 		wait "$qpid" 2>/dev/null || true
 	fi
 	for p in "${cat_pids[@]}" $tail_pid; do kill "$p" 2>/dev/null || true; done
+	if [ -n "$build_pid" ]; then
+		# A build cut short: its session goes, and with it what debootstrap
+		# mounted in its root (this call holds the cache's lock, so every
+		# half-made build there is this one's).
+		kill -TERM -- "-$build_pid" 2>/dev/null || true
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$build_pid" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL -- "-$build_pid" 2>/dev/null || true
+		wait "$build_pid" 2>/dev/null || true
+		awk -v d="$cache/" 'index($2, d) == 1 && $2 ~ /\.tmp\./ {print $2}' /proc/self/mounts | sort -r |
+			while read -r m; do umount -l "$m" 2>/dev/null || true; done
+		rm -rf "$cache"/*.tmp.* "$cache"/*.part
+	fi
 	if [ -n "$tmpstate" ]; then rm -rf "$tmpstate"; fi
 }
 trap cleanup EXIT
@@ -321,20 +333,29 @@ else
 	guest_init=/usr/sbin/guest-run
 fi
 base_root=$cache/root-$flavour.img
+# build WHAT ARG...: one build in a session of its own (see cleanup).
+build() {
+	local rc=0
+	setsid bash "$guest_dir/build.sh" "$@" &
+	build_pid=$!
+	wait "$build_pid" || rc=$?
+	build_pid=''
+	return "$rc"
+}
 {
 	exec 9>"$cache/.lock"
 	flock 9
 	if [ ! -e "$kernel" ] || [ ! -e "$initrd" ] || [ ! -e "$base_root" ]; then
 		note "building the guest (kernel $kver${systemd:+, systemd root from $(debian_mirror)}) into $cache: once per change of its inputs"
-		guest_build_kernel "$kver" "$kernel"
-		guest_build_initrd "$kver" "$initrd"
+		build kernel "$kver" "$kernel"
+		build initrd "$kver" "$initrd"
 		if [ -n "$systemd" ]; then
-			if ! guest_build_systemd_root "$kver" "$base_root" "$root_size" "$cache/debs"; then
+			if ! build systemd "$kver" "$base_root" "$root_size" "$cache/debs"; then
 				note "could not build the systemd root (debootstrap from $(debian_mirror))"
 				exit 125
 			fi
 		else
-			guest_build_minimal_root "$kver" "$base_root" "$root_size"
+			build minimal "$kver" "$base_root" "$root_size"
 		fi
 	fi
 	# What no call used for a day goes (builds of older inputs, other

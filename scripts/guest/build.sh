@@ -2,11 +2,16 @@
 # Builds what scripts/guest.sh boots, from this machine's Debian packages, into
 # the cache directory: the uncompressed kernel, the small initramfs that finds
 # and mounts the root disk, and the root file system images (minimal and
-# systemd). Sourced by scripts/guest.sh; every function writes its result under
-# a name keyed by its inputs, builds into a temporary name and renames, so a
-# half-made build is never used and concurrent callers (flock) share one.
+# systemd). scripts/guest.sh sources it for the names and keys, and runs it
+#
+#   bash scripts/guest/build.sh kernel|initrd|minimal|systemd KVER OUT [SIZE [DEBS]]
+#
+# in a session of its own, so an interrupt can stop a build and all its
+# children (debootstrap) at once. Every build writes into a temporary name
+# and renames, so a half-made build is never used; callers serialise on the
+# cache's lock.
 
-: "${guest_dir:?guest_dir names scripts/guest}"
+guest_dir=${guest_dir:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 
 # The kernel modules the guest may need, loaded at boot in dependency order.
 guest_modules=(
@@ -236,6 +241,9 @@ debian_suite() {
 guest_build_systemd_root() {
 	local kver=$1 out=$2 size=$3 debs=$4 tmp log
 	[ -e "$out" ] && return 0
+	# debootstrap mounts /proc and /sys in the new root: scripts/guest.sh's
+	# cleanup unmounts whatever is under a *.tmp.* of the cache if the build
+	# is cut short.
 	tmp=$(mktemp -d "$out.tmp.XXXXXX")
 	log=$out.debootstrap.log
 	mkdir -p "$debs"
@@ -288,3 +296,19 @@ guest_build_systemd_root() {
 	rm -rf "$tmp"
 	mv "$out.part" "$out"
 }
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -euo pipefail
+	what=$1
+	shift
+	case $what in
+	kernel) guest_build_kernel "$@" ;;
+	initrd) guest_build_initrd "$@" ;;
+	minimal) guest_build_minimal_root "$@" ;;
+	systemd) guest_build_systemd_root "$@" ;;
+	*)
+		echo "build.sh: unknown build $what" >&2
+		exit 2
+		;;
+	esac
+fi
