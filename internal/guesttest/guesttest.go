@@ -6,6 +6,17 @@
 // Tests call Require first. It skips when the guest cannot boot here, except
 // when DISKPREP_REQUIRE_GUEST=1 (CI), where a skip would hide a broken tier
 // and so fails instead.
+//
+// A package's own tests run in the guest as a static test binary: build it
+// into the share, copy the test data onto the guest's disk-backed root (9p
+// reads file by file, many times slower), and run it from the package's
+// directory there, with the guest's diskprep at /usr/local/bin/diskprep:
+//
+//	share := t.TempDir()
+//	bin := guesttest.TestBinary(t, "./disk", share)
+//	r := guesttest.Run(t, guesttest.Options{Share: share, Disks: ...}, "sh", "-c",
+//		"mkdir -p /root/t && cd /src && cp -r --parents disk/testdata hwinfo/testdata /root/t/ && "+
+//			"cd /root/t/disk && DISKPREP_REQUIRE_PRIVILEGED=1 /share/"+bin+" -test.v")
 package guesttest
 
 import (
