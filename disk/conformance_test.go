@@ -53,6 +53,8 @@ type rig interface {
 	mountOther(t *testing.T, point string)     // another file system at point
 	uninstall(prog string)                     // a program that is not there
 	busy(t *testing.T, point string)           // a process has a file open under point
+	makeImage(t *testing.T, size int64)        // imagePath appears, not attached
+	attachImage(t *testing.T)                  // imagePath gets a loop device diskprep did not attach
 	// effects is the fake's log since the last call (nil on a real rig).
 	effects() *hosttest.Host
 }
@@ -110,6 +112,20 @@ func wantRefusalWith(t *testing.T, r rig, p *disk.Plan, change func(*hwinfo.Host
 			return h, err
 		}
 	}
+	return refusedBy(t, r, p, deps, want...)
+}
+
+// wantRefusalUnseen is wantRefusal without the re-read of the facts before
+// writing: Apply's own checks of the device must catch the change.
+func wantRefusalUnseen(t *testing.T, r rig, p *disk.Plan, want ...string) bool {
+	t.Helper()
+	deps := r.deps()
+	deps.Refresh = nil
+	return refusedBy(t, r, p, deps, want...)
+}
+
+func refusedBy(t *testing.T, r rig, p *disk.Plan, deps disk.Deps, want ...string) bool {
+	t.Helper()
 	before := r.fingerprint(t)
 	_, err := disk.Apply(context.Background(), p, deps)
 	if r.fingerprint(t) != before {
@@ -204,12 +220,7 @@ var scenarios = []scenario{
 		return false
 	}},
 	{"image", func(t *testing.T, r rig) bool {
-		req := disk.Request{Image: r.imagePath(), ImageSizeBytes: diskSize, Partitions: []disk.PartSpec{{FS: "ext4", Label: "scratch", Mount: r.mountDir("scratch")}}}
-		p, err := r.planner().PlanImage(req, r.facts(t), r.imageState(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := apply(t, r, p)
+		res := apply(t, r, planImage(t, r))
 		if !res.LoopAttached || !res.Partitions[0].Mounted || !strings.HasPrefix(res.Device, "/dev/loop") {
 			t.Errorf("result %+v", res)
 		}
@@ -288,6 +299,44 @@ var scenarios = []scenario{
 			d.Mounts = []hwinfo.Mount{{Point: "/elsewhere", Source: r.disk()}}
 		}, "is mounted at /elsewhere")
 	}},
+	{"refuse-resized-unseen", func(t *testing.T, r rig) bool {
+		p := plan(t, r, xfsData(r))
+		p.Fingerprint.SizeBytes += 1 << 20
+		return wantRefusalUnseen(t, r, p, "is now 419430400 bytes with 512-byte sectors; planned 420478976")
+	}},
+	{"refuse-table-since-planning", func(t *testing.T, r rig) bool {
+		p := plan(t, r, xfsData(r))
+		p.Fingerprint.TableType, p.Fingerprint.TableID = "gpt", "0B8E1E8C-7B1F-4C43-9A61-0D4A2B77E0C1"
+		return wantRefusalUnseen(t, r, p, "the partition table of "+r.disk()+" changed since planning")
+	}},
+	{"refuse-gone-since-planning", func(t *testing.T, r rig) bool {
+		p := plan(t, r, xfsData(r))
+		return wantRefusalWith(t, r, p, func(h *hwinfo.Host) {
+			for i, d := range h.Disks {
+				if d.Path == r.disk() {
+					h.Disks = append(h.Disks[:i], h.Disks[i+1:]...)
+					break
+				}
+			}
+		}, "is no longer listed as a disk")
+	}},
+	{"refuse-image-appeared", func(t *testing.T, r rig) bool {
+		p := planImage(t, r)
+		r.makeImage(t, diskSize)
+		return wantRefusal(t, r, p, "appeared since planning")
+	}},
+	{"refuse-image-attached", func(t *testing.T, r rig) bool {
+		p := planImage(t, r)
+		r.makeImage(t, diskSize)
+		r.attachImage(t)
+		return wantRefusal(t, r, p, "was attached to /dev/loop")
+	}},
+	{"refuse-image-changed", func(t *testing.T, r rig) bool {
+		r.makeImage(t, diskSize)
+		p := planImage(t, r)
+		r.makeImage(t, diskSize+(1<<20))
+		return wantRefusal(t, r, p, "changed since planning")
+	}},
 	{"release-busy", func(t *testing.T, r rig) bool {
 		res := apply(t, r, plan(t, r, xfsData(r)))
 		r.busy(t, r.mountDir("data"))
@@ -309,6 +358,16 @@ var scenarios = []scenario{
 		}
 		return true
 	}},
+}
+
+func planImage(t *testing.T, r rig) *disk.Plan {
+	t.Helper()
+	req := disk.Request{Image: r.imagePath(), ImageSizeBytes: diskSize, Partitions: []disk.PartSpec{{FS: "ext4", Label: "scratch", Mount: r.mountDir("scratch")}}}
+	p, err := r.planner().PlanImage(req, r.facts(t), r.imageState(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // xfsMagic is an XFS superblock the prober takes for one (geometry sane).
@@ -384,12 +443,18 @@ func (r *fakeRig) planner() disk.Planner {
 func (r *fakeRig) disk() string                { return "/dev/sdb" }
 func (r *fakeRig) mountDir(leaf string) string { return "/mnt/" + leaf }
 func (r *fakeRig) imagePath() string           { return "/var/tmp/scratch.img" }
-func (r *fakeRig) imageState(*testing.T) disk.ImageState {
-	return disk.ImageState{Path: r.imagePath()}
+func (r *fakeRig) imageState(t *testing.T) disk.ImageState {
+	st, err := disk.Planner{Host: r.h}.InspectImage(r.imagePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
-func (r *fakeRig) facts(*testing.T) *hwinfo.Host   { return r.h.FactsNow() }
-func (r *fakeRig) fstab(*testing.T) string         { return string(r.h.File("/etc/fstab")) }
-func (r *fakeRig) setFstab(_ *testing.T, c string) { r.h.SetFile("/etc/fstab", []byte(c)) }
+func (r *fakeRig) makeImage(_ *testing.T, size int64) { r.h.AddImage(r.imagePath(), uint64(size)) }
+func (r *fakeRig) attachImage(*testing.T)             { r.h.Attach(r.imagePath()) }
+func (r *fakeRig) facts(*testing.T) *hwinfo.Host      { return r.h.FactsNow() }
+func (r *fakeRig) fstab(*testing.T) string            { return string(r.h.File("/etc/fstab")) }
+func (r *fakeRig) setFstab(_ *testing.T, c string)    { r.h.SetFile("/etc/fstab", []byte(c)) }
 func (r *fakeRig) mounted(_ *testing.T, point string) bool {
 	for _, m := range r.h.Mounted() {
 		if strings.HasPrefix(m, point+" ") {
@@ -439,7 +504,7 @@ func (r *loopRig) disk() string                { return r.loop.Dev }
 func (r *loopRig) mountDir(leaf string) string { return filepath.Join(r.dir, leaf) }
 func (r *loopRig) imagePath() string           { return filepath.Join(r.dir, "scratch.img") }
 func (r *loopRig) imageState(t *testing.T) disk.ImageState {
-	st, err := disk.InspectImage(r.imagePath())
+	st, err := disk.Planner{}.InspectImage(r.imagePath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,6 +608,18 @@ func (r *loopRig) busy(t *testing.T, p string) {
 	t.Cleanup(func() { f.Close() })
 }
 func (r *loopRig) effects() *hosttest.Host { return nil }
+func (r *loopRig) makeImage(t *testing.T, size int64) {
+	if err := os.WriteFile(r.imagePath(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(r.imagePath(), size); err != nil {
+		t.Fatal(err)
+	}
+}
+func (r *loopRig) attachImage(t *testing.T) {
+	dev := strings.TrimSpace(testenv.MustRun(t, "losetup", "-f", "--show", r.imagePath()))
+	t.Cleanup(func() { testenv.Run("losetup", "-d", dev) })
+}
 
 // missingRunner runs every program but prog, which is not installed.
 type missingRunner struct{ prog string }

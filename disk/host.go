@@ -71,7 +71,8 @@ type Host interface {
 
 	// OpenDevice opens a block device: read-only, or for writing with
 	// O_EXCL, which fails with unix.EBUSY while anything has it claimed
-	// (a mount, a holder, another tool).
+	// (a mount, a holder, another tool). An image file opens read-only
+	// the same way, to be probed.
 	OpenDevice(path string, write bool) (Device, error)
 	// MakeNode creates the block device node path for major:minor.
 	MakeNode(path string, major, minor uint32) error

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/diskprep/diskprep/hwinfo"
@@ -26,18 +25,23 @@ type ImageState struct {
 	damage damage
 }
 
-// InspectImage reads an image file's state; it never writes.
-func InspectImage(path string) (ImageState, error) {
+// InspectImage reads an image file's state on the live machine; it never
+// writes.
+func InspectImage(path string) (ImageState, error) { return Planner{}.InspectImage(path) }
+
+// InspectImage is the package's InspectImage on pl's machine.
+func (pl Planner) InspectImage(path string) (ImageState, error) {
+	h := pl.host()
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return ImageState{}, usagef("image %s: %v", path, err)
 	}
-	real, err := resolveImagePath(abs)
+	real, err := resolveImagePath(h, abs)
 	if err != nil {
 		return ImageState{Path: abs}, err
 	}
 	st := ImageState{Path: real}
-	fi, err := os.Stat(real)
+	fi, err := h.Stat(real)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -54,7 +58,7 @@ func InspectImage(path string) (ImageState, error) {
 	}
 	st.Regular = true
 	st.SizeBytes = uint64(fi.Size())
-	d, dmg, err := inspectImageContents(st.Path, st.SizeBytes)
+	d, dmg, err := inspectImageContents(h, st.Path, st.SizeBytes)
 	if err != nil {
 		return st, fmt.Errorf("inspect image %s: %w", st.Path, err)
 	}
@@ -66,14 +70,14 @@ func InspectImage(path string) (ImageState, error) {
 // backing file, by its real path, or a second run would not recognise it as
 // attached and attach it twice (and the image lock would not be one lock).
 // A missing file is named by its directory's real path.
-func resolveImagePath(path string) (string, error) {
+func resolveImagePath(h Host, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", usagef("image %s: %v", path, err)
 	}
-	fi, err := os.Lstat(abs)
+	fi, err := h.Lstat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		if dir, err := h.EvalSymlinks(filepath.Dir(abs)); err == nil {
 			return filepath.Join(dir, filepath.Base(abs)), nil
 		}
 		return abs, nil
@@ -81,7 +85,7 @@ func resolveImagePath(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("inspect image %s: %w", abs, err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := h.EvalSymlinks(abs)
 	if err != nil {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return "", usagef("image %s is a dangling symlink", abs)

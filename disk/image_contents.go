@@ -2,7 +2,6 @@ package disk
 
 import (
 	"io"
-	"os"
 	"strings"
 
 	"github.com/diskprep/diskprep/hwinfo"
@@ -10,8 +9,8 @@ import (
 
 // inspectImageContents describes an image file as hwinfo would describe the
 // disk it becomes once attached: table, partitions and their filesystems.
-func inspectImageContents(path string, size uint64) (*hwinfo.Disk, damage, error) {
-	f, err := os.Open(path)
+func inspectImageContents(h Host, path string, size uint64) (*hwinfo.Disk, damage, error) {
+	f, err := h.OpenDevice(path, false)
 	if err != nil {
 		return nil, damage{}, err
 	}

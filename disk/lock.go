@@ -111,7 +111,7 @@ func lockHolder(path string) string {
 func LockTarget(req Request, deps Deps) (unlock func(), err error) {
 	a := newApplier(deps)
 	if req.Image != "" {
-		path, err := resolveImagePath(req.Image)
+		path, err := resolveImagePath(a.host, req.Image)
 		if err != nil {
 			return nil, err
 		}

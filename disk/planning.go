@@ -84,7 +84,7 @@ func (pl Planner) PlanDisk(req Request, host *hwinfo.Host) (*Plan, error) {
 		return nil, fmt.Errorf("plan %s: no host facts", req.Device)
 	}
 	if req.Image != "" {
-		img, err := InspectImage(req.Image)
+		img, err := pl.InspectImage(req.Image)
 		if err != nil {
 			return nil, err
 		}

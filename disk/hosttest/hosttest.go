@@ -727,6 +727,10 @@ func (h *Host) AttachLoop(image string, sector uint64) (_ string, err error) {
 	defer h.mu.Unlock()
 	h.record(true, "attach-loop", image, strconv.FormatUint(sector, 10))
 	defer func() { h.failed(err) }()
+	return h.attach(image, sector)
+}
+
+func (h *Host) attach(image string, sector uint64) (string, error) {
 	n, _, err := h.fs.resolve(image, true)
 	if err != nil || n.image == nil {
 		return "", fmt.Errorf("attach %s: %w", image, fs.ErrNotExist)
@@ -741,6 +745,18 @@ func (h *Host) AttachLoop(image string, sector uint64) (_ string, err error) {
 		h.scanTable(h.devs[name])
 	}
 	return "/dev/" + name, nil
+}
+
+// Attach attaches image to a loop device as another program (losetup)
+// would: not an effect of the code under test.
+func (h *Host) Attach(image string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dev, err := h.attach(image, 512)
+	if err != nil {
+		panic("hosttest: " + err.Error())
+	}
+	return dev
 }
 
 func (h *Host) DetachLoop(dev string) (err error) {
@@ -770,6 +786,10 @@ func (h *Host) OpenDevice(p string, write bool) (disk.Device, error) {
 		mode = "rw excl"
 	}
 	h.record(false, "open", p, mode)
+	if n, _, err := h.fs.resolve(p, true); err == nil && n.image != nil && !write {
+		// An image file, read to be probed.
+		return &device{h: h, b: &blockDev{name: path.Base(p), size: uint64(n.size), sector: 512, store: n.image}, path: p}, nil
+	}
 	b, err := h.deviceAt(p)
 	if err != nil {
 		return nil, err
