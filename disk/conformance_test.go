@@ -551,12 +551,17 @@ func (r *loopRig) fingerprint(t *testing.T) string {
 		t.Fatal(err)
 	}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
-	// Mount ids and peer groups aside, the table is the list of what is
-	// mounted where.
+	// What is mounted where, of this test's disk or under its directory
+	// (other tests of the machine mount their own things meanwhile).
 	var mounts []string
 	for _, line := range strings.Split(string(mi), "\n") {
-		if f := strings.Fields(line); len(f) > 5 {
-			mounts = append(mounts, f[2]+" "+f[4])
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		src := f[len(f)-2]
+		if strings.HasPrefix(src, r.loop.Dev) || strings.HasPrefix(f[4], r.dir) {
+			mounts = append(mounts, f[2]+" "+f[4]+" "+src)
 		}
 	}
 	return fmt.Sprintf("%x %q %q", sum.Sum(nil), r.fstab(t), mounts)

@@ -73,10 +73,16 @@ func TestPrivilegedReleaseDryRun(t *testing.T) {
 		io.Copy(h, f)
 		fs, _ := os.ReadFile(fstab)
 		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		// What is mounted where of this test's device or under its
+		// directory (other tests mount their own things meanwhile).
 		var mounts []string
 		for _, l := range strings.Split(string(mi), "\n") {
-			if f := strings.Fields(l); len(f) > 5 {
-				mounts = append(mounts, f[2]+" "+f[4])
+			f := strings.Fields(l)
+			if len(f) < 10 {
+				continue
+			}
+			if src := f[len(f)-2]; strings.HasPrefix(src, res.Device) || strings.HasPrefix(f[4], dir) {
+				mounts = append(mounts, f[2]+" "+f[4]+" "+src)
 			}
 		}
 		return fmt.Sprintf("%x\n%s\n%q", h.Sum(nil), fs, mounts)
