@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
@@ -190,8 +191,23 @@ func jobOptions(p workload.Workload, r record.Repetition) map[string]string {
 	if p.Jobs > 1 {
 		o["group_reporting"] = ""
 	}
+	// Not fio's: what Import needs to read its own export back as it was
+	// (fio and plotting tools ignore options they do not know).
+	if p.ReportRead != "" || p.ReportWrite != "" {
+		o[optReportRead], o[optReportWrite] = p.ReportRead, p.ReportWrite
+	}
+	if len(p.Unknown) > 0 {
+		o[optUnknown] = strings.Join(p.Unknown, ",")
+	}
 	return o
 }
+
+// Job options of diskprep's export that fio does not have.
+const (
+	optReportRead  = "diskprep_report_read_as"
+	optReportWrite = "diskprep_report_write_as"
+	optUnknown     = "diskprep_unknown_params"
+)
 
 func fioRW(rw string) string {
 	if rw == "readwrite" {

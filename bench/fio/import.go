@@ -192,7 +192,7 @@ func parse(data []byte) (*document, []string, error) {
 	// A job that failed before it ran leaves no result, only fio's line
 	// "fio: pid=0, err=1/file:filesetup.c:150, func=unlink, error=...".
 	if m := reFioErr.FindSubmatch(data); m != nil && string(m[1]) != "0" {
-		return nil, nil, badOutputf("a fio job failed: %s; nothing imported", bytes.TrimSpace(m[0]))
+		return nil, nil, badOutputf("a fio job failed: %s; nothing imported", oneLine(string(m[0])))
 	}
 	trimmed := bytes.TrimSpace(data)
 	jsonish := bytes.HasPrefix(trimmed, []byte("{")) || bytes.Contains(data, []byte("\n{"))
@@ -244,7 +244,7 @@ func Import(data []byte, opts ImportOptions) (*record.Record, []string, error) {
 	}
 	for _, j := range doc.Jobs {
 		if j.Error != 0 {
-			return nil, nil, badOutputf("job %s failed: fio reported err=%d; nothing imported", j.Name, j.Error)
+			return nil, nil, badOutputf("job %s failed: fio reported err=%d; nothing imported", oneLine(j.Name), j.Error)
 		}
 	}
 	recWarnings := append([]string(nil), warnings...)
@@ -497,20 +497,6 @@ func workloadOf(name string, jobs []job, doc *document, source string, start tim
 			continue
 		}
 		p.Unknown = append(p.Unknown, k.param)
-		switch k.param {
-		case "bs":
-			p.BlockBytes = 0
-		case "size":
-			p.SizeBytes = 0
-		case "iodepth":
-			p.IODepth = 0
-		case "jobs":
-			p.Jobs = 0
-		case "rwmixread":
-			p.RWMixRead = 0
-		case "engine":
-			p.Engine = ""
-		}
 	}
 	rep := record.Repetition{Index: 1, Start: start, Engine: engine, Direct: direct}
 	var mixed bool
@@ -572,14 +558,59 @@ func workloadOf(name string, jobs []job, doc *document, source string, start tim
 	}
 	switch {
 	case strings.HasPrefix(doc.Version, exportVersionPrefix):
-		// diskprep's own export: the job names are its workloads' names.
-		if rep.Read != nil && rep.Write != nil {
+		// diskprep's own export: the job names are its workloads' names,
+		// and its own options say how its directions were called and what
+		// the record did not know.
+		p.ReportRead, p.ReportWrite = option(jobs, global, optReportRead), option(jobs, global, optReportWrite)
+		if p.ReportRead == "" && rep.Read != nil && rep.Write != nil {
 			p.ReportRead, p.ReportWrite = name+"-read", name+"-write"
+		}
+		if u := option(jobs, global, optUnknown); u != "" {
+			for _, k := range strings.Split(u, ",") {
+				if !slices.Contains(p.Unknown, k) {
+					p.Unknown = append(p.Unknown, k)
+				}
+			}
 		}
 	default:
 		nameWorkload(&p, name, rep.Read != nil, rep.Write != nil)
 	}
+	clearUnknown(&p)
 	return record.WorkloadResult{Params: p, Runs: []record.Repetition{rep}, Warnings: recWarnings}, warnings, nil
+}
+
+// oneLine keeps a name from the input on one line of an error message.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "\n\r") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// clearUnknown zeroes the fields of unknown parameters, so no default
+// fio or diskprep would have used passes for a recorded value.
+func clearUnknown(p *workload.Workload) {
+	for _, k := range p.Unknown {
+		switch k {
+		case "bs":
+			p.BlockBytes = 0
+		case "size":
+			p.SizeBytes = 0
+		case "iodepth":
+			p.IODepth = 0
+		case "jobs":
+			p.Jobs = 0
+		case "rwmixread":
+			p.RWMixRead = 0
+		case "engine":
+			p.Engine = ""
+		case "runtime":
+			p.Runtime = 0
+		case "direct":
+			p.Direct = false
+		}
+	}
 }
 
 func dirRuntime(d *direction) float64 {

@@ -18,7 +18,9 @@ import (
 // reads back to the same JSON, and exports as fio JSON again.
 func FuzzImport(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.json")
-	for _, p := range files {
+	text, _ := filepath.Glob("testdata/*.txt")
+	terse, _ := filepath.Glob("testdata/*.terse")
+	for _, p := range append(append(files, text...), terse...) {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

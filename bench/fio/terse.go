@@ -101,7 +101,7 @@ func parseTerse(data []byte) (*document, []string, error) {
 		for k, dst := range dirs {
 			d, err := terseDirection(f[terseHead+k*terseDir : terseHead+(k+1)*terseDir])
 			if err != nil {
-				return nil, nil, badOutputf("line %d: job %s: %v", n+1, j.Name, err)
+				return nil, nil, badOutputf("line %d: job %s: %v", n+1, oneLine(j.Name), err)
 			}
 			*dst = d
 		}

@@ -1,8 +1,6 @@
 package fio
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -67,12 +65,8 @@ func looksNormal(data []byte) bool {
 // runs, and a capture of a terminal keeps them.
 func splitLines(data []byte) []string {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		for _, l := range strings.Split(sc.Text(), "\r") {
-			out = append(out, strings.TrimRight(l, " \t"))
-		}
+	for _, l := range strings.FieldsFunc(string(data), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		out = append(out, strings.TrimRight(l, " \t"))
 	}
 	return out
 }
@@ -141,7 +135,7 @@ func parseNormal(data []byte) (*document, []string, error) {
 		if m := reDir3.FindStringSubmatch(line); m != nil {
 			d, err := dir3(m)
 			if err != nil {
-				return nil, nil, badOutputf("job %s: %s: %v", cur.Name, strings.TrimSpace(line), err)
+				return nil, nil, badOutputf("job %s: %s: %v", oneLine(cur.Name), strings.TrimSpace(line), err)
 			}
 			curDir = setDir(cur, m[1], d)
 			continue
@@ -149,7 +143,7 @@ func parseNormal(data []byte) (*document, []string, error) {
 		if m := reDir2.FindStringSubmatch(line); m != nil {
 			d, err := dir2(m)
 			if err != nil {
-				return nil, nil, badOutputf("job %s: %s: %v", cur.Name, strings.TrimSpace(line), err)
+				return nil, nil, badOutputf("job %s: %s: %v", oneLine(cur.Name), strings.TrimSpace(line), err)
 			}
 			curDir = setDir(cur, m[1], d)
 			if major == 0 {
@@ -219,11 +213,11 @@ func parseNormal(data []byte) (*document, []string, error) {
 	// fio ends every group with its "Run status group" summary: output
 	// that stops inside a job's block was cut off.
 	if lastStatus < lastHeader {
-		return nil, nil, badOutputf("truncated fio output: job %s has no \"Run status group\" summary after it", doc.Jobs[len(doc.Jobs)-1].Name)
+		return nil, nil, badOutputf("truncated fio output: job %s has no \"Run status group\" summary after it", oneLine(doc.Jobs[len(doc.Jobs)-1].Name))
 	}
 	for _, j := range doc.Jobs {
 		if j.Read == nil && j.Write == nil && j.Trim == nil && j.Mixed == nil && j.Error == 0 {
-			return nil, nil, badOutputf("job %s: a result header without read or write figures (truncated output?)", j.Name)
+			return nil, nil, badOutputf("job %s: a result header without read or write figures (truncated output?)", oneLine(j.Name))
 		}
 	}
 	if major == 2 {

@@ -292,3 +292,65 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// The real captures compare too: the seed's commands printed by fio 3.33
+// in its three forms (three runs each), normal output as the baseline.
+// By hand from the printed figures:
+//
+//	seqread   normal BW=1649MiB/s; terse 1702233 KiB/s (+0.8%); JSON bw_bytes 1586029282 (-8.3%)
+//	seqwrite  normal BW=2327MiB/s; terse 2576353 KiB/s (+8.1%); JSON 2097152000 (-14.1%)
+//	randread  normal BW=660MiB/s;  terse 928647 KiB/s (+37.4%); JSON 755244450 (+9.1%)
+//	randwrite normal BW=848MiB/s;  terse 1193975 KiB/s (+37.5%); JSON 971028578 (+9.2%)
+func TestSeedCapturesCompareAcrossForms(t *testing.T) {
+	var recs []*record.Record
+	for _, form := range []string{"txt", "terse", "json"} {
+		for _, cmd := range []string{"seqread", "seqwrite", "randrw"} {
+			rec, _ := importFile(t, fmt.Sprintf("fio-3.33-seed-%s.%s", cmd, form), ImportOptions{Label: form})
+			recs = append(recs, rec)
+		}
+	}
+	c, err := compare.Compare(recs, compare.Options{By: compare.ByLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"seqread +0.8% -8.3%", "seqwrite +8.1% -14.1%", "randread +37.4% +9.1%", "randwrite +37.5% +9.2%"}
+	var got []string
+	for _, r := range c.Rows {
+		line := r.Name
+		for _, cell := range r.Cells[1:] {
+			line += fmt.Sprintf(" %+.1f%%", deref(cell.Metrics[0].ChangePct))
+		}
+		got = append(got, line)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Imported text round-trips: import, export as fio JSON, import again,
+// and the figures are the same.
+func TestImportedTextRoundTrips(t *testing.T) {
+	for _, file := range []string{"fio-3.33-seed-randrw.txt", "fio-3.33-seed-randrw.terse", "fio-3.33-seed-randrw.jsonplus.json", "seed-hdd-handwritten/vmdk/randrw.txt"} {
+		rec, _ := importFile(t, file, ImportOptions{})
+		var buf strings.Builder
+		if err := Export(&buf, rec); err != nil {
+			t.Fatal(err)
+		}
+		back, _, err := Import([]byte(buf.String()), ImportOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if got, want := names(back), names(rec); !slices.Equal(got, want) || !slices.Equal(want, []string{"randread", "randwrite"}) {
+			t.Errorf("%s: rows %v after the round trip, %v before", file, got, want)
+		}
+		if a, b := rec.Workloads[0].Params, back.Workloads[0].Params; !slices.Equal(a.Unknown, b.Unknown) || a.BlockBytes != b.BlockBytes || a.Jobs != b.Jobs || a.RW != b.RW {
+			t.Errorf("%s: params %+v, back %+v", file, a, b)
+		}
+		for _, dir := range []string{"read", "write"} {
+			a, b := rec.Workloads[0].Runs[0].Dir(dir), back.Workloads[0].Runs[0].Dir(dir)
+			if math.Abs(a.BWBytesPerS-b.BWBytesPerS) > 1 || math.Abs(a.IOPS-b.IOPS) > 1e-6 || a.IOBytes != b.IOBytes || math.Abs(a.LatNS.P99-b.LatNS.P99) > 1 {
+				t.Errorf("%s %s: %+v, back %+v", file, dir, a, b)
+			}
+		}
+	}
+}
