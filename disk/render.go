@@ -15,9 +15,9 @@ func (p *Plan) Steps() []string {
 	if im := p.Image; im != nil {
 		switch {
 		case im.Create:
-			s = append(s, fmt.Sprintf("create sparse image %s (%s)", im.Path, units.FormatSize(im.SizeBytes)))
+			s = append(s, fmt.Sprintf("create sparse image %s (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)))
 		case im.Recreate:
-			s = append(s, fmt.Sprintf("recreate image %s empty and sparse (%s)", im.Path, units.FormatSize(im.SizeBytes)))
+			s = append(s, fmt.Sprintf("recreate image %s empty and sparse (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)))
 		}
 		if im.Attach {
 			s = append(s, fmt.Sprintf("attach %s to a free loop device (%d-byte sectors, partition scan) as %s", im.Path, im.SectorBytes, LoopPlaceholder))

@@ -424,7 +424,7 @@ func size(v string) uint64 {
 	if i := strings.IndexAny(v, ",-:"); i > 0 {
 		v = v[:i]
 	}
-	n, err := units.ParseSize(v)
+	n, err := units.ParseFioSize(v)
 	if err != nil {
 		return 0
 	}
@@ -475,12 +475,12 @@ func workloadOf(name string, jobs []job, doc *document, source string, start tim
 		p.BlockBytes = 4 << 10 // fio's default, when fio told us the options
 	}
 	if rt := option(jobs, global, "runtime"); rt != "" {
-		if d, err := units.ParseDuration(rt); err == nil {
+		if d, err := units.ParseFioDuration(rt); err == nil {
 			p.Runtime = d
 		}
 	}
 	if r := option(jobs, global, "ramp_time"); r != "" {
-		if d, err := units.ParseDuration(r); err == nil {
+		if d, err := units.ParseFioDuration(r); err == nil {
 			p.Ramp = d
 		}
 	}

@@ -14,9 +14,25 @@ import (
 // ErrSyntax is wrapped by every parse error, so callers can map it to a usage error.
 var ErrSyntax = errors.New("invalid value")
 
-// Sizes are binary: "4k", "4K", "4KiB" and "4KB" all mean 4096 bytes, as in fio,
-// parted and mkfs, so that a block size of "4k" is always one page.
+// Sizes are read as coreutils (dd, truncate, df) and parted read them: a
+// bare letter or an "iB" unit is binary ("4k", "4K" and "4KiB" are 4096
+// bytes, so a block size of "4k" is always one page; "2G" and "2GiB" are
+// 2^31), and an SI unit with "B" is decimal, as drive vendors and lsblk
+// print it ("4kB" and "4KB" are 4000 bytes, "10GB" is 10^10). Case does
+// not matter.
 var sizeSuffixes = map[string]uint64{
+	"":  1,
+	"b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+	"p": 1 << 50, "pib": 1 << 50, "pb": 1e15,
+}
+
+// fio reads every unit as binary (its kb_base=1024 default: "4KB" is 4096),
+// so what fio printed is read back with this table.
+var fioSizeSuffixes = map[string]uint64{
 	"":  1,
 	"b": 1,
 	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
@@ -26,10 +42,21 @@ var sizeSuffixes = map[string]uint64{
 	"p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50,
 }
 
-// ParseSize parses a byte size such as "512", "4k", "32M", "2G" or "1.5TiB".
-// Zero is accepted (callers decide whether it makes sense); negative values,
+// ParseSize parses a byte size such as "512", "4k", "32M", "2G", "1.5TiB"
+// (binary) or "10GB", "500MB" (decimal; see sizeSuffixes). Zero is
+// accepted (callers decide whether it makes sense); negative values,
 // fractions of a byte and values beyond 2^63 are rejected.
 func ParseSize(s string) (uint64, error) {
+	return parseSize(s, sizeSuffixes)
+}
+
+// ParseFioSize parses a size as fio wrote it, every unit binary ("4KB" is
+// 4096), for reading fio's own output back.
+func ParseFioSize(s string) (uint64, error) {
+	return parseSize(s, fioSizeSuffixes)
+}
+
+func parseSize(s string, sizeSuffixes map[string]uint64) (uint64, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
 		return 0, fmt.Errorf("size %q: empty: %w", s, ErrSyntax)
@@ -44,7 +71,7 @@ func ParseSize(s string) (uint64, error) {
 	}
 	mult, ok := sizeSuffixes[suffix]
 	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (use k, M, G, T or KiB, MiB, GiB, TiB): %w", s, in[i:], ErrSyntax)
+		return 0, fmt.Errorf("size %q: unknown unit %q (use k, M, G, T or KiB, MiB, GiB, TiB for powers of 2; kB, MB, GB, TB for powers of 10): %w", s, in[i:], ErrSyntax)
 	}
 	if !strings.Contains(num, ".") {
 		n, err := strconv.ParseUint(num, 10, 64)
@@ -102,6 +129,35 @@ func FormatSizeShort(n uint64) string {
 	return strconv.FormatUint(n, 10) + units[u]
 }
 
+// FormatSizeBoth renders n bytes in both forms, for showing what a typed
+// size was read as: "10 GB (9.3 GiB)", "4 GiB (4.3 GB)", "512 B".
+func FormatSizeBoth(n uint64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	dec, bin := FormatDecimalSize(n), FormatSize(n)
+	// Whichever form is exact comes first: that is the one the user typed.
+	if whole, ok := exactDecimal(n); ok {
+		return whole + " (" + bin + ")"
+	}
+	return bin + " (" + dec + ")"
+}
+
+// exactDecimal renders n as a whole number of its decimal unit ("10 GB"),
+// when it is one.
+func exactDecimal(n uint64) (string, bool) {
+	names := []string{"kB", "MB", "GB", "TB", "PB", "EB"}
+	u, i := uint64(1000), 0
+	for n/u >= 1000 && i < len(names)-1 {
+		u *= 1000
+		i++
+	}
+	if n%u != 0 {
+		return "", false
+	}
+	return fmt.Sprintf("%d %s", n/u, names[i]), true
+}
+
 // FormatDecimalSize renders n bytes with decimal units as drive vendors label
 // them ("960 GB", "3 TB"), used next to the binary figure for disk sizes.
 func FormatDecimalSize(n uint64) string {
@@ -118,16 +174,38 @@ func FormatDecimalSize(n uint64) string {
 	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
-// ParseDuration parses "10s", "1m", "1m30s", "500ms"; a bare number means
-// seconds, as in fio's runtime=. Negative durations are rejected.
+// ParseDuration parses "10s", "1m", "1m30s", "500ms". A bare number other
+// than 0 is refused with a hint ("10" -> did you mean 10s?): fio reads it as
+// seconds, Go as nanoseconds, and a user cannot tell which was meant.
+// Negative durations are rejected.
 func ParseDuration(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
 		return 0, fmt.Errorf("duration %q: empty: %w", s, ErrSyntax)
 	}
 	if n, err := strconv.ParseUint(in, 10, 32); err == nil {
+		if n == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("duration %q has no unit: did you mean %ss? (units: ms, s, m, h): %w", s, in, ErrSyntax)
+	}
+	return parseGoDuration(s, in)
+}
+
+// ParseFioDuration parses a duration as fio wrote it: a bare number is
+// seconds (fio's runtime=10), else as ParseDuration.
+func ParseFioDuration(s string) (time.Duration, error) {
+	in := strings.TrimSpace(s)
+	if n, err := strconv.ParseUint(in, 10, 32); err == nil {
 		return time.Duration(n) * time.Second, nil
 	}
+	if in == "" {
+		return 0, fmt.Errorf("duration %q: empty: %w", s, ErrSyntax)
+	}
+	return parseGoDuration(s, in)
+}
+
+func parseGoDuration(s, in string) (time.Duration, error) {
 	d, err := time.ParseDuration(in)
 	if err != nil {
 		return 0, fmt.Errorf("duration %q: want e.g. 10s, 1m, 500ms: %w", s, ErrSyntax)
