@@ -28,6 +28,10 @@ if ! command -v shellcheck >/dev/null 2>&1; then need_pkgs+=(shellcheck); fi
 # The fleet playbook test runs ansible-playbook; the package test reads the rpm.
 if ! command -v ansible-playbook >/dev/null 2>&1; then need_pkgs+=(ansible-core); fi
 if ! command -v rpm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(rpm); fi
+# The completion test runs the zsh and fish scripts in those shells.
+for sh in zsh fish; do
+	if ! command -v "$sh" >/dev/null 2>&1; then need_pkgs+=("$sh"); fi
+done
 # The guest tier boots Debian's kernel in QEMU with these packages' tools
 # (scripts/guest.sh builds its root from them).
 if command -v dpkg-query >/dev/null 2>&1; then

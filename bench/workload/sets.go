@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/internal/suggest"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -34,7 +35,7 @@ func SetNames() []string {
 func LookupSet(name string) (Set, error) {
 	b, ok := setBuilders[name]
 	if !ok {
-		return Set{}, Usagef("unknown workload set %q (known: %s)", name, strings.Join(SetNames(), ", "))
+		return Set{}, Usagef("unknown workload set %q%s (known: %s)", name, suggest.Hint(name, SetNames(), ""), strings.Join(SetNames(), ", "))
 	}
 	return b(), nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/internal/suggest"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -72,7 +74,7 @@ func (e *env) format(allowed ...string) (string, error) {
 		f = "table"
 	}
 	if !slices.Contains(allowed, f) {
-		return "", usageErr(fmt.Errorf("unknown output format %q for this command (valid: %s)", f, strings.Join(allowed, ", ")))
+		return "", usageErr(fmt.Errorf("unknown output format %q for this command%s (valid: %s)", f, suggest.Hint(f, allowed, ""), strings.Join(allowed, ", ")))
 	}
 	return f, nil
 }
@@ -101,6 +103,7 @@ func commands() []*cli.Command {
 		compareCommand(),
 		fscompareCommand(),
 		completionCommand(),
+		completeCommand(),
 		manCommand(),
 	}
 }
@@ -194,12 +197,12 @@ Examples:
 		ErrWriter:            stderr,
 		ExitErrHandler:       func(*cli.Context, error) {}, // main owns exit codes
 		Metadata:             map[string]any{"state": st},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageErr(err)
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageErr(usageHint(c, err))
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usageErr(fmt.Errorf("unknown command %q (see diskprep --help)", c.Args().First()))
+				return unknownCommand(c.Args().First(), c.App.Commands, "diskprep --help")
 			}
 			return cli.ShowAppHelp(c)
 		},

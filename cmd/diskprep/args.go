@@ -18,7 +18,8 @@ import (
 // innermost command so cli reports it as unknown. Everything after "--" is
 // positional and keeps its order.
 func reorderArgs(app *cli.App, args []string) []string {
-	if len(args) < 2 || slices.Contains(args, "--generate-bash-completion") {
+	// A completion request is the line as typed: its words stay as they are.
+	if len(args) < 2 || slices.Contains(args, "--generate-bash-completion") || args[1] == "__complete" {
 		return args
 	}
 	type level struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/redact"
+	"github.com/diskprep/diskprep/internal/suggest"
 )
 
 type compareOptions struct {
@@ -91,7 +92,7 @@ func formatFromFile(name string) string {
 
 func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if opts.By != "" && !slices.Contains(compare.ByNames, opts.By) {
-		return usageErr(fmt.Errorf("unknown --by %q (valid: %s)", opts.By, strings.Join(compare.ByNames, ", ")))
+		return usageErr(fmt.Errorf("unknown --by %q%s (valid: %s)", opts.By, suggest.Hint(opts.By, compare.ByNames, ""), strings.Join(compare.ByNames, ", ")))
 	}
 	if e.Format == "" && opts.Output != "" {
 		e.Format = formatFromFile(opts.Output)

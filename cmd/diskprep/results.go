@@ -21,6 +21,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 	"github.com/diskprep/diskprep/internal/redact"
+	"github.com/diskprep/diskprep/internal/suggest"
 )
 
 // recordFilter selects records by label, host and filesystem; each is a
@@ -91,7 +92,7 @@ Examples:
 		// command's "No help topic" and exit 3, which means "refused" here.
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usageErr(fmt.Errorf("results: unknown subcommand %q (valid: list, show, rm, import, export)", c.Args().First()))
+				return usageErr(fmt.Errorf("results: unknown subcommand %q%s (valid: list, show, rm, import, export)", c.Args().First(), suggest.Hint(c.Args().First(), []string{"list", "show", "rm", "import", "export"}, "")))
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -340,7 +341,7 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 		}
 	}
 	if as != "fio" && as != "json" && as != "prom" {
-		return usageErr(fmt.Errorf("unknown export format %q (valid: fio, prom, json)", as))
+		return usageErr(fmt.Errorf("unknown export format %q%s (valid: fio, prom, json)", as, suggest.Hint(as, []string{"fio", "prom", "json"}, "")))
 	}
 	en, err := record.Load(e.ResultsDir, opts.ID)
 	if err != nil {
