@@ -2,6 +2,7 @@ package hwinfo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,7 +79,7 @@ func (p *prober) fillAll(ctx context.Context, r *reader, disks []Disk, pend []pe
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			r.warn("%v: filesystem labels and UUIDs unknown where there is no udev database; run as root with access to the devices", err)
+			r.warn("%v: filesystem labels and UUIDs unknown where there is no udev database; %s", err, openAdvice(err, os.Geteuid()))
 			return
 		}
 	}
@@ -152,4 +153,19 @@ func setIfEmpty(dst *string, v string) {
 	if *dst == "" {
 		*dst = v
 	}
+}
+
+// openAdvice says what would let a device be opened, from why it could not:
+// only an unprivileged user is told to become root. Root refused (EPERM, or
+// EACCES despite root) is a policy of this place, a container's device
+// cgroup, seccomp or an LSM, which running as root does not lift.
+func openAdvice(err error, euid int) string {
+	denied := errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)
+	switch {
+	case denied && euid == 0:
+		return "the device cannot be opened here even as root: a container or a device policy (device cgroup, seccomp, SELinux/AppArmor) forbids it"
+	case denied:
+		return "run as root with access to the devices"
+	}
+	return "the device could not be read"
 }
