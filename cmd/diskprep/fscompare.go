@@ -206,8 +206,14 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				if err != nil {
 					return nil, err
 				}
-				if ask && !confirm(e, plan) {
-					return nil, disk.ErrNotConfirmed
+				if ask {
+					ok, err := confirm(ctx, e, plan)
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						return nil, disk.ErrNotConfirmed
+					}
 				}
 			}
 			return func(ctx context.Context) (string, error) {

@@ -239,8 +239,14 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		if err != nil {
 			return err
 		}
-		if ask && !confirm(e, p) {
-			return disk.ErrNotConfirmed
+		if ask {
+			ok, err := confirm(ctx, e, p)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return disk.ErrNotConfirmed
+			}
 		}
 	}
 	if deps.Refresh == nil {
@@ -268,32 +274,6 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 	}
 	return nil
-}
-
-// confirm shows the disk and what will be lost, and reads y/N. It reads
-// byte by byte so that, with several disks, no answer is swallowed by a
-// buffer meant for the first.
-func confirm(e *env, p *disk.Plan) bool {
-	p.WriteText(e.Stderr)
-	fmt.Fprint(e.Stderr, disk.ConfirmationPrompt(p))
-	if e.Stdin == nil {
-		return false
-	}
-	var line []byte
-	b := make([]byte, 1)
-	for len(line) < 256 {
-		n, err := e.Stdin.Read(b)
-		if n == 1 {
-			if b[0] == '\n' {
-				break
-			}
-			line = append(line, b[0])
-		}
-		if err != nil {
-			break
-		}
-	}
-	return disk.Confirmed(string(line))
 }
 
 func writeJSON(w io.Writer, v any) error {
