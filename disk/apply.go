@@ -188,7 +188,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 			return res, err
 		}
 		fstabChanged = fstabChanged || pr.FstabAdded
-		res.Changed = res.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded
+		res.Changed = res.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded || pr.Discarded
 	}
 	if fstabChanged && a.systemdIsInit() {
 		if err := a.do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
@@ -439,6 +439,20 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		Number: pp.Number, Device: pp.Path, StartBytes: pp.StartBytes, SizeBytes: pp.SizeBytes, PartUUID: pp.PartGUID,
 		FS: pp.FS, Label: pp.FSLabel, MountPoint: pp.MountPoint, MountOpts: pp.MountOpts, FstabLine: pp.FstabLine,
 	}
+	pr.Use = pp.Use
+	if pp.Discard != nil {
+		// TRIM is advice to the SSD: a device that does not take it
+		// (emulated, behind a bridge) is noted, not a failure.
+		if err := a.do(ctx, "discard", pp.Discard); err != nil {
+			pr.Notes = append(pr.Notes, "discard failed (the space stays allocated on the SSD): "+err.Error())
+		} else {
+			pr.Discarded = true
+		}
+	}
+	if pp.Use != "" {
+		// A stack member: ApplyStacks makes the array or group on it.
+		return pr, nil
+	}
 	if pp.Mkfs != nil {
 		force := len(pp.Mkfs) > 1 && (pp.Mkfs[1] == "-f" || pp.Mkfs[1] == "-F")
 		if !force {
@@ -459,6 +473,23 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 	}
 	pr.UUID = uuid
 
+	if pp.FS == "swap" && pp.MountArgv != nil {
+		active, err := a.swapActive(pp.Path)
+		if err != nil {
+			return pr, err
+		}
+		if !active {
+			if err := a.do(ctx, "swapon", pp.MountArgv); err != nil {
+				return pr, fmt.Errorf("swapon %s: %w", pp.Path, err)
+			}
+			pr.Mounted = true
+			*undo = append(*undo, func() {
+				if err := a.do(context.WithoutCancel(ctx), "swapoff after failure", []string{"swapoff", pp.Path}); err != nil {
+					a.log.Error("swapoff after failure", "device", pp.Path, "err", err)
+				}
+			})
+		}
+	}
 	if pp.MountPoint != "" {
 		mounted, err := a.mountState(pp)
 		if err != nil {
@@ -498,6 +529,33 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		pr.FstabAdded = changed
 	}
 	return pr, nil
+}
+
+// swapActive says whether the device at path is an active swap area
+// (/proc/swaps names it by its node, or by another node of the same
+// device).
+func (a *applier) swapActive(path string) (bool, error) {
+	b, err := a.host.ReadFile(a.roots.ProcPath("swaps"))
+	if err != nil {
+		return false, fmt.Errorf("read swaps: %w", err)
+	}
+	want, err := a.devNumber(path)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == path {
+			return true, nil
+		}
+		if n, err := a.devNumber(strings.ReplaceAll(f[0], `\040`, " ")); err == nil && n == want {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (a *applier) probeDevice(path string) ([]signature, error) {

@@ -45,7 +45,8 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 			ex.StartBytes != pp.StartBytes || ex.SizeBytes != pp.SizeBytes,
 			ex.PartLabel != "" && ex.PartLabel != pp.Label || ex.PartLabel == "" && pp.Label != "" && ex.PartUUID != "",
 			ex.PartType != "" && !strings.EqualFold(ex.PartType, pp.TypeGUID),
-			ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel):
+			pp.Use == "" && ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel),
+			pp.Use != "" && ex.FSType != "" && !memberOf(pp.Use, ex.FSType, ex.FSLabel):
 			return differs
 		}
 		st.parts[i] = ex
@@ -59,11 +60,22 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 // mounted where asked is the expected state, not a reason.
 func inUse(d *hwinfo.Disk, planned []PartPlan, st existingState) []string {
 	expected := func(u hwinfo.Use) bool {
-		if st.kind != layoutMatches || u.Kind != hwinfo.UseMounted || u.Via != "" || u.Device == d.Name {
+		if st.kind != layoutMatches || u.Device == d.Name {
 			return false
 		}
 		for i, pp := range planned {
-			if st.parts[i].Name == u.Device && pp.MountPoint != "" && pp.MountPoint == cleanPoint(u.Point) {
+			ex := st.parts[i]
+			if ex.Name != u.Device {
+				continue
+			}
+			switch {
+			case pp.Use != "" && ownStack(pp.Use, ex.Holders):
+				// Its own array or volume group, built already: what is
+				// mounted on that is the stack plan's to check.
+				return true
+			case pp.FS == "swap" && u.Kind == hwinfo.UseSwap && u.Via == "":
+				return true
+			case u.Kind == hwinfo.UseMounted && u.Via == "" && pp.MountPoint != "" && pp.MountPoint == cleanPoint(u.Point):
 				return true
 			}
 		}

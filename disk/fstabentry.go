@@ -5,6 +5,9 @@ import "github.com/diskprep/diskprep/disk/fstab"
 // fstabEntry is the line --persist adds: by filesystem UUID, so it survives
 // device renames; ext4 gets fsck pass 2, XFS 0 (its fsck is a no-op).
 func fstabEntry(pp PartPlan) fstab.Entry {
+	if pp.FS == "swap" {
+		return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: "none", VFSType: "swap"}
+	}
 	pass := 0
 	if pp.FS == "ext4" {
 		pass = 2

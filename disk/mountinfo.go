@@ -11,8 +11,10 @@ type mountEntry struct {
 
 // mounts reads the live mount table (release and the pre-mount check need
 // the truth, not a fixture), with hwinfo's mountinfo parser.
-func (a *applier) mounts() ([]mountEntry, error) {
-	b, err := a.host.ReadFile(a.roots.ProcPath("self/mountinfo"))
+func (a *applier) mounts() ([]mountEntry, error) { return readMounts(a.host, a.roots) }
+
+func readMounts(h Host, roots hwinfo.Roots) ([]mountEntry, error) {
+	b, err := h.ReadFile(roots.ProcPath("self/mountinfo"))
 	if err != nil {
 		return nil, err
 	}

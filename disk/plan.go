@@ -10,8 +10,13 @@ package disk
 // PlanSchema names the JSON shape of a Plan.
 const PlanSchema = "diskprep/plan/v1"
 
-// LinuxFilesystemGUID is the GPT partition type for Linux data partitions.
-const LinuxFilesystemGUID = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+// GPT partition types diskprep writes.
+const (
+	LinuxFilesystemGUID = "0FC63DAF-8483-4772-8E79-3D69D8477DE4" // data partitions
+	LinuxRAIDGUID       = "A19D880F-05FC-4D3B-A006-743F0F84911E" // md members
+	LinuxLVMGUID        = "E6D6D379-F507-44C2-A23C-238F2A3DF928" // LVM physical volumes
+	LinuxSwapGUID       = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F" // swap areas
+)
 
 // LoopPlaceholder stands for the loop device an image will be attached to:
 // its name is known only at attach time, so plans for a new image carry this
@@ -44,6 +49,11 @@ type Request struct {
 
 	// Origin names where the request came from ("plan.yaml:12"), for messages.
 	Origin string `json:"origin,omitempty"`
+
+	// NoDiscard keeps diskprep from discarding (TRIM) the new space of an
+	// SSD: blkdiscard before a stack member or swap area, mkfs's own discard
+	// otherwise (mkfs.xfs -K, mke2fs -E nodiscard when set).
+	NoDiscard bool `json:"no_discard,omitempty"`
 }
 
 // PartSpec is one partition asked for.
@@ -55,6 +65,11 @@ type PartSpec struct {
 	Mount     string   `json:"mount,omitempty"`      // mount point; empty: not mounted
 	MountOpts string   `json:"mount_opts,omitempty"` // comma separated, as mount -o
 	Persist   bool     `json:"persist,omitempty"`    // add an fstab line (needs Mount)
+	// Use gives the partition to a stack instead of a filesystem:
+	// "raid:NAME" (a member of the md array NAME) or "lvm:VG" (a physical
+	// volume of the volume group VG). FS is empty then. FS "swap" is a swap
+	// area (mkswap, swapon, a swap fstab line with Persist).
+	Use string `json:"use,omitempty"`
 }
 
 // Fingerprint identifies a disk's identity and state at planning time; Apply
@@ -143,7 +158,13 @@ type PartPlan struct {
 	StartBytes uint64 `json:"start_bytes"`
 	SizeBytes  uint64 `json:"size_bytes"`
 
-	FS       string   `json:"fs"`
+	FS string `json:"fs"`
+	// Use is the stack the partition belongs to ("raid:data", "lvm:fast");
+	// such a partition gets no filesystem of its own.
+	Use string `json:"use,omitempty"`
+	// Discard is the blkdiscard argv run on the new partition before it is
+	// handed to its stack or made swap; nil when not discarding.
+	Discard  []string `json:"discard,omitempty"`
 	FSLabel  string   `json:"fs_label,omitempty"`
 	FSUUID   string   `json:"fs_uuid"` // chosen at planning time and passed to mkfs, so the fstab line is known up front
 	MkfsOpts []string `json:"mkfs_opts,omitempty"`
@@ -152,7 +173,8 @@ type PartPlan struct {
 
 	MountPoint string `json:"mount_point,omitempty"`
 	MountOpts  string `json:"mount_opts,omitempty"`
-	// MountArgv is the argv to run; nil when not mounting or already mounted there.
+	// MountArgv is the argv to run; nil when not mounting or already mounted
+	// there. For swap it is swapon's, nil when the area is active.
 	MountArgv []string `json:"mount_argv,omitempty"`
 
 	Persist   bool   `json:"persist,omitempty"`

@@ -32,6 +32,20 @@ var filesystems = map[string]struct {
 }{
 	"xfs":  {mkfs: "mkfs.xfs", pkg: "xfsprogs", maxLabel: 12, minBytes: 300 * mib},
 	"ext4": {mkfs: "mkfs.ext4", pkg: "e2fsprogs", maxLabel: 16, minBytes: 16 * mib},
+	// A swap area: mkswap wants ten pages; a 1 MiB floor keeps it useful.
+	"swap": {mkfs: "mkswap", pkg: "util-linux", maxLabel: 15, minBytes: 1 * mib},
+}
+
+// memberMinBytes is the least a stack member partition may have: an md
+// superblock and bitmap, or LVM's metadata area and one 4 MiB extent.
+const memberMinBytes = 16 * mib
+
+// minBytes is the least room the partition asked for needs.
+func (ps PartSpec) minBytes() uint64 {
+	if ps.Use != "" {
+		return memberMinBytes
+	}
+	return filesystems[ps.FS].minBytes
 }
 
 // Planner is what planning reads of the machine, and where new UUIDs come
@@ -43,6 +57,9 @@ type Planner struct {
 	// NewUUID makes the disk, partition and filesystem UUIDs; nil is
 	// random (tests fix it for reproducible plans).
 	NewUUID func() string
+	// Roots are where sysfs, /dev, /proc and /etc (mdadm.conf) are read
+	// when planning stacks; the zero value is the live machine.
+	Roots hwinfo.Roots
 }
 
 func (pl Planner) host() Host {
@@ -230,9 +247,18 @@ func validate(req *Request) error {
 	for i := range req.Partitions {
 		ps := &req.Partitions[i]
 		n := i + 1
+		if ps.Use != "" {
+			if err := validateUse(n, *ps); err != nil {
+				return err
+			}
+			continue
+		}
 		fs, ok := filesystems[ps.FS]
 		if !ok {
-			return usagef("partition %d: unknown filesystem %q: use xfs or ext4", n, ps.FS)
+			return usagef("partition %d: unknown filesystem %q: use xfs, ext4 or swap", n, ps.FS)
+		}
+		if ps.FS == "swap" && ps.Mount != "" {
+			return usagef("partition %d: a swap partition has no mount point (%s)", n, ps.Mount)
 		}
 		if ps.SizeBytes == 0 && i != len(req.Partitions)-1 {
 			return usagef("partition %d: only the last partition may take the rest of the disk", n)
@@ -258,7 +284,7 @@ func validate(req *Request) error {
 			}
 			mounts[ps.Mount] = n
 		}
-		if ps.Persist && ps.Mount == "" {
+		if ps.Persist && ps.Mount == "" && ps.FS != "swap" {
 			return usagef("partition %d: --persist needs a mount point (--mount)", n)
 		}
 		if ps.MountOpts != "" && (strings.ContainsAny(ps.MountOpts, " \t\n") || strings.HasPrefix(ps.MountOpts, ",") || strings.HasSuffix(ps.MountOpts, ",") || strings.Contains(ps.MountOpts, ",,")) {
@@ -382,12 +408,13 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			Name:       name,
 			Path:       "/dev/" + name,
 			Label:      ps.Label,
-			TypeGUID:   LinuxFilesystemGUID,
+			TypeGUID:   partType(ps),
 			StartLBA:   extents[i].start,
 			EndLBA:     extents[i].end,
 			StartBytes: extents[i].start * table.SectorBytes,
 			SizeBytes:  (extents[i].end - extents[i].start + 1) * table.SectorBytes,
 			FS:         ps.FS,
+			Use:        ps.Use,
 			FSLabel:    ps.Label,
 			MkfsOpts:   ps.MkfsOpts,
 			MountPoint: ps.Mount,
@@ -407,11 +434,19 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			pp := &p.Partitions[i]
 			ex := state.parts[i]
 			pp.PartGUID = strings.ToUpper(ex.PartUUID)
-			if ex.FSType != "" {
+			switch {
+			case pp.Use != "":
+				// The stack's own plan (PlanStacks) decides what its
+				// member still needs.
+				continue
+			case ex.FSType != "":
 				pp.FSUUID = ex.FSUUID
-			} else {
+			default:
 				pp.FSUUID = pl.newUUID()
-				pp.Mkfs = mkfsArgv(*pp, false)
+				pp.Mkfs = mkfsArgv(*pp, false, req.NoDiscard)
+			}
+			if pp.FS == "swap" && !ex.Swap {
+				pp.MountArgv = swaponArgv(*pp)
 			}
 			if pp.MountPoint != "" && !mountedAt(ex.Mounts, pp.MountPoint) {
 				pp.MountArgv = mountArgv(*pp)
@@ -429,9 +464,21 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		for i := range p.Partitions {
 			pp := &p.Partitions[i]
 			pp.PartGUID = strings.ToUpper(pl.newUUID())
+			if (pp.Use != "" || pp.FS == "swap") && !req.NoDiscard && d.Transport != "loop" && !d.Rotational {
+				// New space on an SSD: tell it the old blocks are free.
+				// mkfs does so itself; a stack member or swap area
+				// gets blkdiscard.
+				pp.Discard = []string{"blkdiscard", pp.Path}
+			}
+			if pp.Use != "" {
+				continue
+			}
 			pp.FSUUID = pl.newUUID()
-			pp.Mkfs = mkfsArgv(*pp, req.Wipe)
-			if pp.MountPoint != "" {
+			pp.Mkfs = mkfsArgv(*pp, req.Wipe, req.NoDiscard)
+			switch {
+			case pp.FS == "swap":
+				pp.MountArgv = swaponArgv(*pp)
+			case pp.MountPoint != "":
 				pp.MountArgv = mountArgv(*pp)
 			}
 		}
@@ -578,8 +625,12 @@ func layoutGPT(d *hwinfo.Disk, specs []PartSpec) (TablePlan, []extent, []string,
 			}
 		}
 		size := (end - start + 1) * lss
-		if min := filesystems[s.FS].minBytes; size < min {
-			return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: partition %d would have %s, %s needs at least %s", d.Name, units.FormatSize(d.SizeBytes), i+1, units.FormatSize(size), s.FS, units.FormatSize(min))
+		if min := s.minBytes(); size < min {
+			what := s.FS
+			if s.Use != "" {
+				what = s.Use
+			}
+			return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: partition %d would have %s, %s needs at least %s", d.Name, units.FormatSize(d.SizeBytes), i+1, units.FormatSize(size), what, units.FormatSize(min))
 		}
 		out[i] = extent{start, end}
 		next = roundUp(end+1, alignSec)
@@ -587,10 +638,38 @@ func layoutGPT(d *hwinfo.Disk, specs []PartSpec) (TablePlan, []extent, []string,
 	return t, out, notes, nil
 }
 
-func mkfsArgv(pp PartPlan, force bool) []string {
+// partType is the GPT partition type for what the partition holds.
+func partType(ps PartSpec) string {
+	switch {
+	case strings.HasPrefix(ps.Use, "raid:"):
+		return LinuxRAIDGUID
+	case strings.HasPrefix(ps.Use, "lvm:"):
+		return LinuxLVMGUID
+	case ps.FS == "swap":
+		return LinuxSwapGUID
+	}
+	return LinuxFilesystemGUID
+}
+
+func mkfsArgv(pp PartPlan, force, noDiscard bool) []string {
+	return mkfsFor(pp.FS, pp.FSLabel, pp.FSUUID, pp.MkfsOpts, pp.Path, force, noDiscard, nil)
+}
+
+// mkfsFor is the mkfs argv for fs on dev. geometry are the stripe options
+// an array implies (xfs -d su=..,sw=.., ext4 -E stride=..,stripe_width=..).
+func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDiscard bool, geometry []string) []string {
+	pp := PartPlan{FS: fsName, FSLabel: label, FSUUID: uuid}
 	fs := filesystems[pp.FS]
 	argv := []string{fs.mkfs}
 	switch pp.FS {
+	case "swap":
+		if force {
+			argv = append(argv, "-f")
+		}
+		if pp.FSLabel != "" {
+			argv = append(argv, "-L", pp.FSLabel)
+		}
+		argv = append(argv, "-U", pp.FSUUID)
 	case "xfs":
 		// -f only when the user allowed destroying data: without it,
 		// mkfs.xfs refuses a partition holding an old filesystem, a last
@@ -602,6 +681,9 @@ func mkfsArgv(pp PartPlan, force bool) []string {
 			argv = append(argv, "-L", pp.FSLabel)
 		}
 		argv = append(argv, "-m", "uuid="+pp.FSUUID)
+		if noDiscard {
+			argv = append(argv, "-K")
+		}
 	case "ext4":
 		if force {
 			argv = append(argv, "-F")
@@ -610,17 +692,25 @@ func mkfsArgv(pp PartPlan, force bool) []string {
 			argv = append(argv, "-L", pp.FSLabel)
 		}
 		argv = append(argv, "-U", pp.FSUUID)
+		if noDiscard {
+			argv = append(argv, "-E", "nodiscard")
+		}
 	}
-	argv = append(argv, pp.MkfsOpts...)
-	return append(argv, pp.Path)
+	argv = append(argv, geometry...)
+	argv = append(argv, opts...)
+	return append(argv, dev)
 }
 
-func mountArgv(pp PartPlan) []string {
-	argv := []string{"mount", "-t", pp.FS}
-	if pp.MountOpts != "" {
-		argv = append(argv, "-o", pp.MountOpts)
+func swaponArgv(pp PartPlan) []string { return []string{"swapon", pp.Path} }
+
+func mountArgv(pp PartPlan) []string { return mountFor(pp.FS, pp.MountOpts, pp.Path, pp.MountPoint) }
+
+func mountFor(fs, opts, dev, point string) []string {
+	argv := []string{"mount", "-t", fs}
+	if opts != "" {
+		argv = append(argv, "-o", opts)
 	}
-	return append(argv, pp.Path, pp.MountPoint)
+	return append(argv, dev, point)
 }
 
 func mountedAt(ms []hwinfo.Mount, point string) bool {

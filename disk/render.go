@@ -36,10 +36,19 @@ func (p *Plan) Steps() []string {
 	}
 	s = append(s, fmt.Sprintf("make the kernel see %s (re-read the table, else BLKPG) and check start/size in /sys/class/block", partNames(p)))
 	for _, pp := range p.Partitions {
+		if pp.Discard != nil {
+			s = append(s, QuoteArgv(pp.Discard)+" (TRIM the new space; --no-discard skips it)")
+		}
+		if pp.Use != "" {
+			s = append(s, fmt.Sprintf("%s is a member of %s (see the stack steps)", pp.Path, pp.Use))
+			continue
+		}
 		if pp.Mkfs != nil {
 			s = append(s, QuoteArgv(pp.Mkfs))
 		}
-		if pp.MountArgv != nil {
+		if pp.MountArgv != nil && pp.FS == "swap" {
+			s = append(s, QuoteArgv(pp.MountArgv)+" (unless active)")
+		} else if pp.MountArgv != nil {
 			s = append(s, "mkdir -p "+quote(pp.MountPoint))
 			s = append(s, QuoteArgv(pp.MountArgv))
 		}

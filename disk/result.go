@@ -41,7 +41,12 @@ type PartResult struct {
 	SizeBytes  uint64 `json:"size_bytes"`
 	PartUUID   string `json:"part_uuid"`
 	FS         string `json:"fs"`
-	Label      string `json:"label,omitempty"`
+	// Use is the stack the partition was given to (raid:NAME, lvm:VG).
+	Use   string `json:"use,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Discarded: its blocks were discarded (TRIM) before use.
+	Discarded bool     `json:"discarded,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 	// UUID is read back from the device after mkfs, not taken from the plan.
 	UUID        string   `json:"uuid"`
 	Formatted   bool     `json:"formatted"`
@@ -79,6 +84,10 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  wiped: %s\n", strings.Join(r.Wiped, ", "))
 	}
 	for _, p := range r.Partitions {
+		if p.Use != "" {
+			fmt.Fprintf(&b, "  %s: member of %s\n", p.Device, p.Use)
+			continue
+		}
 		fmt.Fprintf(&b, "  %s: %s", p.Device, p.FS)
 		if p.Label != "" {
 			fmt.Fprintf(&b, " label %q", p.Label)
@@ -86,6 +95,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, " UUID=%s\n", p.UUID)
 		if p.Formatted {
 			fmt.Fprintf(&b, "    made with: %s (%s)\n", QuoteArgv(p.MkfsArgv), p.MkfsVersion)
+		}
+		if p.FS == "swap" {
+			state := "active"
+			if p.Mounted {
+				state = "activated now"
+			}
+			fmt.Fprintf(&b, "    swap %s\n", state)
 		}
 		if p.MountPoint != "" {
 			opts := p.MountOpts

@@ -79,7 +79,9 @@ func (h *Host) facts() *hwinfo.Host {
 	out := &hwinfo.Host{Schema: hwinfo.Schema, Hostname: "fake"}
 	var names []string
 	for n, b := range h.devs {
-		if b.disk == nil {
+		if b.disk == nil && h.stacks[n] == nil {
+			// Arrays and logical volumes are listed under what they
+			// stack on, as hwinfo does.
 			names = append(names, n)
 		}
 	}
@@ -88,8 +90,8 @@ func (h *Host) facts() *hwinfo.Host {
 		b := h.devs[n]
 		d := hwinfo.Disk{
 			Name: b.name, Path: "/dev/" + b.name, SizeBytes: b.size, LogicalSectorBytes: b.sector, PhysicalSectorBytes: b.sector,
-			Model: b.model, Serial: b.serial, WWN: b.wwn, LoopBackingFile: b.image, Holders: b.holders,
-			Mounts: h.mountsOf(b),
+			Model: b.model, Serial: b.serial, WWN: b.wwn, LoopBackingFile: b.image, Holders: append(append([]hwinfo.Holder(nil), b.holders...), h.stackHolders(b)...),
+			Mounts: h.mountsOf(b), Rotational: b.rotational, Swap: h.swaps[b.name],
 		}
 		if b.image != "" {
 			d.Transport, d.Virtual = "loop", true
@@ -105,7 +107,7 @@ func (h *Host) facts() *hwinfo.Host {
 			for _, num := range nums {
 				p := b.parts[num]
 				part := hwinfo.Partition{Name: p.name, Path: "/dev/" + p.name, Number: num, StartBytes: uint64(p.offset - b.offset), SizeBytes: p.size,
-					Mounts: h.mountsOf(p), Holders: p.holders}
+					Mounts: h.mountsOf(p), Holders: append(append([]hwinfo.Holder(nil), p.holders...), h.stackHolders(p)...), Swap: h.swaps[p.name]}
 				for _, e := range t.Partitions {
 					if e.Number == num {
 						part.PartLabel, part.PartUUID, part.PartType = e.Name, e.PartUUID, e.TypeGUID
@@ -135,9 +137,21 @@ func (h *Host) mountsOf(b *blockDev) []hwinfo.Mount {
 func fsOf(r io.ReaderAt, size uint64) (typ, label, uuid string) {
 	sigs, _ := probe.Probe(r, int64(size))
 	for _, s := range sigs {
-		if s.Usage == probe.UsageFilesystem {
+		// What udev's ID_FS_TYPE says: file systems, swap areas and
+		// stack members.
+		if s.Usage == probe.UsageFilesystem || s.Usage == probe.UsageRAID || s.Type == "swap" {
 			return s.Type, s.Label, s.UUID
 		}
 	}
 	return "", "", ""
+}
+
+// probeAll names every signature the prober finds on r.
+func probeAll(r io.ReaderAt, size uint64) []string {
+	sigs, _ := probe.Probe(r, int64(size))
+	var out []string
+	for _, s := range sigs {
+		out = append(out, s.Type)
+	}
+	return out
 }

@@ -63,6 +63,14 @@ type Host struct {
 	fail    map[string]error  // "unmount /data" -> the error that effect returns
 	nextDM  uint32
 
+	// The storage stacks (stacks.go): arrays and logical volumes by
+	// kernel name, LVM's physical volumes by node, active swap areas.
+	stacks     map[string]*stackDev
+	pvs        map[string]*lvmPV
+	swaps      map[string]bool
+	nextMD     int
+	removedLVs []string
+
 	// GPTParser makes BLKRRPART register the partitions of the table, as
 	// a kernel with a GPT parser does; without it only BLKPG does (the
 	// kernel of diskprep's test machine).
@@ -94,6 +102,7 @@ type blockDev struct {
 	model        string
 	holders      []hwinfo.Holder
 	nextPartNode uint32
+	rotational   bool
 }
 
 // New is an empty machine: /sys, /dev (with loop-control), /proc, an
@@ -193,7 +202,7 @@ func (h *Host) AddDisk(d Disk) {
 		sector = 512
 	}
 	h.addDev(&blockDev{name: d.Name, major: 8, minor: d.Minor, size: d.SizeBytes, sector: sector, store: newSparse(),
-		parts: map[int]*blockDev{}, serial: d.Serial, wwn: d.WWN, model: d.Model, nextPartNode: d.Minor + 1})
+		parts: map[int]*blockDev{}, serial: d.Serial, wwn: d.WWN, model: d.Model, nextPartNode: d.Minor + 1, rotational: d.Rotational})
 }
 
 // addDev makes the kernel's view of a device: sysfs and its /dev node.
@@ -372,7 +381,7 @@ func (h *Host) Run(ctx context.Context, name string, args ...string) ([]byte, er
 
 func (h *Host) run(_ context.Context, name string, args ...string) ([]byte, error) {
 	argv := append([]string{name}, args...)
-	readOnly := len(args) == 1 && args[0] == "-V" || name == "udevadm"
+	readOnly := len(args) == 1 && args[0] == "-V" || name == "udevadm" || stackReadOnly(name, args)
 	h.record(!readOnly, "run", argv...)
 	fail := func(code int, msg string) ([]byte, error) {
 		return []byte(msg), &disk.RunError{Argv: argv, ExitCode: code, Stderr: msg, Err: fmt.Errorf("exit status %d", code)}
@@ -396,6 +405,9 @@ func (h *Host) run(_ context.Context, name string, args ...string) ([]byte, erro
 		return h.mount(args, fail)
 	case "udevadm", "systemctl":
 		return nil, nil
+	}
+	if out, err, ok := h.runStack(name, args, fail); ok {
+		return out, err
 	}
 	return nil, &disk.RunError{Argv: argv, ExitCode: -1, Err: exec.ErrNotFound}
 }
@@ -796,8 +808,9 @@ func (h *Host) OpenDevice(p string, write bool) (disk.Device, error) {
 	}
 	if write {
 		busy := b.claimed || b.exclusive || h.mountedDev(b)
+		busy = busy || h.holdersOf(b) || h.swaps[b.name]
 		for _, part := range b.parts {
-			busy = busy || part.claimed || part.exclusive
+			busy = busy || part.claimed || part.exclusive || h.holdersOf(part) || h.swaps[part.name] || h.mountedDev(part)
 		}
 		if busy {
 			return nil, &fs.PathError{Op: "open", Path: p, Err: syscall.EBUSY}

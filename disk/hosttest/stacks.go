@@ -1,0 +1,665 @@
+package hosttest
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/hwinfo/probe"
+)
+
+// The storage stacks of the fake machine: md arrays (mdadm) and LVM
+// (pvcreate, vgcreate, lvcreate, pvs, lvs and their removal), swap
+// (mkswap, swapon, swapoff), blkdiscard and wipefs. Arrays and logical
+// volumes are block devices of their own (md127 down, dm-0 up) with their
+// own bytes, held on their members as the kernel shows it in sysfs, with
+// the /dev/md/NAME and /dev/VG/LV links udev makes.
+
+// stackDev is what the fake knows of an array or logical volume.
+type stackDev struct {
+	kind    string // md or lvm
+	name    string // md: the array's name; lvm: VG-LV as device-mapper spells it
+	vg, lv  string
+	level   int
+	uuid    string
+	members []*blockDev
+}
+
+type lvmPV struct{ vg string }
+
+func (h *Host) stackState() {
+	if h.stacks == nil {
+		h.stacks = map[string]*stackDev{}
+		h.pvs = map[string]*lvmPV{}
+		h.swaps = map[string]bool{}
+		h.nextMD = 127
+	}
+}
+
+// stackReadOnly are the stack programs that change nothing.
+func stackReadOnly(name string, args []string) bool {
+	switch name {
+	case "pvs", "lvs", "vgs":
+		return true
+	case "mdadm":
+		return len(args) > 0 && (args[0] == "--version" || args[0] == "--detail")
+	case "lvm":
+		return len(args) > 0 && args[0] == "version"
+	}
+	return false
+}
+
+// runStack runs a stack program; ok is false for a program it does not know.
+func (h *Host) runStack(name string, args []string, fail func(int, string) ([]byte, error)) (out []byte, err error, ok bool) {
+	h.stackState()
+	switch name {
+	case "mdadm":
+		out, err = h.mdadm(args, fail)
+	case "lvm":
+		out = []byte("  LVM version:     2.03.16(2) (2022-05-18)\n  Library version: 1.02.185 (2022-05-18)\n")
+	case "pvs":
+		out = h.pvsOut()
+	case "lvs":
+		out = h.lvsOut()
+	case "pvcreate":
+		out, err = h.pvcreate(args, fail)
+	case "vgcreate":
+		out, err = h.vgcreate(args, fail)
+	case "lvcreate":
+		out, err = h.lvcreate(args, fail)
+	case "vgchange", "lvremove", "vgremove", "pvremove":
+		out, err = h.lvmRemove(name, args, fail)
+	case "mkswap":
+		if len(args) == 1 && args[0] == "-V" {
+			return []byte("mkswap from util-linux 2.38.1\n"), nil, true
+		}
+		out, err = h.mkswap(args, fail)
+	case "swapon", "swapoff":
+		out, err = h.swap(name == "swapon", args, fail)
+	case "blkdiscard":
+		if _, err := h.deviceAt(args[len(args)-1]); err != nil {
+			out, err = fail(1, err.Error())
+			return out, err, true
+		}
+	case "wipefs":
+		out, err = h.wipefs(args, fail)
+	default:
+		return nil, nil, false
+	}
+	return out, err, true
+}
+
+func flagValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v, true
+		}
+		if a == flag && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+// positional are the arguments after the flags (mdadm's members, a VG's
+// PVs): those starting with /dev/ or, after the first, any bare word.
+func devArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "/dev/") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (h *Host) mdadm(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	if len(args) == 0 {
+		return fail(2, "mdadm: no mode")
+	}
+	switch args[0] {
+	case "--version":
+		return []byte("mdadm - v4.2 - 2021-12-30 - Debian 4.2-5\n"), nil
+	case "--create":
+		devs := devArgs(args)
+		if len(devs) < 2 {
+			return fail(2, "mdadm: no devices")
+		}
+		link, members := devs[0], devs[1:]
+		name, _ := flagValue(args, "--name")
+		uuid, _ := flagValue(args, "--uuid")
+		lvl, _ := flagValue(args, "--level")
+		level, _ := strconv.Atoi(lvl)
+		if n, _ := flagValue(args, "--raid-devices"); n != strconv.Itoa(len(members)) {
+			return fail(2, "mdadm: --raid-devices does not match the devices given")
+		}
+		if _, _, err := h.fs.resolve(link, true); err == nil {
+			return fail(1, "mdadm: "+link+" already exists")
+		}
+		var bs []*blockDev
+		var smallest uint64
+		for i, m := range members {
+			b, err := h.deviceAt(m)
+			if err != nil {
+				return fail(1, err.Error())
+			}
+			if b.claimed || b.exclusive || h.mountedDev(b) {
+				return fail(1, "mdadm: cannot open "+m+": Device or resource busy")
+			}
+			bs = append(bs, b)
+			if i == 0 || b.size < smallest {
+				smallest = b.size
+			}
+		}
+		u, err := hex.DecodeString(strings.NewReplacer(":", "", "-", "").Replace(uuid))
+		if err != nil || len(u) != 16 {
+			return fail(2, "mdadm: bad uuid "+uuid)
+		}
+		data := smallest - 2<<20 // superblock and bitmap room
+		size := data
+		switch level {
+		case 0:
+			size = data * uint64(len(bs))
+		case 10:
+			size = data * uint64(len(bs)) / 2
+		case 5:
+			size = data * uint64(len(bs)-1)
+		case 6:
+			size = data * uint64(len(bs)-2)
+		}
+		for _, b := range bs {
+			b.store.writeAt(mdSuperblock(name, u), b.offset+4096)
+		}
+		md := fmt.Sprintf("md%d", h.nextMD)
+		h.nextMD--
+		dev := &blockDev{name: md, major: 9, minor: uint32(h.nextMD + 1), size: size, sector: bs[0].sector, store: newSparse(), parts: map[int]*blockDev{}}
+		h.addDev(dev)
+		sys := h.sysDir(dev)
+		h.fs.put(sys+"/md/level", &node{mode: 0o444, data: fmt.Appendf(nil, "raid%d\n", level)})
+		h.fs.put(sys+"/md/uuid", &node{mode: 0o444, data: []byte(formatUUID(u) + "\n")})
+		h.fs.put(sys+"/md/array_state", &node{mode: 0o444, data: []byte("clean\n")})
+		st := &stackDev{kind: "md", name: name, level: level, uuid: formatUUID(u), members: bs}
+		h.stacks[md] = st
+		for _, b := range bs {
+			h.fs.mkdirAll(sys + "/slaves/" + b.name)
+			h.fs.mkdirAll(h.sysDir(b) + "/holders/" + md)
+		}
+		h.fs.mkdirAll("/dev/md")
+		h.fs.put(link, &node{mode: fs.ModeSymlink | 0o777, link: "/dev/" + md})
+		return nil, nil
+	case "--stop":
+		devs := devArgs(args)
+		if len(devs) != 1 {
+			return fail(2, "mdadm: --stop takes one array")
+		}
+		b, err := h.deviceAt(devs[0])
+		if err != nil {
+			return fail(1, err.Error())
+		}
+		st := h.stacks[b.name]
+		if st == nil || st.kind != "md" {
+			return fail(1, "mdadm: "+devs[0]+" is not an md array")
+		}
+		if h.mountedDev(b) || h.holdersOf(b) {
+			return fail(1, "mdadm: Cannot get exclusive access to "+devs[0]+": Perhaps a running process, mounted filesystem or active volume group?")
+		}
+		h.dropStack(b, st)
+		h.fs.removeAll("/dev/md/" + st.name)
+		return nil, nil
+	case "--zero-superblock":
+		for _, m := range devArgs(args) {
+			b, err := h.deviceAt(m)
+			if err != nil {
+				return fail(1, err.Error())
+			}
+			if h.holdersOf(b) {
+				return fail(1, "mdadm: Couldn't open "+m+" for write - not zeroing")
+			}
+			b.store.writeAt(make([]byte, 4096), b.offset+4096)
+		}
+		return nil, nil
+	}
+	return fail(2, "mdadm: mode "+args[0]+" is not faked")
+}
+
+// holdersOf says whether a stack device is held on b.
+func (h *Host) holdersOf(b *blockDev) bool {
+	for _, st := range h.stacks {
+		for _, m := range st.members {
+			if m == b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (h *Host) dropStack(b *blockDev, st *stackDev) {
+	for _, m := range st.members {
+		h.fs.removeAll(h.sysDir(m) + "/holders/" + b.name)
+	}
+	delete(h.stacks, b.name)
+	h.dropDev(b)
+}
+
+// mdSuperblock is an md 1.2 superblock as the prober reads it.
+func mdSuperblock(name string, uuid []byte) []byte {
+	sb := make([]byte, 256)
+	le := binary.LittleEndian
+	le.PutUint32(sb[0:], 0xa92b4efc)
+	le.PutUint32(sb[4:], 1)
+	copy(sb[16:32], uuid)
+	copy(sb[32:64], "fake:"+name)
+	le.PutUint64(sb[144:], 4096>>9)
+	return sb
+}
+
+func formatUUID(u []byte) string {
+	x := hex.EncodeToString(u)
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+}
+
+func (h *Host) pvsOut() []byte {
+	var names []string
+	for n := range h.pvs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %s|%s\n", n, h.pvs[n].vg)
+	}
+	return []byte(b.String())
+}
+
+func (h *Host) lvsOut() []byte {
+	var names []string
+	for n, st := range h.stacks {
+		if st.kind == "lvm" {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return h.stacks[names[i]].name < h.stacks[names[j]].name })
+	var b strings.Builder
+	for _, n := range names {
+		st := h.stacks[n]
+		fmt.Fprintf(&b, "  %s|%s|%d\n", st.vg, st.lv, h.devs[n].size)
+	}
+	return []byte(b.String())
+}
+
+func (h *Host) pvcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	devs := devArgs(args)
+	if len(devs) != 1 {
+		return fail(3, "pvcreate: one device, please")
+	}
+	b, err := h.deviceAt(devs[0])
+	if err != nil {
+		return fail(5, err.Error())
+	}
+	if b.claimed || h.mountedDev(b) || h.holdersOf(b) {
+		return fail(5, "  Can't open "+devs[0]+" exclusively.  Mounted filesystem?")
+	}
+	if _, ok := h.pvs[devs[0]]; ok {
+		return fail(5, "  Can't initialize physical volume \""+devs[0]+"\" of volume group: already a PV")
+	}
+	if typ, _, _ := fsOf(&reader{d: b}, b.size); typ != "" && !contains(args, "--yes") {
+		return fail(5, "WARNING: "+typ+" signature detected on "+devs[0]+". Wipe it? [y/n]: [n]\n  Aborted wiping of "+typ+".")
+	}
+	l := make([]byte, 512)
+	copy(l, "LABELONE")
+	binary.LittleEndian.PutUint64(l[8:], 1)
+	binary.LittleEndian.PutUint32(l[20:], 32)
+	copy(l[24:], "LVM2 001")
+	copy(l[32:], fmt.Sprintf("FAKEPV%026d", len(h.pvs)+1))
+	b.store.writeAt(l, b.offset+512)
+	h.pvs[devs[0]] = &lvmPV{}
+	return []byte("  Physical volume \"" + devs[0] + "\" successfully created.\n"), nil
+}
+
+func (h *Host) vgcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	devs := devArgs(args)
+	vg := ""
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "/dev/") && (i == 0 || !strings.HasPrefix(args[i-1], "--")) {
+			vg = a
+			break
+		}
+	}
+	if vg == "" || len(devs) == 0 {
+		return fail(3, "vgcreate: want a VG name and PVs")
+	}
+	for _, pv := range h.pvs {
+		if pv.vg == vg {
+			return fail(5, "  A volume group called "+vg+" already exists.")
+		}
+	}
+	for _, d := range devs {
+		pv, ok := h.pvs[d]
+		if !ok {
+			return fail(5, "  "+d+" is not a physical volume")
+		}
+		if pv.vg != "" {
+			return fail(5, "  Physical volume '"+d+"' is already in volume group '"+pv.vg+"'")
+		}
+	}
+	for _, d := range devs {
+		h.pvs[d].vg = vg
+	}
+	return []byte("  Volume group \"" + vg + "\" successfully created\n"), nil
+}
+
+// vgFree is the group's room (4 MiB extents after 1 MiB of metadata) not
+// yet given to a logical volume.
+func (h *Host) vgFree(vg string) (free uint64, members []*blockDev) {
+	var names []string
+	for n, pv := range h.pvs {
+		if pv.vg == vg {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := h.deviceAt(n)
+		if err != nil {
+			continue
+		}
+		members = append(members, b)
+		free += (b.size - 1<<20) / (4 << 20) * (4 << 20)
+	}
+	for n, st := range h.stacks {
+		if st.kind == "lvm" && st.vg == vg {
+			free -= h.devs[n].size
+		}
+	}
+	return free, members
+}
+
+func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	name, _ := flagValue(args, "--name")
+	vg := args[len(args)-1]
+	free, members := h.vgFree(vg)
+	if len(members) == 0 {
+		return fail(5, "  Volume group \""+vg+"\" not found")
+	}
+	for _, st := range h.stacks {
+		if st.kind == "lvm" && st.vg == vg && st.lv == name {
+			return fail(5, "  Logical Volume \""+name+"\" already exists in volume group \""+vg+"\"")
+		}
+	}
+	var size uint64
+	if s, ok := flagValue(args, "--size"); ok {
+		n, err := strconv.ParseUint(strings.TrimSuffix(s, "b"), 10, 64)
+		if err != nil {
+			return fail(3, "lvcreate: bad size "+s)
+		}
+		size = (n + 4<<20 - 1) / (4 << 20) * (4 << 20)
+	} else if e, _ := flagValue(args, "--extents"); e == "100%FREE" {
+		size = free
+	}
+	if size == 0 || size > free {
+		return fail(5, "  Volume group \""+vg+"\" has insufficient free space")
+	}
+	i := 0
+	for ; h.devs[fmt.Sprintf("dm-%d", i)] != nil; i++ {
+	}
+	dm := fmt.Sprintf("dm-%d", i)
+	dev := &blockDev{name: dm, major: 253, minor: uint32(i), size: size, sector: members[0].sector, store: newSparse(), parts: map[int]*blockDev{}}
+	h.addDev(dev)
+	dmName := strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(name, "-", "--")
+	sys := h.sysDir(dev)
+	h.fs.put(sys+"/dm/name", &node{mode: 0o444, data: []byte(dmName + "\n")})
+	h.fs.put(sys+"/dm/uuid", &node{mode: 0o444, data: []byte("LVM-fake" + dmName + "\n")})
+	h.stacks[dm] = &stackDev{kind: "lvm", name: dmName, vg: vg, lv: name, members: members}
+	for _, m := range members {
+		h.fs.mkdirAll(sys + "/slaves/" + m.name)
+		h.fs.mkdirAll(h.sysDir(m) + "/holders/" + dm)
+	}
+	h.fs.mkdirAll("/dev/" + vg)
+	h.fs.mkdirAll("/dev/mapper")
+	h.fs.put("/dev/"+vg+"/"+name, &node{mode: fs.ModeSymlink | 0o777, link: "/dev/" + dm})
+	h.fs.put("/dev/mapper/"+dmName, &node{mode: fs.ModeSymlink | 0o777, link: "/dev/" + dm})
+	return []byte("  Logical volume \"" + name + "\" created.\n"), nil
+}
+
+// lvmRemove runs vgchange -an VG, lvremove -y VG/LV, vgremove VG and
+// pvremove PV.
+func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	target := args[len(args)-1]
+	switch prog {
+	case "vgchange", "lvremove":
+		vg, lv, _ := strings.Cut(target, "/")
+		found := false
+		for n, st := range h.stacks {
+			if st.kind != "lvm" || st.vg != vg || lv != "" && st.lv != lv {
+				continue
+			}
+			found = true
+			b := h.devs[n]
+			if h.mountedDev(b) || h.swaps[n] {
+				return fail(5, "  Logical volume "+vg+"/"+st.lv+" in use.")
+			}
+		}
+		if !found && prog == "lvremove" {
+			return fail(5, "  Failed to find logical volume \""+target+"\"")
+		}
+		for n, st := range h.stacks {
+			if st.kind == "lvm" && st.vg == vg && (lv == "" || st.lv == lv) {
+				h.dropStack(h.devs[n], st)
+				h.fs.removeAll("/dev/" + vg + "/" + st.lv)
+				h.fs.removeAll("/dev/mapper/" + st.name)
+			}
+		}
+		if des, _ := h.fs.readDir("/dev/" + vg); len(des) == 0 {
+			h.fs.removeAll("/dev/" + vg)
+		}
+		if prog == "lvremove" {
+			h.removedLVs = append(h.removedLVs, vg+"/"+lv)
+		}
+	case "vgremove":
+		for _, st := range h.stacks {
+			if st.kind == "lvm" && st.vg == target {
+				return fail(5, "  Volume group \""+target+"\" still contains logical volumes")
+			}
+		}
+		found := false
+		for _, pv := range h.pvs {
+			if pv.vg == target {
+				pv.vg, found = "", true
+			}
+		}
+		if !found {
+			return fail(5, "  Volume group \""+target+"\" not found")
+		}
+	case "pvremove":
+		pv, ok := h.pvs[target]
+		if !ok {
+			return fail(5, "  No PV found on device "+target+".")
+		}
+		if pv.vg != "" {
+			return fail(5, "  PV "+target+" is used by VG "+pv.vg)
+		}
+		b, err := h.deviceAt(target)
+		if err != nil {
+			return fail(5, err.Error())
+		}
+		b.store.writeAt(make([]byte, 512), b.offset+512)
+		delete(h.pvs, target)
+	}
+	return nil, nil
+}
+
+func (h *Host) mkswap(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	label, _ := flagValue(args, "-L")
+	uuid, _ := flagValue(args, "-U")
+	d, err := h.deviceAt(args[len(args)-1])
+	if err != nil {
+		return fail(1, err.Error())
+	}
+	if h.mountedDev(d) || d.claimed || h.swaps[d.name] {
+		return fail(1, "mkswap: "+d.name+" is in use")
+	}
+	u, err := hex.DecodeString(strings.ReplaceAll(uuid, "-", ""))
+	if err != nil || len(u) != 16 {
+		return fail(1, "mkswap: bad uuid "+uuid)
+	}
+	page := make([]byte, 4096)
+	le := binary.LittleEndian
+	le.PutUint32(page[1024:], 1)                     // version
+	le.PutUint32(page[1028:], uint32(d.size/4096-1)) // last page
+	copy(page[1036:1052], u)                         // uuid
+	copy(page[1052:1068], label)                     // label
+	copy(page[4086:], "SWAPSPACE2")                  // magic
+	d.store.writeAt(page, d.offset)
+	return nil, nil
+}
+
+func (h *Host) swap(on bool, args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	d, err := h.deviceAt(args[len(args)-1])
+	if err != nil {
+		return fail(1, err.Error())
+	}
+	switch {
+	case on && h.swaps[d.name]:
+		return fail(255, "swapon: "+args[len(args)-1]+": swapon failed: Device or resource busy")
+	case !on && !h.swaps[d.name]:
+		return fail(255, "swapoff: "+args[len(args)-1]+": swapoff failed: Invalid argument")
+	}
+	if on {
+		if !contains(probeAll(&reader{d: d}, d.size), "swap") {
+			return fail(255, "swapon: "+args[len(args)-1]+": read swap header failed")
+		}
+		h.swaps[d.name] = true
+	} else {
+		delete(h.swaps, d.name)
+	}
+	h.writeSwaps()
+	return nil, nil
+}
+
+func (h *Host) writeSwaps() {
+	var names []string
+	for n := range h.swaps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	b := []byte("Filename\tType\tSize\tUsed\tPriority\n")
+	for _, n := range names {
+		b = fmt.Appendf(b, "/dev/%s\tpartition\t%d\t0\t-2\n", n, h.devs[n].size>>10)
+	}
+	h.fs.put("/proc/swaps", &node{mode: 0o444, data: b})
+}
+
+// wipefs -a DEV zeroes every signature the prober finds on DEV; on a
+// whole disk that includes its partition table, and the kernel's
+// partitions go.
+func (h *Host) wipefs(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	d, err := h.deviceAt(args[len(args)-1])
+	if err != nil {
+		return fail(1, err.Error())
+	}
+	if h.mountedDev(d) || h.holdersOf(d) || h.swaps[d.name] {
+		return fail(1, "wipefs: error: "+args[len(args)-1]+": probing initialization failed: Device or resource busy")
+	}
+	for _, p := range d.parts {
+		if h.mountedDev(p) || h.holdersOf(p) || h.swaps[p.name] {
+			return fail(1, "wipefs: error: "+args[len(args)-1]+": probing initialization failed: Device or resource busy")
+		}
+	}
+	sigs, _ := probe.Probe(&reader{d: d}, int64(d.size))
+	for _, s := range sigs {
+		d.store.writeAt(make([]byte, len(s.Magic)), d.offset+s.Offset)
+	}
+	if len(d.parts) > 0 && d.disk == nil {
+		for _, p := range d.parts {
+			h.dropDev(p)
+		}
+	}
+	return nil, nil
+}
+
+// stackHolders are the arrays and volumes held on b, as hwinfo shows them.
+func (h *Host) stackHolders(b *blockDev) []hwinfo.Holder {
+	var out []hwinfo.Holder
+	var names []string
+	for n, st := range h.stacks {
+		for _, m := range st.members {
+			if m == b {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st := h.stacks[n]
+		hd := hwinfo.Holder{Name: n, Kind: st.kind, DMName: st.name, Mounts: h.mountsOf(h.devs[n]), Swap: h.swaps[n]}
+		out = append(out, hd)
+	}
+	return out
+}
+
+// Stacks lists the arrays and logical volumes ("md127 md data raid1 sdb1,sdc1").
+func (h *Host) Stacks() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n, st := range h.stacks {
+		var ms []string
+		for _, m := range st.members {
+			ms = append(ms, m.name)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s raid%d %s", n, st.kind, st.name, st.level, strings.Join(ms, ",")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PVs lists the LVM physical volumes and their groups ("/dev/sdb1 fast").
+func (h *Host) PVs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n, pv := range h.pvs {
+		out = append(out, strings.TrimSpace(n+" "+pv.vg))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Swaps lists the active swap areas.
+func (h *Host) Swaps() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n := range h.swaps {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Signatures lists what the prober finds on the device name (the whole
+// disk's bytes, partitions included: "gpt", "xfs" ...).
+func (h *Host) Signatures(name string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.devs[name]
+	if d == nil {
+		return nil
+	}
+	return probeAll(&reader{d: d}, d.size)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

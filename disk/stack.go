@@ -1,0 +1,878 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// StackPlanSchema names the JSON shape of a StackPlan.
+const StackPlanSchema = "diskprep/stack-plan/v1"
+
+// mdMetadata is the md superblock version diskprep writes, said
+// explicitly: 1.2 sits 4 KiB from the start, away from the GPT and from
+// anything a partition scanner or file system would look at.
+const mdMetadata = "1.2"
+
+// defaultChunkBytes is mdadm's default chunk, used unless the members'
+// optimal I/O size asks for a larger one.
+const defaultChunkBytes = 512 << 10
+
+// lvmExtentBytes is LVM's default extent; lvmMetadataBytes the room pvcreate
+// keeps before the first extent (its default data alignment).
+const (
+	lvmExtentBytes   = 4 << 20
+	lvmMetadataBytes = 1 << 20
+)
+
+// StackRequest asks for storage stacks over partitions that disk requests
+// give to them (PartSpec.Use): md arrays and LVM volume groups.
+type StackRequest struct {
+	Arrays []ArraySpec `json:"arrays,omitempty"`
+	Groups []GroupSpec `json:"groups,omitempty"`
+	// Wipe allows replacing a file system found on a new array or volume
+	// that is not the one asked for.
+	Wipe bool `json:"wipe,omitempty"`
+	// NoDiscard: mkfs on the stacks' volumes does not discard.
+	NoDiscard bool `json:"no_discard,omitempty"`
+}
+
+// Empty says the request asks for no stack.
+func (r StackRequest) Empty() bool { return len(r.Arrays) == 0 && len(r.Groups) == 0 }
+
+// ArraySpec is one md array: its members are the partitions whose Use is
+// "raid:"+Name.
+type ArraySpec struct {
+	Name   string     `json:"name"`
+	Level  int        `json:"level"` // 0, 1, 5, 6, 10
+	Volume VolumeSpec `json:"filesystem"`
+	Origin string     `json:"origin,omitempty"`
+}
+
+// GroupSpec is one LVM volume group over the partitions whose Use is
+// "lvm:"+VG, and its logical volumes in order.
+type GroupSpec struct {
+	VG      string   `json:"vg"`
+	Volumes []LVSpec `json:"volumes"`
+	Origin  string   `json:"origin,omitempty"`
+}
+
+// LVSpec is one logical volume; SizeBytes 0 is the rest of the group (last
+// only).
+type LVSpec struct {
+	Name      string     `json:"name"`
+	SizeBytes uint64     `json:"size_bytes,omitempty"`
+	Volume    VolumeSpec `json:"filesystem"`
+	Origin    string     `json:"origin,omitempty"`
+}
+
+// VolumeSpec is the file system made on an array or logical volume.
+type VolumeSpec struct {
+	FS        string   `json:"fs"`
+	Label     string   `json:"label,omitempty"`
+	Mount     string   `json:"mount,omitempty"`
+	MountOpts string   `json:"mount_opts,omitempty"`
+	MkfsOpts  []string `json:"mkfs_opts,omitempty"`
+	Persist   bool     `json:"persist,omitempty"`
+}
+
+// StackPlan is everything ApplyStacks will do, decided up front, after the
+// disks' own plans (their partitions are the members).
+type StackPlan struct {
+	Schema string      `json:"schema"`
+	Arrays []ArrayPlan `json:"arrays,omitempty"`
+	Groups []GroupPlan `json:"groups,omitempty"`
+	// MdadmConf is the mdadm.conf the arrays' lines go to: Debian's
+	// /etc/mdadm/mdadm.conf when /etc/mdadm exists, else /etc/mdadm.conf
+	// (RHEL, Fedora, SUSE).
+	MdadmConf string   `json:"mdadm_conf,omitempty"`
+	Unchanged bool     `json:"unchanged"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// ArrayPlan is one md array.
+type ArrayPlan struct {
+	Name     string   `json:"name"`
+	Device   string   `json:"device"` // /dev/md/NAME
+	Level    int      `json:"level"`
+	Members  []string `json:"members"`
+	Metadata string   `json:"metadata"`
+	// ChunkBytes is the stripe unit (levels 0, 5, 6, 10); DataMembers the
+	// members a stripe spans with data. Zero for RAID1.
+	ChunkBytes  uint64 `json:"chunk_bytes,omitempty"`
+	DataMembers int    `json:"data_members,omitempty"`
+	UUID        string `json:"uuid"` // mdadm's form, chosen at planning
+	SizeBytes   uint64 `json:"size_bytes"`
+	// Create is the mdadm argv; nil when the array exists as asked.
+	Create []string `json:"create,omitempty"`
+	// Existing names the running array ("md127") when there is one.
+	Existing string     `json:"existing,omitempty"`
+	ConfLine string     `json:"conf_line"`
+	Volume   VolumePlan `json:"volume"`
+	Origin   string     `json:"origin,omitempty"`
+}
+
+// GroupPlan is one LVM volume group.
+type GroupPlan struct {
+	VG  string   `json:"vg"`
+	PVs []string `json:"pvs"`
+	// PVCreate are the pvcreate argvs of the members not yet physical
+	// volumes; VGCreate is nil when the group exists.
+	PVCreate    [][]string `json:"pvcreate,omitempty"`
+	VGCreate    []string   `json:"vgcreate,omitempty"`
+	ExtentBytes uint64     `json:"extent_bytes"`
+	SizeBytes   uint64     `json:"size_bytes"` // the extents the group will have
+	Volumes     []LVPlan   `json:"volumes"`
+	Origin      string     `json:"origin,omitempty"`
+}
+
+// LVPlan is one logical volume.
+type LVPlan struct {
+	Name      string `json:"name"`
+	Path      string `json:"path"` // /dev/VG/LV
+	SizeBytes uint64 `json:"size_bytes,omitempty"`
+	// Create is the lvcreate argv; nil when the volume exists as asked.
+	Create []string   `json:"create,omitempty"`
+	Volume VolumePlan `json:"volume"`
+}
+
+// VolumePlan is the file system on an array or logical volume, with every
+// command that touches it, as PartPlan has for a partition.
+type VolumePlan struct {
+	Device  string `json:"device"`
+	FS      string `json:"fs"`
+	Label   string `json:"label,omitempty"`
+	FSUUID  string `json:"fs_uuid"`
+	Persist bool   `json:"persist,omitempty"`
+	// Geometry is the stripe geometry given to mkfs ("su=512k,sw=2").
+	Geometry   string   `json:"geometry,omitempty"`
+	MkfsOpts   []string `json:"mkfs_opts,omitempty"`
+	Mkfs       []string `json:"mkfs,omitempty"` // nil: the file system exists as asked
+	MountPoint string   `json:"mount_point,omitempty"`
+	MountOpts  string   `json:"mount_opts,omitempty"`
+	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
+	FstabLine  string   `json:"fstab_line,omitempty"`
+}
+
+// partPlan is the volume as PartPlan, for the helpers partitions and
+// volumes share (fstab entry, marker).
+func (v VolumePlan) partPlan() PartPlan {
+	return PartPlan{Path: v.Device, FS: v.FS, FSLabel: v.Label, FSUUID: v.FSUUID, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Persist: v.Persist}
+}
+
+var stackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
+
+// validateUse checks a partition's Use on its own.
+func validateUse(n int, ps PartSpec) error {
+	kind, name, _ := strings.Cut(ps.Use, ":")
+	switch {
+	case kind != "raid" && kind != "lvm":
+		return usagef("partition %d: use %q: want raid:NAME or lvm:VG", n, ps.Use)
+	case !stackName.MatchString(name):
+		return usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
+	case ps.FS != "":
+		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume"}[kind])
+	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
+		return usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
+	}
+	return nil
+}
+
+// memberOf says whether a signature found on a partition is that of the
+// stack use asks for (an earlier run of the same plan): an md member of
+// the array NAME (its name stored as "NAME" or "HOST:NAME") or an LVM
+// physical volume (which group it is in is the stack plan's to check).
+func memberOf(use, fsType, label string) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	switch kind {
+	case "raid":
+		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
+	case "lvm":
+		return fsType == "LVM2_member"
+	}
+	return false
+}
+
+// ownStack says whether every holder on a partition is the stack use
+// names: the md array NAME, or logical volumes of VG.
+func ownStack(use string, hs []hwinfo.Holder) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	if len(hs) == 0 {
+		return false
+	}
+	for _, h := range hs {
+		switch {
+		case kind == "raid" && h.Kind == "md" && mdNameIs(h.DMName, name):
+		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-"):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func mdNameIs(got, name string) bool {
+	got = strings.TrimPrefix(got, "/dev/md/")
+	return got == name || strings.HasSuffix(got, ":"+name)
+}
+
+// dmEscape is LVM's device-mapper spelling of a name: "-" doubled.
+func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
+
+// minMembers is the least an md level takes.
+var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
+
+// Validate checks the stack request on its own and against the disk
+// requests that give it members: bad input (ErrUsage) whatever the machine.
+func (r StackRequest) Validate(reqs []Request) error {
+	members := map[string][]string{} // use -> where
+	for _, q := range reqs {
+		for i, ps := range q.Partitions {
+			if ps.Use != "" {
+				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", orNone(q.Device+q.Image), i+1))
+			}
+		}
+	}
+	at := func(origin, format string, args ...any) error {
+		if origin != "" {
+			return usagef("%s: %s", origin, fmt.Sprintf(format, args...))
+		}
+		return usagef(format, args...)
+	}
+	known := map[string]bool{}
+	mounts := map[string]string{}
+	checkVolume := func(origin, what string, v VolumeSpec) error {
+		ps := PartSpec{FS: v.FS, Label: v.Label, Mount: v.Mount, MountOpts: v.MountOpts, MkfsOpts: v.MkfsOpts, Persist: v.Persist, SizeBytes: 1}
+		if v.FS == "swap" {
+			return at(origin, "%s: swap belongs on a partition (fs: swap), not on a stack", what)
+		}
+		probe := Request{Device: "x", Partitions: []PartSpec{ps}}
+		if err := validate(&probe); err != nil {
+			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
+		}
+		if m := probe.Partitions[0].Mount; m != "" {
+			if prev, dup := mounts[m]; dup {
+				return at(origin, "%s: mount point %s is already %s's", what, m, prev)
+			}
+			mounts[m] = what
+		}
+		return nil
+	}
+	for _, a := range r.Arrays {
+		use := "raid:" + a.Name
+		if !stackName.MatchString(a.Name) {
+			return at(a.Origin, "raid %q: use letters, digits, '_', '.', '+' or '-'", a.Name)
+		}
+		if known[use] {
+			return at(a.Origin, "raid %s is declared twice", a.Name)
+		}
+		known[use] = true
+		min, ok := minMembers[a.Level]
+		if !ok {
+			return at(a.Origin, "raid %s: unknown level %d: use 0, 1, 5, 6 or 10", a.Name, a.Level)
+		}
+		if n := len(members[use]); n < min {
+			return at(a.Origin, "raid %s: level %d needs at least %d members, %d partitions say use: %s", a.Name, a.Level, min, n, use)
+		}
+		if err := checkVolume(a.Origin, "raid "+a.Name, a.Volume); err != nil {
+			return err
+		}
+	}
+	for _, g := range r.Groups {
+		use := "lvm:" + g.VG
+		if !stackName.MatchString(g.VG) || g.VG == "." || g.VG == ".." {
+			return at(g.Origin, "lvm vg %q: use letters, digits, '_', '.', '+' or '-'", g.VG)
+		}
+		if known[use] {
+			return at(g.Origin, "lvm vg %s is declared twice", g.VG)
+		}
+		known[use] = true
+		if len(members[use]) == 0 {
+			return at(g.Origin, "lvm vg %s: no partition says use: %s", g.VG, use)
+		}
+		if len(g.Volumes) == 0 {
+			return at(g.Origin, "lvm vg %s: no volumes", g.VG)
+		}
+		names := map[string]bool{}
+		for i, lv := range g.Volumes {
+			if !stackName.MatchString(lv.Name) || strings.HasPrefix(lv.Name, "snapshot") || strings.HasPrefix(lv.Name, "pvmove") {
+				return at(lv.Origin, "lvm vg %s: volume name %q: use letters, digits, '_', '.', '+' or '-'", g.VG, lv.Name)
+			}
+			if names[lv.Name] {
+				return at(lv.Origin, "lvm vg %s: volume %s is declared twice", g.VG, lv.Name)
+			}
+			names[lv.Name] = true
+			if lv.SizeBytes == 0 && i != len(g.Volumes)-1 {
+				return at(lv.Origin, "lvm vg %s: only the last volume may take the rest", g.VG)
+			}
+			if err := checkVolume(lv.Origin, "lvm "+g.VG+"/"+lv.Name, lv.Volume); err != nil {
+				return err
+			}
+		}
+	}
+	for use, where := range members {
+		if !known[use] {
+			kind, name, _ := strings.Cut(use, ":")
+			section := map[string]string{"raid": "raid: (name: " + name + ")", "lvm": "lvm: (vg: " + name + ")"}[kind]
+			return usagef("%s says use: %s, but no %s declares it", where[0], use, section)
+		}
+	}
+	return nil
+}
+
+// member is one stack member partition as planned, with its disk.
+type member struct {
+	path string
+	part PartPlan
+	plan *Plan
+	disk *hwinfo.Disk
+	ex   *hwinfo.Partition // in the facts; nil when the partition is new
+}
+
+// PlanStacks decides the stacks of req over the disks' plans (planned
+// first, by PlanAll). It reads, never writes: sysfs and /dev for running
+// arrays, pvs and lvs for LVM, the file systems on existing volumes, the
+// mount table and mdadm.conf.
+func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, host *hwinfo.Host) (*StackPlan, error) {
+	if err := req.Validate(reqs); err != nil {
+		return nil, err
+	}
+	sp := &StackPlan{Schema: StackPlanSchema, Unchanged: true}
+	byUse := map[string][]member{}
+	for _, p := range plans {
+		var d *hwinfo.Disk
+		if host != nil {
+			d, _ = host.Device(p.Device)
+		}
+		for _, pp := range p.Partitions {
+			if pp.Use == "" {
+				continue
+			}
+			m := member{path: pp.Path, part: pp, plan: p, disk: d}
+			if d != nil && p.Table == nil {
+				for i := range d.Partitions {
+					if d.Partitions[i].Number == pp.Number {
+						m.ex = &d.Partitions[i]
+					}
+				}
+			}
+			byUse[pp.Use] = append(byUse[pp.Use], m)
+		}
+	}
+	h := pl.host()
+	mounts, err := readMounts(h, pl.Roots)
+	if err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
+	}
+	if len(req.Arrays) > 0 {
+		sp.MdadmConf = pl.Roots.HostPath("etc/mdadm.conf")
+		if fi, err := h.Stat(pl.Roots.HostPath("etc/mdadm")); err == nil && fi.IsDir() {
+			sp.MdadmConf = pl.Roots.HostPath("etc/mdadm/mdadm.conf")
+		}
+	}
+	for _, a := range req.Arrays {
+		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req, mounts)
+		if err != nil {
+			return nil, withOrigin(a.Origin, err)
+		}
+		if ap.Create != nil || ap.Volume.changes() {
+			sp.Unchanged = false
+		}
+		sp.Arrays = append(sp.Arrays, ap)
+	}
+	if len(req.Groups) > 0 {
+		lvm, err := pl.readLVM()
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range req.Groups {
+			gp, err := pl.planGroup(g, byUse["lvm:"+g.VG], req, lvm, mounts)
+			if err != nil {
+				return nil, withOrigin(g.Origin, err)
+			}
+			if gp.VGCreate != nil || len(gp.PVCreate) > 0 {
+				sp.Unchanged = false
+			}
+			for _, lv := range gp.Volumes {
+				if lv.Create != nil || lv.Volume.changes() {
+					sp.Unchanged = false
+				}
+			}
+			sp.Groups = append(sp.Groups, gp)
+		}
+	}
+	if err := pl.checkMdadmConf(sp); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+func withOrigin(origin string, err error) error {
+	if origin == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", origin, err)
+}
+
+func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil }
+
+// arrayGeometry is the chunk and data members of a level over n members.
+func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
+	switch level {
+	case 0:
+		data = n
+	case 5:
+		data = n - 1
+	case 6:
+		data = n - 2
+	case 10:
+		if n%2 == 0 {
+			data = n / 2
+		}
+	default:
+		return 0, 0
+	}
+	chunk = defaultChunkBytes
+	for _, m := range ms {
+		// A device that says its optimal I/O is a larger power-of-two
+		// multiple of 4 KiB (a hardware RAID or SMR stripe under it)
+		// gets chunks of that size.
+		if m.disk != nil {
+			if o := m.disk.OptimalIOBytes; o > chunk && o <= 4<<20 && o%4096 == 0 && o&(o-1) == 0 {
+				chunk = o
+			}
+		}
+	}
+	return chunk, data
+}
+
+func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts []mountEntry) (ArrayPlan, error) {
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
+	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
+	var smallest uint64
+	for i, m := range ms {
+		ap.Members = append(ap.Members, m.path)
+		if i == 0 || m.part.SizeBytes < smallest {
+			smallest = m.part.SizeBytes
+		}
+	}
+	n := len(ms)
+	ap.ChunkBytes, ap.DataMembers = arrayGeometry(a.Level, n, ms)
+	switch a.Level {
+	case 1:
+		ap.SizeBytes = smallest
+	case 10:
+		ap.SizeBytes = smallest * uint64(n) / 2
+	default:
+		ap.SizeBytes = smallest * uint64(ap.DataMembers)
+	}
+
+	// What is running: an array holding the members, or one by this name.
+	h := pl.host()
+	running := ""
+	for _, m := range ms {
+		if m.ex == nil {
+			continue
+		}
+		for _, hd := range m.ex.Holders {
+			if hd.Kind != "md" {
+				continue
+			}
+			if !mdNameIs(hd.DMName, a.Name) {
+				return ap, refuse(m.path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.path, hd.Name, orNone(hd.DMName), a.Name))
+			}
+			if running != "" && running != hd.Name {
+				return ap, refuse(m.path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
+			}
+			running = hd.Name
+		}
+	}
+	if real, err := h.EvalSymlinks(ap.Device); err == nil {
+		name := filepath.Base(real)
+		if running == "" {
+			slaves := pl.mdSlaves(name)
+			return ap, refuse(ap.Device, fmt.Sprintf("md array %s already exists as %s over %s, not the partitions planned", a.Name, name, orNone(strings.Join(slaves, ", "))))
+		}
+		if name != running {
+			return ap, refuse(ap.Device, fmt.Sprintf("%s is %s, but the members are in %s", ap.Device, name, running))
+		}
+	}
+	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
+		MountPoint: cleanMount(a.Volume.Mount), MountOpts: a.Volume.MountOpts, Persist: a.Volume.Persist}
+	geometry := stripeOptions(vol.FS, ap.ChunkBytes, ap.DataMembers)
+	if len(geometry) > 0 {
+		vol.Geometry = strings.Join(geometry[1:], " ")
+	}
+	if running != "" {
+		ap.Existing = running
+		if err := pl.checkArray(ap, running); err != nil {
+			return ap, err
+		}
+		uuid, err := pl.mdUUID(running)
+		if err != nil {
+			return ap, err
+		}
+		ap.UUID = uuid
+		if err := pl.planVolume(&vol, pl.Roots.DevPath(running), req, mounts, geometry); err != nil {
+			return ap, err
+		}
+	} else {
+		ap.UUID = mdUUIDForm(pl.newUUID())
+		ap.Create = []string{"mdadm", "--create", ap.Device, "--run", "--metadata=" + mdMetadata, "--name=" + a.Name,
+			"--level=" + fmt.Sprint(a.Level), fmt.Sprintf("--raid-devices=%d", n), "--uuid=" + ap.UUID}
+		if ap.ChunkBytes > 0 {
+			ap.Create = append(ap.Create, fmt.Sprintf("--chunk=%dK", ap.ChunkBytes>>10))
+		}
+		ap.Create = append(ap.Create, ap.Members...)
+		vol.FSUUID = pl.newUUID()
+		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, geometry)
+		if vol.MountPoint != "" {
+			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+		}
+	}
+	ap.ConfLine = fmt.Sprintf("ARRAY %s metadata=%s UUID=%s", ap.Device, mdMetadata, ap.UUID)
+	if vol.Persist {
+		vol.FstabLine = fstabLine(vol.partPlan())
+	}
+	ap.Volume = vol
+	return ap, nil
+}
+
+func cleanMount(m string) string {
+	if m == "" {
+		return ""
+	}
+	return filepath.Clean(m)
+}
+
+// checkArray refuses a running array that is not the one asked for: other
+// level or other members.
+func (pl Planner) checkArray(ap ArrayPlan, name string) error {
+	h := pl.host()
+	b, err := h.ReadFile(pl.Roots.SysPath("block", name, "md", "level"))
+	if err != nil {
+		return fmt.Errorf("level of %s: %w", name, err)
+	}
+	if lvl := strings.TrimSpace(string(b)); lvl != fmt.Sprintf("raid%d", ap.Level) {
+		return refuse(ap.Device, fmt.Sprintf("md array %s (%s) is %s, not raid%d asked (release it with --wipe first)", ap.Name, name, lvl, ap.Level))
+	}
+	have := pl.mdSlaves(name)
+	var want []string
+	for _, m := range ap.Members {
+		want = append(want, filepath.Base(m))
+	}
+	sort.Strings(want)
+	if strings.Join(have, ",") != strings.Join(want, ",") {
+		return refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, orNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
+	}
+	return nil
+}
+
+// mdSlaves lists the member devices of a running md array, sorted.
+func (pl Planner) mdSlaves(name string) []string {
+	des, _ := pl.host().ReadDir(pl.Roots.SysPath("block", name, "slaves"))
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mdUUID is a running array's UUID in mdadm's form, from sysfs.
+func (pl Planner) mdUUID(name string) (string, error) {
+	b, err := pl.host().ReadFile(pl.Roots.SysPath("block", name, "md", "uuid"))
+	if err != nil {
+		return "", fmt.Errorf("uuid of %s: %w", name, err)
+	}
+	return mdUUIDForm(strings.TrimSpace(string(b))), nil
+}
+
+// mdUUIDForm writes a UUID as mdadm does: four groups of eight hex digits.
+func mdUUIDForm(u string) string {
+	hex := strings.ToLower(strings.NewReplacer("-", "", ":", "").Replace(u))
+	if len(hex) != 32 {
+		return u
+	}
+	return hex[0:8] + ":" + hex[8:16] + ":" + hex[16:24] + ":" + hex[24:32]
+}
+
+// stripeOptions are mkfs's stripe options for chunk and data members: xfs
+// -d su=..,sw=.., ext4 -E stride=..,stripe_width=.. (in 4 KiB blocks).
+func stripeOptions(fs string, chunk uint64, data int) []string {
+	if chunk == 0 || data == 0 {
+		return nil
+	}
+	switch fs {
+	case "xfs":
+		return []string{"-d", fmt.Sprintf("su=%dk,sw=%d", chunk>>10, data)}
+	case "ext4":
+		stride := chunk / 4096
+		return []string{"-E", fmt.Sprintf("stride=%d,stripe_width=%d", stride, stride*uint64(data))}
+	}
+	return nil
+}
+
+// planVolume fills what the file system on an existing array or logical
+// volume (node dev) still needs: none yet means mkfs; the one asked for
+// means only mounting what is not mounted; another is refused unless wipe.
+func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry []string) error {
+	h := pl.host()
+	f, err := h.OpenDevice(dev, false)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", dev, err)
+	}
+	size, err := f.Size()
+	var sigs []signature
+	if err == nil {
+		sigs, err = probeSignatures(f, int64(size))
+	}
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", dev, err)
+	}
+	var found *signature
+	for i := range sigs {
+		if sigs[i].Usage == "filesystem" || sigs[i].Type == "swap" || sigs[i].Usage == "raid" || sigs[i].Usage == "crypto" {
+			found = &sigs[i]
+			break
+		}
+	}
+	switch {
+	case found == nil:
+		v.FSUUID = pl.newUUID()
+		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
+	case found.Type == v.FS && found.Label == v.Label:
+		v.FSUUID = found.UUID
+	case !req.Wipe:
+		return refuse(v.Device, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", v.Device, found.Type, labelSuffix(found.Label), v.FS))
+	default:
+		v.FSUUID = pl.newUUID()
+		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, geometry)
+	}
+	major, minor, err := h.DeviceNumber(dev)
+	if err != nil {
+		return err
+	}
+	devnum := fmt.Sprintf("%d:%d", major, minor)
+	mountedThere := false
+	for _, m := range mounts {
+		if m.devnum != devnum {
+			continue
+		}
+		if v.MountPoint == "" || filepath.Clean(m.point) != v.MountPoint {
+			return refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.point))
+		}
+		if v.Mkfs != nil {
+			return refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.point))
+		}
+		mountedThere = true
+	}
+	if v.MountPoint != "" && !mountedThere {
+		v.MountArgv = mountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
+	}
+	return nil
+}
+
+// lvmState is what pvs and lvs say.
+type lvmState struct {
+	pvVG map[string]string            // PV node -> its VG ("" for none)
+	lvs  map[string]map[string]uint64 // VG -> LV -> size in bytes
+}
+
+// readLVM runs pvs and lvs (read-only).
+func (pl Planner) readLVM() (*lvmState, error) {
+	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}}
+	h := pl.host()
+	ctx := contextBackground()
+	out, err := h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "-o", "pv_name,vg_name")
+	if err != nil {
+		return nil, lvmError("pvs", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) == 2 && f[0] != "" {
+			st.pvVG[f[0]] = f[1]
+		}
+	}
+	out, err = h.Run(ctx, "lvs", "--noheadings", "--separator", "|", "--units", "b", "--nosuffix", "-o", "vg_name,lv_name,lv_size")
+	if err != nil {
+		return nil, lvmError("lvs", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 3 || f[0] == "" {
+			continue
+		}
+		var size uint64
+		fmt.Sscanf(f[2], "%d", &size)
+		if st.lvs[f[0]] == nil {
+			st.lvs[f[0]] = map[string]uint64{}
+		}
+		st.lvs[f[0]][f[1]] = size
+	}
+	return st, nil
+}
+
+func lvmError(prog string, err error) error {
+	if isNotFound(err) {
+		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, ErrMissingProgram)
+	}
+	return fmt.Errorf("%s: %w", prog, err)
+}
+
+func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvmState, mounts []mountEntry) (GroupPlan, error) {
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
+	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
+	var extents uint64
+	for _, m := range ms {
+		gp.PVs = append(gp.PVs, m.path)
+		if m.part.SizeBytes > lvmMetadataBytes {
+			extents += (m.part.SizeBytes - lvmMetadataBytes) / lvmExtentBytes
+		}
+	}
+	gp.SizeBytes = extents * lvmExtentBytes
+	// The group's members as pvs sees them now.
+	var others []string
+	for pv, vg := range lvm.pvVG {
+		if vg == g.VG && !contains(gp.PVs, pv) {
+			others = append(others, pv)
+		}
+	}
+	sort.Strings(others)
+	if len(others) > 0 {
+		return gp, usagef("lvm vg %s already exists on %s, not on the partitions planned", g.VG, strings.Join(others, ", "))
+	}
+	vgExists := false
+	for _, m := range ms {
+		vg, isPV := lvm.pvVG[m.path]
+		switch {
+		case !isPV:
+			argv := []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(m)>>10), m.path}
+			gp.PVCreate = append(gp.PVCreate, argv)
+		case vg == g.VG:
+			vgExists = true
+		case vg != "":
+			return gp, refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, vg))
+		}
+	}
+	if vgExists {
+		for _, m := range ms {
+			if vg := lvm.pvVG[m.path]; vg != g.VG {
+				return gp, refuse(m.path, fmt.Sprintf("vg %s exists without %s (extend it by hand, or release it with --wipe first)", g.VG, m.path))
+			}
+		}
+	} else {
+		gp.VGCreate = append([]string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvmExtentBytes>>10), g.VG}, gp.PVs...)
+	}
+	var fixed uint64
+	for _, lv := range g.Volumes {
+		fixed += roundUp(lv.SizeBytes, lvmExtentBytes)
+	}
+	last := g.Volumes[len(g.Volumes)-1]
+	need := fixed
+	if last.SizeBytes == 0 {
+		need += lvmExtentBytes
+	}
+	if need > gp.SizeBytes {
+		return gp, usagef("lvm vg %s: the volumes need %s, the group has %s", g.VG, units.FormatSize(need), units.FormatSize(gp.SizeBytes))
+	}
+	have := lvm.lvs[g.VG]
+	for name := range have {
+		found := false
+		for _, lv := range g.Volumes {
+			found = found || lv.Name == name
+		}
+		if !found {
+			return gp, refuse(g.VG, fmt.Sprintf("vg %s has volume %s, which the plan does not declare (release it with --wipe first)", g.VG, name))
+		}
+	}
+	h := pl.host()
+	for _, lv := range g.Volumes {
+		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: roundUp(lv.SizeBytes, lvmExtentBytes)}
+		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
+			MountPoint: cleanMount(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, Persist: lv.Volume.Persist}
+		if size, ok := have[lv.Name]; ok {
+			if lv.SizeBytes != 0 && size != lp.SizeBytes {
+				return gp, withOrigin(lv.Origin, refuse(lp.Path, fmt.Sprintf("%s has %s, not the %s asked (diskprep does not resize)", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))))
+			}
+			lp.SizeBytes = size
+			node := lp.Path
+			if real, err := h.EvalSymlinks(lp.Path); err == nil {
+				node = real
+			}
+			if err := pl.planVolume(&vol, node, req, mounts, nil); err != nil {
+				return gp, withOrigin(lv.Origin, err)
+			}
+		} else {
+			lp.Create = []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv.Name}
+			if lv.SizeBytes == 0 {
+				lp.Create = append(lp.Create, "--extents", "100%FREE")
+			} else {
+				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
+			}
+			lp.Create = append(lp.Create, g.VG)
+			vol.FSUUID = pl.newUUID()
+			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, nil)
+			if vol.MountPoint != "" {
+				vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			}
+		}
+		if vol.Persist {
+			vol.FstabLine = fstabLine(vol.partPlan())
+		}
+		lp.Volume = vol
+		gp.Volumes = append(gp.Volumes, lp)
+	}
+	return gp, nil
+}
+
+// pvAlignment is where a PV's first extent starts: the partition
+// alignment rule (1 MiB, or the physical sector and optimal I/O size).
+func pvAlignment(m member) uint64 {
+	if m.disk == nil {
+		return mib
+	}
+	a, _ := Alignment(m.disk.LogicalSectorBytes, m.disk.PhysicalSectorBytes, m.disk.OptimalIOBytes)
+	return a
+}
+
+// checkMdadmConf refuses an mdadm.conf that already names an array's
+// device or UUID with another line (written by hand, or for another
+// array).
+func (pl Planner) checkMdadmConf(sp *StackPlan) error {
+	if len(sp.Arrays) == 0 {
+		return nil
+	}
+	b, err := pl.host().ReadFile(sp.MdadmConf)
+	if err != nil {
+		return nil
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "ARRAY" {
+			continue
+		}
+		for _, ap := range sp.Arrays {
+			if strings.TrimSpace(line) == ap.ConfLine {
+				continue
+			}
+			if f[1] == ap.Device || strings.Contains(strings.ToLower(line), "uuid="+ap.UUID) {
+				return refuse(ap.Device, fmt.Sprintf("%s line %d already says %q", sp.MdadmConf, i+1, strings.TrimSpace(line)))
+			}
+		}
+	}
+	return nil
+}
+
+func contextBackground() context.Context { return context.Background() }
+
+func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }

@@ -1,0 +1,490 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// StackResultSchema names the JSON shape of a StackResult.
+const StackResultSchema = "diskprep/stack-result/v1"
+
+// StackResult is what ApplyStacks did.
+type StackResult struct {
+	Schema  string        `json:"schema"`
+	Arrays  []ArrayResult `json:"arrays,omitempty"`
+	Groups  []GroupResult `json:"groups,omitempty"`
+	Changed bool          `json:"changed"`
+	Notes   []string      `json:"notes,omitempty"`
+}
+
+// ArrayResult is one md array after ApplyStacks.
+type ArrayResult struct {
+	Name        string   `json:"name"`
+	Device      string   `json:"device"`
+	Node        string   `json:"node,omitempty"` // md127
+	Level       int      `json:"level"`
+	Members     []string `json:"members"`
+	Metadata    string   `json:"metadata"`
+	UUID        string   `json:"uuid"`
+	ChunkBytes  uint64   `json:"chunk_bytes,omitempty"`
+	DataMembers int      `json:"data_members,omitempty"`
+	Created     bool     `json:"created"`
+	CreateArgv  []string `json:"create_argv,omitempty"`
+	// MdadmVersion is the first line of mdadm --version.
+	MdadmVersion string       `json:"mdadm_version,omitempty"`
+	ConfFile     string       `json:"conf_file"`
+	ConfLine     string       `json:"conf_line"`
+	ConfAdded    bool         `json:"conf_added,omitempty"`
+	Volume       VolumeResult `json:"volume"`
+}
+
+// GroupResult is one volume group after ApplyStacks.
+type GroupResult struct {
+	VG           string     `json:"vg"`
+	PVs          []string   `json:"pvs"`
+	PVCreateArgv [][]string `json:"pvcreate_argv,omitempty"`
+	Created      bool       `json:"created"`
+	CreateArgv   []string   `json:"create_argv,omitempty"`
+	// LVMVersion is lvm version's first line.
+	LVMVersion string     `json:"lvm_version,omitempty"`
+	Volumes    []LVResult `json:"volumes"`
+}
+
+// LVResult is one logical volume after ApplyStacks.
+type LVResult struct {
+	Name       string       `json:"name"`
+	Path       string       `json:"path"`
+	SizeBytes  uint64       `json:"size_bytes,omitempty"`
+	Created    bool         `json:"created"`
+	CreateArgv []string     `json:"create_argv,omitempty"`
+	Volume     VolumeResult `json:"volume"`
+}
+
+// VolumeResult is the file system on an array or logical volume.
+type VolumeResult struct {
+	Device      string   `json:"device"`
+	FS          string   `json:"fs"`
+	Label       string   `json:"label,omitempty"`
+	UUID        string   `json:"uuid"`
+	Formatted   bool     `json:"formatted"`
+	MkfsArgv    []string `json:"mkfs_argv,omitempty"`
+	MkfsVersion string   `json:"mkfs_version,omitempty"`
+	// Geometry is the stripe geometry mkfs was given ("-d su=512k,sw=2").
+	Geometry   string `json:"geometry,omitempty"`
+	MountPoint string `json:"mount_point,omitempty"`
+	MountOpts  string `json:"mount_opts,omitempty"`
+	Mounted    bool   `json:"mounted"`
+	FstabLine  string `json:"fstab_line,omitempty"`
+	FstabAdded bool   `json:"fstab_added,omitempty"`
+}
+
+// ApplyStacks carries out sp after the member disks' plans were applied:
+// the arrays (mdadm --create, the mdadm.conf line) and the volume groups
+// (pvcreate, vgcreate, lvcreate), then each one's file system, mount and
+// fstab line as for a partition. Every argv was decided by PlanStacks.
+// A step that was done by an earlier, interrupted run is found done: the
+// same plan made again skips it.
+func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResult, err error) {
+	if sp == nil || sp.Schema != StackPlanSchema {
+		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
+	}
+	a := newApplier(deps)
+	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	// Every program needed, before the first one changes anything.
+	versions := map[string]string{}
+	need := func(prog, pkg string, args ...string) error {
+		if _, ok := versions[prog]; ok {
+			return nil
+		}
+		out, err := a.host.Run(ctx, prog, args...)
+		if err != nil {
+			if isNotFound(err) {
+				return fmt.Errorf("%s is not installed: install the %s package: %w", prog, pkg, ErrMissingProgram)
+			}
+			return fmt.Errorf("%s %s: %w", prog, strings.Join(args, " "), err)
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		versions[prog] = strings.Join(strings.Fields(line), " ")
+		return nil
+	}
+	for _, v := range sp.volumes() {
+		if v.Mkfs != nil {
+			if err := need(v.Mkfs[0], filesystems[v.FS].pkg, "-V"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(sp.Arrays) > 0 {
+		if err := need("mdadm", "mdadm", "--version"); err != nil {
+			return nil, err
+		}
+	}
+	if len(sp.Groups) > 0 {
+		if err := need("lvm", "lvm2", "version"); err != nil {
+			return nil, err
+		}
+	}
+
+	fstabChanged := false
+	volume := func(v VolumePlan) (VolumeResult, error) {
+		pp := v.partPlan()
+		pp.Name, pp.Mkfs, pp.MountArgv, pp.FstabLine = filepath.Base(v.Device), v.Mkfs, v.MountArgv, v.FstabLine
+		holder := &Plan{Device: v.Device, Disk: DiskSummary{Name: filepath.Base(v.Device)}}
+		pr, err := a.preparePartition(ctx, holder, pp, versions[firstOr(v.Mkfs)], &undo)
+		vr := VolumeResult{Device: v.Device, FS: v.FS, Label: v.Label, UUID: pr.UUID, Formatted: pr.Formatted, MkfsArgv: pr.MkfsArgv,
+			MkfsVersion: pr.MkfsVersion, Geometry: v.Geometry, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Mounted: pr.Mounted,
+			FstabLine: v.FstabLine, FstabAdded: pr.FstabAdded}
+		fstabChanged = fstabChanged || pr.FstabAdded
+		res.Changed = res.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded
+		return vr, err
+	}
+
+	for _, ap := range sp.Arrays {
+		ar := ArrayResult{Name: ap.Name, Device: ap.Device, Level: ap.Level, Members: ap.Members, Metadata: ap.Metadata, UUID: ap.UUID,
+			ChunkBytes: ap.ChunkBytes, DataMembers: ap.DataMembers, MdadmVersion: versions["mdadm"], ConfFile: sp.MdadmConf, ConfLine: ap.ConfLine}
+		if ap.Create != nil {
+			if err := a.checkMembersFree(ap.Members, "raid:"+ap.Name); err != nil {
+				return res, err
+			}
+			if err := a.do(ctx, "create md array", ap.Create); err != nil {
+				return res, fmt.Errorf("create md array %s: %w", ap.Name, err)
+			}
+			ar.Created, ar.CreateArgv = true, ap.Create
+			res.Changed = true
+		}
+		node, err := a.waitStackNode(ctx, ap.Device)
+		if err != nil {
+			res.Arrays = append(res.Arrays, ar)
+			return res, err
+		}
+		ar.Node = node
+		added, err := a.ensureMdadmConf(sp.MdadmConf, ap)
+		if err != nil {
+			res.Arrays = append(res.Arrays, ar)
+			return res, err
+		}
+		ar.ConfAdded = added
+		res.Changed = res.Changed || added
+		ar.Volume, err = volume(ap.Volume)
+		res.Arrays = append(res.Arrays, ar)
+		if err != nil {
+			return res, err
+		}
+	}
+	if len(sp.Arrays) > 0 {
+		res.Notes = append(res.Notes, "md arrays are created without --assume-clean: the first resync runs in the background (cat /proc/mdstat)")
+	}
+
+	for _, gp := range sp.Groups {
+		gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: versions["lvm"]}
+		for _, argv := range gp.PVCreate {
+			dev := argv[len(argv)-1]
+			if err := a.checkMembersFree([]string{dev}, "lvm:"+gp.VG); err != nil {
+				return res, err
+			}
+			if err := a.do(ctx, "create physical volume", argv); err != nil {
+				return res, fmt.Errorf("pvcreate %s: %w", dev, err)
+			}
+			gr.PVCreateArgv = append(gr.PVCreateArgv, argv)
+			res.Changed = true
+		}
+		if gp.VGCreate != nil {
+			if err := a.do(ctx, "create volume group", gp.VGCreate); err != nil {
+				return res, fmt.Errorf("vgcreate %s: %w", gp.VG, err)
+			}
+			gr.Created, gr.CreateArgv = true, gp.VGCreate
+			res.Changed = true
+		}
+		for _, lp := range gp.Volumes {
+			lr := LVResult{Name: lp.Name, Path: lp.Path, SizeBytes: lp.SizeBytes}
+			if lp.Create != nil {
+				if err := a.do(ctx, "create logical volume", lp.Create); err != nil {
+					gr.Volumes = append(gr.Volumes, lr)
+					res.Groups = append(res.Groups, gr)
+					return res, fmt.Errorf("lvcreate %s/%s: %w", gp.VG, lp.Name, err)
+				}
+				lr.Created, lr.CreateArgv = true, lp.Create
+				res.Changed = true
+			}
+			if _, err := a.waitStackNode(ctx, lp.Path); err != nil {
+				gr.Volumes = append(gr.Volumes, lr)
+				res.Groups = append(res.Groups, gr)
+				return res, err
+			}
+			var err error
+			lr.Volume, err = volume(lp.Volume)
+			gr.Volumes = append(gr.Volumes, lr)
+			if err != nil {
+				res.Groups = append(res.Groups, gr)
+				return res, err
+			}
+		}
+		res.Groups = append(res.Groups, gr)
+	}
+	if fstabChanged && a.systemdIsInit() {
+		if err := a.do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
+			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
+		}
+	}
+	return res, nil
+}
+
+// checkMembersFree re-checks, right before mdadm or pvcreate writes its
+// superblock, that each member holds nothing but, at most, the remains of
+// the same stack from an interrupted run.
+func (a *applier) checkMembersFree(devs []string, use string) error {
+	for _, dev := range devs {
+		sigs, err := a.probeDevice(dev)
+		if err != nil {
+			return err
+		}
+		for _, s := range sigs {
+			if !memberOf(use, s.Type, s.Label) {
+				return refuse(dev, fmt.Sprintf("%s holds a %s signature%s since planning", dev, s.Type, labelSuffix(s.Label)))
+			}
+		}
+	}
+	return nil
+}
+
+// waitStackNode waits for the node of a new array or logical volume (udev
+// makes /dev/md/NAME and /dev/VG/LV) and returns the kernel's name of it.
+func (a *applier) waitStackNode(ctx context.Context, path string) (string, error) {
+	if a.udevRunning() {
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
+			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		real, err := a.host.EvalSymlinks(path)
+		if err == nil {
+			if _, _, err := a.host.DeviceNumber(real); err == nil {
+				return filepath.Base(real), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s did not appear: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// mdadmConfMarker starts diskprep's ownership comment above its ARRAY
+// lines, as in fstab.
+const mdadmConfMarker = "# diskprep: md "
+
+// ensureMdadmConf adds the array's line to mdadm.conf (atomically, the
+// file created when missing) unless it is there.
+func (a *applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
+	old, err := a.host.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, line := range strings.Split(string(old), "\n") {
+		if strings.TrimSpace(line) == ap.ConfLine {
+			return false, nil
+		}
+	}
+	b := append([]byte(nil), old...)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	b = fmt.Appendf(b, "%s%s (\"diskprep release\" removes this entry)\n%s\n", mdadmConfMarker, ap.Name, ap.ConfLine)
+	a.log.Info("add mdadm.conf line: started", "file", path, "line", ap.ConfLine)
+	if err := a.host.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if err := a.host.WriteFile(path, b, 0o644); err != nil {
+		a.log.Info("add mdadm.conf line: failed", "file", path, "err", err)
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	a.log.Info("add mdadm.conf line: finished", "file", path)
+	return true, nil
+}
+
+// volumes lists every file system the plan touches.
+func (sp *StackPlan) volumes() []VolumePlan {
+	var out []VolumePlan
+	for _, ap := range sp.Arrays {
+		out = append(out, ap.Volume)
+	}
+	for _, gp := range sp.Groups {
+		for _, lp := range gp.Volumes {
+			out = append(out, lp.Volume)
+		}
+	}
+	return out
+}
+
+// Steps lists, in order, what ApplyStacks will do, one line each.
+func (sp *StackPlan) Steps() []string {
+	var s []string
+	vol := func(v VolumePlan) {
+		if v.Mkfs != nil {
+			s = append(s, QuoteArgv(v.Mkfs))
+		}
+		if v.MountArgv != nil {
+			s = append(s, "mkdir -p "+quote(v.MountPoint), QuoteArgv(v.MountArgv))
+		}
+		if v.MountPoint != "" && (v.Mkfs != nil || v.MountArgv != nil) {
+			s = append(s, fmt.Sprintf("write %s/%s", strings.TrimSuffix(v.MountPoint, "/"), MarkerFile))
+		}
+		if v.Persist {
+			s = append(s, "ensure in fstab: "+v.FstabLine)
+		}
+	}
+	for _, ap := range sp.Arrays {
+		if ap.Create != nil {
+			s = append(s, QuoteArgv(ap.Create))
+		} else {
+			s = append(s, fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", ")))
+		}
+		s = append(s, fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine))
+		vol(ap.Volume)
+	}
+	for _, gp := range sp.Groups {
+		for _, argv := range gp.PVCreate {
+			s = append(s, QuoteArgv(argv))
+		}
+		if gp.VGCreate != nil {
+			s = append(s, QuoteArgv(gp.VGCreate))
+		}
+		for _, lp := range gp.Volumes {
+			if lp.Create != nil {
+				s = append(s, QuoteArgv(lp.Create))
+			}
+			vol(lp.Volume)
+		}
+	}
+	for _, v := range sp.volumes() {
+		if v.Persist {
+			s = append(s, "systemctl daemon-reload (only when systemd is PID 1 and fstab changed)")
+			break
+		}
+	}
+	return s
+}
+
+// WriteText renders the stack plan for people.
+func (sp *StackPlan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("Plan for the storage stacks:\n")
+	for _, ap := range sp.Arrays {
+		fmt.Fprintf(&b, "  md array %s: raid%d over %s, %s, metadata %s", ap.Name, ap.Level, strings.Join(ap.Members, ", "), units.FormatSize(ap.SizeBytes), ap.Metadata)
+		if ap.ChunkBytes > 0 {
+			fmt.Fprintf(&b, ", chunk %s, %d data members", units.FormatSize(ap.ChunkBytes), ap.DataMembers)
+		}
+		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, ap.Device, inMount(ap.Volume))
+	}
+	for _, gp := range sp.Groups {
+		fmt.Fprintf(&b, "  lvm vg %s over %s, %s in %s extents\n", gp.VG, strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes), units.FormatSize(gp.ExtentBytes))
+		for _, lp := range gp.Volumes {
+			size := "the rest"
+			if lp.SizeBytes > 0 {
+				size = units.FormatSize(lp.SizeBytes)
+			}
+			fmt.Fprintf(&b, "    lv %s: %s, %s%s\n", lp.Name, size, lp.Volume.FS, inMount(lp.Volume))
+		}
+	}
+	if sp.Unchanged {
+		b.WriteString("  already prepared as asked: nothing to change\n")
+	}
+	for i, s := range sp.Steps() {
+		fmt.Fprintf(&b, "  %2d. %s\n", i+1, s)
+	}
+	for _, n := range sp.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func inMount(v VolumePlan) string {
+	if v.MountPoint == "" {
+		return ""
+	}
+	return " mounted at " + v.MountPoint
+}
+
+// WriteText renders the stack result for people.
+func (r *StackResult) WriteText(w io.Writer) error {
+	var b strings.Builder
+	vol := func(v VolumeResult) {
+		fmt.Fprintf(&b, "    %s UUID=%s", v.FS, v.UUID)
+		if v.Geometry != "" {
+			fmt.Fprintf(&b, " (stripe geometry %s)", v.Geometry)
+		}
+		b.WriteString("\n")
+		if v.Formatted {
+			fmt.Fprintf(&b, "    made with: %s (%s)\n", QuoteArgv(v.MkfsArgv), v.MkfsVersion)
+		}
+		if v.MountPoint != "" {
+			fmt.Fprintf(&b, "    mounted at %s\n", v.MountPoint)
+		}
+		if v.FstabLine != "" {
+			state := "already present"
+			if v.FstabAdded {
+				state = "added"
+			}
+			fmt.Fprintf(&b, "    fstab (%s): %s\n", state, v.FstabLine)
+		}
+	}
+	if !r.Changed {
+		b.WriteString("The storage stacks are already prepared as asked: nothing changed\n")
+	}
+	for _, ar := range r.Arrays {
+		how := "exists"
+		if ar.Created {
+			how = "created with " + QuoteArgv(ar.CreateArgv) + " (" + ar.MdadmVersion + ")"
+		}
+		fmt.Fprintf(&b, "  md array %s (%s, raid%d over %s): %s\n", ar.Name, ar.Node, ar.Level, strings.Join(ar.Members, ", "), how)
+		state := "already present"
+		if ar.ConfAdded {
+			state = "added"
+		}
+		fmt.Fprintf(&b, "    %s (%s): %s\n", ar.ConfFile, state, ar.ConfLine)
+		vol(ar.Volume)
+	}
+	for _, gr := range r.Groups {
+		how := "exists"
+		if gr.Created {
+			how = "created with " + QuoteArgv(gr.CreateArgv) + " (" + gr.LVMVersion + ")"
+		}
+		fmt.Fprintf(&b, "  lvm vg %s over %s: %s\n", gr.VG, strings.Join(gr.PVs, ", "), how)
+		for _, lr := range gr.Volumes {
+			how := "exists"
+			if lr.Created {
+				how = "created with " + QuoteArgv(lr.CreateArgv)
+			}
+			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
+			vol(lr.Volume)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,388 @@
+package disk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/internal/golden"
+)
+
+// The storage stacks on the recording fake: every shape (md RAID1 with
+// xfs, RAID0/RAID10 geometry, an LVM group across two disks with two
+// volumes, swap) planned, applied, rerun and released, each asserting the
+// exact ordered effect log (testdata/effects/stack-*.log, -update rewrites
+// them).
+
+const stackDisk = 2 << 30
+
+type stackRig struct {
+	h *hosttest.Host
+	n int
+}
+
+func newStackRig(t *testing.T, disks ...string) *stackRig {
+	t.Helper()
+	h := hosttest.New()
+	h.SetFile("/mnt/.keep", nil)
+	h.SetFile("/etc/mdadm/.keep", nil) // Debian's layout
+	for i, name := range disks {
+		h.AddDisk(hosttest.Disk{Name: name, Minor: uint32(16 * (i + 1)), SizeBytes: stackDisk, Model: "FAKE SSD", Serial: fmt.Sprintf("FAKE%04d", i+1)})
+	}
+	return &stackRig{h: h}
+}
+
+func (r *stackRig) planner() disk.Planner {
+	return disk.Planner{Host: r.h, NewUUID: func() string {
+		r.n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", r.n)
+	}}
+}
+
+func (r *stackRig) deps() disk.Deps {
+	return disk.Deps{Host: r.h, Refresh: r.h.Facts, Now: func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }}
+}
+
+// stackCase is one whole prepare: the disks' requests and the stacks.
+type stackCase struct {
+	reqs  []disk.Request
+	stack disk.StackRequest
+}
+
+// plan plans the disks and then the stacks, as prepare does.
+func (r *stackRig) plan(c stackCase) ([]*disk.Plan, *disk.StackPlan, error) {
+	pl := r.planner()
+	facts := r.h.FactsNow()
+	var plans []*disk.Plan
+	for _, q := range c.reqs {
+		p, err := pl.PlanDisk(q, facts)
+		if err != nil {
+			return nil, nil, err
+		}
+		plans = append(plans, p)
+	}
+	sp, err := pl.PlanStacks(c.stack, plans, c.reqs, facts)
+	return plans, sp, err
+}
+
+func (r *stackRig) apply(plans []*disk.Plan, sp *disk.StackPlan) (*disk.StackResult, error) {
+	for _, p := range plans {
+		if _, err := disk.Apply(context.Background(), p, r.deps()); err != nil {
+			return nil, err
+		}
+	}
+	return disk.ApplyStacks(context.Background(), sp, r.deps())
+}
+
+func (r *stackRig) prepare(t *testing.T, c stackCase) *disk.StackResult {
+	t.Helper()
+	plans, sp, err := r.plan(c)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	res, err := r.apply(plans, sp)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return res
+}
+
+func member(dev, use string) disk.Request {
+	return disk.Request{Device: dev, Partitions: []disk.PartSpec{{Use: use}}}
+}
+
+func raid1Data() stackCase {
+	return stackCase{
+		reqs: []disk.Request{member("/dev/sdb", "raid:data"), member("/dev/sdc", "raid:data")},
+		stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "data", Level: 1,
+			Volume: disk.VolumeSpec{FS: "xfs", Label: "data", Mount: "/mnt/data", Persist: true}}}},
+	}
+}
+
+func lvmFast() stackCase {
+	return stackCase{
+		reqs: []disk.Request{
+			{Device: "/dev/sdb", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "swap", Persist: true}, {Use: "lvm:fast"}}},
+			member("/dev/sdc", "lvm:fast"),
+		},
+		stack: disk.StackRequest{Groups: []disk.GroupSpec{{VG: "fast", Volumes: []disk.LVSpec{
+			{Name: "scratch", SizeBytes: 1 << 30, Volume: disk.VolumeSpec{FS: "ext4", Mount: "/mnt/scratch", Persist: true}},
+			{Name: "vm", Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/vm"}},
+		}}}},
+	}
+}
+
+// combined is the "done when" plan: a mirror, a volume group with
+// two volumes and a swap partition.
+func combined() stackCase {
+	a, b := raid1Data(), lvmFast()
+	return stackCase{reqs: append(a.reqs[:2:2], disk.Request{Device: "/dev/sdd", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "swap", Persist: true}, {Use: "lvm:fast"}}},
+		member("/dev/sde", "lvm:fast")),
+		stack: disk.StackRequest{Arrays: a.stack.Arrays, Groups: b.stack.Groups}}
+}
+
+func TestStackRAID1(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	res := r.prepare(t, raid1Data())
+	if len(res.Arrays) != 1 || !res.Arrays[0].Created || res.Arrays[0].Node != "md127" || !res.Arrays[0].ConfAdded || !res.Changed {
+		t.Fatalf("result %+v", res)
+	}
+	v := res.Arrays[0].Volume
+	if !v.Formatted || !v.Mounted || !v.FstabAdded || v.UUID == "" || v.Geometry != "" || res.Arrays[0].MdadmVersion == "" {
+		t.Errorf("volume %+v", v)
+	}
+	if got := r.h.Stacks(); len(got) != 1 || got[0] != "md127 md data raid1 sdb1,sdc1" {
+		t.Errorf("stacks %q", got)
+	}
+	conf := string(r.h.File("/etc/mdadm/mdadm.conf"))
+	if !strings.Contains(conf, "# diskprep: md data") || !strings.Contains(conf, "ARRAY /dev/md/data metadata=1.2 UUID="+res.Arrays[0].UUID) {
+		t.Errorf("mdadm.conf:\n%s", conf)
+	}
+	if f := string(r.h.File("/etc/fstab")); !strings.Contains(f, "UUID="+v.UUID+"\t/mnt/data\txfs\tdefaults,nofail") {
+		t.Errorf("fstab:\n%s", f)
+	}
+	golden.Check(t, filepath.Join("testdata", "effects", "stack-raid1.log"), []byte(r.h.Transcript()))
+
+	// The same plan again: already prepared as asked, nothing written.
+	r.h.ResetLog()
+	plans, sp, err := r.plan(raid1Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.Unchanged {
+		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
+	}
+	res, err = r.apply(plans, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changed || res.Arrays[0].Created || res.Arrays[0].Volume.Formatted {
+		t.Errorf("rerun changed: %+v", res)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("rerun wrote: %v", w)
+	}
+}
+
+func TestStackLVMAndSwap(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	res := r.prepare(t, lvmFast())
+	if len(res.Groups) != 1 || !res.Groups[0].Created || len(res.Groups[0].PVCreateArgv) != 2 || len(res.Groups[0].Volumes) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, lv := range res.Groups[0].Volumes {
+		if !lv.Created || !lv.Volume.Formatted || !lv.Volume.Mounted {
+			t.Errorf("lv %+v", lv)
+		}
+	}
+	if got := r.h.PVs(); strings.Join(got, ";") != "/dev/sdb2 fast;/dev/sdc1 fast" {
+		t.Errorf("pvs %q", got)
+	}
+	if got := r.h.Swaps(); len(got) != 1 || got[0] != "sdb1" {
+		t.Errorf("swaps %q", got)
+	}
+	f := string(r.h.File("/etc/fstab"))
+	if !strings.Contains(f, "\tnone\tswap\tdefaults,nofail\t0\t0") || !strings.Contains(f, "\t/mnt/scratch\text4\tdefaults,nofail\t0\t2") {
+		t.Errorf("fstab:\n%s", f)
+	}
+	golden.Check(t, filepath.Join("testdata", "effects", "stack-lvm-swap.log"), []byte(r.h.Transcript()))
+
+	r.h.ResetLog()
+	plans, sp, err := r.plan(lvmFast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if !p.Unchanged {
+			t.Errorf("rerun: %s is not unchanged: %v", p.Device, p.Steps())
+		}
+	}
+	if _, err := r.apply(plans, sp); err != nil || !sp.Unchanged {
+		t.Fatalf("rerun: %v (unchanged %v: %v)", err, sp.Unchanged, sp.Steps())
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("rerun wrote: %v", w)
+	}
+}
+
+// The dry run of every shape: the exact ordered steps, with the stripe
+// geometry each level implies.
+func TestStackPlanGolden(t *testing.T) {
+	four := []string{"sdb", "sdc", "sdd", "sde"}
+	shape := func(level int, fs string) stackCase {
+		c := stackCase{stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "fast", Level: level, Volume: disk.VolumeSpec{FS: fs, Mount: "/mnt/fast"}}}}}
+		for _, d := range four {
+			c.reqs = append(c.reqs, member("/dev/"+d, "raid:fast"))
+		}
+		return c
+	}
+	for name, c := range map[string]stackCase{
+		"raid0-xfs":  shape(0, "xfs"),
+		"raid10-xfs": shape(10, "xfs"),
+		"raid5-ext4": shape(5, "ext4"),
+		"raid6-xfs":  shape(6, "xfs"),
+		"combined":   combined(),
+		"raid1-data": raid1Data(),
+		"lvm-swap":   lvmFast(),
+		"no-discard": func() stackCase {
+			c := raid1Data()
+			c.reqs[0].NoDiscard, c.reqs[1].NoDiscard, c.stack.NoDiscard = true, true, true
+			return c
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newStackRig(t, four...)
+			plans, sp, err := r.plan(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			for _, p := range plans {
+				p.WriteText(&b)
+			}
+			sp.WriteText(&b)
+			golden.Check(t, filepath.Join("testdata", "stacks", name+".txt"), b.Bytes())
+			if w := r.h.Writes(); len(w) > 0 {
+				t.Errorf("planning wrote: %v", w)
+			}
+		})
+	}
+}
+
+func TestStackGeometry(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd", "sde")
+	for _, c := range []struct {
+		level int
+		fs    string
+		want  string
+	}{
+		{0, "xfs", "-d su=512k,sw=4"},
+		{10, "xfs", "-d su=512k,sw=2"},
+		{5, "ext4", "-E stride=128,stripe_width=384"},
+		{6, "xfs", "-d su=512k,sw=2"},
+		{1, "xfs", ""},
+	} {
+		var reqs []disk.Request
+		for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
+			reqs = append(reqs, member("/dev/"+d, "raid:a"))
+		}
+		_, sp, err := r.plan(stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: c.level, Volume: disk.VolumeSpec{FS: c.fs}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mkfs := disk.QuoteArgv(sp.Arrays[0].Volume.Mkfs)
+		if c.want != "" && !strings.Contains(mkfs, " "+c.want+" ") || c.want == "" && (strings.Contains(mkfs, "su=") || sp.Arrays[0].ChunkBytes != 0) {
+			t.Errorf("raid%d %s: mkfs %s, want %q", c.level, c.fs, mkfs, c.want)
+		}
+	}
+}
+
+func TestStackCombinedRerunAndRelease(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd", "sde")
+	res := r.prepare(t, combined())
+	if !res.Changed || len(res.Arrays) != 1 || len(res.Groups) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	r.h.ResetLog()
+	plans, sp, err := r.plan(combined())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.apply(plans, sp); err != nil || !sp.Unchanged {
+		t.Fatalf("rerun: %v, unchanged %v", err, sp.Unchanged)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("rerun wrote: %v", w)
+	}
+}
+
+func TestStackRefusals(t *testing.T) {
+	t.Run("member-in-another-array", func(t *testing.T) {
+		r := newStackRig(t, "sdb", "sdc", "sdd")
+		r.prepare(t, stackCase{reqs: []disk.Request{member("/dev/sdb", "raid:old"), member("/dev/sdc", "raid:old")},
+			stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "old", Level: 1, Volume: disk.VolumeSpec{FS: "xfs"}}}}})
+		r.h.ResetLog()
+		c := raid1Data()
+		c.reqs[1].Device = "/dev/sdd"
+		c.reqs[0].Wipe = true
+		_, _, err := r.plan(c)
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "sdb1 is held by md md127 (old)") {
+			t.Errorf("plan: %v, want a refusal naming md127", err)
+		}
+		if w := r.h.Writes(); len(w) > 0 {
+			t.Errorf("refused, yet written: %v", w)
+		}
+	})
+	t.Run("built-differently", func(t *testing.T) {
+		r := newStackRig(t, "sdb", "sdc")
+		r.prepare(t, raid1Data())
+		r.h.ResetLog()
+		c := raid1Data()
+		c.stack.Arrays[0].Volume.FS = "ext4"
+		_, _, err := r.plan(c)
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/dev/md/data holds xfs label \"data\", not the ext4 asked (pass --wipe") {
+			t.Errorf("plan: %v", err)
+		}
+		c = raid1Data()
+		c.stack.Arrays[0].Level = 0
+		_, _, err = r.plan(c)
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "is raid1, not raid0 asked") {
+			t.Errorf("plan: %v", err)
+		}
+		if w := r.h.Writes(); len(w) > 0 {
+			t.Errorf("refused, yet written: %v", w)
+		}
+	})
+}
+
+func TestStackBadInput(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	for name, c := range map[string]struct {
+		c    stackCase
+		want string
+	}{
+		"unknown-level": {func() stackCase { c := raid1Data(); c.stack.Arrays[0].Level = 3; return c }(), "unknown level 3"},
+		"too-few": {func() stackCase {
+			c := raid1Data()
+			c.stack.Arrays[0].Level = 5
+			return c
+		}(), "level 5 needs at least 3 members, 2 partitions say use: raid:data"},
+		"lv-larger-than-vg": {func() stackCase {
+			c := lvmFast()
+			c.stack.Groups[0].Volumes[0].SizeBytes = 8 << 30
+			return c
+		}(), "lvm vg fast: the volumes need 8.0 GiB"},
+		"undeclared":    {stackCase{reqs: []disk.Request{member("/dev/sdb", "raid:nope")}}, "says use: raid:nope, but no raid: (name: nope) declares it"},
+		"swap-on-stack": {func() stackCase { c := raid1Data(); c.stack.Arrays[0].Volume = disk.VolumeSpec{FS: "swap"}; return c }(), "swap belongs on a partition"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := r.plan(c.c)
+			if !errors.Is(err, disk.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("plan: %v, want bad input saying %q", err, c.want)
+			}
+		})
+	}
+	swapMount := disk.Request{Device: "/dev/sdb", Partitions: []disk.PartSpec{{FS: "swap", Mount: "/swap"}}}
+	if err := swapMount.Validate(); !errors.Is(err, disk.ErrUsage) || !strings.Contains(err.Error(), "a swap partition has no mount point") {
+		t.Errorf("swap with a mount point: %v", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("bad input, yet written: %v", w)
+	}
+	// A VG of that name on other disks.
+	r2 := newStackRig(t, "sdb", "sdc", "sdd")
+	r2.prepare(t, stackCase{reqs: []disk.Request{member("/dev/sdd", "lvm:fast")},
+		stack: disk.StackRequest{Groups: []disk.GroupSpec{{VG: "fast", Volumes: []disk.LVSpec{{Name: "x", Volume: disk.VolumeSpec{FS: "xfs"}}}}}}})
+	c := lvmFast()
+	c.stack.Groups[0].Origin = "plan.yaml:9"
+	if _, _, err := r2.plan(c); !errors.Is(err, disk.ErrUsage) || !strings.Contains(err.Error(), "plan.yaml:9: lvm vg fast already exists on /dev/sdd1") {
+		t.Errorf("vg elsewhere: %v", err)
+	}
+}
