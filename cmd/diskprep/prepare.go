@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -17,7 +18,13 @@ import (
 )
 
 type prepareOptions struct {
-	Device        string
+	Device string
+	// Devices are every DEVICE given: more than one only with Raid or LVM.
+	Devices       []string
+	Raid          string // --raid LEVEL: an md array over Devices
+	RaidName      string // --name of the array (default data)
+	LVM           string // --lvm VG[/LV:SIZE]: a volume group over Devices
+	NoDiscard     bool
 	Image         string
 	Size          string
 	SectorSize    string
@@ -68,6 +75,8 @@ Examples:
   diskprep prepare /dev/sdc --fs xfs --wipe --yes --mount /srv --mount-opt noatime
   diskprep prepare --image /var/tmp/scratch.img --size 10G --fs xfs --mount /mnt/scratch
   diskprep prepare --plan bootstrap.yaml --dry-run
+  diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
+  diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
   diskprep release /data                     # unmount, drop the fstab line`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fs", Usage: "filesystem: `xfs` or ext4"},
@@ -84,13 +93,18 @@ Examples:
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
 			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
+			&cli.StringFlag{Name: "raid", Usage: "make an md array of `LEVEL` (0, 1, 5, 6, 10) over the DEVICEs, the file system on it"},
+			&cli.StringFlag{Name: "name", Usage: "`NAME` of the --raid array (/dev/md/NAME)", Value: "data"},
+			&cli.StringFlag{Name: "lvm", Usage: "make the LVM volume group `VG[/LV:SIZE]` over the DEVICEs and one logical volume (default data, the whole group) with the file system"},
+			&cli.BoolFlag{Name: "no-discard", Usage: "do not discard (TRIM) the new space of SSDs"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usageErr(fmt.Errorf("prepare takes one device (got %q)", c.Args().Slice()))
+			if c.NArg() > 1 && c.String("raid") == "" && c.String("lvm") == "" {
+				return usageErr(fmt.Errorf("prepare takes one device (got %q); several go with --raid or --lvm", c.Args().Slice()))
 			}
 			opts := prepareOptions{
-				Device: c.Args().First(), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
+				Device: c.Args().First(), Devices: c.Args().Slice(), Raid: c.String("raid"), RaidName: c.String("name"),
+				LVM: c.String("lvm"), NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
 				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
@@ -116,10 +130,68 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 		return nil, nil
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
-		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" {
+		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
 	}
 	return planfile.Load(o.PlanFile)
+}
+
+// stackRequest turns --raid or --lvm into the disks' requests (one
+// member partition each) and the stack over them.
+func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error) {
+	var st disk.StackRequest
+	switch {
+	case o.Raid != "" && o.LVM != "":
+		return nil, st, usageErr(errors.New("give --raid or --lvm, not both"))
+	case o.Image != "":
+		return nil, st, usageErr(errors.New("--raid and --lvm take DEVICEs, not --image"))
+	case o.FS == "":
+		return nil, st, usageErr(errors.New("--fs is required: xfs or ext4"))
+	case o.PartitionSize != "":
+		return nil, st, usageErr(errors.New("--partition-size is for a single disk: each member gets the whole disk"))
+	case len(o.Devices) == 0:
+		return nil, st, usageErr(errors.New("--raid and --lvm need the member DEVICEs"))
+	}
+	vol := disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist}
+	use := ""
+	if o.Raid != "" {
+		level, err := strconv.Atoi(o.Raid)
+		if err != nil {
+			return nil, st, usageErr(fmt.Errorf("--raid %q: want a level: 0, 1, 5, 6 or 10", o.Raid))
+		}
+		st.Arrays = []disk.ArraySpec{{Name: o.RaidName, Level: level, Volume: vol}}
+		use = "raid:" + o.RaidName
+	} else {
+		vg, lv, _ := strings.Cut(o.LVM, "/")
+		name, size, _ := strings.Cut(lv, ":")
+		if name == "" {
+			name = "data"
+		}
+		spec := disk.LVSpec{Name: name, Volume: vol}
+		if size != "" {
+			n, err := units.ParseSize(size)
+			if err != nil || n == 0 {
+				return nil, st, usageErr(fmt.Errorf("--lvm %s: size %q: want VG[/LV:SIZE] with a size such as 100G", o.LVM, size))
+			}
+			spec.SizeBytes = n
+		}
+		st.Groups = []disk.GroupSpec{{VG: vg, Volumes: []disk.LVSpec{spec}}}
+		use = "lvm:" + vg
+	}
+	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
+	seen := map[string]bool{}
+	var reqs []disk.Request
+	for _, d := range o.Devices {
+		if seen[d] {
+			return nil, st, usageErr(fmt.Errorf("%s is given twice", d))
+		}
+		seen[d] = true
+		reqs = append(reqs, disk.Request{Device: d, Wipe: o.Wipe, NoDiscard: o.NoDiscard, Partitions: []disk.PartSpec{{Use: use}}})
+	}
+	if err := st.Validate(reqs); err != nil {
+		return nil, st, err
+	}
+	return reqs, st, nil
 }
 
 // flagRequest turns the flags into the one disk request they describe.
@@ -145,7 +217,7 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 		}
 		ps.SizeBytes = n
 	}
-	req := disk.Request{Device: o.Device, Image: o.Image, Wipe: o.Wipe, Partitions: []disk.PartSpec{ps}}
+	req := disk.Request{Device: o.Device, Image: o.Image, Wipe: o.Wipe, NoDiscard: o.NoDiscard, Partitions: []disk.PartSpec{ps}}
 	if o.Image != "" {
 		var err error
 		if req.ImageSizeBytes, req.ImageSectorBytes, err = imageGeometry(o.Size, o.SectorSize); err != nil {
@@ -172,7 +244,15 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		return err
 	}
 	var reqs []disk.Request
-	if pf == nil {
+	var stacks disk.StackRequest
+	switch {
+	case pf != nil:
+		stacks = pf.Stacks()
+	case opts.Raid != "" || opts.LVM != "":
+		if reqs, stacks, err = opts.stackRequest(); err != nil {
+			return err
+		}
+	default:
 		if reqs, err = opts.flagRequest(); err != nil {
 			return err
 		}
@@ -219,6 +299,30 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if err != nil {
 		return err
 	}
+	var sp *disk.StackPlan
+	if !stacks.Empty() {
+		if sp, err = (disk.Planner{Roots: deps.Roots}).PlanStacks(stacks, plans, reqs, host); err != nil {
+			return err
+		}
+	}
+	if opts.DryRun && sp != nil {
+		if format == "json" {
+			return writeJSON(e.Stdout, struct {
+				Disks  []*disk.Plan    `json:"disks"`
+				Stacks *disk.StackPlan `json:"stacks"`
+			}{plans, sp})
+		}
+		for _, p := range plans {
+			if err := p.WriteText(e.Stdout); err != nil {
+				return err
+			}
+		}
+		if err := sp.WriteText(e.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
+		return nil
+	}
 	if opts.DryRun {
 		if format == "json" {
 			if len(plans) == 1 && opts.PlanFile == "" {
@@ -262,7 +366,26 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 		return err
 	}
+	var sres *disk.StackResult
+	if sp != nil {
+		sres, err = disk.ApplyStacks(ctx, sp, deps)
+		if err != nil {
+			for _, r := range results {
+				r.WriteText(e.Stderr)
+			}
+			if sres != nil {
+				sres.WriteText(e.Stderr)
+			}
+			return err
+		}
+	}
 	if format == "json" {
+		if sres != nil {
+			return writeJSON(e.Stdout, struct {
+				Disks  []*disk.Result    `json:"disks"`
+				Stacks *disk.StackResult `json:"stacks"`
+			}{results, sres})
+		}
 		if len(results) == 1 && opts.PlanFile == "" {
 			return writeJSON(e.Stdout, results[0])
 		}
@@ -272,6 +395,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		if err := r.WriteText(e.Stdout); err != nil {
 			return err
 		}
+	}
+	if sres != nil {
+		return sres.WriteText(e.Stdout)
 	}
 	return nil
 }

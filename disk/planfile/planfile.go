@@ -14,7 +14,8 @@
 //	      serial: X3G7ABCDE     # case-insensitive
 //	      wwn: 0x5000039ff4c3a1b2                   # "0x", "naa." and case ignored
 //	      model: TOSHIBA DT01ACA300                 # model, or vendor + model; "_" = " "
-//	      size: 2.5T-3T         # MIN-MAX range (inclusive) or an exact size
+//	      size: 2.5T-3T         # MIN-MAX range (inclusive), >=MIN, <=MAX or an exact size
+//	      transport: nvme       # nvme, sata, sas, scsi, virtio, usb
 //	    wipe: false             # allow destroying existing signatures/tables
 //	    partitions:             # one or more, in disk order
 //	      - size: 100G          # a size, or "rest" (last partition only)
@@ -23,7 +24,17 @@
 //	        mount: /data        # absolute; optional
 //	        options: noatime    # mount options, comma separated (needs mount)
 //	        mkfs_options: ["-m", "reflink=1"]   # extra mkfs arguments, as given
-//	        persist: true       # add an /etc/fstab line (needs mount)
+//	        persist: true       # add an /etc/fstab line (needs mount; swap: a swap line)
+//	      - size: rest
+//	        use: raid:data      # a member of the raid entry "data" (or lvm:VG), no fs
+//	raid:                       # md arrays over the partitions that "use" them
+//	  - name: data
+//	    level: 1                # 0, 1, 5, 6, 10
+//	    filesystem: {fs: xfs, label: data, mount: /data, persist: true}
+//	lvm:                        # LVM volume groups over the partitions that "use" them
+//	  - vg: fast
+//	    volumes:                # in order; size "rest" for the last only
+//	      - {name: scratch, size: 100G, fs: ext4, mount: /scratch, persist: true}
 //
 // Sizes are binary as everywhere in diskprep: "3T" is 3 TiB, so a drive sold
 // as 3 TB (3.0e12 bytes, 2.73 TiB) is matched by "2.5T-3T".
@@ -41,6 +52,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -70,6 +82,17 @@ type Plan struct {
 	Path    string // the file name as given to Load, used in messages
 	Version int
 	Disks   []DiskPlan
+	// Raid and LVM are the storage stacks over the partitions whose use
+	// names them (disk.PartSpec.Use).
+	Raid []disk.ArraySpec
+	LVM  []disk.GroupSpec
+	// StackWipe: an entry of raid or lvm said wipe: true.
+	StackWipe bool
+}
+
+// Stacks is the plan's storage stacks as disk plans them.
+func (p *Plan) Stacks() disk.StackRequest {
+	return disk.StackRequest{Arrays: p.Raid, Groups: p.LVM, Wipe: p.StackWipe}
 }
 
 // DiskPlan is one entry of disks: which disk, and what to make of it.
@@ -82,16 +105,17 @@ type DiskPlan struct {
 
 // Selector picks one disk; every field that is set must match.
 type Selector struct {
-	Line    int
-	Path    string
-	ByID    string // a /dev/disk/by-id name, without the directory
-	ByPath  string // a /dev/disk/by-path name, without the directory
-	Serial  string
-	WWN     string
-	Model   string
-	Size    string // as written; SizeMin/SizeMax hold its bounds
-	SizeMin uint64
-	SizeMax uint64
+	Line      int
+	Transport string // nvme, sata, sas, scsi, virtio, usb
+	Path      string
+	ByID      string // a /dev/disk/by-id name, without the directory
+	ByPath    string // a /dev/disk/by-path name, without the directory
+	Serial    string
+	WWN       string
+	Model     string
+	Size      string // as written; SizeMin/SizeMax hold its bounds
+	SizeMin   uint64
+	SizeMax   uint64
 }
 
 type planError struct {
@@ -189,6 +213,10 @@ func yamlError(name string, err error) error {
 
 type parser struct {
 	file string
+	// partLines are the lines of each disk's partitions, for messages
+	// about their use.
+	partLines [][]int
+	curLines  []int
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
@@ -275,7 +303,7 @@ func (p *parser) list(n *yaml.Node, what string, max int) ([]*yaml.Node, error) 
 }
 
 func (p *parser) plan(root *yaml.Node) (*Plan, error) {
-	f, err := p.fields(root, "plan", "version", "disks")
+	f, err := p.fields(root, "plan", "version", "disks", "raid", "lvm")
 	if err != nil {
 		return nil, err
 	}
@@ -303,10 +331,12 @@ func (p *parser) plan(root *yaml.Node) (*Plan, error) {
 	plan := &Plan{Path: p.file, Version: Version}
 	mounts := map[string]int{}
 	for i, item := range items {
+		p.curLines = nil
 		d, err := p.disk(item, fmt.Sprintf("disks[%d]", i))
 		if err != nil {
 			return nil, err
 		}
+		p.partLines = append(p.partLines, p.curLines)
 		for _, ps := range d.Partitions {
 			if ps.Mount == "" {
 				continue
@@ -318,7 +348,220 @@ func (p *parser) plan(root *yaml.Node) (*Plan, error) {
 		}
 		plan.Disks = append(plan.Disks, d)
 	}
+	if err := p.stacks(plan, f, mounts); err != nil {
+		return nil, err
+	}
 	return plan, nil
+}
+
+// stacks reads raid: and lvm: and checks them against the partitions
+// that use them.
+func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]int) error {
+	declared := map[string]int{} // use -> line
+	if rn, ok := f["raid"]; ok {
+		items, err := p.list(rn, "raid", maxDisks)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			what := fmt.Sprintf("raid[%d]", i)
+			rf, err := p.fields(it, what, "name", "level", "filesystem", "wipe")
+			if err != nil {
+				return err
+			}
+			a := disk.ArraySpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			nn, ok := rf["name"]
+			if !ok {
+				return p.errf(it, "%s: missing \"name\"", what)
+			}
+			if a.Name, err = p.str(nn, what+".name"); err != nil {
+				return err
+			}
+			ln, ok := rf["level"]
+			if !ok {
+				return p.errf(it, "%s: missing \"level\" (0, 1, 5, 6 or 10)", what)
+			}
+			lvl, err := strconv.Atoi(ln.Value)
+			if ln.Kind != yaml.ScalarNode || err != nil {
+				return p.errf(ln, "%s.level: want 0, 1, 5, 6 or 10, got %s", what, kind(ln))
+			}
+			switch lvl {
+			case 0, 1, 5, 6, 10:
+			default:
+				return p.errf(ln, "%s.level: unknown RAID level %d: want 0, 1, 5, 6 or 10", what, lvl)
+			}
+			a.Level = lvl
+			fn, ok := rf["filesystem"]
+			if !ok {
+				return p.errf(it, "%s: missing \"filesystem\" ({fs: xfs, mount: /data})", what)
+			}
+			if a.Volume, err = p.volume(fn, what+".filesystem", mounts, false); err != nil {
+				return err
+			}
+			if w, ok := rf["wipe"]; ok {
+				b, err := p.boolean(w, what+".wipe")
+				if err != nil {
+					return err
+				}
+				plan.StackWipe = plan.StackWipe || b
+			}
+			use := "raid:" + a.Name
+			if prev, dup := declared[use]; dup {
+				return p.errf(nn, "%s: raid %s is already declared at line %d", what, a.Name, prev)
+			}
+			declared[use] = it.Line
+			plan.Raid = append(plan.Raid, a)
+		}
+	}
+	if ln, ok := f["lvm"]; ok {
+		items, err := p.list(ln, "lvm", maxDisks)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			what := fmt.Sprintf("lvm[%d]", i)
+			gf, err := p.fields(it, what, "vg", "volumes", "wipe")
+			if err != nil {
+				return err
+			}
+			g := disk.GroupSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			vn, ok := gf["vg"]
+			if !ok {
+				return p.errf(it, "%s: missing \"vg\"", what)
+			}
+			if g.VG, err = p.str(vn, what+".vg"); err != nil {
+				return err
+			}
+			if w, ok := gf["wipe"]; ok {
+				b, err := p.boolean(w, what+".wipe")
+				if err != nil {
+					return err
+				}
+				plan.StackWipe = plan.StackWipe || b
+			}
+			vsn, ok := gf["volumes"]
+			if !ok {
+				return p.errf(it, "%s: missing \"volumes\"", what)
+			}
+			vols, err := p.list(vsn, what+".volumes", maxPartitions)
+			if err != nil {
+				return err
+			}
+			if len(vols) == 0 {
+				return p.errf(vsn, "%s.volumes: empty list", what)
+			}
+			for j, vn := range vols {
+				vw := fmt.Sprintf("%s.volumes[%d]", what, j)
+				vf, err := p.fields(vn, vw, "name", "size", "fs", "label", "mount", "options", "mkfs_options", "persist")
+				if err != nil {
+					return err
+				}
+				lv := disk.LVSpec{Origin: p.file + ":" + strconv.Itoa(vn.Line)}
+				nn, ok := vf["name"]
+				if !ok {
+					return p.errf(vn, "%s: missing \"name\"", vw)
+				}
+				if lv.Name, err = p.str(nn, vw+".name"); err != nil {
+					return err
+				}
+				sn, ok := vf["size"]
+				if !ok {
+					return p.errf(vn, "%s: missing \"size\" (a size such as 100G, or rest)", vw)
+				}
+				size, err := p.str(sn, vw+".size")
+				if err != nil {
+					return err
+				}
+				if strings.EqualFold(size, "rest") {
+					if j != len(vols)-1 {
+						return p.errf(sn, "%s.size: \"rest\" is allowed only for the last volume", vw)
+					}
+				} else if lv.SizeBytes, err = units.ParseSize(size); err != nil || lv.SizeBytes == 0 {
+					if err == nil {
+						err = errors.New("must be more than 0")
+					}
+					return p.errf(sn, "%s.size: %v", vw, err)
+				}
+				delete(vf, "name")
+				delete(vf, "size")
+				if lv.Volume, err = p.volumeFields(vn, vf, vw, mounts); err != nil {
+					return err
+				}
+				g.Volumes = append(g.Volumes, lv)
+			}
+			use := "lvm:" + g.VG
+			if prev, dup := declared[use]; dup {
+				return p.errf(vn, "%s: lvm vg %s is already declared at line %d", what, g.VG, prev)
+			}
+			declared[use] = it.Line
+			plan.LVM = append(plan.LVM, g)
+		}
+	}
+	// Every use names a declared stack, and every array has the members
+	// its level needs.
+	count := map[string]int{}
+	for i, d := range plan.Disks {
+		for j, ps := range d.Partitions {
+			if ps.Use == "" {
+				continue
+			}
+			if _, ok := declared[ps.Use]; !ok {
+				kind, name, _ := strings.Cut(ps.Use, ":")
+				key := map[string]string{"raid": "raid entry with name: ", "lvm": "lvm entry with vg: "}[kind]
+				return at(p.file, p.partLines[i][j], "partition use %s: no %s%s in this plan", ps.Use, key, name)
+			}
+			count[ps.Use]++
+		}
+	}
+	minMembers := map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
+	for _, a := range plan.Raid {
+		if n := count["raid:"+a.Name]; n < minMembers[a.Level] {
+			return at(p.file, declared["raid:"+a.Name], "raid %s: level %d needs at least %d members, %d partitions say use: raid:%s", a.Name, a.Level, minMembers[a.Level], n, a.Name)
+		}
+	}
+	for _, g := range plan.LVM {
+		if count["lvm:"+g.VG] == 0 {
+			return at(p.file, declared["lvm:"+g.VG], "lvm vg %s: no partition says use: lvm:%s", g.VG, g.VG)
+		}
+	}
+	return nil
+}
+
+// volume reads a stack's filesystem mapping.
+func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool) (disk.VolumeSpec, error) {
+	f, err := p.fields(n, what, "fs", "label", "mount", "options", "mkfs_options", "persist")
+	if err != nil {
+		return disk.VolumeSpec{}, err
+	}
+	return p.volumeFields(n, f, what, mounts)
+}
+
+func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string, mounts map[string]int) (disk.VolumeSpec, error) {
+	// The same keys and checks as a partition's file system.
+	m := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k, Line: f[k].Line}, f[k])
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "size", Line: n.Line}, &yaml.Node{Kind: yaml.ScalarNode, Value: "rest", Line: n.Line})
+	ps, err := p.partition(m, what, true)
+	if err != nil {
+		return disk.VolumeSpec{}, err
+	}
+	if ps.Use != "" || ps.FS == "swap" {
+		return disk.VolumeSpec{}, p.errf(n, "%s: swap and use belong on a partition, not on a stack", what)
+	}
+	if ps.Mount != "" {
+		if line, dup := mounts[ps.Mount]; dup {
+			return disk.VolumeSpec{}, p.errf(n, "%s: mount point %s is already used at line %d", what, ps.Mount, line)
+		}
+		mounts[ps.Mount] = n.Line
+	}
+	return disk.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist}, nil
 }
 
 func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {
@@ -356,11 +599,15 @@ func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {
 			return d, err
 		}
 		d.Partitions = append(d.Partitions, ps)
+		p.curLines = append(p.curLines, pn.Line)
 	}
 	return d, nil
 }
 
-var selectorKeys = []string{"path", "by_id", "by_path", "serial", "wwn", "model", "size"}
+var selectorKeys = []string{"path", "by_id", "by_path", "serial", "wwn", "model", "size", "transport"}
+
+// transports are the selector's transport values (hwinfo's names).
+var transports = []string{"nvme", "sata", "sas", "scsi", "virtio", "usb", "mmc", "loop"}
 
 func (p *parser) selector(n *yaml.Node, what string) (Selector, error) {
 	s := Selector{Line: n.Line}
@@ -384,6 +631,16 @@ func (p *parser) selector(n *yaml.Node, what string) (Selector, error) {
 	}
 	s.Path, s.ByID, s.ByPath = vals["path"], vals["by_id"], vals["by_path"]
 	s.Serial, s.WWN, s.Model, s.Size = vals["serial"], vals["wwn"], vals["model"], vals["size"]
+	if t := strings.ToLower(vals["transport"]); t != "" {
+		ok := false
+		for _, k := range transports {
+			ok = ok || k == t
+		}
+		if !ok {
+			return s, p.errf(f["transport"], "%s.transport: %q: want one of %s", what, vals["transport"], strings.Join(transports, ", "))
+		}
+		s.Transport = t
+	}
 	if s.Path != "" && !strings.HasPrefix(s.Path, "/dev/") {
 		return s, p.errf(f["path"], "%s.path: %q is not a device path under /dev", what, s.Path)
 	}
@@ -410,6 +667,18 @@ func (p *parser) selector(n *yaml.Node, what string) (Selector, error) {
 
 // parseSizeRange reads "MIN-MAX" (inclusive) or one exact size.
 func parseSizeRange(s string) (lo, hi uint64, err error) {
+	if rest, ok := strings.CutPrefix(s, ">="); ok {
+		if lo, err = units.ParseSize(strings.TrimSpace(rest)); err != nil {
+			return 0, 0, err
+		}
+		return lo, ^uint64(0), nil
+	}
+	if rest, ok := strings.CutPrefix(s, "<="); ok {
+		if hi, err = units.ParseSize(strings.TrimSpace(rest)); err != nil || hi == 0 {
+			return 0, 0, fmt.Errorf("size %q: want <=SIZE with SIZE more than 0", s)
+		}
+		return 0, hi, nil
+	}
 	a, b, isRange := strings.Cut(s, "-")
 	if lo, err = units.ParseSize(a); err != nil {
 		return 0, 0, err
@@ -429,11 +698,11 @@ func parseSizeRange(s string) (lo, hi uint64, err error) {
 	return lo, hi, nil
 }
 
-var partitionKeys = []string{"size", "fs", "label", "mount", "options", "mkfs_options", "persist"}
+var partitionKeys = []string{"size", "fs", "label", "mount", "options", "mkfs_options", "persist", "use"}
 
 // labelLimits are the filesystems' label lengths in bytes (mkfs.xfs -L
 // takes 12, mkfs.ext4 -L 16).
-var labelLimits = map[string]int{"xfs": 12, "ext4": 16}
+var labelLimits = map[string]int{"xfs": 12, "ext4": 16, "swap": 15}
 
 func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec, error) {
 	var ps disk.PartSpec
@@ -474,11 +743,36 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 	if err != nil {
 		return ps, err
 	}
+	use, un, err := str("use")
+	if err != nil {
+		return ps, err
+	}
+	if use != "" {
+		kind, name, _ := strings.Cut(use, ":")
+		switch {
+		case kind != "raid" && kind != "lvm" || name == "":
+			return ps, p.errf(un, "%s.use: %q: want raid:NAME or lvm:VG", what, use)
+		case fs != "":
+			return ps, p.errf(fn, "%s.fs: a partition with use: %s has no fs of its own (give it to the %s entry)", what, use, kind)
+		}
+		for _, k := range []string{"label", "mount", "options", "mkfs_options", "persist"} {
+			if _, ok := f[k]; ok && k != "label" {
+				return ps, p.errf(f[k], "%s.%s: a partition with use: %s has no %s (give it to the %s entry)", what, k, use, k, kind)
+			}
+		}
+		ps.Use = use
+		if l, ok := f["label"]; ok {
+			if ps.Label, err = p.str(l, what+".label"); err != nil {
+				return ps, err
+			}
+		}
+		return ps, nil
+	}
 	if _, ok := labelLimits[fs]; !ok {
 		if fs == "" {
-			return ps, p.errf(n, "%s: missing \"fs\" (xfs or ext4)", what)
+			return ps, p.errf(n, "%s: missing \"fs\" (xfs, ext4 or swap) or \"use\" (raid:NAME, lvm:VG)", what)
 		}
-		return ps, p.errf(fn, "%s.fs: %q: want xfs or ext4", what, fs)
+		return ps, p.errf(fn, "%s.fs: %q: want xfs, ext4 or swap", what, fs)
 	}
 	ps.FS = fs
 
@@ -494,6 +788,9 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 	mount, mn, err := str("mount")
 	if err != nil {
 		return ps, err
+	}
+	if mount != "" && fs == "swap" {
+		return ps, p.errf(mn, "%s.mount: a swap partition has no mount point", what)
 	}
 	if mount != "" {
 		if !strings.HasPrefix(mount, "/") {
@@ -541,7 +838,7 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 		if ps.Persist, err = p.boolean(pn, what+".persist"); err != nil {
 			return ps, err
 		}
-		if ps.Persist && mount == "" {
+		if ps.Persist && mount == "" && fs != "swap" {
 			return ps, p.errf(pn, "%s.persist: an fstab line needs \"mount\"", what)
 		}
 	}

@@ -113,6 +113,9 @@ func (s Selector) Matches(d *hwinfo.Disk) bool {
 	if s.Size != "" && (d.SizeBytes < s.SizeMin || d.SizeBytes > s.SizeMax) {
 		return false
 	}
+	if s.Transport != "" && !strings.EqualFold(d.Transport, s.Transport) {
+		return false
+	}
 	return true
 }
 
@@ -131,6 +134,7 @@ func (s Selector) String() string {
 	add("wwn", s.WWN)
 	add("model", s.Model)
 	add("size", s.Size)
+	add("transport", s.Transport)
 	return strings.Join(parts, " ")
 }
 
