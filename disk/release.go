@@ -19,6 +19,10 @@ type ReleaseOptions struct {
 	// RemoveImage deletes the image file behind a loop device diskprep
 	// attached, after detaching it.
 	RemoveImage bool
+	// Wipe also destroys the storage stacks released (logical volumes,
+	// volume groups, physical volumes, md superblocks) and the signatures
+	// left on their member disks.
+	Wipe bool
 }
 
 // ReleaseResult is what Release did.
@@ -30,7 +34,10 @@ type ReleaseResult struct {
 	Detached     string   `json:"detached,omitempty"`
 	Image        string   `json:"image,omitempty"`
 	ImageRemoved bool     `json:"image_removed,omitempty"`
-	Notes        []string `json:"notes,omitempty"`
+	SwappedOff   []string `json:"swapped_off,omitempty"`
+	// StackSteps are the stack teardown steps done, as typed.
+	StackSteps []string `json:"stack_steps,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // ReleasePlanSchema names the JSON shape of a ReleasePlan.
@@ -53,9 +60,12 @@ type ReleasePlan struct {
 	// Detach is the loop device diskprep attached that is detached.
 	Detach string `json:"detach,omitempty"`
 	// Image is the image file concerned; RemoveImage says it is deleted.
-	Image       string   `json:"image,omitempty"`
-	RemoveImage bool     `json:"remove_image,omitempty"`
-	Notes       []string `json:"notes,omitempty"`
+	Image       string `json:"image,omitempty"`
+	RemoveImage bool   `json:"remove_image,omitempty"`
+	// Stacks is the teardown of swap areas, md arrays and volume groups
+	// on what is released; nil when there are none.
+	Stacks *StackRelease `json:"stacks,omitempty"`
+	Notes  []string      `json:"notes,omitempty"`
 }
 
 // Release undoes the tail end of prepare for target (a mount point, a disk
@@ -161,6 +171,14 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 			devs[n] = name
 		}
 	}
+	var stacks StackRelease
+	plan.Stacks = &stacks
+	if err := a.addStacks(plan, devs, opt); err != nil {
+		return nil, err
+	}
+	if stacks.empty() {
+		plan.Stacks = nil
+	}
 	for _, m := range mounts {
 		if _, ok := devs[m.devnum]; ok && !contains(points, m.point) {
 			points = append(points, m.point)
@@ -177,7 +195,7 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 	for _, name := range names {
 		if sigs, err := a.probeDevice(a.roots.DevPath(name)); err == nil {
 			for _, s := range sigs {
-				if s.UUID != "" && s.Usage == "filesystem" {
+				if s.UUID != "" && (s.Usage == "filesystem" || s.Type == "swap") {
 					uuids[strings.ToLower(s.UUID)] = true
 				}
 			}
@@ -251,6 +269,14 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 		res.ImageRemoved = true
 		return res, nil
 	}
+	if plan.Stacks != nil {
+		for _, sw := range plan.Stacks.Swapoff {
+			if err := a.do(ctx, "swapoff", []string{"swapoff", sw}); err != nil {
+				return res, fmt.Errorf("swapoff %s: %w", sw, err)
+			}
+			res.SwappedOff = append(res.SwappedOff, sw)
+		}
+	}
 	for _, pt := range plan.Unmount {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -280,6 +306,11 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 		}
 	}
 
+	if plan.Stacks != nil {
+		if err := a.applyStackRelease(ctx, *plan.Stacks, res); err != nil {
+			return res, err
+		}
+	}
 	if plan.Detach == "" {
 		return res, nil
 	}
@@ -318,6 +349,15 @@ func (p *ReleasePlan) WriteText(w io.Writer) error {
 	}
 	for _, l := range p.FstabRemove {
 		fmt.Fprintf(&b, "would remove from fstab: %s\n", l)
+		did = true
+	}
+	if p.Stacks != nil {
+		for _, sw := range p.Stacks.Swapoff {
+			fmt.Fprintf(&b, "would swapoff %s (first)\n", sw)
+		}
+		for _, st := range p.Stacks.steps() {
+			fmt.Fprintf(&b, "would run: %s\n", st)
+		}
 		did = true
 	}
 	if p.Detach != "" {
@@ -418,6 +458,14 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 	}
 	for _, l := range r.FstabRemoved {
 		fmt.Fprintf(&b, "removed from fstab: %s\n", l)
+		did = true
+	}
+	for _, sw := range r.SwappedOff {
+		fmt.Fprintf(&b, "swapped off %s\n", sw)
+		did = true
+	}
+	for _, st := range r.StackSteps {
+		fmt.Fprintf(&b, "done: %s\n", st)
 		did = true
 	}
 	if r.Detached != "" {

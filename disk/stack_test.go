@@ -386,3 +386,63 @@ func TestStackBadInput(t *testing.T) {
 		t.Errorf("vg elsewhere: %v", err)
 	}
 }
+
+func TestStackRelease(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd", "sde")
+	r.prepare(t, combined())
+	r.h.ResetLog()
+
+	// Without --wipe: unmounted, fstab lines and the mdadm.conf line gone,
+	// the array stopped and the group deactivated, the data kept.
+	p, err := disk.PlanRelease("/dev/sdb", disk.ReleaseOptions{}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stacks == nil || strings.Join(p.Stacks.MDStop, ",") != "/dev/md127" || len(p.Stacks.MdadmConfRemove) != 1 || len(p.Stacks.MDZero) != 0 || len(p.Unmount) != 1 || p.Unmount[0] != "/mnt/data" {
+		t.Fatalf("release plan of a RAID member: %+v %+v", p, p.Stacks)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("planning the release wrote: %v", w)
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.h.Stacks(); len(got) != 2 || strings.Contains(strings.Join(got, " "), "md127") {
+		t.Errorf("stacks after the release of the mirror: %q", got)
+	}
+	if strings.Contains(string(r.h.File("/etc/mdadm/mdadm.conf")), "ARRAY") || strings.Contains(string(r.h.File("/etc/fstab")), "/mnt/data") {
+		t.Errorf("mdadm.conf or fstab still name the array:\n%s\n%s", r.h.File("/etc/mdadm/mdadm.conf"), r.h.File("/etc/fstab"))
+	}
+	if sigs := strings.Join(r.h.Signatures("sdb1"), ","); !strings.Contains(sigs, "linux_raid_member") {
+		t.Errorf("without --wipe the member's superblock went: %s", sigs)
+	}
+
+	// With --wipe, the volume group across sdd and sde, and the swap
+	// partition on sdd: everything undone in reverse, the disks blank.
+	r.h.ResetLog()
+	p, err = disk.PlanRelease("/mnt/scratch", disk.ReleaseOptions{Wipe: true}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	golden.Check(t, filepath.Join("testdata", "stacks", "release-lvm-wipe.txt"), b.Bytes())
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.h.Stacks(); len(got) != 0 {
+		t.Errorf("stacks left: %q", got)
+	}
+	if got := r.h.PVs(); len(got) != 0 {
+		t.Errorf("physical volumes left: %q", got)
+	}
+	for _, d := range []string{"sde"} {
+		if sigs := r.h.Signatures(d); len(sigs) != 0 {
+			t.Errorf("%s is not signature-free after release --wipe: %v", d, sigs)
+		}
+	}
+	if f := string(r.h.File("/etc/fstab")); strings.Contains(f, "/mnt/scratch") || strings.Contains(f, "/mnt/vm") {
+		t.Errorf("fstab:\n%s", f)
+	}
+	golden.Check(t, filepath.Join("testdata", "effects", "stack-release-lvm-wipe.log"), []byte(r.h.Transcript()))
+}

@@ -13,6 +13,7 @@ import (
 type releaseOptions struct {
 	Target      string
 	RemoveImage bool
+	Wipe        bool
 	DryRun      bool
 }
 
@@ -27,6 +28,13 @@ are never touched), and detaches a loop device that prepare --image attached.
 The data stays on the disk; the image file stays where it is unless
 --remove-image.
 
+On a storage stack (a mount point or device of an md array or logical
+volume, or a member disk) release also turns off swap areas, deactivates
+the volume groups and stops the arrays, and removes diskprep's mdadm.conf
+lines; with --wipe it removes the logical volumes, volume groups and
+physical volumes, zeroes the md superblocks and wipes the member disks'
+signatures (wipefs --all), leaving them blank.
+
 --dry-run prints what release would unmount, which fstab lines it would
 remove and what it would detach (-o json for the machine-readable plan), and
 changes nothing; it needs no root when the facts are readable.
@@ -35,10 +43,12 @@ Examples:
   diskprep release /data
   diskprep release /dev/sdb                  # every mounted partition of sdb
   diskprep release /data --dry-run           # what would be undone
-  diskprep release /var/tmp/scratch.img --remove-image`,
+  diskprep release /var/tmp/scratch.img --remove-image
+  diskprep release /dev/sdb --wipe --dry-run  # a RAID member: the whole array`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "remove-image", Usage: "also delete the image file behind a loop device diskprep attached"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be released and change nothing"},
+			&cli.BoolFlag{Name: "wipe", Usage: "also remove the storage stacks released (LVs, VGs, PVs, md superblocks) and wipe their disks' signatures"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
@@ -48,7 +58,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			opts := releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image"), DryRun: c.Bool("dry-run")}
+			opts := releaseOptions{Target: c.Args().First(), RemoveImage: c.Bool("remove-image"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run")}
 			return runRelease(c.Context, opts, m, e)
 		}),
 	}
@@ -68,7 +78,7 @@ func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) er
 		return errors.New("release needs root")
 	}
 	deps := m.diskDeps(e)
-	plan, err := m.planRelease(opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage}, deps)
+	plan, err := m.planRelease(opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage, Wipe: opts.Wipe}, deps)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", opts.Target, err)
 	}

@@ -1,0 +1,338 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// StackRelease is the part of a ReleasePlan that undoes storage stacks, in
+// the order ApplyRelease carries it out after the unmounts and the fstab
+// lines: swap off first (before the unmounts), then logical volumes,
+// volume groups, physical volumes, md arrays, their mdadm.conf lines, and
+// with Wipe the members' superblocks and the disks' signatures.
+type StackRelease struct {
+	// Swapoff are active swap areas on the devices released.
+	Swapoff []string `json:"swapoff,omitempty"`
+	// Deactivate are volume groups made inactive (vgchange -an), without
+	// Wipe: their data stays, vgchange -ay brings them back.
+	Deactivate []string `json:"deactivate,omitempty"`
+	// LVRemove ("VG/LV"), VGRemove and PVRemove are removed (Wipe only).
+	LVRemove []string `json:"lvremove,omitempty"`
+	VGRemove []string `json:"vgremove,omitempty"`
+	PVRemove []string `json:"pvremove,omitempty"`
+	// MDStop are md arrays stopped; MDZero the members whose superblock is
+	// zeroed (Wipe only).
+	MDStop []string `json:"md_stop,omitempty"`
+	MDZero []string `json:"md_zero,omitempty"`
+	// MdadmConf is the file whose diskprep ARRAY lines MdadmConfRemove go.
+	MdadmConf       string   `json:"mdadm_conf,omitempty"`
+	MdadmConfRemove []string `json:"mdadm_conf_remove,omitempty"`
+	// WipeSignatures are the devices wipefs -a clears, partitions before
+	// their disks (Wipe only): what is left is signature-free.
+	WipeSignatures []string `json:"wipe_signatures,omitempty"`
+}
+
+func (s StackRelease) empty() bool {
+	return len(s.Swapoff)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
+		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
+}
+
+// addStacks finds the stacks concerned by a release of the devices in devs
+// ("major:minor" -> kernel name: a disk and its partitions, or an array
+// or logical volume itself): every md array and volume group held on
+// them, or the one they are, with all their members. It adds the stacks'
+// devices to devs (their mounts and fstab lines go too) and plans their
+// teardown.
+func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+	names := map[string]bool{}
+	for _, n := range devs {
+		names[n] = true
+	}
+	mds := map[string]bool{} // md kernel names
+	dms := map[string]bool{} // dm kernel names of logical volumes
+	var lower []string       // disks and partitions given
+	for n := range names {
+		switch {
+		case strings.HasPrefix(n, "md"):
+			mds[n] = true
+		case strings.HasPrefix(n, "dm-"):
+			dms[n] = true
+		default:
+			lower = append(lower, n)
+			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", n, "holders"))
+			for _, de := range des {
+				switch h := de.Name(); {
+				case strings.HasPrefix(h, "md"):
+					mds[h] = true
+				case strings.HasPrefix(h, "dm-"):
+					dms[h] = true
+				}
+			}
+		}
+	}
+	sort.Strings(lower)
+	// Swap areas among the devices given.
+	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 0 && names[filepath.Base(f[0])] {
+				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, f[0])
+			}
+		}
+	}
+	if len(mds) == 0 && len(dms) == 0 {
+		if opt.Wipe {
+			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+		}
+		return nil
+	}
+	members := map[string]bool{}
+	addDev := func(name string) {
+		if n, err := a.readDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
+			devs[n] = name
+		}
+	}
+	// Logical volumes: their whole volume group.
+	if len(dms) > 0 {
+		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM()
+		if err != nil {
+			return err
+		}
+		vgs := map[string]bool{}
+		for dm := range dms {
+			b, err := a.host.ReadFile(a.roots.SysPath("block", dm, "dm", "name"))
+			if err != nil {
+				continue
+			}
+			dmName := strings.TrimSpace(string(b))
+			for vg, lvs := range lvm.lvs {
+				for lv := range lvs {
+					if dmEscape(vg)+"-"+dmEscape(lv) == dmName {
+						vgs[vg] = true
+					}
+				}
+			}
+		}
+		for _, vg := range sortedKeys(vgs) {
+			var lvNames []string
+			for lv := range lvm.lvs[vg] {
+				lvNames = append(lvNames, lv)
+			}
+			sort.Strings(lvNames)
+			for _, lv := range lvNames {
+				if real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv)); err == nil {
+					addDev(filepath.Base(real))
+				}
+				if opt.Wipe {
+					plan.Stacks.LVRemove = append(plan.Stacks.LVRemove, vg+"/"+lv)
+				}
+			}
+			if opt.Wipe {
+				plan.Stacks.VGRemove = append(plan.Stacks.VGRemove, vg)
+			} else {
+				plan.Stacks.Deactivate = append(plan.Stacks.Deactivate, vg)
+			}
+			var pvs []string
+			for pv, g := range lvm.pvVG {
+				if g == vg {
+					pvs = append(pvs, pv)
+					members[filepath.Base(pv)] = true
+				}
+			}
+			sort.Strings(pvs)
+			if opt.Wipe {
+				plan.Stacks.PVRemove = append(plan.Stacks.PVRemove, pvs...)
+			}
+		}
+	}
+	// md arrays: stopped, their members' superblocks zeroed with Wipe.
+	for _, md := range sortedKeys(mds) {
+		addDev(md)
+		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.roots.DevPath(md))
+		des, _ := a.host.ReadDir(a.roots.SysPath("block", md, "slaves"))
+		for _, de := range des {
+			members[de.Name()] = true
+			if opt.Wipe {
+				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.roots.DevPath(de.Name()))
+			}
+		}
+		if b, err := a.host.ReadFile(a.roots.SysPath("block", md, "md", "uuid")); err == nil {
+			uuid := mdUUIDForm(strings.TrimSpace(string(b)))
+			for _, conf := range []string{a.roots.HostPath("etc/mdadm/mdadm.conf"), a.roots.HostPath("etc/mdadm.conf")} {
+				data, err := a.host.ReadFile(conf)
+				if err != nil {
+					continue
+				}
+				for _, l := range managedConfLines(string(data), uuid) {
+					plan.Stacks.MdadmConf = conf
+					plan.Stacks.MdadmConfRemove = append(plan.Stacks.MdadmConfRemove, l)
+				}
+			}
+		}
+	}
+	if opt.Wipe {
+		for _, n := range lower {
+			members[n] = true
+		}
+		var wipe []string
+		for m := range members {
+			wipe = append(wipe, m)
+			// The disk of a member partition, when every partition it has
+			// is released too.
+			d := a.wholeDisk(m)
+			if d == m {
+				continue
+			}
+			all := true
+			parts, _ := kernelPartitions(a.host, a.roots, d)
+			for _, kp := range parts {
+				all = all && (members[kp.name] || names[kp.name])
+			}
+			if all {
+				wipe = append(wipe, d)
+			}
+		}
+		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
+	}
+	return nil
+}
+
+// wipeOrder is partitions first, then disks, each once, in name order.
+func (a *applier) wipeOrder(names []string) []string {
+	seen := map[string]bool{}
+	var parts, disks []string
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if a.wholeDisk(n) != n {
+			parts = append(parts, "/dev/"+n)
+		} else {
+			disks = append(disks, "/dev/"+n)
+		}
+	}
+	sort.Strings(parts)
+	sort.Strings(disks)
+	return append(parts, disks...)
+}
+
+// managedConfLines are diskprep's ARRAY lines (under its marker) for the
+// array uuid in mdadm.conf data.
+func managedConfLines(data, uuid string) []string {
+	lines := strings.Split(data, "\n")
+	var out []string
+	for i := 1; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i-1], mdadmConfMarker) && strings.HasPrefix(lines[i], "ARRAY ") && strings.Contains(lines[i], "UUID="+uuid) {
+			out = append(out, lines[i])
+		}
+	}
+	return out
+}
+
+// applyStackRelease carries out the stack teardown after the unmounts and
+// fstab lines.
+func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+	step := func(what string, argv ...string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := a.do(ctx, what, argv); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		return nil
+	}
+	for _, vg := range s.Deactivate {
+		if err := step("deactivate volume group "+vg, "vgchange", "--activate", "n", vg); err != nil {
+			return err
+		}
+	}
+	for _, lv := range s.LVRemove {
+		if err := step("remove logical volume "+lv, "lvremove", "--yes", lv); err != nil {
+			return err
+		}
+	}
+	for _, vg := range s.VGRemove {
+		if err := step("remove volume group "+vg, "vgremove", vg); err != nil {
+			return err
+		}
+	}
+	for _, pv := range s.PVRemove {
+		if err := step("remove physical volume "+pv, "pvremove", pv); err != nil {
+			return err
+		}
+	}
+	for _, md := range s.MDStop {
+		if err := step("stop md array "+md, "mdadm", "--stop", md); err != nil {
+			return err
+		}
+	}
+	for _, m := range s.MDZero {
+		if err := step("zero md superblock of "+m, "mdadm", "--zero-superblock", m); err != nil {
+			return err
+		}
+	}
+	if len(s.MdadmConfRemove) > 0 {
+		b, err := a.host.ReadFile(s.MdadmConf)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read %s: %w", s.MdadmConf, err)
+		}
+		lines := strings.Split(string(b), "\n")
+		var out []string
+		for i := 0; i < len(lines); i++ {
+			if i+1 < len(lines) && strings.HasPrefix(lines[i], mdadmConfMarker) && contains(s.MdadmConfRemove, lines[i+1]) {
+				res.StackSteps = append(res.StackSteps, "removed from "+s.MdadmConf+": "+lines[i+1])
+				i++
+				continue
+			}
+			out = append(out, lines[i])
+		}
+		if len(out) != len(lines) {
+			if err := a.host.WriteFile(s.MdadmConf, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+				return fmt.Errorf("write %s: %w", s.MdadmConf, err)
+			}
+		}
+	}
+	for _, d := range s.WipeSignatures {
+		if err := step("wipe signatures of "+d, "wipefs", "--all", d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stackSteps renders the teardown for the dry run.
+func (s StackRelease) steps() []string {
+	var out []string
+	for _, vg := range s.Deactivate {
+		out = append(out, "vgchange --activate n "+vg)
+	}
+	for _, lv := range s.LVRemove {
+		out = append(out, "lvremove --yes "+lv)
+	}
+	for _, vg := range s.VGRemove {
+		out = append(out, "vgremove "+vg)
+	}
+	for _, pv := range s.PVRemove {
+		out = append(out, "pvremove "+pv)
+	}
+	for _, md := range s.MDStop {
+		out = append(out, "mdadm --stop "+md)
+	}
+	for _, m := range s.MDZero {
+		out = append(out, "mdadm --zero-superblock "+m)
+	}
+	for _, l := range s.MdadmConfRemove {
+		out = append(out, "remove from "+s.MdadmConf+": "+l)
+	}
+	for _, d := range s.WipeSignatures {
+		out = append(out, "wipefs --all "+d)
+	}
+	return out
+}
