@@ -33,7 +33,12 @@ import (
 // sync after the protective MBR), partitions-registered (the disk's
 // handle closed after telling the kernel), mkfs (before mkfs runs),
 // formatted (after), mounted (after mount), fstab-parsed,
-// fstab-backed-up, fstab-replaced (the steps of the fstab edit).
+// fstab-backed-up, fstab-replaced (the steps of the fstab edit); and of
+// the storage stacks: discarded (after blkdiscard), swap-made (after
+// mkswap), swapon (after it), md-created (after mdadm --create),
+// mdadm-conf (mdadm.conf replaced), pv-created, vg-created, lv-created
+// (after pvcreate, vgcreate, lvcreate). mkfs and formatted are also the
+// steps of a file system on an array or logical volume.
 const CrashEnv = "DISKPREP_TEST_CRASH_AT"
 
 // defaultHost is the live machine, wrapped in the crash points when
@@ -99,6 +104,24 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 	if err == nil && name == "mount" {
 		crashPoint("mounted")
 	}
+	if err == nil {
+		switch {
+		case name == "blkdiscard":
+			crashPoint("discarded")
+		case name == "mkswap" && !(len(args) == 1 && args[0] == "-V"):
+			crashPoint("swap-made")
+		case name == "swapon":
+			crashPoint("swapon")
+		case name == "mdadm" && len(args) > 0 && args[0] == "--create":
+			crashPoint("md-created")
+		case name == "pvcreate":
+			crashPoint("pv-created")
+		case name == "vgcreate":
+			crashPoint("vg-created")
+		case name == "lvcreate":
+			crashPoint("lv-created")
+		}
+	}
 	return out, err
 }
 
@@ -122,6 +145,9 @@ func (h *crashHost) WriteFile(path string, data []byte, perm os.FileMode) error 
 	err := h.Host.WriteFile(path, data, perm)
 	if dir, name := filepath.Split(path); err == nil && filepath.Base(dir) == "loops" && strings.HasPrefix(name, "loop") {
 		crashPoint("loop-attached")
+	}
+	if err == nil && filepath.Base(path) == "mdadm.conf" {
+		crashPoint("mdadm-conf")
 	}
 	return err
 }

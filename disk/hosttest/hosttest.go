@@ -62,6 +62,7 @@ type Host struct {
 	missing map[string]bool   // programs not installed
 	fail    map[string]error  // "unmount /data" -> the error that effect returns
 	nextDM  uint32
+	crashAt int // CrashAfter; -1: off
 
 	// The storage stacks (stacks.go): arrays and logical volumes by
 	// kernel name, LVM's physical volumes by node, active swap areas.
@@ -110,7 +111,7 @@ type blockDev struct {
 // init that is not systemd.
 func New() *Host {
 	h := &Host{fs: newVFS(), devs: map[string]*blockDev{}, locks: map[string]string{}, held: map[string]int{},
-		missing: map[string]bool{}, fail: map[string]error{}}
+		missing: map[string]bool{}, fail: map[string]error{}, crashAt: -1}
 	for _, d := range []string{"/sys/block", "/sys/class/block", "/sys/dev/block", "/sys/devices/virtual/block", "/dev", "/proc/1", "/etc", "/run/diskprep", "/mnt", "/var/tmp"} {
 		h.fs.mkdirAll(d)
 	}
@@ -125,7 +126,28 @@ func New() *Host {
 var _ disk.Host = (*Host)(nil)
 
 func (h *Host) record(write bool, op string, args ...string) {
+	if write && h.crashAt >= 0 {
+		if h.crashAt == 0 {
+			h.crashAt = -1
+			panic(Crash{Before: Effect{Op: op, Args: args, Write: true}})
+		}
+		h.crashAt--
+	}
 	h.log = append(h.log, Effect{Op: op, Args: args, Write: write})
+}
+
+// Crash is what the fake panics with at the point CrashAfter chose: the
+// process dies there, as under SIGKILL (its deferred unlocks run, as the
+// kernel drops a dead process's locks and open files; nothing else does).
+type Crash struct{ Before Effect }
+
+// CrashAfter makes the machine "kill" its caller (panic with Crash) right
+// before the write effect after the first n, so that exactly n writes
+// happened; n < 0 turns it off.
+func (h *Host) CrashAfter(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.crashAt = n
 }
 
 // failed marks the last effect as failed with err, and returns err.
