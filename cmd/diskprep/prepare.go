@@ -301,7 +301,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	var sp *disk.StackPlan
 	if !stacks.Empty() {
-		if sp, err = (disk.Planner{Roots: deps.Roots}).PlanStacks(stacks, plans, reqs, host); err != nil {
+		if sp, err = (disk.Planner{Host: deps.Host, Roots: deps.Roots}).PlanStacks(stacks, plans, reqs, host); err != nil {
 			return err
 		}
 	}

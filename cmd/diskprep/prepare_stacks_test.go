@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// stackMachine is a machine whose disks are the recording fake's.
+func stackMachine(t *testing.T) (*machine, *hosttest.Host) {
+	t.Helper()
+	h := hosttest.New()
+	h.SetFile("/etc/mdadm/.keep", nil)
+	for i, n := range []string{"sdb", "sdc"} {
+		h.AddDisk(hosttest.Disk{Name: n, Minor: uint32(16 * (i + 1)), SizeBytes: 2 << 30, Model: "FAKE", Serial: "S" + n})
+	}
+	m, _ := fakeMachine(t, 0, false)
+	m.readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return h.FactsNow(), nil }
+	m.diskDeps = func(*env) disk.Deps { return disk.Deps{Host: h} }
+	return m, h
+}
+
+func TestPrepareStackShorthandDryRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--mount", "/data", "--persist", "--dry-run"},
+			[]string{"mdadm --create /dev/md/data --run --metadata=1.2 --name=data --level=1 --raid-devices=2", "/dev/sdb1 /dev/sdc1", "mkfs.xfs -m uuid=", "ensure in /etc/mdadm/mdadm.conf: ARRAY /dev/md/data metadata=1.2 UUID=", "dry run: nothing was changed"}},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "fast/scratch:1G", "--fs", "ext4", "--mount", "/scratch", "--dry-run", "--no-discard"},
+			[]string{"pvcreate --metadatatype 2 --dataalignment 1024k /dev/sdb1", "vgcreate --physicalextentsize 4096k fast /dev/sdb1 /dev/sdc1", "lvcreate --yes --wipesignatures y --name scratch --size 1073741824b fast", "mkfs.ext4 -U", "-E nodiscard /dev/fast/scratch"}},
+	} {
+		m, h := stackMachine(t)
+		code, out, errOut := runArgsOn(m, c.args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: the dry run does not say %q:\n%s", c.args, w, out)
+			}
+		}
+		if strings.Contains(out, "blkdiscard") == slicesContains(c.args, "--no-discard") {
+			t.Errorf("%q: blkdiscard in the plan is wrong for --no-discard:\n%s", c.args, out)
+		}
+		if w := h.Writes(); len(w) > 0 {
+			t.Errorf("%q: the dry run wrote: %v", c.args, w)
+		}
+	}
+}
+
+func TestPrepareStackShorthandBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "3", "--fs", "xfs", "--dry-run"}, "unknown level 3"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "5", "--fs", "xfs", "--dry-run"}, "level 5 needs at least 3 members"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdb", "--raid", "1", "--fs", "xfs", "--dry-run"}, "/dev/sdb is given twice"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--lvm", "v", "--fs", "xfs", "--dry-run"}, "give --raid or --lvm, not both"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "v/a:huge", "--fs", "xfs", "--dry-run"}, "size \"huge\""},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--fs", "xfs", "--dry-run"}, "several go with --raid or --lvm"},
+	} {
+		m, _ := stackMachine(t)
+		code, _, errOut := runArgsOn(m, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d %q, want exit 2 saying %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
