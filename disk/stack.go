@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -412,7 +413,50 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 	if err := pl.checkMdadmConf(sp); err != nil {
 		return nil, err
 	}
+	if err := pl.checkVolumePoints(sp, mounts); err != nil {
+		return nil, err
+	}
 	return sp, nil
+}
+
+// checkVolumePoints refuses, before anything is made, a volume's mount
+// point that another file system holds, or that an fstab line gives to
+// something else: either would only fail after the array or group exists.
+func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
+	var lines []fstab.Line
+	fstabPath := pl.Roots.HostPath("etc/fstab")
+	if b, err := pl.host().ReadFile(fstabPath); err == nil {
+		if lines, err = fstab.Parse(b); err != nil {
+			return fmt.Errorf("%s: %w", fstabPath, err)
+		}
+	}
+	for _, v := range sp.volumes() {
+		if v.MountPoint == "" {
+			continue
+		}
+		if v.MountArgv != nil {
+			for _, m := range mounts {
+				if filepath.Clean(m.point) == v.MountPoint {
+					return refuse(v.Device, fmt.Sprintf("%s is already a mount point (of %s)", v.MountPoint, m.source))
+				}
+			}
+		}
+		if !v.Persist {
+			continue
+		}
+		want := fstabEntry(v.partPlan())
+		for i, l := range lines {
+			if l.Entry == nil {
+				continue
+			}
+			samePoint := filepath.Clean(l.Entry.File) == v.MountPoint
+			sameSpec := strings.EqualFold(l.Entry.Spec, want.Spec)
+			if samePoint != sameSpec {
+				return refuse(v.Device, fmt.Sprintf("%s line %d already says %q", fstabPath, i+1, l.Raw))
+			}
+		}
+	}
+	return nil
 }
 
 func withOrigin(origin string, err error) error {

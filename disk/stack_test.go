@@ -320,6 +320,25 @@ func TestStackRefusals(t *testing.T) {
 			t.Errorf("refused, yet written: %v", w)
 		}
 	})
+	t.Run("mount-point-taken", func(t *testing.T) {
+		r := newStackRig(t, "sdb", "sdc")
+		r.h.MountOther("/dev/sdz1", "/mnt/data")
+		r.h.ResetLog()
+		_, _, err := r.plan(raid1Data())
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/mnt/data is already a mount point (of /dev/sdz1)") {
+			t.Errorf("plan: %v", err)
+		}
+		r.h.SetFile("/etc/fstab", []byte("LABEL=old\t/mnt/scratch\text4\tdefaults\t0 0\n"))
+		r2 := newStackRig(t, "sdb", "sdc")
+		r2.h.SetFile("/etc/fstab", []byte("LABEL=old\t/mnt/scratch\text4\tdefaults\t0 0\n"))
+		_, _, err = r2.plan(lvmFast())
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/etc/fstab line 1 already says") {
+			t.Errorf("plan: %v", err)
+		}
+		if w := append(r.h.Writes(), r2.h.Writes()...); len(w) > 0 {
+			t.Errorf("refused, yet written: %v", w)
+		}
+	})
 	t.Run("built-differently", func(t *testing.T) {
 		r := newStackRig(t, "sdb", "sdc")
 		r.prepare(t, raid1Data())
