@@ -84,7 +84,9 @@ func newApplier(d Deps) *applier {
 // fingerprint) and read-backs that what it wrote is there. Refusals wrap
 // ErrRefused and happen before anything is written. On failure, mounts made
 // and a loop device attached by this call are undone; the disk's new table
-// or filesystem is left as it is.
+// or filesystem is left as it is, and the Result returned with the error
+// says, once the table was written, how far it got (for the "interrupted
+// after ..." line).
 func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) {
 	if plan == nil || plan.Schema != PlanSchema {
 		return nil, fmt.Errorf("apply: not a %s plan", PlanSchema)
@@ -165,12 +167,12 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 
 	if p.Table != nil {
 		if err := a.writeTable(f, p, res); err != nil {
-			return nil, err
+			return res, err // res says whether the table was written
 		}
 	}
 	usedBLKPG, err := a.syncKernelPartitions(f, p)
 	if err != nil {
-		return nil, fmt.Errorf("make the kernel see the partitions of %s: %w", p.Device, err)
+		return res, fmt.Errorf("make the kernel see the partitions of %s: %w", p.Device, err)
 	}
 	if usedBLKPG {
 		res.Notes = append(res.Notes, "the kernel did not pick up the partitions from the table: added with BLKPG")
@@ -180,7 +182,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	fstabChanged := false
 	for _, pp := range p.Partitions {
 		if err := a.waitDeviceNode(ctx, pp.Name); err != nil {
-			return nil, err
+			return res, err
 		}
 		pr, err := a.preparePartition(ctx, p, pp, versions[firstOr(pp.Mkfs)], &undo)
 		res.Partitions = append(res.Partitions, pr)

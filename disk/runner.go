@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strings"
+
+	"github.com/diskprep/diskprep/internal/termtext"
 )
 
 // Runner runs one external program and returns its output. Every program
@@ -34,8 +35,10 @@ func (e *RunError) Error() string {
 	if e.ExitCode > 0 {
 		msg = fmt.Sprintf("%s: exit status %d", QuoteArgv(e.Argv), e.ExitCode)
 	}
-	if s := strings.TrimSpace(e.Stderr); s != "" {
-		msg += ": " + strings.Join(strings.Fields(s), " ")
+	// A program's terminal drawing (mkfs.ext4's backspaced counters) is
+	// rendered to what it left on screen: no control bytes in the one line.
+	if s := termtext.OneLine(e.Stderr); s != "" {
+		msg += ": " + s
 	}
 	return msg
 }

@@ -155,7 +155,11 @@ func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 	case e.Quiet:
 		level = slog.LevelError
 	}
-	e.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if e.Verbose {
+		e.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	} else {
+		e.Logger = slog.New(newPlainHandler(stderr, level))
+	}
 	return e
 }
 

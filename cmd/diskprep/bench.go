@@ -272,12 +272,17 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 
 // runBenchLive runs req with a live progress line on a terminal (bench and
 // fscompare), cleared before anything else is printed.
-func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env) (*record.Record, error) {
+// adjust, when given, rewrites each progress report first (fscompare
+// makes it count the whole comparison).
+func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
 	var live *report.LiveLine
 	var progress func(bench.Progress)
 	if !e.Quiet && isTerminal(e.Stderr) {
 		live = &report.LiveLine{W: e.Stderr}
 		progress = live.Update
+		for _, a := range adjust {
+			progress = func(p bench.Progress) { live.Update(a(p, time.Now())) }
+		}
 	}
 	rec, err := bench.Run(ctx, req, bench.Options{
 		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,

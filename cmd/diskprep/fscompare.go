@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
@@ -59,8 +63,13 @@ filesystem and whether it is larger than the run-to-run noise). mkfs and mount
 options are kept in the records and shown in the report.
 
 At the end the disk is released: unmounted, no fstab line, a loop image
-detached (the image file stays; --keep leaves the last filesystem mounted).
+detached; an --image file this run made is removed, one that was there
+before stays (--keep leaves the last filesystem mounted, and the image).
+An image this run makes needs no confirmation: nothing can be lost on it.
 Ctrl-C releases what was prepared.
+
+On a terminal the live line counts the whole comparison: run i of every
+filesystem's runs, and an ETA for all of them.
 
 Examples:
   sudo diskprep fscompare --image /var/tmp/diskprep.img --size 4G --fs xfs,ext4 --set quick
@@ -191,6 +200,15 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
+	// An image this run makes holds nothing but what it makes: it needs no
+	// question (disk.NeedConfirmation) and goes at the end, so the next run
+	// makes it anew, unasked, as the README's first command does twice.
+	if opts.Image != "" && !opts.Keep {
+		if _, err := os.Lstat(opts.Image); errors.Is(err, os.ErrNotExist) {
+			defer removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
+		}
+	}
+	eta := &fsETA{rounds: len(opts.FS)}
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
@@ -241,7 +259,10 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			return waitDetached(ctx, opts.Image, m, &factsEnv)
 		},
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return runBenchLive(ctx, req, host, e)
+			eta.start(slices.Index(opts.FS, req.Label), time.Now())
+			rec, err := runBenchLive(ctx, req, host, e, eta.adjust)
+			eta.finish(time.Now())
+			return rec, err
 		},
 	})
 	if err != nil {
@@ -301,4 +322,73 @@ func waitDetached(ctx context.Context, image string, m *machine, e *env) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// removeMadeImage deletes the image fscompare made, once no loop device
+// uses it (a failed release may have left it attached: then it stays, and
+// release --remove-image takes it later).
+func removeMadeImage(ctx context.Context, image string, m *machine, e *env, progress io.Writer) {
+	say := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, "fscompare: "+format+"\n", args...)
+		}
+	}
+	abs, err := filepath.Abs(image)
+	if err != nil {
+		return
+	}
+	host, err := m.readFacts(context.WithoutCancel(ctx), e.Root, e)
+	if err != nil || slices.ContainsFunc(host.Disks, func(d hwinfo.Disk) bool { return d.LoopBackingFile == abs }) {
+		say("%s is still attached: kept (diskprep release %s --remove-image removes it)", image, image)
+		return
+	}
+	if err := os.Remove(image); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			say("remove %s: %v", image, err)
+		}
+		return
+	}
+	say("removed %s (made by this run)", image)
+}
+
+// fsETA makes the live line of each round cover the whole comparison:
+// run [i/N] counts every filesystem's runs, and the ETA adds the rounds
+// still to come, each estimated as long as the last finished one (the
+// first round: as long as it will have taken, by its own ETA).
+type fsETA struct {
+	mu       sync.Mutex
+	rounds   int
+	round    int // 0-based
+	began    time.Time
+	perRound time.Duration // of the last finished round; 0 before one
+}
+
+func (f *fsETA) start(round int, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.round, f.began = max(round, 0), now
+}
+
+func (f *fsETA) finish(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.perRound = now.Sub(f.began)
+}
+
+// adjust turns one round's progress into the comparison's, at now.
+func (f *fsETA) adjust(p bench.Progress, now time.Time) bench.Progress {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	left := f.rounds - 1 - f.round
+	p.Workload = fmt.Sprintf("fs %d/%d: %s", f.round+1, f.rounds, p.Workload)
+	p.Index += f.round * p.Count
+	p.Count *= f.rounds
+	if left > 0 && p.ETA > 0 {
+		per := f.perRound
+		if per == 0 {
+			per = now.Sub(f.began) + p.ETA
+		}
+		p.ETA += time.Duration(left) * per
+	}
+	return p
 }

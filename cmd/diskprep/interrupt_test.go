@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/diskprep/diskprep/disk"
 )
 
 // Issue 13 item 3: Ctrl-C (or SIGTERM: both cancel the context main
@@ -63,4 +66,36 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// An interruption during prepare ends in one line saying what the disk was
+// left with and how to go on, exit 130.
+func TestInterruptDuringPrepareSaysState(t *testing.T) {
+	cases := []struct {
+		name string
+		res  func(p *disk.Plan) *disk.Result
+		want string
+	}{
+		{"before writing", func(*disk.Plan) *disk.Result { return nil },
+			"interrupted before anything was written to /dev/sdb: nothing changed on it; run the same command again to continue"},
+		{"after the table", func(p *disk.Plan) *disk.Result {
+			return &disk.Result{Device: p.Device, TableWritten: true}
+		}, "interrupted after writing the partition table on /dev/sdb; nothing is formatted; run the same command again to continue"},
+		{"after mkfs", func(p *disk.Plan) *disk.Result {
+			return &disk.Result{Device: p.Device, TableWritten: true, Partitions: []disk.PartResult{{Device: "/dev/sdb1", FS: "xfs", Formatted: true}}}
+		}, "interrupted after making xfs on /dev/sdb1; nothing is mounted; run the same command again to continue"},
+	}
+	for _, c := range cases {
+		m, _ := fakeMachine(t, 0, false)
+		ctx, cancel := context.WithCancel(context.Background())
+		m.apply = func(ctx context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
+			cancel() // Ctrl-C while mkfs runs: the runner returns the context's error
+			return c.res(p), fmt.Errorf("make xfs on /dev/sdb1: mkfs.xfs /dev/sdb1: %w: signal: killed", ctx.Err())
+		}
+		var out, errb bytes.Buffer
+		code := runOn(ctx, m, []string{"diskprep", "prepare", "/dev/sdb", "--fs", "xfs", "--mount", "/data", "--yes"}, strings.NewReader(""), &out, &errb)
+		if code != exitInterrupted || errb.String() != "diskprep: "+c.want+"\n" {
+			t.Errorf("%s: exit %d, stderr %q; want 130 and %q", c.name, code, errb.String(), c.want)
+		}
+	}
 }

@@ -356,13 +356,21 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, e) }
 	}
+	var lastPlan *disk.Plan
+	var lastRes *disk.Result
 	results, err := disk.ApplyAll(ctx, plans, func(ctx context.Context, p *disk.Plan) (*disk.Result, error) {
-		return m.apply(ctx, p, deps)
+		res, err := m.apply(ctx, p, deps)
+		lastPlan, lastRes = p, res
+		return res, err
 	})
 	if err != nil {
 		// Show what the earlier disks got before failing on this one.
 		for _, r := range results {
 			r.WriteText(e.Stderr)
+		}
+		if errors.Is(err, context.Canceled) && lastPlan != nil {
+			e.Logger.Debug("interrupted", "err", err)
+			return interruptedState(lastPlan, lastRes, err)
 		}
 		return err
 	}

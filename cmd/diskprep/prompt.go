@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/diskprep/diskprep/disk"
 )
@@ -57,4 +58,56 @@ func readLine(ctx context.Context, r io.Reader) (string, error) {
 		}
 		return s, nil
 	}
+}
+
+// interruptedError is an interruption of prepare told as the state the
+// disk was left in; it unwraps to the cause (context.Canceled: exit 130).
+type interruptedError struct {
+	msg string
+	err error
+}
+
+func (e interruptedError) Error() string { return e.msg }
+func (e interruptedError) Unwrap() error { return e.err }
+
+// interruptedState says, in one line, what an interrupted Apply of p left
+// on the disk (res is what Apply returned with its error, nil when it got
+// no further than its checks) and how to go on. Mounts made by the run
+// were undone by Apply, so nothing it made is mounted.
+func interruptedState(p *disk.Plan, res *disk.Result, err error) error {
+	target := p.Device
+	if p.Image != nil {
+		target = "image " + p.Image.Path
+	}
+	const again = "run the same command again to continue"
+	var made, fstab []string
+	if res != nil {
+		for _, pr := range res.Partitions {
+			if pr.Formatted {
+				made = append(made, pr.FS+" on "+pr.Device)
+			}
+			if pr.FstabAdded {
+				fstab = append(fstab, pr.Device)
+			}
+		}
+	}
+	var msg string
+	switch {
+	case res == nil || (!res.TableWritten && len(res.Wiped) == 0 && len(made) == 0):
+		msg = fmt.Sprintf("interrupted before anything was written to %s: nothing changed on it; %s", target, again)
+	case !res.TableWritten && len(made) == 0:
+		msg = fmt.Sprintf("interrupted after wiping the signatures on %s, before writing the partition table: it is blank; %s", target, again)
+	case len(made) == 0:
+		msg = fmt.Sprintf("interrupted after writing the partition table on %s; nothing is formatted; %s", target, again)
+	default:
+		rest := "nothing is mounted"
+		if len(made) < len(p.Partitions) {
+			rest = fmt.Sprintf("%d of %d partitions formatted, nothing is mounted", len(made), len(p.Partitions))
+		}
+		if len(fstab) > 0 {
+			rest += "; /etc/fstab has the line for " + strings.Join(fstab, ", ")
+		}
+		msg = fmt.Sprintf("interrupted after making %s; %s; %s", strings.Join(made, ", "), rest, again)
+	}
+	return interruptedError{msg: msg, err: err}
 }

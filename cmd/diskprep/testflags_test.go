@@ -28,7 +28,7 @@ func TestNoTestFlags(t *testing.T) {
 	} {
 		m, _ := fakeMachine(t, 0, false)
 		code, _, errOut := runArgsOn(m, args...)
-		if code != exitUsage || !strings.Contains(errOut, "flag provided but not defined: -fstab") {
+		if code != exitUsage || !strings.Contains(errOut, "flag provided but not defined: --fstab") {
 			t.Errorf("%s --fstab: exit %d %q, want a usage error", cmd, code, errOut)
 		}
 		_, out, errOut := runArgs(cmd, "--help")
