@@ -70,7 +70,50 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 		r.finishDisk(&disks[i], pend[i], st)
 	}
 	sort.Slice(disks, func(i, j int) bool { return naturalLess(disks[i].Name, disks[j].Name) })
+	r.readStacks(h, disks, st)
 	return disks
+}
+
+// readStacks fills the md arrays and LVM volume groups built on the disks.
+func (r *reader) readStacks(h *Host, disks []Disk, st *blockState) {
+	diskOf := map[string]string{}
+	sizes := map[string]uint64{}
+	var candidates []string // devices that may be LVM PVs
+	for _, d := range disks {
+		diskOf[d.Name], sizes[d.Name] = d.Name, d.SizeBytes
+		if d.FSType == "LVM2_member" {
+			candidates = append(candidates, d.Name)
+		}
+		for _, p := range d.Partitions {
+			diskOf[p.Name], sizes[p.Name] = d.Name, p.SizeBytes
+			if p.FSType == "LVM2_member" {
+				candidates = append(candidates, p.Name)
+			}
+		}
+	}
+	h.Arrays = r.readArrays(st, diskOf)
+	for _, a := range h.Arrays {
+		sizes[a.Name] = a.SizeBytes
+		if a.FSType == "LVM2_member" {
+			candidates = append(candidates, a.Name)
+		}
+	}
+	// PVs on other dm devices (LVM on dm-crypt) say so in udev.
+	entries, _ := os.ReadDir(r.path("/sys/block"))
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, "dm-") {
+			continue
+		}
+		majmin, _ := r.readString("/sys/block/" + name + "/dev")
+		if r.udevData(majmin)["ID_FS_TYPE"] == "LVM2_member" {
+			candidates = append(candidates, name)
+			if n, ok := r.readUint("/sys/block/" + name + "/size"); ok {
+				sizes[name] = n * 512
+			}
+		}
+	}
+	h.VolumeGroups = r.readVolumeGroups(st, candidates, sizes, diskOf)
 }
 
 // pending carries what finishDisk needs from readDisk.

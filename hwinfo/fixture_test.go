@@ -101,6 +101,17 @@ func TestFixtureDesktopNVMeSATA(t *testing.T) {
 			},
 		},
 	}
+	// No PV bytes in this tree: the VG is what device-mapper says.
+	want.VolumeGroups = []VolumeGroup{{
+		Name: "cl", UUID: "b3Cc9Y-t1mW-3vjA-0cjH-mYd5-Tfd6-R0kN3G", Source: "sysfs",
+		PVs: []PhysicalVolume{{Device: "nvme0n1p2", Disk: "nvme0n1"}},
+		LVs: []LogicalVolume{
+			{Name: "root", UUID: "m0sRJT-n8fD-q2bQ-yZcD-0Sxv-USt1-IYrK7v", Path: "/dev/cl/root", DMName: "cl-root", Device: "dm-0",
+				SizeBytes: 481850032128, PVs: []string{"nvme0n1p2"}, FSType: "xfs", Mounts: []Mount{rootMount}},
+			{Name: "swap", UUID: "w4Lk0f-8hU2-cBfN-1w8X-yGJ3-oZt9-sQm2vE", Path: "/dev/cl/swap", DMName: "cl-swap", Device: "dm-1",
+				SizeBytes: 16911433728, PVs: []string{"nvme0n1p2"}, FSType: "swap", Swap: true},
+		},
+	}}
 	checkFixture(t, "desktop-nvme-sata", false, want)
 }
 

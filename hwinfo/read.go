@@ -59,7 +59,15 @@ type Options struct {
 //     root only, the signatures hwinfo/probe reads from the device, else the
 //     type it is mounted with (mountinfo) or "swap" (proc/swaps);
 //   - mounts from proc/self/mountinfo, swap from proc/swaps, holders from
-//     sys/block/*/holders (dm name and uuid decide LVM, crypt, multipath).
+//     sys/block/*/holders (dm name and uuid decide LVM, crypt, multipath);
+//   - md arrays from sys/block/mdN/md (level, members and their state,
+//     degraded, sync_action and sync_completed: all proc/mdstat shows) and
+//     udev's MD_NAME;
+//   - LVM volume groups from the VG metadata on the PVs' own devices (the
+//     label, the metadata area and its newest text, read by hwinfo/probe
+//     from /dev under the root: the live devices, or a fixture's captured
+//     bytes) and the active LVs from sys/block/dm-N/dm (uuid "LVM-...");
+//     without readable PVs, the active LVs alone (VolumeGroup.Source).
 //
 // Unreadable or malformed files leave their fields empty and add a line to
 // Host.Warnings; a field is never guessed. The only error is ErrRoot (and

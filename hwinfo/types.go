@@ -21,6 +21,10 @@ type Host struct {
 	BIOS     BIOS           `json:"bios"`
 	Virt     Virtualization `json:"virtualization"`
 	Disks    []Disk         `json:"disks"`
+	// Arrays are the md RAID arrays and VolumeGroups the LVM volume
+	// groups built on the disks (stacktypes.go).
+	Arrays       []Array       `json:"arrays,omitempty"`
+	VolumeGroups []VolumeGroup `json:"volume_groups,omitempty"`
 	// Warnings lists facts that could not be read (unreadable or malformed
 	// files under the root); the matching fields are left empty.
 	Warnings []string `json:"warnings,omitempty"`
