@@ -223,7 +223,110 @@ func inventoryTable(w io.Writer, h *hwinfo.Host) error {
 	if len(h.Disks) == 0 {
 		fmt.Fprintln(tw, "(no disks found)")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return stacksTable(w, h)
+}
+
+// stacksTable lists the md arrays and the LVM volume groups with their
+// LVs, after the disks, when there are any.
+func stacksTable(w io.Writer, h *hwinfo.Host) error {
+	if len(h.Arrays) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "ARRAY\tNAME\tLEVEL\tSIZE\tSTATE\tMEMBERS\tUSE")
+		for i := range h.Arrays {
+			a := &h.Arrays[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, dash(a.ArrayName), dash(a.Level), units.FormatSize(a.SizeBytes),
+				a.StateText(), dash(arrayMembers(a)), dash(stackUse(a.FSType, a.Mounts, a.Swap)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(h.VolumeGroups) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "VG / LV\tSIZE\tFREE / TYPE\tDEVICE\tON\tUSE")
+		for i := range h.VolumeGroups {
+			vg := &h.VolumeGroups[i]
+			size, free := units.FormatSize(vg.SizeBytes), units.FormatSize(vg.FreeBytes)+" free"
+			if vg.Source != "metadata" {
+				size, free = "?", "? free" // only the active LVs are known
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t%s\t%s\n", vg.Name, size, free, dash(vgPVs(vg)), dash(vgNote(vg)))
+			for _, lv := range vg.LVs {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", lv.Name, units.FormatSize(lv.SizeBytes), dash(lvType(lv)), dash(lv.Device),
+					dash(strings.Join(lv.PVs, ", ")), dash(stackUse(lv.FSType, lv.Mounts, lv.Swap)))
+			}
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// arrayMembers lists the members by slot, with the role of any that is
+// not an active one: "sda, sdb", "sdc1, sdd1 (spare)".
+func arrayMembers(a *hwinfo.Array) string {
+	var out []string
+	for _, m := range a.Members {
+		s := m.Device
+		if m.Role != "active" {
+			s += " (" + m.Role + ")"
+		}
+		out = append(out, s)
+	}
+	if a.MissingDevices > 0 {
+		out = append(out, fmt.Sprintf("%d missing", a.MissingDevices))
+	}
+	return strings.Join(out, ", ")
+}
+
+// vgPVs lists the PVs with their sizes, missing ones said so.
+func vgPVs(vg *hwinfo.VolumeGroup) string {
+	var out []string
+	for _, p := range vg.PVs {
+		switch {
+		case p.Missing && p.Device == "":
+			out = append(out, "missing PV "+p.UUID)
+		case p.SizeBytes > 0:
+			out = append(out, fmt.Sprintf("%s (%s)", p.Device, units.FormatSize(p.SizeBytes)))
+		default:
+			out = append(out, p.Device)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func vgNote(vg *hwinfo.VolumeGroup) string {
+	var out []string
+	if vg.MissingPVs > 0 {
+		out = append(out, fmt.Sprintf("%d PV missing", vg.MissingPVs))
+	}
+	if vg.Source != "metadata" {
+		out = append(out, "PVs not readable: active LVs only")
+	}
+	return strings.Join(out, "; ")
+}
+
+func lvType(lv hwinfo.LogicalVolume) string {
+	if lv.Stripes > 1 {
+		return fmt.Sprintf("%s (%d stripes)", lv.Type, lv.Stripes)
+	}
+	return lv.Type
+}
+
+// stackUse is the filesystem on an array or LV and where it is mounted.
+func stackUse(fs string, mounts []hwinfo.Mount, swap bool) string {
+	parts := []string{fs}
+	for _, m := range mounts {
+		parts = append(parts, m.Point)
+	}
+	if swap && fs != "swap" {
+		parts = append(parts, "[swap]")
+	}
+	return join(parts...)
 }
 
 func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
@@ -268,6 +371,37 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 		u := strings.Join(uses, "; ")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Name, mdCell(diskModel(d)), diskSize(d.SizeBytes),
 			diskType(d), mdCell(d.Transport), mdCell(d.Firmware), virtual, mdCell(u))
+	}
+	if len(h.Arrays) > 0 {
+		b.WriteString("\n| Array | Level | Size | State | Members | Use |\n|---|---|---|---|---|---|\n")
+		for i := range h.Arrays {
+			a := &h.Arrays[i]
+			name := a.Name
+			if a.ArrayName != "" {
+				name += " (" + a.ArrayName + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(name), mdCell(a.Level), diskSize(a.SizeBytes),
+				mdCell(a.StateText()), mdCell(arrayMembers(a)), mdCell(stackUse(a.FSType, a.Mounts, a.Swap)))
+		}
+	}
+	if len(h.VolumeGroups) > 0 {
+		b.WriteString("\n| Volume group | Size | Free | Physical volumes | Logical volumes |\n|---|---|---|---|---|\n")
+		for i := range h.VolumeGroups {
+			vg := &h.VolumeGroups[i]
+			size, free := diskSize(vg.SizeBytes), units.FormatSize(vg.FreeBytes)
+			if vg.Source != "metadata" {
+				size, free = "unknown", "unknown"
+			}
+			var lvs []string
+			for _, lv := range vg.LVs {
+				s := fmt.Sprintf("%s %s %s", lv.Name, units.FormatSize(lv.SizeBytes), lvType(lv))
+				if u := stackUse(lv.FSType, lv.Mounts, lv.Swap); u != "" {
+					s += " (" + u + ")"
+				}
+				lvs = append(lvs, strings.TrimSpace(s))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(vg.Name), size, free, mdCell(vgPVs(vg)), mdCell(strings.Join(lvs, "; ")))
+		}
 	}
 	if len(h.Warnings) > 0 {
 		b.WriteString("\nNot read:\n\n")
