@@ -157,6 +157,26 @@ func TestHostFixtures(t *testing.T) {
 					}
 				}
 			}
+			// Arrays and volume groups keep their shape; their UUIDs go.
+			for i, vg := range h.VolumeGroups {
+				rv := &r.VolumeGroups[i]
+				if rv.UUID != Token(KindUUID, vg.UUID) || rv.Name != vg.Name || rv.SizeBytes != vg.SizeBytes {
+					t.Errorf("vg %s: uuid %q name %q size %d", vg.Name, rv.UUID, rv.Name, rv.SizeBytes)
+				}
+				rv.UUID = vg.UUID
+				for j, lv := range vg.LVs {
+					if rv.LVs[j].UUID != Token(KindUUID, lv.UUID) {
+						t.Errorf("lv %s: uuid %q", lv.Name, rv.LVs[j].UUID)
+					}
+					rv.LVs[j].UUID = lv.UUID
+				}
+			}
+			for i, a := range h.Arrays {
+				if r.Arrays[i].UUID != Token(KindUUID, a.UUID) {
+					t.Errorf("array %s: uuid %q", a.Name, r.Arrays[i].UUID)
+				}
+				r.Arrays[i].UUID = a.UUID
+			}
 			r.Disks = nil
 			h.Disks = nil
 			r.Hostname = h.Hostname
