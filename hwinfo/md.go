@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// md arrays, from sysfs alone (Documentation/admin-guide/md.rst): every
-// line of proc/mdstat has its attribute under sys/block/mdN/md (level,
-// raid_disks, degraded, sync_action, sync_completed, sync_speed, and one
-// dev-NAME directory per member with its slot and state), and the array's
-// name is in the udev database (MD_NAME) or /dev/md.
+// md arrays, from sysfs (Documentation/admin-guide/md.rst): sys/block/mdN/md
+// has level, raid_disks, degraded, sync_action, sync_completed, sync_speed,
+// and one dev-NAME directory per member with its slot and state; the
+// array's name is in the udev database (MD_NAME) or /dev/md; the live
+// position of a sync is in proc/mdstat (mdstat.go).
 
 // readArrays lists the md arrays under sys/block, with the disk each
 // member is on (diskOf: kernel name -> whole disk).
@@ -22,13 +22,22 @@ func (r *reader) readArrays(st *blockState, diskOf map[string]string) []Array {
 		return nil
 	}
 	names := r.mdNames()
+	progress := r.readMdstat()
 	var out []Array
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasPrefix(name, "md") || !r.exists("/sys/block/"+name+"/md") {
 			continue
 		}
-		out = append(out, r.readArray(name, st, diskOf, names))
+		a := r.readArray(name, st, diskOf, names)
+		if p, ok := progress[name]; ok && a.Sync != nil && p.totKiB > 0 {
+			// mdstat has the live position; sysfs the last checkpoint.
+			a.Sync.DoneBytes, a.Sync.TotalBytes, a.Sync.Percent = p.doneKiB*1024, p.totKiB*1024, p.percent
+			if p.speedKiB > 0 {
+				a.Sync.SpeedBytesPerS = p.speedKiB * 1024
+			}
+		}
+		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return naturalLess(out[i].Name, out[j].Name) })
 	return out

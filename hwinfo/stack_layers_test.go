@@ -7,10 +7,10 @@ func TestStackOfGuestDevices(t *testing.T) {
 	for _, c := range []struct {
 		dev, fs, text, topology string
 	}{
-		{"md0", "", "md0 raid1 [resync 0.0%] of sda+sdb", "raid1"},
+		{"md0", "", "md0 raid1 [resync 12.7%] of sda+sdb", "raid1"},
 		{"md1", "xfs", "xfs on md1 raid1 [degraded, 1 missing] of sdc1", "raid1"},
 		{"dm-0", "ext4", "ext4 on fast/scratch (dm-0) linear on nvme0n1p2", "lvm linear"},
-		{"/dev/dm-1", "", "fast/vm (dm-1) linear on sdd+nvme0n1p2", "lvm linear"},
+		{"/dev/dm-1", "", "fast/vm (dm-1) linear on nvme0n1p2", "lvm linear"},
 		{"sdc1", "xfs", "xfs on sdc1", "single disk"},
 		{"nvme0n1", "", "nvme0n1", "single disk"},
 	} {
@@ -36,7 +36,7 @@ func TestStackOfGuestDevices(t *testing.T) {
 	if got := h.Arrays[1].StateText(); got != "clean, degraded, 1 missing" {
 		t.Errorf("md1 state %q", got)
 	}
-	if got := h.Arrays[0].StateText(); got != "clean, resync 0.0% at 158 KiB/s" {
+	if got := h.Arrays[0].StateText(); got != "clean, resync 12.7% at 1.0 MiB/s" {
 		t.Errorf("md0 state %q", got)
 	}
 }

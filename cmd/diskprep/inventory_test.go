@@ -20,7 +20,7 @@ func testEnv(format, root string) (*env, *bytes.Buffer, *bytes.Buffer) {
 }
 
 func TestInventoryFixtures(t *testing.T) {
-	for _, fixture := range []string{"desktop-nvme-sata", "vmware-rdm", "kvm-virtio", "qemu-guest"} {
+	for _, fixture := range []string{"desktop-nvme-sata", "vmware-rdm", "kvm-virtio", "qemu-guest", "guest-stacks"} {
 		root := filepath.Join("..", "..", "hwinfo", "testdata", fixture)
 		for format, ext := range map[string]string{"table": "txt", "json": "json", "markdown": "md"} {
 			t.Run(fixture+"/"+format, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // The PVs' first 12 KiB as a 6.1 guest's lvm2 2.03.16 wrote them (vgcreate
-// fast on nvme0n1p2 and sdd, then lvcreate scratch and vm: seqno 3), from
+// fast on nvme0n1p2 and sdd, then lvcreate scratch, 100 MiB, and vm, 300 MiB: seqno 3), from
 // hwinfo's guest-stacks fixture tree.
 func readPVFixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -23,8 +23,8 @@ func readPVFixture(t *testing.T, name string) []byte {
 
 func TestReadPVReal(t *testing.T) {
 	for name, uuid := range map[string]string{
-		"sdd":       "DQ96uP-0I3M-Lh2v-2RvV-7eT1-tdhL-iOJZDm",
-		"nvme0n1p2": "K9e5Pz-Pw51-t3Q4-eRA0-A4UZ-RSr7-OlnnLg",
+		"sdd":       "aX7Ire-gIA6-tY91-nMFP-ZuZC-f3TY-xydRM2",
+		"nvme0n1p2": "hCLXCK-g4ZL-E1ZN-D4BD-L3Tt-hDz9-7kUM2P",
 	} {
 		b := readPVFixture(t, name)
 		pv, err := ReadPV(bytes.NewReader(b), int64(len(b)))
@@ -38,18 +38,18 @@ func TestReadPVReal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if md.Name != "fast" || md.ID != "pKGEh3-TwOF-Xgo3-jny2-P9bM-Spfo-U9N1L3" || md.SeqNo != 3 || md.ExtentSectors != 8192 {
+		if md.Name != "fast" || md.ID != "kkdLCm-V2IM-ZFby-cIZ6-wvZ7-HAQl-WcmU9h" || md.SeqNo != 3 || md.ExtentSectors != 8192 {
 			t.Errorf("%s: vg %+v", name, md)
 		}
 		if len(md.PVs) != 2 || md.PVs[0].Key != "pv0" || md.PVs[0].PECount != 111 || md.PVs[1].PECount != 127 || md.PVs[1].DeviceHint != "/dev/sdd" {
 			t.Errorf("%s: pvs %+v", name, md.PVs)
 		}
-		if len(md.LVs) != 2 || md.LVs[0].Name != "scratch" || !md.LVs[0].Visible() || len(md.LVs[1].Segments) != 2 {
+		if len(md.LVs) != 2 || md.LVs[0].Name != "scratch" || !md.LVs[0].Visible() || len(md.LVs[1].Segments) != 1 {
 			t.Fatalf("%s: lvs %+v", name, md.LVs)
 		}
-		seg := md.LVs[1].Segments[1]
-		if seg.Type != "striped" || seg.StripeCount != 1 || len(seg.Stripes) != 1 || seg.Stripes[0] != (VGArea{PV: "pv0", Start: 25}) {
-			t.Errorf("%s: vm's second segment %+v", name, seg)
+		seg := md.LVs[1].Segments[0]
+		if seg.Type != "striped" || seg.StripeCount != 1 || seg.ExtentCount != 75 || len(seg.Stripes) != 1 || seg.Stripes[0] != (VGArea{PV: "pv0", Start: 25}) {
+			t.Errorf("%s: vm's segment %+v", name, seg)
 		}
 	}
 }

@@ -10,8 +10,8 @@ C=$(id /dev/disk/by-id/ata-QEMU_HARDDISK_DEGR) D=$(id /dev/disk/by-id/ata-QEMU_H
 N=$(id /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_FASTNVME)
 echo "A=$A B=$B C=$C D=$D N=$N" >&2
 # A resync slow enough to be seen in progress.
-echo 100 >/proc/sys/dev/raid/speed_limit_min
-echo 100 >/proc/sys/dev/raid/speed_limit_max
+echo 1000 >/proc/sys/dev/raid/speed_limit_min
+echo 1000 >/proc/sys/dev/raid/speed_limit_max
 sgdisk -n1:0:+64M -t1:8200 -n2:0:0 -t2:8e00 "$N" >/dev/null
 sgdisk -n1:0:0 -t1:fd00 "$C" >/dev/null
 udevadm settle
@@ -20,7 +20,7 @@ mdadm --create /dev/md1 --run --level=1 --raid-devices=2 --metadata=1.2 --name=d
 pvcreate -q "${N}p2" "$D" >&2
 vgcreate -q fast "${N}p2" "$D" >&2
 lvcreate -q -y -n scratch -L 100M fast "${N}p2" >&2
-lvcreate -q -y -n vm -l 100%FREE fast >&2
+lvcreate -q -y -n vm -L 300M fast >&2
 udevadm settle
 mkfs.xfs -q /dev/md1 && mkdir -p /mnt/degr && mount /dev/md1 /mnt/degr
 mkfs.ext4 -q /dev/fast/scratch && mkdir -p /mnt/scratch && mount /dev/fast/scratch /mnt/scratch
@@ -51,7 +51,9 @@ done
 		echo "/run/udev/data/b$(cat "$d/dev")"
 		for p in "$d"/*/dev; do [ -f "$p" ] && echo "/run/udev/data/b$(cat "$p")"; done
 	done
-	echo /proc/mdstat /proc/swaps /proc/self/mountinfo /proc/sys/kernel/osrelease /proc/sys/kernel/hostname /proc/meminfo /etc/os-release | tr ' ' '\n'
+	find /sys/class/dmi/id/ /sys/devices/virtual/dmi/id -maxdepth 1 2>/dev/null
+	ls -d /usr/lib/os-release /etc/os-release 2>/dev/null
+	echo /proc/mdstat /proc/cpuinfo /proc/swaps /proc/self/mountinfo /proc/sys/kernel/osrelease /proc/sys/kernel/hostname /proc/meminfo /etc/os-release | tr ' ' '\n'
 } >/share/list 2>/share/list.err
 # cp reads sysfs attributes to their end whatever size stat says.
 xargs cp -P --parents -t "$OUT" </share/list 2>/share/cp.err
