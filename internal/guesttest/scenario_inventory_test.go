@@ -64,7 +64,8 @@ func qemuNVMeWWID(serial string) string {
 const inventoryScript = `set -u
 mark() { echo "@@ $1"; }
 diskprep inventory -o json >/root/inv.json 2>/root/inv.err
-mark inv.exit; echo $?
+rc=$?
+mark inv.exit; echo $rc
 mark inv; cat /root/inv.json
 mark inv.stderr; cat /root/inv.err
 mark lsblk; lsblk -J -O -b
@@ -78,7 +79,8 @@ done
 # The same inventory from sysfs alone: udev's database hidden.
 mv /run/udev/data /run/udev/data.hidden
 diskprep inventory -o json >/root/inv.json 2>/root/inv.err
-mark sysfs.exit; echo $?
+rc=$?
+mark sysfs.exit; echo $rc
 mark sysfs; cat /root/inv.json
 mark sysfs.stderr; cat /root/inv.err
 mv /run/udev/data.hidden /run/udev/data
