@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
@@ -56,6 +57,34 @@ func TestWaitDeviceNodeSettlesUdev(t *testing.T) {
 	if err := a.waitDeviceNode(ctx, "loop0"); err == nil {
 		t.Fatal("wrong device number accepted")
 	}
+}
+
+// udev re-reads a disk's partition table when a writer closes it, so a
+// partition the kernel had can be missing from sysfs for a moment (an
+// fscompare in a guest failed so: "device number of sda1: ... no such
+// file"): it is waited for after the settle, not taken as an error.
+func TestWaitDeviceNodeDuringUdevReread(t *testing.T) {
+	if _, err := liveApplier().devNumber("/dev/loop0"); err != nil {
+		t.Skip("needs a /dev/loop0 node to stand for a partition")
+	}
+	root, sys := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "run/udev"), 0o755)
+	os.WriteFile(filepath.Join(root, "run/udev/control"), nil, 0o644)
+	r := &scriptedRunner{t: t, calls: []scriptedCall{{argv: []string{"udevadm", "settle", "--timeout=30"}}}}
+	a := newApplier(Deps{Roots: hwinfo.Roots{Root: root, Sys: sys}, Runner: r})
+	back := make(chan struct{})
+	go func() {
+		defer close(back)
+		time.Sleep(200 * time.Millisecond)
+		os.MkdirAll(filepath.Join(sys, "class/block/loop0"), 0o755)
+		os.WriteFile(filepath.Join(sys, "class/block/loop0/dev"), []byte("7:0\n"), 0o644)
+	}()
+	err := a.waitDeviceNode(context.Background(), "loop0")
+	<-back
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.done()
 }
 
 // Without udev and without a devtmpfs node, the partition's node is made

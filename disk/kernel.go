@@ -133,16 +133,13 @@ func (a *applier) checkKernelPartitions(p *Plan) error {
 // waitDeviceNode waits for /dev/<name> to be the block device sysfs names.
 // With udev running it settles the queue first; without udev (containers,
 // minimal hosts) and no devtmpfs node after a short wait, it makes the node.
+//
+// udev watches whole disks: closing one that was written (the table, a
+// wipe) makes udevd re-read its partition table, which removes and adds
+// every partition again. So the partition can be missing from sysfs for a
+// moment after the kernel had it: its device number is read only after
+// the settle, and waited for like the node.
 func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
-	devNum, err := a.host.ReadFile(a.roots.SysPath("class", "block", name, "dev"))
-	if err != nil {
-		return fmt.Errorf("device number of %s: %w", name, err)
-	}
-	var major, minor uint32
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(devNum)), "%d:%d", &major, &minor); err != nil {
-		return fmt.Errorf("device number of %s: %q: %w", name, devNum, err)
-	}
-	node := a.roots.DevPath(name)
 	udev := a.udevRunning()
 	if udev {
 		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
@@ -153,6 +150,24 @@ func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
 	if udev {
 		wait = 10 * time.Second
 	}
+	deadline := time.Now().Add(wait)
+	devNum, err := a.host.ReadFile(a.roots.SysPath("class", "block", name, "dev"))
+	for err != nil && errors.Is(err, fs.ErrNotExist) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		devNum, err = a.host.ReadFile(a.roots.SysPath("class", "block", name, "dev"))
+	}
+	if err != nil {
+		return fmt.Errorf("device number of %s: %w", name, err)
+	}
+	var major, minor uint32
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(devNum)), "%d:%d", &major, &minor); err != nil {
+		return fmt.Errorf("device number of %s: %q: %w", name, devNum, err)
+	}
+	node := a.roots.DevPath(name)
 	ok, err := a.host.WaitNode(ctx, node, major, minor, wait)
 	if err != nil {
 		return err
