@@ -152,6 +152,10 @@ func (t *target) identify(host *hwinfo.Host) {
 		t.ident.SizeBytes = d.SizeBytes
 		t.ident.LogicalSectorBytes, t.ident.PhysicalSectorBytes = d.LogicalSectorBytes, d.PhysicalSectorBytes
 	}
+	t.ident.Stack = host.Stack(t.ident.Device)
+	if t.disk != nil || len(t.ident.Stack) > 0 {
+		t.ident.StackText = hwinfo.DescribeStack(t.ident.FSType, t.ident.Device, t.ident.Stack)
+	}
 }
 
 // blockDevice names the block device major:minor from sysfs, with its

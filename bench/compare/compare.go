@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // ErrUsage is wrapped by errors caused by bad options (an unknown --by).
@@ -34,11 +35,14 @@ const (
 	ByFS     = "fs"
 	ByHost   = "host"
 	ByDevice = "device"
+	// ByStack groups by the kind of storage under the target: "raid1",
+	// "lvm linear", "single disk" (hwinfo.Topology of the record's stack).
+	ByStack  = "stack"
 	ByRecord = "record" // one column per record: what auto grouping falls back to
 )
 
 // ByNames lists the accepted --by values.
-var ByNames = []string{ByLabel, ByFS, ByHost, ByDevice, ByRecord}
+var ByNames = []string{ByLabel, ByFS, ByHost, ByStack, ByDevice, ByRecord}
 
 // Metric names of a cell.
 const (
@@ -214,10 +218,12 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 // autoBy picks the grouping: labels when they tell records apart, else the
 // first of filesystem, host and device that differs, else each record alone.
 func autoBy(recs []*record.Record) string {
-	for _, by := range []string{ByLabel, ByFS, ByHost, ByDevice} {
+	for _, by := range []string{ByLabel, ByFS, ByHost, ByStack, ByDevice} {
 		seen := map[string]bool{}
 		for _, r := range recs {
-			if by == ByLabel && r.Label == "" {
+			if by == ByLabel && r.Label == "" || by == ByStack && r.Target.StackText == "" {
+				// Unknown is no difference: records from before stacks
+				// were recorded still group by device as they did.
 				continue
 			}
 			seen[GroupKey(r, by)] = true
@@ -246,8 +252,20 @@ func GroupKey(r *record.Record, by string) string {
 		return "(unknown host)"
 	case ByDevice:
 		return deviceOf(r)
+	case ByStack:
+		return stackOf(r)
 	}
 	return r.ID
+}
+
+// stackOf is the kind of storage the record measured: "raid1", "lvm
+// linear", "single disk", or "(unknown stack)" for a record that predates
+// the stack fields.
+func stackOf(r *record.Record) string {
+	if len(r.Target.Stack) == 0 && r.Target.StackText == "" {
+		return "(unknown stack)"
+	}
+	return hwinfo.Topology(r.Target.Stack)
 }
 
 func fsOf(r *record.Record) string {
@@ -268,6 +286,10 @@ func deviceOf(r *record.Record) string {
 	name := t.Disk
 	if name == "" {
 		name = t.Device
+	}
+	if len(t.Stack) > 0 {
+		// An array or LV is not its first disk: "md0 raid1 of sda+sdb".
+		return hwinfo.DescribeStack("", t.Device, t.Stack)
 	}
 	switch {
 	case name != "" && model != "":

@@ -10,6 +10,7 @@ import (
 
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
@@ -367,5 +368,49 @@ func TestRecordWarningsMergedAcrossWorkloads(t *testing.T) {
 	want := "all records: seq1m-read, seq1m-write, rnd4k-read, rnd4k-write: runtime 2s is under 3s: figures are noisy"
 	if !slices.Contains(cmp.Warnings, want) {
 		t.Errorf("warnings %q, want %q", cmp.Warnings, want)
+	}
+}
+
+// TestGroupByStack: a RAID1 against a single disk, same host and fs,
+// groups by stack on its own, the columns named for the kind of storage and
+// each saying what it was; records from before stacks were recorded keep
+// grouping by device.
+func TestGroupByStack(t *testing.T) {
+	w := []ct.Workload{{Name: "seqread", MBps: []float64{900, 910, 905}}}
+	raid := ct.Record(ct.Opts{ID: "1", FS: "xfs", Workloads: w})
+	raid.Target.Device, raid.Target.Disk, raid.Target.Model = "md0", "sdb", "TOSHIBA DT01ACA300"
+	raid.Target.Stack = []hwinfo.Layer{{Kind: "md", Device: "md0", Type: "raid1", On: []string{"sdb", "sdc"}}}
+	raid.Target.StackText = "xfs on md0 raid1 of sdb+sdc"
+	single := ct.Record(ct.Opts{ID: "2", FS: "xfs", Workloads: []ct.Workload{{Name: "seqread", MBps: []float64{480, 470, 475}}}})
+	single.Target.Device, single.Target.Disk, single.Target.Model = "sdd1", "sdd", "ST4000DM004"
+	single.Target.StackText = "xfs on sdd1"
+	cmp, err := Compare([]*record.Record{single, raid}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.By != ByStack || cmp.Groups[0].Name != "single disk" || cmp.Groups[1].Name != "raid1" {
+		t.Fatalf("by %q groups %q, %q; want stack: single disk, raid1", cmp.By, cmp.Groups[0].Name, cmp.Groups[1].Name)
+	}
+	ids := map[string]string{}
+	for _, f := range cmp.Groups[1].Identity {
+		ids[f.Key] = f.Value
+	}
+	if ids["stack"] != "xfs on md0 raid1 of sdb+sdc" || ids["device"] != "md0 on sdb" {
+		t.Errorf("raid1 column identity %v", ids)
+	}
+	if strings.Contains(strings.Join(cmp.Warnings, "\n"), "Disk") {
+		t.Errorf("by stack, the disks differ by design: %q", cmp.Warnings)
+	}
+	if got := GroupKey(raid, ByDevice); got != "md0 raid1 of sdb+sdc" {
+		t.Errorf("by device, the array is %q", got)
+	}
+	// Without stacks (older records) different disks group by device.
+	raid.Target.Stack, raid.Target.StackText, single.Target.StackText = nil, "", ""
+	cmp, _ = Compare([]*record.Record{single, raid}, Options{})
+	if cmp.By != ByDevice {
+		t.Errorf("records without stacks: by %q, want device", cmp.By)
+	}
+	if got := GroupKey(raid, ByStack); got != "(unknown stack)" {
+		t.Errorf("unknown stack key %q", got)
 	}
 }

@@ -70,6 +70,7 @@ var identityFields = []identityField{
 		}
 		return r.Target.Disk
 	}},
+	{key: "stack", name: "Storage", get: func(r *record.Record) string { return r.Target.StackText }},
 	{key: "media", name: "Media", get: func(r *record.Record) string {
 		var parts []string
 		if r.Target.Media != "" {
@@ -149,7 +150,8 @@ func distinctRuns(r *record.Record, f func(record.Repetition) string, unknownKey
 var groupedKeys = map[string][]string{
 	ByFS:     {"fs", "mkfs", "mount_options"},
 	ByHost:   {"host"},
-	ByDevice: {"disk", "device", "media"},
+	ByDevice: {"disk", "device", "media", "stack"},
+	ByStack:  {"disk", "device", "media", "stack"},
 }
 
 // identities splits the records' identity into the facts shared by all

@@ -94,6 +94,17 @@ type Target struct {
 	MountPoint          string `json:"mount_point,omitempty"`
 	MountOptions        string `json:"mount_options,omitempty"`
 	MountSource         string `json:"mount_source,omitempty"`
+	// Stack is what Device is built from, top first, down to the disks:
+	// md arrays (kind md, type raid1 ...), LVM logical volumes (kind lvm,
+	// name VG/LV, type linear ...), dm-crypt and other holders, each with
+	// the devices it is on (hwinfo.Host.Stack); empty for a plain disk or
+	// partition. StackText says it in one line: "xfs on md0 raid1 of
+	// sdb+sdc", "ext4 on fast/scratch (dm-0) linear on nvme0n1p2",
+	// "xfs on sdb1". It is set whenever the device is known, so a record
+	// with StackText and no Stack was measured on a single disk, and one
+	// without either predates these fields (or its device is unknown).
+	Stack     []hwinfo.Layer `json:"stack,omitempty"`
+	StackText string         `json:"stack_text,omitempty"`
 	// Prepared is the mkfs and mount recipe when diskprep prepared the
 	// filesystem (read from its marker file or filled in by the command).
 	Prepared *Prepared `json:"prepared,omitempty"`
