@@ -387,6 +387,12 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 
 	table, extents, notes, err := layoutGPT(d, req.Partitions)
 	if err != nil {
+		// A disk in use is refused for that first: what holds it (an LVM
+		// volume group, an array) matters more than a plan that does not
+		// fit, which would hide it.
+		if busy := inUse(d, nil, existingState{kind: layoutDiffers}); len(busy) > 0 {
+			return nil, refuse(subject, busy...)
+		}
 		return nil, refuse(subject, err.Error())
 	}
 	p := &Plan{

@@ -221,6 +221,13 @@ func TestPlanRefusals(t *testing.T) {
 			d.FSType, d.Holders = "linux_raid_member", []hwinfo.Holder{{Name: "md127", Kind: "md"}}
 			return d
 		}(), Request{Device: "sdb", Wipe: true, Partitions: []PartSpec{{FS: "xfs"}}}, "sdb is held by md md127"},
+		{"md holder on a disk too small", func() hwinfo.Disk {
+			// A guest's 128 MiB md member was refused as too small for xfs,
+			// which hid what holds it.
+			d := blankDisk("sdb", 128*mib, 512, 512, 0)
+			d.FSType, d.Holders = "linux_raid_member", []hwinfo.Holder{{Name: "md0", Kind: "md"}}
+			return d
+		}(), Request{Device: "sdb", Wipe: true, Partitions: []PartSpec{{FS: "xfs"}}}, "sdb is held by md md0"},
 		{"system", func() hwinfo.Disk {
 			d := blankDisk("sda", 20*gib, 512, 512, 0)
 			d.System, d.SystemReasons = true, []string{"/ on sda2"}
