@@ -7,6 +7,18 @@ package hwinfo
 // device down to its disks (Host.Stack): which kernel device is it (Device,
 // with Path), what kind and shape is it (Kind, Type), and what is it built
 // on (the member devices, by kernel name).
+//
+// Cached volumes (issue 15) take the same shape: a Host.Caches list of
+// CachedVolume{Device, Path, Kind: lvmcache|writecache|bcache, Mode:
+// writethrough|writeback, Origin, CacheDevices, CacheBytes, DirtyBytes,
+// ReadHits, ReadMisses, WriteHits, WriteMisses}, read from the
+// device-mapper status ioctl (DM_TABLE_STATUS on /dev/mapper/control, what
+// dmsetup status and lvs -o cache_* read: sysfs has no dm-cache counters)
+// and bcache's sysfs stats_total; Host.Stack then
+// gives such a device the Layer{Kind: its kind, Type: its mode, On: origin
+// then cache devices}. An LV that is cached already shows its segment
+// type (cache, writecache) and the PVs of its origin and its cache pool,
+// and a bcache device its StackedOn (backing device, then caches).
 
 // Array is one md RAID array (drivers/md), as sysfs (sys/block/mdN/md),
 // proc/mdstat and the udev database tell it.
