@@ -114,10 +114,16 @@ func (r *reader) readVolumeGroups(st *blockState, candidates []string, sizes map
 // readPV reads the LVM label and metadata of the device dev, if the root
 // has its contents.
 func (r *reader) readPV(dev string, size uint64) (*probe.PV, bool) {
+	if r.pvOpenFailed {
+		return nil, false
+	}
 	f, err := os.OpenFile(r.path("/dev/"+dev), os.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			r.warn("open /dev/%s: %v: LVM free space and inactive volumes unknown; run as root with access to the devices", dev, unwrapPath(err))
+			// One line for all PVs: an unprivileged run cannot open any.
+			r.warn("open /dev/%s: %v: LVM sizes, free space and inactive volumes unknown; run as root with access to the devices",
+				dev, unwrapPath(err))
+			r.pvOpenFailed = true
 		}
 		return nil, false
 	}

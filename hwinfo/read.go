@@ -127,6 +127,9 @@ type reader struct {
 	warned   map[string]bool
 	// readFileFn is Options.ReadFile; nil reads with os.ReadFile.
 	readFileFn func(name string) ([]byte, error)
+	// pvOpenFailed: a PV could not be opened (not root); the others are
+	// not tried, so the warning is said once.
+	pvOpenFailed bool
 }
 
 // path maps an absolute host path ("/proc/cpuinfo") into the root.

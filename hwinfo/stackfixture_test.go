@@ -3,6 +3,7 @@ package hwinfo
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -244,5 +245,37 @@ func TestSplitDMName(t *testing.T) {
 		if _, _, ok := splitDMName(in); ok {
 			t.Errorf("splitDMName(%q) ok", in)
 		}
+	}
+}
+
+// TestVolumeGroupsPVNotOpenable: a PV that cannot be opened (an
+// unprivileged run: here a socket, which open refuses with ENXIO) gives
+// one warning, the other PVs are not tried, and the VG is device-mapper's.
+func TestVolumeGroupsPVNotOpenable(t *testing.T) {
+	root := copyTree(t, "testdata/guest-stacks")
+	p := root + "/dev/nvme0n1p2"
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		t.Skipf("no unix socket here: %v", err)
+	}
+	defer l.Close()
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range h.Warnings {
+		if strings.Contains(w, "LVM sizes") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "nvme0n1p2") || !strings.Contains(warned[0], "run as root") {
+		t.Errorf("warnings %q, want one about nvme0n1p2", h.Warnings)
+	}
+	if len(h.VolumeGroups) != 1 || h.VolumeGroups[0].Source != "sysfs" {
+		t.Errorf("volume groups %+v, want fast from sysfs", h.VolumeGroups)
 	}
 }
