@@ -58,10 +58,12 @@ type applier struct {
 	fstabPath string
 	refresh   func(ctx context.Context) (*hwinfo.Host, error)
 	now       func() time.Time
+	// madePoints are the mount points this run created.
+	madePoints map[string]bool
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, madePoints: map[string]bool{}}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
 	}
@@ -501,6 +503,9 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 			if pp.MountArgv == nil {
 				return pr, fmt.Errorf("%s is no longer mounted at %s: plan again", pp.Path, pp.MountPoint)
 			}
+			if _, err := a.host.Stat(pp.MountPoint); errors.Is(err, fs.ErrNotExist) {
+				a.madePoints[pp.MountPoint] = true // the marker says so, for release
+			}
 			if err := a.host.MkdirAll(pp.MountPoint, 0o755); err != nil {
 				return pr, fmt.Errorf("create mount point %s: %w", pp.MountPoint, err)
 			}
@@ -639,6 +644,7 @@ func (a *applier) writeMarker(p *Plan, pp PartPlan, pr PartResult) error {
 	if p.Image != nil {
 		m.Image = p.Image.Path
 	}
+	m.MadeMountPoint = a.madePoints[pp.MountPoint]
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := a.host.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -30,6 +30,9 @@ type Marker struct {
 	MkfsVersion string   `json:"mkfs_version"`
 	MountOpts   string   `json:"mount_opts,omitempty"`
 	PreparedAt  string   `json:"prepared_at"`
+	// MadeMountPoint: prepare created the mount point directory, so
+	// release removes it once unmounted, when it is empty.
+	MadeMountPoint bool `json:"made_mount_point,omitempty"`
 }
 
 // ReadMarker reads the marker of the filesystem mounted at dir. A missing

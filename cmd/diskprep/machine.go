@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,7 +39,46 @@ func liveMachine() *machine {
 		lockTarget:   disk.LockTarget,
 		apply:        disk.Apply,
 		planRelease:  disk.PlanRelease,
-		applyRelease: disk.ApplyRelease,
+		applyRelease: applyReleaseRemovingMadePoints(disk.ApplyRelease),
+	}
+}
+
+// madeMountPoints are the mount points of p that prepare created, by the
+// markers of the filesystems mounted there (read before they are unmounted).
+func madeMountPoints(p *disk.ReleasePlan) []string {
+	var made []string
+	for _, pt := range p.Unmount {
+		if m, err := hwinfo.ReadMarker(pt); err == nil && m != nil && m.MadeMountPoint {
+			made = append(made, pt)
+		}
+	}
+	return made
+}
+
+// applyReleaseRemovingMadePoints is apply followed by the removal of each
+// mount point prepare created, once unmounted, when it is empty: release
+// leaves the machine as it found it. A directory with something in it
+// (files put there while nothing was mounted) stays, and a note says so.
+func applyReleaseRemovingMadePoints(apply func(context.Context, *disk.ReleasePlan, disk.Deps) (*disk.ReleaseResult, error)) func(context.Context, *disk.ReleasePlan, disk.Deps) (*disk.ReleaseResult, error) {
+	return func(ctx context.Context, p *disk.ReleasePlan, d disk.Deps) (*disk.ReleaseResult, error) {
+		made := madeMountPoints(p)
+		res, err := apply(ctx, p, d)
+		if err != nil || res == nil {
+			return res, err
+		}
+		for _, pt := range made { // deepest first, as unmounted
+			if !slices.Contains(res.Unmounted, pt) {
+				continue
+			}
+			if err := os.Remove(pt); err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					res.Notes = append(res.Notes, fmt.Sprintf("mount point %s left in place: %v", pt, errors.Unwrap(err)))
+				}
+				continue
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("removed the mount point %s (prepare made it)", pt))
+		}
+		return res, nil
 	}
 }
 

@@ -323,6 +323,11 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
 		return nil
 	}
+	if !e.Quiet {
+		for _, p := range plans {
+			warnImagePersist(e.Stderr, p)
+		}
+	}
 	if opts.DryRun {
 		if format == "json" {
 			if len(plans) == 1 && opts.PlanFile == "" {

@@ -89,6 +89,9 @@ func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) er
 		if err := plan.WriteText(e.Stdout); err != nil {
 			return err
 		}
+		for _, pt := range madeMountPoints(plan) {
+			fmt.Fprintf(e.Stdout, "would remove the mount point %s (prepare made it), when empty\n", pt)
+		}
 		_, err := fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
 		return err
 	}

@@ -37,3 +37,36 @@ func TestDurationWithoutUnitRefused(t *testing.T) {
 		t.Errorf("--workload runtime=5: exit %d, %q; want exit 2 with a hint", code, errOut)
 	}
 }
+
+// Issue 13 item 7: --persist on an image is warned about (the line mounts
+// nothing after a reboot) with the unit that would attach the image at
+// boot; the plan itself is unchanged.
+func TestPersistOnImageWarns(t *testing.T) {
+	m, _ := fakeMachine(t, 0, false)
+	img := filepath.Join(t.TempDir(), "scratch.img")
+	code, out, errOut := runArgsOn(m, "prepare", "--image", img, "--size", "1G", "--fs", "xfs", "--mount", "/mnt/scratch", "--persist", "--dry-run")
+	if code != 0 || !strings.Contains(out, "fstab") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"warning: --persist on an image: the fstab line for /mnt/scratch mounts nothing after a reboot unless " + img + " is attached",
+		`ExecStart=/sbin/losetup --find --partscan "` + img + `"`,
+		"WantedBy=local-fs.target",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	// Without --persist, or with --quiet: no warning.
+	for _, args := range [][]string{
+		{"prepare", "--image", img, "--size", "1G", "--fs", "xfs", "--mount", "/mnt/scratch", "--dry-run"},
+		{"-q", "prepare", "--image", img, "--size", "1G", "--fs", "xfs", "--mount", "/mnt/scratch", "--persist", "--dry-run"},
+	} {
+		if code, _, errOut := runArgsOn(m, args...); code != 0 || strings.Contains(errOut, "warning") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if got := unitName("/var/tmp/my disk.img"); got != `var-tmp-my\x20disk.img` {
+		t.Errorf("unitName = %q", got)
+	}
+}
