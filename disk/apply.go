@@ -339,10 +339,11 @@ func (a *applier) recheckFacts(ctx context.Context, p *Plan) error {
 	if diff := fp.diff(p.Fingerprint); diff != "" {
 		return refuse(p.Device, fmt.Sprintf("%s changed since planning: %s", p.Device, diff))
 	}
-	if d.System {
+	st := compareExisting(d, p.Partitions)
+	if d.System && !(st.kind == layoutMatches && len(d.SystemReasons) > 0 && swapsArePlanned(d.SystemReasons, p.Partitions, st)) {
 		return refuse(p.Device, fmt.Sprintf("%s now holds the running system", d.Name))
 	}
-	if busy := inUse(d, p.Partitions, compareExisting(d, p.Partitions)); len(busy) > 0 {
+	if busy := inUse(d, p.Partitions, st); len(busy) > 0 {
 		return refuse(p.Device, busy...)
 	}
 	return nil

@@ -360,12 +360,12 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		}
 		return nil, refuse(subject, what+", not a disk")
 	}
-	if d.System {
-		why := strings.Join(d.SystemReasons, ", ")
-		if why == "" {
-			why = "/, /boot or swap"
-		}
-		return nil, refuse(subject, fmt.Sprintf("%s holds the running system (%s)", d.Name, why))
+	// Swap areas count as the running system; those of this very plan
+	// (a rerun: fs: swap partitions diskprep made and swapped on) are
+	// judged once the layout is known to match.
+	ownSwapOnly := d.System && len(d.SystemReasons) > 0 && onlyPlannedSwap(d.SystemReasons, d.Name, req.Partitions)
+	if d.System && !ownSwapOnly {
+		return nil, refuse(subject, systemReason(d))
 	}
 	if d.ReadOnly {
 		return nil, refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
@@ -430,6 +430,9 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	}
 
 	state := compareExisting(d, p.Partitions)
+	if ownSwapOnly && (state.kind != layoutMatches || !swapsArePlanned(d.SystemReasons, p.Partitions, state)) {
+		return nil, refuse(subject, systemReason(d))
+	}
 	if busy := inUse(d, p.Partitions, state); len(busy) > 0 {
 		return nil, refuse(subject, busy...)
 	}
@@ -503,6 +506,50 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		p.Unchanged = false
 	}
 	return p, nil
+}
+
+func systemReason(d *hwinfo.Disk) string {
+	why := strings.Join(d.SystemReasons, ", ")
+	if why == "" {
+		why = "/, /boot or swap"
+	}
+	return fmt.Sprintf("%s holds the running system (%s)", d.Name, why)
+}
+
+// onlyPlannedSwap says whether every reason the disk is the system's is
+// an active swap partition ("swap on sdb1", directly, not via a holder)
+// whose number the request asks to be swap.
+func onlyPlannedSwap(reasons []string, disk string, specs []PartSpec) bool {
+	for _, r := range reasons {
+		part, ok := strings.CutPrefix(r, "swap on ")
+		if !ok || strings.Contains(part, " ") {
+			return false
+		}
+		found := false
+		for i, ps := range specs {
+			found = found || ps.FS == "swap" && PartitionName(disk, i+1) == part
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// swapsArePlanned says, for a matching layout, whether each swap area of
+// the reasons is a planned swap partition with a swap signature.
+func swapsArePlanned(reasons []string, planned []PartPlan, st existingState) bool {
+	for _, r := range reasons {
+		part := strings.TrimPrefix(r, "swap on ")
+		ok := false
+		for i, pp := range planned {
+			ok = ok || pp.FS == "swap" && st.parts[i].Name == part && st.parts[i].FSType == "swap"
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func diskPath(d *hwinfo.Disk) string {

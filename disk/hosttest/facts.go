@@ -114,6 +114,11 @@ func (h *Host) facts() *hwinfo.Host {
 					}
 				}
 				part.FSType, part.FSLabel, part.FSUUID = fsOf(&reader{d: p}, p.size)
+				if h.swaps[p.name] {
+					// hwinfo counts active swap as the running system.
+					d.System = true
+					d.SystemReasons = append(d.SystemReasons, "swap on "+p.name)
+				}
 				d.Partitions = append(d.Partitions, part)
 			}
 		} else {
