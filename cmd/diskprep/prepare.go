@@ -335,6 +335,11 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 			}
 			return writeJSON(e.Stdout, plans)
 		}
+		if n, err := units.ParseSize(opts.PartitionSize); err == nil && n > 0 {
+			// The partition line shows the aligned size in binary units;
+			// this says how the size typed was read (10GB is 10^10 bytes).
+			fmt.Fprintf(e.Stdout, "--partition-size %s reads as %s\n", opts.PartitionSize, units.FormatSizeBoth(n))
+		}
 		for _, p := range plans {
 			if err := p.WriteText(e.Stdout); err != nil {
 				return err

@@ -24,6 +24,15 @@ func TestPrepareDryRunShowsSizeBothWays(t *testing.T) {
 	}
 }
 
+// --partition-size says how it was read, in both forms.
+func TestPartitionSizeShownBothWays(t *testing.T) {
+	m, _ := fakeMachine(t, 0, false)
+	code, out, errOut := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--partition-size", "50GB", "--dry-run")
+	if code != 0 || !strings.Contains(out, "--partition-size 50GB reads as 50 GB (46.6 GiB)\n") {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
 // A duration without a unit is refused with the reading most people mean,
 // not silently taken as seconds.
 func TestDurationWithoutUnitRefused(t *testing.T) {
