@@ -55,6 +55,9 @@ type rig interface {
 	busy(t *testing.T, point string)           // a process has a file open under point
 	makeImage(t *testing.T, size int64)        // imagePath appears, not attached
 	attachImage(t *testing.T)                  // imagePath gets a loop device diskprep did not attach
+	// modern makes the kernel parse partition tables itself and systemd
+	// PID 1, where the rig can (the fake; a loop rig is as it is).
+	modern()
 	// effects is the fake's log since the last call (nil on a real rig).
 	effects() *hosttest.Host
 }
@@ -191,6 +194,18 @@ var scenarios = []scenario{
 			t.Error("planning the release changed the disk, the fstab or the mounts")
 		}
 		return true
+	}},
+	{"prepare-modern", func(t *testing.T, r rig) bool {
+		r.modern()
+		res := apply(t, r, plan(t, r, xfsData(r)))
+		if !res.Changed || !res.Partitions[0].Mounted || !res.Partitions[0].FstabAdded {
+			t.Errorf("result %+v", res)
+		}
+		rel, err := disk.Release(context.Background(), r.mountDir("data"), disk.ReleaseOptions{}, r.deps())
+		if err != nil || len(rel.Unmounted) != 1 || len(rel.FstabRemoved) != 1 {
+			t.Errorf("release %+v %v", rel, err)
+		}
+		return false
 	}},
 	{"release", func(t *testing.T, r rig) bool {
 		res := apply(t, r, plan(t, r, xfsData(r)))
@@ -450,6 +465,10 @@ func (r *fakeRig) imageState(t *testing.T) disk.ImageState {
 	}
 	return st
 }
+func (r *fakeRig) modern() {
+	r.h.GPTParser = true
+	r.h.SetFile("/proc/1/comm", []byte("systemd\n"))
+}
 func (r *fakeRig) makeImage(_ *testing.T, size int64) { r.h.AddImage(r.imagePath(), uint64(size)) }
 func (r *fakeRig) attachImage(*testing.T)             { r.h.Attach(r.imagePath()) }
 func (r *fakeRig) facts(*testing.T) *hwinfo.Host      { return r.h.FactsNow() }
@@ -613,6 +632,7 @@ func (r *loopRig) busy(t *testing.T, p string) {
 	t.Cleanup(func() { f.Close() })
 }
 func (r *loopRig) effects() *hosttest.Host { return nil }
+func (r *loopRig) modern()                 {}
 func (r *loopRig) makeImage(t *testing.T, size int64) {
 	if err := os.WriteFile(r.imagePath(), nil, 0o644); err != nil {
 		t.Fatal(err)
