@@ -340,7 +340,7 @@ func badCases(fx *badInputFixture) []badCase {
 		{"fscompare results dir is a file", []string{"--results", afile, "fscompare", "--image", img, "--size", "1G"}, 1, "is not a directory"},
 
 		{"completion without shell", []string{"completion"}, 2, "want one shell"},
-		{"completion unknown shell", []string{"completion", "fish"}, 2, `unknown shell "fish"`},
+		{"completion unknown shell", []string{"completion", "tcsh"}, 2, `unknown shell "tcsh"`},
 		{"completion two shells", []string{"completion", "bash", "zsh"}, 2, "want one shell"},
 	}
 }
