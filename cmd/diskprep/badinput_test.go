@@ -334,6 +334,7 @@ func badCases(fx *badInputFixture) []badCase {
 		{"fscompare unknown set", []string{"fscompare", "--image", img, "--size", "1G", "--set", "nope"}, 2, `unknown workload set "nope"`},
 		{"fscompare bad duration", []string{"fscompare", "--image", img, "--size", "1G", "--runtime", "1x"}, 2, `duration "1x"`},
 		{"fscompare --repeat 0", []string{"fscompare", "--image", img, "--size", "1G", "--repeat", "0"}, 2, "--repeat 0"},
+		{"fscompare --repeat auto:1", []string{"fscompare", "--image", img, "--size", "1G", "--repeat", "auto:1"}, 2, "--repeat auto:1: MAX must be 3..100"},
 		{"fscompare unknown -o", []string{"fscompare", "--image", img, "--size", "1G", "-o", "xml"}, 2, `unknown output format "xml"`},
 		{"fscompare --image a device node", []string{"fscompare", "--image", w("linkblk"), "--size", "1G", "--yes"}, 3, "is a device node"},
 		{"fscompare nonexistent device", []string{"fscompare", noDevice, "--yes"}, 2, "does not exist"},

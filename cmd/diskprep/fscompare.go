@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type fscompareOptions struct {
 	Set        string
 	Runtime    string
 	Repeat     int
+	RepeatAuto bool   // --repeat auto[:MAX]: Repeat is MAX
 	Mount      string // mount point used for every filesystem; "" = a fresh temporary directory
 	MountOpts  string
 	SectorSize string
@@ -83,7 +85,7 @@ Examples:
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
 			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(workload.SetNames(), ", ") + " (default " + workload.DefaultSet + ")"},
 			&cli.StringFlag{Name: "runtime", Usage: "`DURATION` of each time-based workload (overrides the set's)"},
-			&cli.IntFlag{Name: "repeat", Value: defaultFSCompareRepeat, Usage: "run each workload `N` times per filesystem (4 or more to judge differences)"},
+			&cli.StringFlag{Name: "repeat", Value: strconv.Itoa(defaultFSCompareRepeat), Usage: "run each workload `N` times per filesystem (4 or more to judge differences), or auto[:MAX] (as bench)"},
 			&cli.StringFlag{Name: "mount", Usage: "mount each filesystem at `DIR` (default: a new temporary directory)"},
 			&cli.StringFlag{Name: "mount-opt", Usage: "mount `OPTIONS` for every filesystem, comma separated"},
 			&cli.BoolFlag{Name: "keep", Usage: "leave the last filesystem prepared and mounted"},
@@ -101,9 +103,13 @@ Examples:
 					fss = append(fss, f)
 				}
 			}
+			repeat, auto, err := workload.ParseRepeat("--repeat", c.String("repeat"))
+			if err != nil {
+				return err
+			}
 			return runFSCompare(c.Context, fscompareOptions{
 				Device: c.Args().First(), Image: c.String("image"), Size: c.String("size"), FS: fss,
-				Set: c.String("set"), Runtime: c.String("runtime"), Repeat: c.Int("repeat"),
+				Set: c.String("set"), Runtime: c.String("runtime"), Repeat: repeat, RepeatAuto: auto,
 				Mount: c.String("mount"), MountOpts: c.String("mount-opt"), SectorSize: c.String("sector-size"),
 				Keep: c.Bool("keep"), Yes: c.Bool("yes"), Latency: c.Bool("latency"), Output: c.String("output"),
 			}, machineOf(c), e)
@@ -145,7 +151,7 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 			return dreq, breq, err
 		}
 	}
-	breq = workload.Request{Target: "/", Set: o.Set, Repeat: o.Repeat}
+	breq = workload.Request{Target: "/", Set: o.Set, Repeat: o.Repeat, RepeatAuto: o.RepeatAuto}
 	if o.Runtime != "" {
 		d, err := units.ParseDuration(o.Runtime)
 		if err != nil {

@@ -114,7 +114,11 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 		if host, err = deps.Facts(ctx); err != nil {
 			return nil, err
 		}
-		say("%d/%d: %s on %s mounted at %s; running set %s, %d repetition(s)", i+1, len(opts.FS), fs, dev, mount, opts.Bench.SetName(), opts.Bench.Repeat)
+		reps := fmt.Sprintf("%d repetition(s)", opts.Bench.Repeat)
+		if opts.Bench.RepeatAuto {
+			reps = fmt.Sprintf("repetitions until stable, %d at most", opts.Bench.Repeat)
+		}
+		say("%d/%d: %s on %s mounted at %s; running set %s, %s", i+1, len(opts.FS), fs, dev, mount, opts.Bench.SetName(), reps)
 		req := opts.Bench
 		req.Target, req.Label = mount, fs
 		rec, err := deps.Bench(ctx, req, host)
