@@ -541,11 +541,14 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 	}
 	if real, err := h.EvalSymlinks(ap.Device); err == nil {
 		name := filepath.Base(real)
-		if running == "" {
-			slaves := pl.mdSlaves(name)
-			return ap, refuse(ap.Device, fmt.Sprintf("md array %s already exists as %s over %s, not the partitions planned", a.Name, name, orNone(strings.Join(slaves, ", "))))
-		}
-		if name != running {
+		slaves := pl.mdSlaves(name)
+		switch {
+		case running == "" && len(slaves) == 0:
+			// The node of an array just stopped, which udev has not
+			// removed yet: nothing runs there, mdadm --create takes it.
+		case running == "":
+			return ap, refuse(ap.Device, fmt.Sprintf("md array %s already exists as %s over %s, not the partitions planned", a.Name, name, strings.Join(slaves, ", ")))
+		case name != running:
 			return ap, refuse(ap.Device, fmt.Sprintf("%s is %s, but the members are in %s", ap.Device, name, running))
 		}
 	}
