@@ -179,6 +179,18 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	if usedBLKPG {
 		res.Notes = append(res.Notes, "the kernel did not pick up the partitions from the table: added with BLKPG")
 	}
+	// Closing a disk it wrote wakes udev's watch, which has the kernel
+	// re-read the table: every partition is dropped and added again, and
+	// mkfs or the probe after it finds the node gone for a moment (ENXIO;
+	// seen in a QEMU guest with udev, on loop devices and SATA disks). The
+	// kernel refuses that re-read (EBUSY) while a partition is open, so each
+	// is held open, read-only, until Apply returns. Where devtmpfs has no
+	// node yet there is no udev to race with either.
+	for _, pp := range p.Partitions {
+		if held, err := a.host.OpenDevice(pp.Path, false); err == nil {
+			defer held.Close()
+		}
+	}
 	f.Close()
 
 	fstabChanged := false
