@@ -215,12 +215,30 @@ func detachLoop(dev string) error {
 	defer f.Close()
 	parts, _ := kernelPartitions(&LiveHost{}, hwinfo.Roots{}, filepath.Base(dev))
 	for _, kp := range parts {
-		if err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0); err != nil {
+		err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0)
+		// EBUSY while udev probes the partition (blkid has it open for a
+		// moment after it appeared or was written): wait that out.
+		for i := 0; i < 100 && errors.Is(err, unix.EBUSY); i++ {
+			time.Sleep(50 * time.Millisecond)
+			err = blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0)
+		}
+		if err != nil {
 			return fmt.Errorf("detach %s: remove partition %s: %w", dev, kp.name, err)
 		}
 	}
 	if err := unix.IoctlSetInt(int(f.Fd()), unix.LOOP_CLR_FD, 0); err != nil {
 		return fmt.Errorf("detach %s: %w", dev, err)
 	}
-	return nil
+	f.Close()
+	// While another process has the device open (udev probing it after
+	// our writes, as in a QEMU guest), the kernel defers the detach to the
+	// last close: wait for it, so that "detached" is true when said.
+	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
+	for i := 0; i < 100; i++ {
+		if b, err := os.ReadFile(backing); err != nil || strings.TrimSpace(string(b)) == "" {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("detach %s: still attached 5s after LOOP_CLR_FD (another process holds it open)", dev)
 }
