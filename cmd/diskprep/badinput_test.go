@@ -440,15 +440,14 @@ func buildAsNobody(t *testing.T) string {
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root to run the binary as uid %d", nobody)
 	}
-	if _, err := exec.LookPath("go"); err != nil {
+	if _, err := exec.LookPath("go"); err != nil && os.Getenv(testenv.BinaryEnv) == "" {
 		testenv.SkipOrFail(t, "no go tool to build the binary: %v", err)
 	}
 	dir := t.TempDir()
 	openUp(t, dir)
 	bin := filepath.Join(dir, "diskprep")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testenv.BuildDiskprep(bin, "", "."); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

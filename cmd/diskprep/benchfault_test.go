@@ -31,9 +31,8 @@ import (
 func faultBuild(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "diskprep")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testenv.BuildDiskprep(bin, "", "."); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -55,10 +55,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "diskprep")
-		out, err := exec.Command("go", "build", "-tags", "crashtest", "-o", binPath, "../../cmd/diskprep").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = testenv.BuildDiskprep(binPath, "", "../../cmd/diskprep", "crashtest")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

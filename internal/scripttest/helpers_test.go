@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 // repoRoot is the module root, two levels above this package.
@@ -45,11 +47,7 @@ func diskprepBinary(t testing.TB) string {
 		}
 		os.Chmod(dir, 0o755)
 		builtBin = filepath.Join(dir, "diskprep")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/diskprep")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New("go build ./cmd/diskprep: " + err.Error() + "\n" + string(out))
-		}
+		buildErr = testenv.BuildDiskprep(builtBin, repoRoot(t), "./cmd/diskprep")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,91 @@ func RequirePrivileged(t testing.TB, programs ...string) {
 	}
 }
 
+// BinaryEnv names a prebuilt diskprep binary for the tests that run the
+// real program (crash, signal and privilege tests), instead of building
+// it with go build: the QEMU guest runs test binaries but has no Go tool.
+// The binary must be built as the test needs it (-tags crashtest for the
+// crash suite).
+const BinaryEnv = "DISKPREP_TEST_BINARY"
+
+// BuildDiskprep puts a diskprep binary at dst, executable by anyone: a
+// copy of the one BinaryEnv names, else what `go build [-tags TAGS] pkg`
+// makes, run in dir ("" is the working directory).
+func BuildDiskprep(dst, dir, pkg string, tags ...string) error {
+	if p := os.Getenv(BinaryEnv); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", BinaryEnv, err)
+		}
+		return os.WriteFile(dst, b, 0o755)
+	}
+	args := []string{"build"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, "-o", dst, pkg)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+	}
+	return nil
+}
+
+var (
+	parserOnce sync.Once
+	parser     bool
+	parserErr  error
+)
+
+// KernelParsesPartitions reports whether the running kernel registers a
+// GPT's partitions by itself, through its own parser, when asked to re-read
+// the table (sgdisk asks, on a --partscan loop device): a real host's or
+// the QEMU guest's kernel does; the kernel of these dev machines, built
+// without a GPT parser, does not, and diskprep adds the partitions with
+// BLKPG. Tests use it to assert which path diskprep took.
+func KernelParsesPartitions(t testing.TB) bool {
+	t.Helper()
+	RequirePrivileged(t, "sgdisk")
+	parserOnce.Do(func() { parser, parserErr = probePartitionParser() })
+	if parserErr != nil {
+		t.Fatalf("probe the kernel's partition parser: %v", parserErr)
+	}
+	return parser
+}
+
+func probePartitionParser() (bool, error) {
+	dir, err := os.MkdirTemp("", "diskprep-parser-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	img := filepath.Join(dir, "probe.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		return false, err
+	}
+	if err := os.Truncate(img, 8<<20); err != nil {
+		return false, err
+	}
+	out, err := Run("losetup", "--find", "--show", "--partscan", img)
+	if err != nil {
+		return false, err
+	}
+	dev := strings.TrimSpace(out)
+	defer func() {
+		for i := 0; i < 50 && stillAttached(dev, img); i++ {
+			Run("partx", "-d", dev)
+			Run("losetup", "-d", dev)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	if _, err := Run("sgdisk", "-n", "1:2048:+2M", dev); err != nil {
+		return false, err
+	}
+	name := filepath.Base(dev)
+	_, err = os.Stat(filepath.Join("/sys/block", name, name+"p1"))
+	return err == nil, nil
+}
+
 // Loop is a loop device over a sparse image file that the test owns.
 type Loop struct {
 	Dev   string // /dev/loopN
@@ -102,7 +188,11 @@ func NewLoop(t testing.TB, size int64, opt LoopOptions) *Loop {
 		t.Fatal(err)
 	}
 	f.Close()
-	args := []string{"--find", "--show"}
+	// --partscan, as diskprep attaches its own images: where the kernel
+	// has a partition parser (a real host, the QEMU guest), it registers
+	// a table written to the device itself, as for a disk; where it has
+	// none (these dev machines), nothing changes and BLKPG steps in.
+	args := []string{"--find", "--show", "--partscan"}
 	if opt.SectorSize != 0 {
 		args = append(args, "--sector-size", strconv.Itoa(opt.SectorSize))
 	}
