@@ -114,6 +114,9 @@ type ArrayPlan struct {
 	SizeBytes   uint64 `json:"size_bytes"`
 	// Create is the mdadm argv; nil when the array exists as asked.
 	Create []string `json:"create,omitempty"`
+	// Wipe is the wipefs argv run on the new array before its mdadm.conf
+	// line and file system; nil for an array made by an earlier run.
+	Wipe []string `json:"wipe,omitempty"`
 	// Existing names the running array ("md127") when there is one.
 	Existing string     `json:"existing,omitempty"`
 	ConfLine string     `json:"conf_line"`
@@ -380,7 +383,7 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 		}
 	}
 	for _, a := range req.Arrays {
-		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req, mounts)
+		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req, mounts, sp.MdadmConf)
 		if err != nil {
 			return nil, withOrigin(a.Origin, err)
 		}
@@ -498,7 +501,7 @@ func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
 	return chunk, data
 }
 
-func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts []mountEntry) (ArrayPlan, error) {
+func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts []mountEntry, conf string) (ArrayPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
 	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
 	var smallest uint64
@@ -568,7 +571,18 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			return ap, err
 		}
 		ap.UUID = uuid
-		if err := pl.planVolume(&vol, pl.Roots.DevPath(running), req, mounts, geometry); err != nil {
+		ap.ConfLine = fmt.Sprintf("ARRAY %s metadata=%s UUID=%s", ap.Device, mdMetadata, ap.UUID)
+		if !pl.confHas(conf, ap.ConfLine) {
+			// A run killed between mdadm --create and the mdadm.conf
+			// line, which comes before mkfs: whatever the new array
+			// shows is what its members held before, not ours.
+			ap.Wipe = []string{"wipefs", "--all", ap.Device}
+			vol.FSUUID = pl.newUUID()
+			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
+			if vol.MountPoint != "" {
+				vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			}
+		} else if err := pl.planVolume(&vol, pl.Roots.DevPath(running), req, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
@@ -579,8 +593,12 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			ap.Create = append(ap.Create, fmt.Sprintf("--chunk=%dK", ap.ChunkBytes>>10))
 		}
 		ap.Create = append(ap.Create, ap.Members...)
+		// A new array shows at its start what its members held there
+		// before (an earlier array of the same layout, its file system):
+		// it is wiped before anything else, and mkfs may overwrite.
+		ap.Wipe = []string{"wipefs", "--all", ap.Device}
 		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, geometry)
+		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
 		if vol.MountPoint != "" {
 			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
@@ -621,6 +639,20 @@ func (pl Planner) checkArray(ap ArrayPlan, name string) error {
 		return refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, orNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
 	}
 	return nil
+}
+
+// confHas says whether mdadm.conf holds line.
+func (pl Planner) confHas(conf, line string) bool {
+	b, err := pl.host().ReadFile(conf)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
 }
 
 // mdSlaves lists the member devices of a running md array, sorted.

@@ -175,6 +175,12 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 			return res, err
 		}
 		ar.Node = node
+		if ap.Wipe != nil {
+			if err := a.do(ctx, "wipe the new array", ap.Wipe); err != nil {
+				res.Arrays = append(res.Arrays, ar)
+				return res, fmt.Errorf("wipe the new md array %s: %w", ap.Name, err)
+			}
+		}
 		added, err := a.ensureMdadmConf(sp.MdadmConf, ap)
 		if err != nil {
 			res.Arrays = append(res.Arrays, ar)
@@ -360,6 +366,9 @@ func (sp *StackPlan) Steps() []string {
 			s = append(s, QuoteArgv(ap.Create))
 		} else {
 			s = append(s, fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", ")))
+		}
+		if ap.Wipe != nil {
+			s = append(s, QuoteArgv(ap.Wipe)+" (what the members held before shows through a new array)")
 		}
 		s = append(s, fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine))
 		vol(ap.Volume)

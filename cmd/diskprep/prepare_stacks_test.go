@@ -30,7 +30,7 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 		want []string
 	}{
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--mount", "/data", "--persist", "--dry-run"},
-			[]string{"mdadm --create /dev/md/data --run --metadata=1.2 --name=data --level=1 --raid-devices=2", "/dev/sdb1 /dev/sdc1", "mkfs.xfs -m uuid=", "ensure in /etc/mdadm/mdadm.conf: ARRAY /dev/md/data metadata=1.2 UUID=", "dry run: nothing was changed"}},
+			[]string{"mdadm --create /dev/md/data --run --metadata=1.2 --name=data --level=1 --raid-devices=2", "/dev/sdb1 /dev/sdc1", "wipefs --all /dev/md/data", "mkfs.xfs -f -m uuid=", "ensure in /etc/mdadm/mdadm.conf: ARRAY /dev/md/data metadata=1.2 UUID=", "dry run: nothing was changed"}},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "fast/scratch:1G", "--fs", "ext4", "--mount", "/scratch", "--dry-run", "--no-discard"},
 			[]string{"pvcreate --metadatatype 2 --dataalignment 1024k /dev/sdb1", "vgcreate --physicalextentsize 4096k fast /dev/sdb1 /dev/sdc1", "lvcreate --yes --wipesignatures y --name scratch --size 1073741824b fast", "mkfs.ext4 -U", "-E nodiscard /dev/fast/scratch"}},
 	} {
