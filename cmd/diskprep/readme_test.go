@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// readmeExample is one command of README.md's code blocks.
+type readmeExample struct {
+	line int
+	cmd  string // as a shell runs it: sudo and "go run ./cmd/diskprep" made the built binary
+}
+
+var trailingComment = regexp.MustCompile(`\s+#\s.*$`)
+
+// readmeExamples parses README.md's indented code blocks for the commands
+// it tells people to type: lines starting with diskprep, sudo diskprep,
+// go run ./cmd/diskprep or source. The test follows the README: a new
+// example is run without anyone listing it here.
+func readmeExamples(t *testing.T, path string) []readmeExample {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []readmeExample
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "    ") {
+			continue
+		}
+		c := strings.TrimSpace(trailingComment.ReplaceAllString(l, ""))
+		c = strings.TrimPrefix(c, "sudo ")
+		c = strings.Replace(c, "go run ./cmd/diskprep ", "diskprep ", 1)
+		if strings.HasPrefix(c, "diskprep ") || strings.HasPrefix(c, "source <(diskprep ") {
+			out = append(out, readmeExample{line: n, cmd: c})
+		}
+	}
+	return out
+}
+
+// readmeSkip says why an example cannot run here, or "" when it runs. Each
+// reason is a fact about this machine or the example, not a choice.
+func readmeSkip(cmd string) string {
+	switch {
+	case regexp.MustCompile(`/dev/(sd|nvme|vd)`).MatchString(cmd):
+		return "names a disk this machine does not have (or its own system disk)"
+	case regexp.MustCompile(`(^|\s)/(data|srv|scratch)\b|/mnt/data`).MatchString(cmd):
+		return "works on a filesystem an example above makes on such a disk"
+	case strings.Contains(cmd, "${fpath[1]}"):
+		return "writes into zsh's system function directory"
+	case strings.Contains(cmd, "["):
+		return "a synopsis, not a command"
+	case regexp.MustCompile(`\b2026\d{4}T\d{4}\b`).MatchString(cmd):
+		return "names the id of a record made elsewhere"
+	case regexp.MustCompile(`results import`).MatchString(cmd):
+		return "imports fio output files made elsewhere"
+	case strings.Contains(cmd, "/etc/diskprep/plan.yaml"):
+		return "reads the plan file a package installs"
+	case strings.Contains(cmd, "./results-"):
+		return "compares result stores copied from other hosts"
+	case strings.Contains(cmd, "/var/lib/node_exporter"):
+		return "writes into node_exporter's directory"
+	}
+	return ""
+}
+
+// Issue 13 item 6: every README example that can run on loop devices runs
+// as written, in README order, without a terminal (stdin and stdout are no
+// terminal), and succeeds. The store is a temporary one ($DISKPREP_RESULTS)
+// and the working directory a temporary one with the repository's fixture
+// trees, so relative paths (hwinfo/testdata/..., post.md, fs.html) work and
+// land there. The fscompare examples run twice in effect (two examples on
+// the same image), the second after the first removed the image it made.
+func TestPrivilegedREADMEExamples(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "losetup", "findmnt")
+	if _, err := exec.LookPath("go"); err != nil {
+		testenv.SkipOrFail(t, "no go tool to build the binary: %v", err)
+	}
+	examples := readmeExamples(t, filepath.Join("..", "..", "README.md"))
+	if len(examples) < 20 {
+		t.Fatalf("found %d examples in README.md: the parser lost them", len(examples))
+	}
+	// The paths the examples use on this machine must be free: the test
+	// makes and removes them, it does not touch anyone's.
+	for _, p := range []string{"/var/tmp/diskprep.img", "/var/tmp/scratch.img", "/mnt/scratch"} {
+		if _, err := os.Lstat(p); err == nil {
+			testenv.SkipOrFail(t, "%s exists on this machine: the README's examples would use it", p)
+		}
+	}
+	t.Cleanup(func() {
+		for _, img := range []string{"/var/tmp/diskprep.img", "/var/tmp/scratch.img"} {
+			if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+				dev := strings.TrimSpace(out)
+				t.Errorf("%s left attached to %s", img, dev)
+				testenv.UnmountAll(t, dev)
+				testenv.Run("losetup", "-d", dev)
+			}
+			if _, err := os.Stat(img); err == nil {
+				t.Errorf("%s left behind", img)
+				os.Remove(img)
+			}
+		}
+		if _, err := os.Stat("/mnt/scratch"); err == nil {
+			t.Errorf("/mnt/scratch left behind")
+			os.Remove("/mnt/scratch")
+		}
+	})
+	fstabBefore, _ := os.ReadFile("/etc/fstab")
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "diskprep"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	work, home := t.TempDir(), t.TempDir()
+	repo, _ := filepath.Abs(filepath.Join("..", ".."))
+	for _, d := range []string{"hwinfo", "disk"} {
+		os.Symlink(filepath.Join(repo, d), filepath.Join(work, d))
+	}
+	os.MkdirAll(filepath.Join(home, ".config", "fish", "completions"), 0o755) // fish makes it on first start
+	store := filepath.Join(t.TempDir(), "results")
+	ran := 0
+	for _, ex := range examples {
+		if why := readmeSkip(ex.cmd); why != "" {
+			t.Logf("README.md:%d skipped, %s: %s", ex.line, why, ex.cmd)
+			continue
+		}
+		shell := "bash"
+		cmd := exec.Command(shell, "-c", "set -e -o pipefail\n"+ex.cmd)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"DISKPREP_RESULTS="+store, "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"))
+		cmd.Stdin = nil // /dev/null: no terminal to answer on
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("README.md:%d %s: %v\n%s", ex.line, ex.cmd, err, out)
+			continue
+		}
+		ran++
+		t.Logf("README.md:%d ran: %s", ex.line, ex.cmd)
+	}
+	if ran < 10 {
+		t.Errorf("only %d README examples ran", ran)
+	}
+	// What the examples wrote is where they said.
+	for _, f := range []string{"post.md", "fs.html", "throughput.svg", filepath.Join(home, ".config/fish/completions/diskprep.fish")} {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(work, f)
+		}
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v (empty or missing)", f, err)
+		}
+	}
+	if after, _ := os.ReadFile("/etc/fstab"); string(after) != string(fstabBefore) {
+		t.Errorf("/etc/fstab changed by the README's examples")
+	}
+}
+
+// The parser finds the README's commands and the skip reasons hold for the
+// ones this machine cannot run; the first command of the README is one that
+// runs.
+func TestREADMEExamplesParsed(t *testing.T) {
+	ex := readmeExamples(t, filepath.Join("..", "..", "README.md"))
+	if len(ex) == 0 || !strings.HasPrefix(ex[0].cmd, "diskprep fscompare --image /var/tmp/diskprep.img") || readmeSkip(ex[0].cmd) != "" {
+		t.Fatalf("first example %+v", ex)
+	}
+	for _, e := range ex {
+		if strings.Contains(e.cmd, "  #") || strings.HasPrefix(e.cmd, "sudo") {
+			t.Errorf("README.md:%d not cleaned: %q", e.line, e.cmd)
+		}
+	}
+	if readmeSkip("diskprep bench /dev/sdb --set nvme") == "" || readmeSkip("diskprep inventory -o json") != "" {
+		t.Error("skip rules")
+	}
+}
