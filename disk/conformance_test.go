@@ -560,19 +560,11 @@ func (r *loopRig) mounted(_ *testing.T, point string) bool {
 	return err == nil
 }
 func (r *loopRig) fingerprint(t *testing.T) string {
-	sum := sha256.New()
-	f, err := os.Open(r.loop.Dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(sum, f); err != nil {
-		t.Fatal(err)
-	}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	// What is mounted where, of this test's disk or under its directory
 	// (other tests of the machine mount their own things meanwhile).
 	var mounts []string
+	diskMounted := false
 	for _, line := range strings.Split(string(mi), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 10 {
@@ -582,8 +574,33 @@ func (r *loopRig) fingerprint(t *testing.T) string {
 		if strings.HasPrefix(src, r.loop.Dev) || strings.HasPrefix(f[4], r.dir) {
 			mounts = append(mounts, f[2]+" "+f[4]+" "+src)
 		}
+		diskMounted = diskMounted || strings.HasPrefix(src, r.loop.Dev)
 	}
-	return fmt.Sprintf("%x %q %q", sum.Sum(nil), r.fstab(t), mounts)
+	sum := sha256.New()
+	f, err := os.Open(r.loop.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !diskMounted {
+		if _, err := io.Copy(sum, f); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%x %q %q", sum.Sum(nil), r.fstab(t), mounts)
+	}
+	// A mounted file system is the kernel's to write whenever it likes (the
+	// XFS log worker, ext4's lazy init, atime), so only what diskprep owns
+	// there is hashed: the partition table's first and last MiB.
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, size - 1<<20} {
+		if _, err := io.Copy(sum, io.NewSectionReader(f, off, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fmt.Sprintf("table %x %q %q", sum.Sum(nil), r.fstab(t), mounts)
 }
 func (r *loopRig) claim(t *testing.T) {
 	fd, err := syscall.Open(r.loop.Dev, syscall.O_RDONLY|syscall.O_EXCL, 0)
