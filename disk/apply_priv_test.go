@@ -353,6 +353,10 @@ func TestPrivilegedRefusals(t *testing.T) {
 			if err := blkpg(f.Fd(), unix.BLKPG_ADD_PARTITION, 1, 1<<20, 32<<20); err != nil {
 				t.Fatal(err)
 			}
+			testenv.SettleUdev()
+			if _, err := os.Stat(filepath.Join("/sys/class/block", PartitionName(filepath.Base(l.Dev), 1))); err != nil {
+				t.Fatalf("the partition registered with BLKPG is gone: %v", err)
+			}
 			return xfs(PartitionName(filepath.Base(l.Dev), 1), true), nil
 		}, "is a partition of"},
 		{"locked", func(t *testing.T, l *testenv.Loop) (Request, func() error) {

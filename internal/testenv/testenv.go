@@ -204,7 +204,24 @@ func NewLoop(t testing.TB, size int64, opt LoopOptions) *Loop {
 	}
 	l := &Loop{Dev: strings.TrimSpace(out), Image: img}
 	t.Cleanup(func() { l.destroy(t) })
+	// losetup closes the device it opened for writing, and udev, watching
+	// every disk, answers that close by re-reading its partition table: a
+	// partition a test registers next (BLKPG) would vanish under it when
+	// udev is slow (a loaded QEMU guest). Let udev finish first.
+	SettleUdev()
 	return l
+}
+
+// SettleUdev waits for udev's event queue to drain, where udev runs (a real
+// host, the QEMU guest); elsewhere it does nothing.
+func SettleUdev() {
+	if _, err := os.Stat("/run/udev/control"); err != nil {
+		return
+	}
+	if _, err := exec.LookPath("udevadm"); err != nil {
+		return
+	}
+	Run("udevadm", "settle", "--timeout=30")
 }
 
 func (l *Loop) destroy(t testing.TB) {
