@@ -540,7 +540,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		e := fstabEntry(pp)
 		e.Spec = "UUID=" + pr.UUID
 		a.log.Info("add fstab entry: started", "fstab", a.fstabPath, "line", fstab.EntryLine(e))
-		changed, err := fstab.AddWith(a.host.EditFstab, a.fstabPath, e)
+		changed, err := fstab.AddWith(a.host.EditFstab, a.fstabPath, e, a.now())
 		if err != nil {
 			a.log.Info("add fstab entry: failed", "fstab", a.fstabPath, "err", err)
 			return pr, err

@@ -79,8 +79,8 @@ func writeCompletion(w io.Writer, shell string) error {
 	return err
 }
 
-// sysBlock is where block devices are listed (a fixture in tests).
-var sysBlock = "/sys/class/block"
+// sysBlock is where block devices are listed (tests pass complete a fixture).
+const sysBlock = "/sys/class/block"
 
 // commandFormats are the -o values each command takes.
 func commandFormats(path []string) []string {

@@ -34,7 +34,6 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestCrashSafety")
 	}
-	fixedClock(t)
 	edit := func(path string, change Change) error {
 		return EditSteps(path, change, func(string) { time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond) })
 	}
@@ -43,7 +42,7 @@ func TestCrashChild(t *testing.T) {
 	if os.Getenv(crashOpEnv) == "remove" {
 		_, err = RemoveWith(edit, path, func(e Entry) bool { return e.File == crashEntry.File })
 	} else {
-		_, err = AddWith(edit, path, crashEntry)
+		_, err = AddWith(edit, path, crashEntry, day)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +57,6 @@ func TestCrashSafety(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("inside the helper process")
 	}
-	fixedClock(t)
 	base, err := os.ReadFile("testdata/centos7.fstab")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +64,7 @@ func TestCrashSafety(t *testing.T) {
 	// The file with diskprep's line, made by the same code path uninterrupted.
 	ref := filepath.Join(t.TempDir(), "fstab")
 	os.WriteFile(ref, base, 0o644)
-	if _, err := Add(ref, crashEntry); err != nil {
+	if _, err := Add(ref, crashEntry, day); err != nil {
 		t.Fatal(err)
 	}
 	withEntry, _ := os.ReadFile(ref)
@@ -81,7 +79,7 @@ func crashLoop(t *testing.T, op string, oldData, newData []byte) {
 			_, err := Remove(path, func(e Entry) bool { return e.File == crashEntry.File })
 			return err
 		}
-		_, err := Add(path, crashEntry)
+		_, err := Add(path, crashEntry, day)
 		return err
 	}
 

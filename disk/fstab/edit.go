@@ -17,9 +17,6 @@ import (
 // previous content kept by every change.
 const BackupSuffix = ".diskprep.bak"
 
-// now dates the ownership marker; tests fix it.
-var now = time.Now
-
 // Change turns the parsed lines of an fstab into the lines to write; nil
 // lines (and no error) mean there is nothing to change.
 type Change func(lines []Line) ([]Line, error)
@@ -32,14 +29,15 @@ type Editor func(path string, change Change) error
 // missing). An entry with the same spec and mount point already present,
 // managed or not, leaves the file alone and returns changed=false. The mount
 // point taken by another device, or the device already mounted elsewhere, is
-// an error wrapping ErrConflict that names the existing line.
-func Add(path string, e Entry) (changed bool, err error) {
-	return AddWith(Edit, path, e)
+// an error wrapping ErrConflict that names the existing line. The marker
+// line above e is dated with at's day (UTC).
+func Add(path string, e Entry, at time.Time) (changed bool, err error) {
+	return AddWith(Edit, path, e, at)
 }
 
 // AddWith is Add through edit.
-func AddWith(edit Editor, path string, e Entry) (changed bool, err error) {
-	_, changed, err = ReplaceWith(edit, path, nil, e)
+func AddWith(edit Editor, path string, e Entry, at time.Time) (changed bool, err error) {
+	_, changed, err = ReplaceWith(edit, path, nil, e, at)
 	return changed, err
 }
 
@@ -48,12 +46,12 @@ func AddWith(edit Editor, path string, e Entry) (changed bool, err error) {
 // new UUID), so the old line goes and the new one comes with no moment, and
 // no crash, that leaves both or neither. A managed entry identical to e is
 // kept as it is. stale may be nil.
-func Replace(path string, stale func(Entry) bool, e Entry) (removed []Entry, changed bool, err error) {
-	return ReplaceWith(Edit, path, stale, e)
+func Replace(path string, stale func(Entry) bool, e Entry, at time.Time) (removed []Entry, changed bool, err error) {
+	return ReplaceWith(Edit, path, stale, e, at)
 }
 
 // ReplaceWith is Replace through edit.
-func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry) (removed []Entry, changed bool, err error) {
+func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry, at time.Time) (removed []Entry, changed bool, err error) {
 	if e.Spec == "" || e.File == "" {
 		return nil, false, fmt.Errorf("add fstab entry: spec and mount point are required")
 	}
@@ -64,7 +62,7 @@ func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry) (rem
 				return stale(x) && !(sameSpec(x.Spec, e.Spec) && sameTarget(x.File, e.File))
 			})
 		}
-		out, added, err := addEntry(path, lines, e)
+		out, added, err := addEntry(path, lines, e, at)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +78,7 @@ func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry) (rem
 	return removed, changed, nil
 }
 
-func addEntry(path string, lines []Line, e Entry) ([]Line, bool, error) {
+func addEntry(path string, lines []Line, e Entry, at time.Time) ([]Line, bool, error) {
 	for _, l := range lines {
 		if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
 			return lines, false, nil
@@ -102,7 +100,7 @@ func addEntry(path string, lines []Line, e Entry) ([]Line, bool, error) {
 		out[n-1].noNewline = false
 	}
 	out = append(out,
-		Line{Raw: MarkerLine(e, now().UTC().Format("2006-01-02")), Marker: true, MarkerSpec: e.Spec},
+		Line{Raw: MarkerLine(e, at.UTC().Format("2006-01-02")), Marker: true, MarkerSpec: e.Spec},
 		Line{Raw: EntryLine(e), Entry: &e, Managed: true},
 	)
 	return out, true, nil

@@ -14,12 +14,8 @@ import (
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
-func fixedClock(t *testing.T) {
-	t.Helper()
-	old := now
-	now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
-	t.Cleanup(func() { now = old })
-}
+// day dates the marker lines the tests write.
+var day = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestParseRoundTrip(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.fstab")
@@ -106,7 +102,6 @@ func TestEntryLine(t *testing.T) {
 }
 
 func TestAddRemove(t *testing.T) {
-	fixedClock(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fstab")
 	orig, err := os.ReadFile("testdata/centos7.fstab")
@@ -118,7 +113,7 @@ func TestAddRemove(t *testing.T) {
 	}
 	e := Entry{Spec: "UUID=11111111-2222-3333-4444-555555555555", File: "/data", VFSType: "xfs", Options: "noatime"}
 
-	changed, err := Add(path, e)
+	changed, err := Add(path, e, day)
 	if err != nil || !changed {
 		t.Fatalf("Add: changed=%v err=%v", changed, err)
 	}
@@ -140,7 +135,7 @@ func TestAddRemove(t *testing.T) {
 
 	// Idempotent: same entry again, or with the spec spelled differently.
 	for _, again := range []Entry{e, {Spec: `UUID="11111111-2222-3333-4444-555555555555"`, File: "/data/", VFSType: "xfs"}} {
-		changed, err = Add(path, again)
+		changed, err = Add(path, again, day)
 		if err != nil || changed {
 			t.Fatalf("second Add %+v: changed=%v err=%v", again, changed, err)
 		}
@@ -183,7 +178,7 @@ func TestAddConflict(t *testing.T) {
 		{Entry{Spec: "UUID=0B1E9A56-7C2F-4D8E-B3A1-5F6E7D8C9B0A", File: "/data", VFSType: "ext4"}, "line 12"},
 	}
 	for _, c := range cases {
-		changed, err := Add(path, c.e)
+		changed, err := Add(path, c.e, day)
 		if !errors.Is(err, ErrConflict) || changed || !strings.Contains(err.Error(), c.line) {
 			t.Errorf("Add %+v: changed=%v err=%v, want ErrConflict naming %s", c.e, changed, err, c.line)
 		}
@@ -204,7 +199,7 @@ func TestUnmanagedPresent(t *testing.T) {
 	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := Add(path, Entry{Spec: "UUID=ABC", File: "/data", VFSType: "xfs"})
+	changed, err := Add(path, Entry{Spec: "UUID=ABC", File: "/data", VFSType: "xfs"}, day)
 	if err != nil || changed {
 		t.Fatalf("changed=%v err=%v", changed, err)
 	}
@@ -260,11 +255,10 @@ func TestMarkerOwnership(t *testing.T) {
 }
 
 func TestAddMissingFileAndNoTrailingNewline(t *testing.T) {
-	fixedClock(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fstab")
 	e := Entry{Spec: "UUID=x", File: "/x", VFSType: "ext4"}
-	if changed, err := Add(path, e); err != nil || !changed {
+	if changed, err := Add(path, e, day); err != nil || !changed {
 		t.Fatalf("changed=%v err=%v", changed, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
@@ -276,7 +270,7 @@ func TestAddMissingFileAndNoTrailingNewline(t *testing.T) {
 
 	path2 := filepath.Join(dir, "fstab2")
 	os.WriteFile(path2, []byte("/dev/sda1 / xfs defaults 0 0"), 0o644)
-	if _, err := Add(path2, e); err != nil {
+	if _, err := Add(path2, e, day); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path2)
@@ -286,7 +280,6 @@ func TestAddMissingFileAndNoTrailingNewline(t *testing.T) {
 }
 
 func TestSymlinkedFstab(t *testing.T) {
-	fixedClock(t)
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
 		t.Fatal(err)
@@ -297,7 +290,7 @@ func TestSymlinkedFstab(t *testing.T) {
 	if err := os.Symlink("real/fstab", link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Add(link, Entry{Spec: "UUID=x", File: "/x", VFSType: "xfs"}); err != nil {
+	if _, err := Add(link, Entry{Spec: "UUID=x", File: "/x", VFSType: "xfs"}, day); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -366,7 +359,6 @@ func TestOwnerPreserved(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "privileged test: needs root to chown")
 	}
-	fixedClock(t)
 	path := filepath.Join(t.TempDir(), "fstab")
 	if err := os.WriteFile(path, []byte("# owned\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -374,7 +366,7 @@ func TestOwnerPreserved(t *testing.T) {
 	if err := os.Chown(path, 4321, 4322); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Add(path, Entry{Spec: "UUID=x", File: "/x", VFSType: "xfs"}); err != nil {
+	if _, err := Add(path, Entry{Spec: "UUID=x", File: "/x", VFSType: "xfs"}, day); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, path + BackupSuffix} {
@@ -390,7 +382,6 @@ func TestOwnerPreserved(t *testing.T) {
 }
 
 func TestReplace(t *testing.T) {
-	fixedClock(t)
 	path := filepath.Join(t.TempDir(), "fstab")
 	orig := "/dev/sda1 /home xfs defaults 0 0\n" +
 		"# diskprep: UUID=old added 2026-01-01\n" +
@@ -401,7 +392,7 @@ func TestReplace(t *testing.T) {
 	}
 	onData := func(e Entry) bool { return e.File == "/data" || e.File == "/home" }
 	e := Entry{Spec: "UUID=new", File: "/data", VFSType: "xfs"}
-	removed, changed, err := Replace(path, onData, e)
+	removed, changed, err := Replace(path, onData, e, day)
 	if err != nil || !changed || len(removed) != 1 || removed[0].Spec != "UUID=old" {
 		t.Fatalf("removed %+v changed %v err %v", removed, changed, err)
 	}
@@ -416,12 +407,12 @@ func TestReplace(t *testing.T) {
 		t.Fatalf("backup %q, want the original (one write)", bak)
 	}
 	// Again: the managed entry is the one asked for, nothing changes.
-	removed, changed, err = Replace(path, onData, e)
+	removed, changed, err = Replace(path, onData, e, day)
 	if err != nil || changed || len(removed) != 0 {
 		t.Fatalf("rerun: removed %+v changed %v err %v", removed, changed, err)
 	}
 	// An unmanaged line on the mount point is never replaced.
-	removed, changed, err = Replace(path, onData, Entry{Spec: "UUID=other", File: "/srv", VFSType: "ext4"})
+	removed, changed, err = Replace(path, onData, Entry{Spec: "UUID=other", File: "/srv", VFSType: "ext4"}, day)
 	if !errors.Is(err, ErrConflict) || changed || removed != nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("unmanaged conflict: removed %+v changed %v err %v", removed, changed, err)
 	}
@@ -436,7 +427,7 @@ func TestMalformedLineStillConflicts(t *testing.T) {
 	orig := "UUID=y /b xfs defaults # old disk\n/dev/sdz1 /c\n"
 	os.WriteFile(path, []byte(orig), 0o644)
 	for _, mp := range []string{"/b", "/c"} {
-		if _, err := Add(path, Entry{Spec: "UUID=new", File: mp, VFSType: "xfs"}); !errors.Is(err, ErrConflict) {
+		if _, err := Add(path, Entry{Spec: "UUID=new", File: mp, VFSType: "xfs"}, day); !errors.Is(err, ErrConflict) {
 			t.Errorf("Add %s: %v, want ErrConflict", mp, err)
 		}
 	}
