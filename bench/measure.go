@@ -27,6 +27,7 @@ func repetitionOf(res *engine.Result, index int, start time.Time) record.Repetit
 	if res.Write.IOs > 0 {
 		r.Write = dirOf(res.Write, res.Elapsed)
 	}
+	r.EngineCPUNSPerIO = r.CPUNSPerIO()
 	return r
 }
 

@@ -82,6 +82,9 @@ type Comparison struct {
 	Groups      []Group  `json:"groups"`
 	Rows        []Row    `json:"rows"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Notes say how the records' numbers came about (record.Verdicts:
+	// repetitions, steady state, engine cost, device health), per column.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Field is one named identity fact.
@@ -206,6 +209,7 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 		}
 	}
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
+	c.Notes = notes(c.Groups)
 	if len(c.Rows) == 0 {
 		return nil, fmt.Errorf("the records hold no measured workloads: %w", ErrNothing)
 	}
@@ -372,6 +376,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		}
 		row.Params, warnings = paramDiffs(row.Name, c.By, c.Groups, params, warnings)
 		judge(&row, c, opts)
+		warnings = append(warnings, rowChecks(row.Name, c, b.members)...)
 		out = append(out, row)
 	}
 	return out, warnings
@@ -502,7 +507,7 @@ func gather(members []member) (Cell, paramSet) {
 			ps = ps.merge(paramsOf(wr.Params))
 		}
 		n := 0
-		for _, run := range wr.Runs {
+		for _, run := range wr.Measured() {
 			d := run.Dir(dir)
 			if d == nil {
 				continue

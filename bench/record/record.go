@@ -37,6 +37,12 @@ type Record struct {
 	Target     Target           `json:"target"`
 	Workloads  []WorkloadResult `json:"workloads"`
 	Warnings   []string         `json:"warnings,omitempty"`
+	// Precondition is the device fill --precondition did before the
+	// workloads (observe.go); nil when none was asked.
+	Precondition *Precondition `json:"precondition,omitempty"`
+	// Health is the target disk's SMART state before and after the run,
+	// or a note saying why there is none (observe.go).
+	Health *Health `json:"device_health,omitempty"`
 }
 
 // Host is the hwinfo host identity without the disk list (the target's disk
@@ -141,6 +147,15 @@ type WorkloadResult struct {
 	// its median's 95% interval was narrow enough, or it reached the most
 	// runs allowed.
 	RepeatStop string `json:"repeat_stop,omitempty"`
+	// SteadyState is the verdict of --steady-state (SNIA PTS rounds,
+	// observe.go); nil when it was not asked, which a comparison takes as
+	// a fresh (not preconditioned) result.
+	SteadyState *SteadyState `json:"steady_state,omitempty"`
+	// EngineCPUNSPerIO is the engine's own cost, CPU time (user+sys) per
+	// I/O, over the measured repetitions: what bounds the IOPS it can
+	// measure, and its run-to-run spread what a difference must exceed to
+	// be the device's. Nil when no repetition has both.
+	EngineCPUNSPerIO *Stat `json:"engine_cpu_ns_per_io,omitempty"`
 }
 
 // Repetition is one run of a workload.
@@ -157,6 +172,14 @@ type Repetition struct {
 	CPUSysS    float64    `json:"cpu_sys_s"`
 	Device     *DeviceIO  `json:"device,omitempty"`
 	Warnings   []string   `json:"warnings,omitempty"`
+	// EngineCPUNSPerIO is (CPUUserS+CPUSysS) per I/O of this run, in ns.
+	EngineCPUNSPerIO float64 `json:"engine_cpu_ns_per_io,omitempty"`
+	// HostSamples and DeviceSamples are the host's CPU and memory and the
+	// target device's diskstats once per second over the whole engine
+	// call (ramp included: TimeMS says where each falls), next to the
+	// engine's own samples_per_s of the measured window (observe.go).
+	HostSamples   []HostSample   `json:"host_samples_per_s,omitempty"`
+	DeviceSamples []DeviceSample `json:"device_samples_per_s,omitempty"`
 }
 
 // DirResult is one direction of one repetition.

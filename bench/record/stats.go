@@ -36,14 +36,26 @@ func medianSorted(s []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Summarize fills wr.Summary from its repetitions: one entry per direction
-// that did I/O in any repetition. Imported runs (bench/fio) are summarized
-// the same way as measured ones.
+// Summarize fills wr.Summary from its measured repetitions (Measured):
+// one entry per direction that did I/O in any of them, and the engine's
+// CPU cost per I/O. Imported runs (bench/fio) are summarized the same way
+// as measured ones.
 func (wr *WorkloadResult) Summarize() {
 	wr.Summary = map[string]DirSummary{}
+	wr.EngineCPUNSPerIO = nil
+	var cost []float64
+	for _, r := range wr.Measured() {
+		if c := r.CPUNSPerIO(); c > 0 {
+			cost = append(cost, c)
+		}
+	}
+	if len(cost) > 0 {
+		s := Summarize(cost)
+		wr.EngineCPUNSPerIO = &s
+	}
 	for _, dir := range []string{"read", "write"} {
 		var iops, bw, rt, p50, p99, mean []float64
-		for _, r := range wr.Runs {
+		for _, r := range wr.Measured() {
 			d := r.Dir(dir)
 			if d == nil {
 				continue
@@ -68,6 +80,23 @@ func (wr *WorkloadResult) Summarize() {
 			LatMeanNS:   Summarize(mean),
 		}
 	}
+}
+
+// CPUNSPerIO is the engine's CPU time (user+sys) per I/O of the
+// repetition in ns, 0 when either is unknown.
+func (r *Repetition) CPUNSPerIO() float64 {
+	var ios uint64
+	if r.Read != nil {
+		ios += r.Read.IOs
+	}
+	if r.Write != nil {
+		ios += r.Write.IOs
+	}
+	cpu := r.CPUUserS + r.CPUSysS
+	if ios == 0 || cpu <= 0 {
+		return 0
+	}
+	return cpu * 1e9 / float64(ios)
 }
 
 // Dir is the repetition's result in direction "read" or "write" (nil when

@@ -43,6 +43,13 @@ func HTML(w io.Writer, c *compare.Comparison) error {
 		}
 		b.WriteString("</ul>\n")
 	}
+	if len(c.Notes) > 0 {
+		b.WriteString("<h3>Notes</h3>\n<ul>\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "<li>%s</li>\n", esc(n))
+		}
+		b.WriteString("</ul>\n")
+	}
 	fmt.Fprintf(&b, "<p class=\"method\">MB/s is 10<sup>6</sup> bytes/s; values are medians over repetitions with (min–max). Method: %s.</p>\n", esc(c.Method))
 
 	b.WriteString("<h2>Environment</h2>\n")

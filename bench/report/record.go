@@ -130,6 +130,15 @@ func writeRecordNotes(b *strings.Builder, rec *record.Record, bullet string) {
 			fmt.Fprintf(b, "%s%s\n", bullet, w)
 		}
 	}
+	if notes := record.Verdicts(rec); len(notes) > 0 {
+		b.WriteString("\nNotes\n")
+		if bullet == "- " {
+			b.WriteString("\n")
+		}
+		for _, n := range notes {
+			fmt.Fprintf(b, "%s%s\n", bullet, n)
+		}
+	}
 	b.WriteString("\nMB/s is 10^6 bytes/s; with several runs: median (min–max); latency is per I/O completion.\n")
 }
 

@@ -108,6 +108,15 @@ func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet strin
 			fmt.Fprintf(b, "%s%s\n", bullet, w)
 		}
 	}
+	if len(c.Notes) > 0 {
+		fmt.Fprintf(b, "\n%sNotes\n", heading)
+		if heading != "" {
+			b.WriteString("\n")
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(b, "%s%s\n", bullet, n)
+		}
+	}
 	fmt.Fprintf(b, "\nMB/s is 10^6 bytes/s; values are medians over repetitions with (min–max).\nMethod: %s.\n", c.Method)
 }
 

@@ -1,0 +1,160 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/diskprep/diskprep/bench/record"
+)
+
+// notes are every record's verdicts (record.Verdicts), named by their
+// column when there are several.
+func notes(groups []Group) []string {
+	var out []string
+	for _, g := range groups {
+		for _, r := range g.Records {
+			who := g.Name
+			if len(g.Records) > 1 {
+				who += " (" + r.ID + ")"
+			}
+			for _, v := range record.Verdicts(r) {
+				if len(groups) > 1 || len(g.Records) > 1 {
+					v = who + ": " + v
+				}
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// Thresholds of the host checks: a column whose average iowait or steal
+// differs from another's by this many points of all CPUs ran on a host
+// doing something else (waiting for another disk, a neighbour VM).
+const (
+	IOWaitDiffPoints = 10.0
+	StealDiffPoints  = 5.0
+)
+
+// rowChecks are the caveats of one row across its columns that the
+// numbers alone do not show: a steady-state result against a fresh one,
+// hosts that spent very different shares of CPU waiting for I/O or
+// stolen by the hypervisor, and differences the engine's own run-to-run
+// cost could explain.
+func rowChecks(row string, c *Comparison, members map[int][]member) []string {
+	var out []string
+	kinds := map[string][]string{}
+	var order []string
+	type hostAvg struct {
+		iowait, steal float64
+		n             int
+	}
+	host := make([]hostAvg, len(c.Groups))
+	for gi, g := range c.Groups {
+		for _, m := range members[gi] {
+			k := "fresh (no --steady-state)"
+			if ss := m.wr.SteadyState; ss != nil && ss.Reached {
+				k = fmt.Sprintf("at steady state (round %d)", ss.Round)
+			} else if ss != nil {
+				k = "not at steady state"
+			}
+			if _, ok := kinds[k]; !ok {
+				order = append(order, k)
+			}
+			if !slices.Contains(kinds[k], g.Name) {
+				kinds[k] = append(kinds[k], g.Name)
+			}
+			for _, r := range m.wr.Measured() {
+				for _, s := range r.HostSamples {
+					host[gi].iowait += s.CPUIOWaitPct
+					host[gi].steal += s.CPUStealPct
+					host[gi].n++
+				}
+			}
+		}
+	}
+	steady, fresh := false, false
+	for _, k := range order {
+		steady = steady || strings.HasPrefix(k, "at steady")
+		fresh = fresh || strings.HasPrefix(k, "fresh")
+	}
+	if steady && fresh {
+		var parts []string
+		for _, k := range order {
+			parts = append(parts, strings.Join(kinds[k], ", ")+" "+k)
+		}
+		out = append(out, fmt.Sprintf("%s: compares a steady-state result with a fresh one (%s): a fresh SSD is faster than it stays; run both with --steady-state (after --precondition)", row, strings.Join(parts, "; ")))
+	}
+	for gi := 1; gi < len(c.Groups); gi++ {
+		b, o := host[0], host[gi]
+		if b.n == 0 || o.n == 0 {
+			continue
+		}
+		for _, x := range []struct {
+			what     string
+			bv, ov   float64
+			limit    float64
+			whyLarge string
+		}{
+			{"iowait", b.iowait / float64(b.n), o.iowait / float64(o.n), IOWaitDiffPoints, "the CPUs waited on I/O for very different shares of the time"},
+			{"steal", b.steal / float64(b.n), o.steal / float64(o.n), StealDiffPoints, "the hypervisor took very different shares of the CPUs"},
+		} {
+			if math.Abs(x.bv-x.ov) >= x.limit {
+				out = append(out, fmt.Sprintf("%s: CPU %s %.1f%% in %s against %.1f%% in %s: %s", row, x.what, x.ov, c.Groups[gi].Name, x.bv, c.Groups[0].Name, x.whyLarge))
+			}
+		}
+	}
+	out = append(out, engineSpread(row, c, members)...)
+	return out
+}
+
+// engineSpread says when two columns differ by less time per I/O than the
+// engine's own CPU cost per I/O varies from run to run. Per job thread,
+// an I/O takes jobs/IOPS seconds of which the engine's CPU time is a part:
+// a change in that no larger than the spread of that part may be the
+// engine's, not the device's.
+func engineSpread(row string, c *Comparison, members map[int][]member) []string {
+	mi := slices.Index(c.Metrics, MetricIOPS)
+	var out []string
+	if mi < 0 || len(members[0]) == 0 {
+		return nil
+	}
+	stats := func(gi int) (iops float64, jobs int, lo, hi float64, ok bool) {
+		var vals []float64
+		lo, hi = math.Inf(1), math.Inf(-1)
+		for _, m := range members[gi] {
+			jobs = max(jobs, m.wr.Params.Jobs)
+			for _, r := range m.wr.Measured() {
+				if d := r.Dir(m.dir); d != nil {
+					vals = append(vals, d.IOPS)
+				}
+				if cost := r.CPUNSPerIO(); cost > 0 {
+					lo, hi = math.Min(lo, cost), math.Max(hi, cost)
+				}
+			}
+		}
+		if len(vals) == 0 || hi < lo {
+			return 0, 0, 0, 0, false
+		}
+		return median(vals), max(jobs, 1), lo, hi, true
+	}
+	bIOPS, bJobs, bLo, bHi, ok := stats(0)
+	if !ok || bIOPS <= 0 {
+		return nil
+	}
+	for gi := 1; gi < len(c.Groups); gi++ {
+		oIOPS, oJobs, oLo, oHi, ok := stats(gi)
+		if !ok || oIOPS <= 0 {
+			continue
+		}
+		diff := math.Abs(float64(oJobs)*1e9/oIOPS - float64(bJobs)*1e9/bIOPS)
+		spread := math.Max(bHi-bLo, oHi-oLo)
+		if diff > 0 && diff <= spread {
+			out = append(out, fmt.Sprintf("%s: %s and %s differ by %.0f ns per I/O per job, within the engine's own run-to-run spread of CPU time per I/O (%.0f ns): the difference may be the engine's, not the device's",
+				row, c.Groups[gi].Name, c.Groups[0].Name, diff, spread))
+		}
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package compare
+
+import (
+	"strings"
+	"testing"
+
+	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
+	"github.com/diskprep/diskprep/bench/record"
+)
+
+func hasWarning(c *Comparison, sub string) bool {
+	for _, w := range c.Warnings {
+		if strings.Contains(w, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHostChecks(t *testing.T) {
+	mk := func(id int, label string, iowait, steal float64) *record.Record {
+		r := ct.Record(ct.Opts{ID: ct.ID(id), Label: label, Workloads: []ct.Workload{{Name: "seqread", MBps: []float64{100, 101, 99}}}})
+		for i := range r.Workloads[0].Runs {
+			for s := 0; s < 3; s++ {
+				r.Workloads[0].Runs[i].HostSamples = append(r.Workloads[0].Runs[i].HostSamples, record.HostSample{TimeMS: float64(s+1) * 1000, CPUIOWaitPct: iowait, CPUStealPct: steal})
+			}
+		}
+		return r
+	}
+	c, err := Compare([]*record.Record{mk(1, "bare", 2, 0), mk(2, "vm", 3, 12)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(c, "seqread: CPU steal 12.0% in vm against 0.0% in bare") {
+		t.Errorf("no steal warning: %q", c.Warnings)
+	}
+	if hasWarning(c, "CPU iowait") {
+		t.Errorf("iowait 2%% against 3%% warned: %q", c.Warnings)
+	}
+	c, err = Compare([]*record.Record{mk(1, "bare", 2, 0), mk(2, "busy", 25, 0)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(c, "seqread: CPU iowait 25.0% in busy against 2.0% in bare") || hasWarning(c, "steal") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}
+
+func TestEngineSpread(t *testing.T) {
+	// 1 MiB reads at ~100 MB/s: ~95 IOPS, ~10.5 ms per I/O. The engine's
+	// cost varies 10–40 µs from run to run (30 µs spread).
+	mk := func(id int, label string, mbps []float64) *record.Record {
+		r := ct.Record(ct.Opts{ID: ct.ID(id), Label: label, Workloads: []ct.Workload{{Name: "seqread", MBps: mbps}}})
+		for i := range r.Workloads[0].Runs {
+			run := &r.Workloads[0].Runs[i]
+			run.CPUSysS = float64(run.Read.IOs) * []float64{10e-6, 40e-6, 25e-6}[i%3]
+		}
+		return r
+	}
+	base := mk(1, "a", []float64{100, 100, 100})
+	// 100.2 MB/s: 20 µs less per I/O, within the 30 µs spread.
+	near := mk(2, "b", []float64{100.2, 100.2, 100.2})
+	c, err := Compare([]*record.Record{base, near}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(c, "seqread: b and a differ by") || !hasWarning(c, "within the engine's own run-to-run spread of CPU time per I/O (30000 ns)") {
+		t.Errorf("no engine-spread warning: %q", c.Warnings)
+	}
+	// 110 MB/s: about 950 µs less per I/O, far beyond the engine's spread.
+	far := mk(3, "c", []float64{110, 110, 110})
+	c, err = Compare([]*record.Record{base, far}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasWarning(c, "run-to-run spread") {
+		t.Errorf("a 10%% difference blamed on the engine: %q", c.Warnings)
+	}
+}
