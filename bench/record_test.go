@@ -77,6 +77,17 @@ func syntheticRecord() *record.Record {
 			}
 			one := repetitionOf(res, rep, start.Add(time.Duration(rep)*10*time.Second))
 			one.Device = deviceIO("sdb1", engine.DiskDelta{ReadBytes: res.Read.Bytes, WriteBytes: res.Write.Bytes + 4096}, res.Elapsed, res.Read.Bytes+res.Write.Bytes)
+			if rep == 1 {
+				// One second of the host and device series, for the shape.
+				one.HostSamples = append(one.HostSamples, hostSample(
+					hwinfo.CPUTimes{User: 1000, System: 500, Idle: 8000, IOWait: 100, Steal: 20},
+					hwinfo.CPUTimes{User: 1050, System: 530, Idle: 8060, IOWait: 140, Steal: 40},
+					hwinfo.MemInfo{TotalBytes: 64 << 30, AvailableBytes: 60 << 30, HasAvailable: true, CachedBytes: 2 << 30}, time.Second))
+				one.DeviceSamples = append(one.DeviceSamples, deviceSample(
+					hwinfo.BlockStat{ReadIOs: 100, ReadSectors: 8000, ReadTicksMs: 50, IOTicksMs: 1000, QueueTicksMs: 2000},
+					hwinfo.BlockStat{ReadIOs: 200, ReadSectors: 8000 + 100*128, ReadTicksMs: 250, InFlight: 2, IOTicksMs: 1900, QueueTicksMs: 3800},
+					time.Second, time.Second))
+			}
 			wr.Runs = append(wr.Runs, one)
 		}
 		wr.Summarize()

@@ -64,6 +64,9 @@ type Options struct {
 	Logger     *slog.Logger   // nil discards
 	Engine     Engine         // nil is bench/engine
 	Now        func() time.Time
+	// SampleInterval is how often the host and device series are
+	// sampled during a workload; 0 is DefaultSampleInterval (1s).
+	SampleInterval time.Duration
 }
 
 // Progress is the live state of a run, for a progress line.
@@ -174,7 +177,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	}
 
 	r := runner{
-		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress,
+		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress, sampleEvery: opts.SampleInterval,
 		laidOut: t.size, extent: extent, count: len(workloads) * repeat,
 	}
 	if t.ident.Kind == record.KindDevice {
@@ -383,6 +386,8 @@ type runner struct {
 	index     int
 	count     int
 	remaining time.Duration
+	// sampleEvery is the host and device series' interval.
+	sampleEvery time.Duration
 }
 
 func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat int) (record.Repetition, error) {
@@ -432,7 +437,9 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	start := r.now()
 	r.log.Info("workload started", "workload", w.Name, "repetition", rep, "path", r.t.path)
 	wallStart := time.Now()
+	series := startSampler(r.t.roots, r.t, r.sampleEvery)
 	res, err := r.eng.Run(ctx, p)
+	hostSamples, devSamples := series.finish()
 	// The diskstats bracket spans the whole call (ramp, setup, drain), so
 	// utilization and queue depth are over that, not the measured window.
 	wall := time.Since(wallStart)
@@ -448,6 +455,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	}
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
+	one.HostSamples, one.DeviceSamples = hostSamples, devSamples
 	if haveStats {
 		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
 			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), wall, res.Read.Bytes+res.Write.Bytes)

@@ -26,17 +26,17 @@ func (s HostSample) CPUBusyPct() float64 { return s.CPUUserPct + s.CPUSystemPct 
 // thinks it did. For a loop device or a partition these are that device's
 // own counters, not the disk under it.
 type DeviceSample struct {
-	TimeMS          float64 `json:"t_ms"`
-	ReadIOPS        float64 `json:"read_iops"`
-	WriteIOPS       float64 `json:"write_iops"`
-	ReadBytesPerS   float64 `json:"read_bytes_per_s"`
-	WriteBytesPerS  float64 `json:"write_bytes_per_s"`
-	QueueDepth      float64 `json:"queue_depth"`  // average I/Os in flight (iostat aqu-sz)
-	UtilPercent     float64 `json:"util_percent"` // time with I/O in flight (iostat %util)
-	AvgWaitMS       float64 `json:"avg_wait_ms"`  // per completed I/O, queue included (iostat await)
-	InFlightAtEnd   uint64  `json:"in_flight"`    // I/Os in flight when the second ended
-	CompletedIOs    uint64  `json:"ios"`
-	TransferredByte uint64  `json:"bytes"`
+	TimeMS         float64 `json:"t_ms"`
+	ReadIOPS       float64 `json:"read_iops"`
+	WriteIOPS      float64 `json:"write_iops"`
+	ReadBytesPerS  float64 `json:"read_bytes_per_s"`
+	WriteBytesPerS float64 `json:"write_bytes_per_s"`
+	QueueDepth     float64 `json:"queue_depth"`  // average I/Os in flight (iostat aqu-sz)
+	UtilPercent    float64 `json:"util_percent"` // time with I/O in flight (iostat %util)
+	AvgWaitMS      float64 `json:"avg_wait_ms"`  // per completed I/O, queue included (iostat await)
+	InFlightAtEnd  uint64  `json:"in_flight"`    // I/Os in flight when the second ended
+	IOs            uint64  `json:"ios"`
+	Bytes          uint64  `json:"bytes"`
 }
 
 // Steady state (SNIA SSS PTS v2.0 §2.1): over a measurement window of
