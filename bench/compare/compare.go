@@ -73,8 +73,12 @@ type Options struct {
 // Comparison is the whole result: what was grouped how, the shared
 // environment, one row per workload direction, and the caveats.
 type Comparison struct {
-	By          string   `json:"by"`
-	AutoBy      bool     `json:"by_chosen_automatically"`
+	By     string `json:"by"`
+	AutoBy bool   `json:"by_chosen_automatically"`
+	// Split names the facts an automatic grouping split columns by
+	// further, so that no column pools different hosts, targets or sets:
+	// host, fs, device, target, set.
+	Split       []string `json:"split_by,omitempty"`
 	Method      string   `json:"method"`
 	Alpha       float64  `json:"alpha"`
 	Metrics     []string `json:"metrics"`
@@ -104,6 +108,7 @@ type Group struct {
 	// Records are the group's records, for renderers that draw the raw
 	// repetitions (time series); not part of the JSON output.
 	Records []*record.Record `json:"-"`
+	parts   []string         // the name's parts: the --by value, then each split's
 }
 
 // Row is one workload direction across all groups.
@@ -114,6 +119,9 @@ type Row struct {
 	// Params are the baseline's workload parameters (differences are warnings).
 	Params string `json:"params"`
 	Cells  []Cell `json:"cells"` // one per group, in group order
+	// Baseline is the index of the group the row's changes are against:
+	// 0, or the first group that has the row when the baseline lacks it.
+	Baseline int `json:"baseline_group"`
 }
 
 // Cell is one row in one group.
@@ -179,29 +187,18 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if opts.Latency {
 		c.Metrics = append(c.Metrics, MetricLatP99)
 	}
-	for _, r := range recs {
-		key := GroupKey(r, by)
-		i := slices.IndexFunc(c.Groups, func(g Group) bool { return g.Name == key })
-		if i < 0 {
-			c.Groups = append(c.Groups, Group{Name: key})
-			i = len(c.Groups) - 1
-		}
-		c.Groups[i].RecordIDs = append(c.Groups[i].RecordIDs, r.ID)
-		c.Groups[i].Records = append(c.Groups[i].Records, r)
-	}
+	c.Groups, c.Split = groupRecords(recs, by, auto)
 	if opts.Baseline != "" {
-		i := slices.IndexFunc(c.Groups, func(g Group) bool { return g.Name == opts.Baseline })
-		if i < 0 {
+		var ok bool
+		if c.Groups, ok = pickBaseline(c.Groups, opts.Baseline); !ok {
 			names := make([]string, len(c.Groups))
 			for j, g := range c.Groups {
 				names[j] = g.Name
 			}
 			return nil, usageError{fmt.Errorf("no group %q to use as the baseline (groups by %s: %s)", opts.Baseline, by, strings.Join(names, ", "))}
 		}
-		g := c.Groups[i]
-		c.Groups = append([]Group{g}, slices.Delete(c.Groups, i, i+1)...)
 	}
-	c.Environment, c.Warnings = identities(c.Groups, by)
+	c.Environment, c.Warnings = identities(c.Groups, append([]string{by}, c.Split...))
 	c.Warnings = append(c.Warnings, recordWarnings(c.Groups)...)
 	for _, r := range recs {
 		if r.Partial {
@@ -210,6 +207,15 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	}
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
 	c.Notes = notes(c.Groups)
+	var own []string
+	for _, r := range c.Rows {
+		if r.Baseline != 0 {
+			own = append(own, r.Name)
+		}
+	}
+	if len(own) > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: not measured in the baseline %q: compared with the first column that has them", rowsText(own), c.Groups[0].Name))
+	}
 	if len(c.Rows) == 0 {
 		return nil, fmt.Errorf("the records hold no measured workloads: %w", ErrNothing)
 	}
@@ -337,6 +343,15 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		siblings[b.name] = append(siblings[b.name], ri)
 	}
 	var out []Row
+	by := c.By
+	if len(c.Split) > 0 {
+		by = "column"
+	}
+	// Rows missing from the same columns, and rows whose parameters
+	// differ the same way, are said once, with their count: a store of
+	// several sets leaves whole sets of rows absent from most columns.
+	var missingOrder, diffOrder []string
+	missingRows, diffRows := map[string][]string{}, map[string][]string{}
 	for ri, b := range built {
 		row := Row{Name: names[ri], Workload: b.workload, Dir: b.dir, Cells: make([]Cell, len(c.Groups))}
 		var params []paramSet // per group, nil when absent
@@ -370,16 +385,41 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 				}
 				parts = append(parts, strings.TrimSuffix(strings.TrimPrefix(names[si], b.name+" ("), ")")+" in "+strings.Join(in, ", "))
 			}
-			warnings = append(warnings, fmt.Sprintf("%s: not matched across %s, the parameters differ (%s): shown as %d rows", b.name, c.By, strings.Join(parts, "; "), len(sib)))
+			warnings = append(warnings, fmt.Sprintf("%s: not matched across %s, the parameters differ (%s): shown as %d rows", b.name, by, strings.Join(parts, "; "), len(sib)))
 		case len(sib) == 1 && len(missing) > 0:
-			warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %s", row.Name, c.By, strings.Join(missing, ", ")))
+			key := joinCapped(missing, 6)
+			if _, ok := missingRows[key]; !ok {
+				missingOrder = append(missingOrder, key)
+			}
+			missingRows[key] = append(missingRows[key], row.Name)
 		}
-		row.Params, warnings = paramDiffs(row.Name, c.By, c.Groups, params, warnings)
+		var diff string
+		row.Params, diff = paramDiffs(c.Groups, params)
+		if diff != "" {
+			if _, ok := diffRows[diff]; !ok {
+				diffOrder = append(diffOrder, diff)
+			}
+			diffRows[diff] = append(diffRows[diff], row.Name)
+		}
 		judge(&row, c, opts)
 		warnings = append(warnings, rowChecks(row.Name, c, b.members)...)
 		out = append(out, row)
 	}
+	for _, key := range missingOrder {
+		warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %s", rowsText(missingRows[key]), by, key))
+	}
+	for _, diff := range diffOrder {
+		warnings = append(warnings, fmt.Sprintf("%s: workload parameters differ, not only the %s: %s", rowsText(diffRows[diff]), by, diff))
+	}
 	return out, warnings
+}
+
+// rowsText names the rows a warning is about, counted when there are many.
+func rowsText(rows []string) string {
+	if len(rows) <= 4 {
+		return strings.Join(rows, ", ")
+	}
+	return fmt.Sprintf("%d rows (%s)", len(rows), joinCapped(rows, 4))
 }
 
 // member is one workload direction of one record.
@@ -551,7 +591,7 @@ func valueOf(metric string, vs []float64) Value {
 }
 
 // judge sets each non-baseline cell's change and verdict against the
-// baseline (the first group), and trims the metrics to the ones asked for.
+// baseline (the first group, or the first that has the row), and trims the metrics to the ones asked for.
 func judge(row *Row, c *Comparison, opts Options) {
 	for gi := range row.Cells {
 		cell := &row.Cells[gi]
@@ -560,7 +600,11 @@ func judge(row *Row, c *Comparison, opts Options) {
 		}
 		cell.Metrics = cell.Metrics[:len(c.Metrics)]
 	}
-	base := row.Cells[0]
+	// A row the baseline did not run (another set's workload) is judged
+	// against the first column that ran it, and says so (Row.Baseline).
+	bi := slices.IndexFunc(row.Cells, func(cell Cell) bool { return cell.Present })
+	row.Baseline = max(bi, 0)
+	base := row.Cells[row.Baseline]
 	for mi, metric := range c.Metrics {
 		for gi := range row.Cells {
 			cell := &row.Cells[gi]
@@ -568,12 +612,8 @@ func judge(row *Row, c *Comparison, opts Options) {
 				continue
 			}
 			v := &cell.Metrics[mi]
-			if gi == 0 {
+			if gi == row.Baseline {
 				v.Verdict = VerdictBaseline
-				continue
-			}
-			if !base.Present {
-				v.Verdict = VerdictMissing
 				continue
 			}
 			b := base.Metrics[mi]
@@ -626,38 +666,51 @@ func recordWarnings(groups []Group) []string {
 			}
 		}
 	}
-	// "seq1m-read: runtime 2s is under 3s" for every workload becomes one
-	// line naming the workloads, as bench prints it.
+	// "seq1m-read: runtime 2s is under 3s" for every workload and column
+	// becomes one line naming the workloads and the columns.
 	type merged struct {
 		names []string
 		rest  string
-		who   string
+		who   []string
 	}
 	var lines []*merged
-	for _, w := range order {
-		who := strings.Join(in[w], ", ")
-		if len(in[w]) == len(groups) && len(groups) > 1 {
-			who = "all records"
+	add := func(names []string, rest string, who []string) {
+		i := slices.IndexFunc(lines, func(m *merged) bool { return m.rest == rest && (len(m.names) > 0) == (len(names) > 0) })
+		if i < 0 {
+			lines = append(lines, &merged{rest: rest})
+			i = len(lines) - 1
 		}
+		m := lines[i]
+		for _, n := range names {
+			if !slices.Contains(m.names, n) {
+				m.names = append(m.names, n)
+			}
+		}
+		for _, g := range who {
+			if !slices.Contains(m.who, g) {
+				m.who = append(m.who, g)
+			}
+		}
+	}
+	for _, w := range order {
 		name, rest, ok := strings.Cut(w, ": ")
 		if !ok || strings.ContainsAny(name, " ,") {
-			lines = append(lines, &merged{rest: w, who: who})
+			add(nil, w, in[w])
 			continue
 		}
-		i := slices.IndexFunc(lines, func(m *merged) bool { return m.rest == rest && m.who == who && len(m.names) > 0 })
-		if i < 0 {
-			lines = append(lines, &merged{names: []string{name}, rest: rest, who: who})
-		} else {
-			lines[i].names = append(lines[i].names, name)
-		}
+		add([]string{name}, rest, in[w])
 	}
 	var out []string
 	for _, m := range lines {
+		who := joinCapped(m.who, 3)
+		if len(m.who) == len(groups) && len(groups) > 1 {
+			who = "all records"
+		}
 		w := m.rest
 		if len(m.names) > 0 {
-			w = strings.Join(m.names, ", ") + ": " + m.rest
+			w = rowsText(m.names) + ": " + m.rest
 		}
-		out = append(out, m.who+": "+w)
+		out = append(out, who+": "+w)
 	}
 	return out
 }

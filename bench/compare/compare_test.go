@@ -260,8 +260,13 @@ func TestMissingRowsAndBadInput(t *testing.T) {
 	if len(cmp.Rows) != 2 || cmp.Rows[0].Cells[1].Present || cmp.Rows[1].Cells[0].Present {
 		t.Errorf("rows %+v", cmp.Rows)
 	}
-	if v := cmp.Rows[1].Cells[1].Metrics[0]; v.Verdict != VerdictMissing {
-		t.Errorf("cell without a baseline: verdict %q", v.Verdict)
+	// A row the baseline lacks is judged against the first column that
+	// has it (here the only one), and the comparison says so.
+	if v := cmp.Rows[1].Cells[1].Metrics[0]; v.Verdict != VerdictBaseline || cmp.Rows[1].Baseline != 1 || cmp.Rows[0].Baseline != 0 {
+		t.Errorf("cell without a baseline: verdict %q, row baselines %d, %d", v.Verdict, cmp.Rows[0].Baseline, cmp.Rows[1].Baseline)
+	}
+	if !slices.Contains(cmp.Warnings, `seqwrite: not measured in the baseline "a": compared with the first column that has them`) {
+		t.Errorf("own baseline not said: %q", cmp.Warnings)
 	}
 	if _, err := Compare(nil, Options{}); !errors.Is(err, ErrNothing) {
 		t.Errorf("no records: %v", err)
@@ -412,5 +417,69 @@ func TestGroupByStack(t *testing.T) {
 	}
 	if got := GroupKey(raid, ByStack); got != "(unknown stack)" {
 		t.Errorf("unknown stack key %q", got)
+	}
+}
+
+// TestUnknownIsNoDifference: a record that does not know its kernel (an
+// import) is not a record of another kernel: no warning, the kernel is
+// shared, said with how many records do not know it.
+func TestUnknownIsNoDifference(t *testing.T) {
+	a, b := rec("1", "a", 500, 501, 502), rec("2", "b", 400, 401, 402)
+	b.Host.Kernel = ""
+	cmp, err := Compare([]*record.Record{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(cmp.Warnings, "\n"); strings.Contains(w, "Kernel") {
+		t.Errorf("unknown kernel warned as a difference: %s", w)
+	}
+	i := slices.IndexFunc(cmp.Environment, func(f Field) bool { return f.Key == "kernel" })
+	if i < 0 || cmp.Environment[i].Value != "5.14.0-427.el9.x86_64 (unknown in 1 of 2 records)" {
+		t.Errorf("environment %+v", cmp.Environment)
+	}
+	// Two known kernels and an unknown one still differ.
+	c := rec("3", "c", 450)
+	c.Host.Kernel = "6.1.0-26-amd64"
+	cmp, _ = Compare([]*record.Record{a, b, c}, Options{})
+	if w := strings.Join(cmp.Warnings, "\n"); !strings.Contains(w, "records differ in Kernel, not only in label (5.14.0-427.el9.x86_64 in a; unknown in b; 6.1.0-26-amd64 in c)") {
+		t.Errorf("known kernels that differ not warned: %s", w)
+	}
+}
+
+// TestAutoGroupingSplits: records without labels, of a raw device and a
+// mounted directory on one host and the same device on another host, are
+// three columns, not one "(no label)" column of repetitions; an explicit
+// --by pools as asked.
+func TestAutoGroupingSplits(t *testing.T) {
+	raw := rec("1", "", 500, 501)
+	raw.Target.Kind, raw.Target.Path, raw.Target.FSType = "device", "/dev/sdb", ""
+	dir := rec("2", "", 400, 401)
+	other := rec("3", "", 300, 301)
+	other.Host.Hostname = "esx-guest"
+	cdm := rec("4", "", 410, 411)
+	cdm.Set = "cdm"
+	cmp, err := Compare([]*record.Record{raw, dir, other, cdm}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range cmp.Groups {
+		names = append(names, g.Name)
+	}
+	want := []string{"raw device", "xfs · box1 · set quick", "xfs · box1 · set cdm", "xfs · esx-guest"}
+	if !slices.Equal(names, want) || cmp.By != ByFS || !slices.Equal(cmp.Split, []string{ByHost, SplitSet}) {
+		t.Errorf("by %s split %v columns %q, want fs split by host, set: %q", cmp.By, cmp.Split, names, want)
+	}
+	if cmp, _ := Compare([]*record.Record{raw, dir}, Options{By: ByLabel}); len(cmp.Groups) != 1 || len(cmp.Split) != 0 {
+		t.Errorf("--by label split: %+v", cmp.Groups)
+	}
+	// A baseline may be named by a part of a column's name when no
+	// other column has it.
+	cmp, err = Compare([]*record.Record{raw, dir, other, cdm}, Options{Baseline: "esx-guest"})
+	if err != nil || cmp.Groups[0].Name != "xfs · esx-guest" {
+		t.Errorf("baseline by part: %v", err)
+	}
+	if _, err := Compare([]*record.Record{raw, dir, other, cdm}, Options{Baseline: "xfs"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("ambiguous baseline accepted: %v", err)
 	}
 }

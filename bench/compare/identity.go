@@ -148,26 +148,43 @@ func distinctRuns(r *record.Record, f func(record.Repetition) string, unknownKey
 // groupedKeys are the identity facts that are the grouping variable itself
 // (or follow from it), so their differences are the point, not a caveat.
 var groupedKeys = map[string][]string{
-	ByFS:     {"fs", "mkfs", "mount_options"},
-	ByHost:   {"host"},
-	ByDevice: {"disk", "device", "media", "stack"},
-	ByStack:  {"disk", "device", "media", "stack"},
+	ByFS:        {"fs", "mkfs", "mount_options"},
+	ByHost:      {"host"},
+	ByDevice:    {"disk", "device", "media", "stack"},
+	ByStack:     {"disk", "device", "media", "stack"},
+	SplitTarget: {"target"},
+	SplitSet:    {"set"},
 }
 
 // identities splits the records' identity into the facts shared by all
 // (the environment) and, per group, the facts that differ; and warns about
-// differences beyond the grouping variable that make the comparison unfair.
-func identities(groups []Group, by string) ([]Field, []string) {
+// differences beyond the grouping (dims: the --by value and the splits)
+// that make the comparison unfair. Unknown is no difference: a fact one
+// record does not know (an import, an older record) and the others agree
+// on is shared, said with how many records do not know it.
+func identities(groups []Group, dims []string) ([]Field, []string) {
 	var env []Field
 	var warnings []string
+	grouped := map[string]bool{}
+	for _, d := range dims {
+		for _, k := range groupedKeys[d] {
+			grouped[k] = true
+		}
+	}
 	for _, f := range identityFields {
-		all := map[string]bool{}
+		var known []string
+		unknown, total := 0, 0
 		perGroup := make([]string, len(groups))
 		for gi, g := range groups {
 			var vals []string
 			for _, r := range g.Records {
 				v := f.get(r)
-				all[v] = true
+				total++
+				if v == "" {
+					unknown++
+				} else if !slices.Contains(known, v) {
+					known = append(known, v)
+				}
 				if !slices.Contains(vals, v) {
 					vals = append(vals, v)
 				}
@@ -179,27 +196,40 @@ func identities(groups []Group, by string) ([]Field, []string) {
 			}
 			perGroup[gi] = strings.Join(vals, " | ")
 		}
-		if len(all) == 1 {
-			for v := range all {
-				if v != "" {
-					env = append(env, Field{Key: f.key, Name: f.name, Value: v})
+		if len(known) <= 1 {
+			if len(known) == 1 {
+				v := known[0]
+				if unknown > 0 {
+					v += fmt.Sprintf(" (unknown in %d of %d records)", unknown, total)
 				}
+				env = append(env, Field{Key: f.key, Name: f.name, Value: v})
 			}
 			continue
 		}
-		var parts []string
+		// Which columns hold which value, for the warning: "5.14 in a,
+		// b; 6.1 in c" reads at any number of columns.
+		var order []string
+		in := map[string][]string{}
 		for gi := range groups {
 			groups[gi].Identity = append(groups[gi].Identity, Field{Key: f.key, Name: f.name, Value: perGroup[gi]})
-			parts = append(parts, groups[gi].Name+": "+perGroup[gi])
+			v := perGroup[gi]
+			if _, ok := in[v]; !ok {
+				order = append(order, v)
+			}
+			in[v] = append(in[v], groups[gi].Name)
 		}
 		// A difference the grouping names is the point, not a caveat: by
 		// label with labels "xfs" and "ext4" the filesystems differ by design.
 		named := true
 		for gi := range groups {
-			named = named && perGroup[gi] == groups[gi].Name
+			named = named && (groups[gi].hasPart(perGroup[gi]) || perGroup[gi] == "unknown")
 		}
-		if f.warn && !named && !slices.Contains(groupedKeys[by], f.key) {
-			warnings = append(warnings, fmt.Sprintf("records differ in %s, not only in %s (%s)", f.name, by, strings.Join(parts, "; ")))
+		if f.warn && !named && !grouped[f.key] {
+			parts := make([]string, len(order))
+			for i, v := range order {
+				parts[i] = v + " in " + joinCapped(in[v], 4)
+			}
+			warnings = append(warnings, fmt.Sprintf("records differ in %s, not only in %s (%s)", f.name, strings.Join(dims, ", "), strings.Join(parts, "; ")))
 		}
 	}
 	return env, warnings
@@ -342,8 +372,9 @@ func (ps paramSet) String() string {
 }
 
 // paramDiffs returns the baseline's (or first present group's) parameters
-// and warns, key by key, where the groups ran the row differently.
-func paramDiffs(row, by string, groups []Group, params []paramSet, warnings []string) (string, []string) {
+// and says, key by key, where the groups ran the row differently ("" when
+// they did not).
+func paramDiffs(groups []Group, params []paramSet) (string, string) {
 	var keys []string
 	first := ""
 	for _, ps := range params {
@@ -361,8 +392,8 @@ func paramDiffs(row, by string, groups []Group, params []paramSet, warnings []st
 	}
 	var diffs []string
 	for _, k := range keys {
-		seen := map[string]bool{}
-		var parts []string
+		var order []string
+		in := map[string][]string{}
 		for gi, ps := range params {
 			if ps == nil {
 				continue
@@ -371,15 +402,18 @@ func paramDiffs(row, by string, groups []Group, params []paramSet, warnings []st
 			if !ok {
 				v = "unknown"
 			}
-			seen[v] = true
-			parts = append(parts, fmt.Sprintf("%s=%s in %s", k, v, groups[gi].Name))
+			if _, ok := in[v]; !ok {
+				order = append(order, v)
+			}
+			in[v] = append(in[v], groups[gi].Name)
 		}
-		if len(seen) > 1 || strings.Contains(strings.Join(parts, ""), "|") {
+		if len(order) > 1 || strings.Contains(strings.Join(order, ""), "|") {
+			parts := make([]string, len(order))
+			for i, v := range order {
+				parts[i] = fmt.Sprintf("%s=%s in %s", k, v, joinCapped(in[v], 4))
+			}
 			diffs = append(diffs, strings.Join(parts, ", "))
 		}
 	}
-	if len(diffs) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%s: workload parameters differ, not only the %s: %s", row, by, strings.Join(diffs, "; ")))
-	}
-	return first, warnings
+	return first, strings.Join(diffs, "; ")
 }

@@ -25,7 +25,9 @@ figure{margin:12px 0 24px} figcaption{color:var(--muted);font-size:.9em}
 // HTML writes one self-contained page: no scripts, no network, no external
 // fonts; the styles are inline and the charts are inline SVG, readable in
 // light and dark mode.
-func HTML(w io.Writer, c *compare.Comparison) error {
+func HTML(w io.Writer, c *compare.Comparison) error { return htmlPage(w, c, Layout{}) }
+
+func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 	var b strings.Builder
 	t := title(c)
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
@@ -35,7 +37,11 @@ func HTML(w io.Writer, c *compare.Comparison) error {
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"sub\">Compared %s. Baseline: %s.</p>\n", esc(t), esc(byText(c)), esc(c.Groups[0].Name))
 
 	b.WriteString("<h2>Results</h2>\n")
-	htmlTable(&b, c)
+	if l.stacked(c) {
+		htmlTableStacked(&b, c)
+	} else {
+		htmlTable(&b, c)
+	}
 	if len(c.Warnings) > 0 {
 		b.WriteString("<h3>Warnings</h3>\n<ul class=\"warn\">\n")
 		for _, w := range c.Warnings {
@@ -144,6 +150,51 @@ func htmlTable(b *strings.Builder, c *compare.Comparison) {
 					fmt.Fprintf(b, "<td class=\"%s\"><span class=\"verdict-%s\">%s</span></td>", cls, cls, esc(changeText(v)))
 				} else {
 					fmt.Fprintf(b, "<td>%s</td>", esc(changeText(v)))
+				}
+			}
+			b.WriteString("</tr>\n")
+		}
+	}
+	b.WriteString("</tbody>\n</table>\n")
+}
+
+// htmlTableStacked is the long table: one line per workload and group.
+func htmlTableStacked(b *strings.Builder, c *compare.Comparison) {
+	b.WriteString("<table>\n<thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">Column</th>")
+	for _, m := range c.Metrics {
+		fmt.Fprintf(b, "<th scope=\"col\">%s</th>", esc(m))
+	}
+	b.WriteString("<th scope=\"col\">Change against the baseline</th></tr></thead>\n<tbody>\n")
+	for _, r := range c.Rows {
+		n := 0
+		for _, cell := range r.Cells {
+			if cell.Present {
+				n++
+			}
+		}
+		first := true
+		for gi, cell := range r.Cells {
+			if !cell.Present {
+				continue
+			}
+			b.WriteString("<tr>")
+			if first {
+				fmt.Fprintf(b, "<th scope=\"rowgroup\" rowspan=\"%d\">%s</th>", n, esc(r.Name))
+				first = false
+			}
+			fmt.Fprintf(b, "<td>%s</td>", esc(rowGroupHeader(c, r, gi)))
+			for mi, m := range c.Metrics {
+				fmt.Fprintf(b, "<td class=\"num\">%s</td>", esc(valueText(m, cell.Metrics[mi])))
+			}
+			switch {
+			case gi == r.Baseline:
+				b.WriteString("<td>baseline</td>")
+			default:
+				cls := verdictClass(cell.Metrics[0])
+				if cls != "" {
+					fmt.Fprintf(b, "<td class=\"%s\"><span class=\"verdict-%s\">%s</span></td>", cls, cls, esc(cellChange(c, cell)))
+				} else {
+					fmt.Fprintf(b, "<td>%s</td>", esc(cellChange(c, cell)))
 				}
 			}
 			b.WriteString("</tr>\n")

@@ -27,19 +27,25 @@ var ErrFormat = errors.New("unknown report format")
 // Formats lists the comparison outputs in the order help text shows them.
 var Formats = []string{"table", "markdown", "csv", "json", "html", "svg"}
 
-// Write renders c in format.
+// Write renders c in format, in the default layout.
 func Write(w io.Writer, format string, c *compare.Comparison) error {
+	return WriteLayout(w, format, c, Layout{})
+}
+
+// WriteLayout renders c in format; l steers the width of the table,
+// Markdown and HTML outputs (CSV and JSON are one line per value anyway).
+func WriteLayout(w io.Writer, format string, c *compare.Comparison, l Layout) error {
 	switch format {
 	case "table", "":
-		return Table(w, c)
+		return TableLayout(w, c, l)
 	case "markdown", "md":
-		return Markdown(w, c)
+		return markdown(w, c, l)
 	case "csv":
 		return CSV(w, c)
 	case "json":
 		return JSON(w, c)
 	case "html":
-		return HTML(w, c)
+		return htmlPage(w, c, l)
 	case "svg":
 		return SVG(w, c)
 	}
@@ -163,7 +169,13 @@ func lines(c *compare.Comparison) []line {
 				v := cell.Metrics[mi]
 				l.values = append(l.values, valueText(m, v))
 				if gi > 0 {
-					l.changes = append(l.changes, changeText(v))
+					ch := changeText(v)
+					if r.Baseline != 0 && gi != r.Baseline {
+						// The column header says vs the first group,
+						// which this row lacks.
+						ch += " vs " + c.Groups[r.Baseline].Name
+					}
+					l.changes = append(l.changes, ch)
 				}
 			}
 			out = append(out, l)
@@ -173,6 +185,9 @@ func lines(c *compare.Comparison) []line {
 }
 
 func title(c *compare.Comparison) string {
+	if len(c.Groups) > 3 {
+		return fmt.Sprintf("%d columns against %s", len(c.Groups), c.Groups[0].Name)
+	}
 	names := make([]string, len(c.Groups))
 	for i, g := range c.Groups {
 		names[i] = g.Name
@@ -182,8 +197,19 @@ func title(c *compare.Comparison) string {
 
 func byText(c *compare.Comparison) string {
 	s := "by " + c.By
+	if len(c.Split) > 0 {
+		s += ", split by " + andList(c.Split)
+	}
 	if c.AutoBy {
 		s += " (chosen automatically; --by changes it)"
 	}
 	return s
+}
+
+// andList joins items as a sentence does: "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }

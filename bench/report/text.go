@@ -46,11 +46,20 @@ func identityRows(c *compare.Comparison) (names []string, cells [][]string) {
 	return names, cells
 }
 
-// Table writes the comparison for a terminal: environment, columns, the
-// aligned table, warnings and the method.
-func Table(w io.Writer, c *compare.Comparison) error {
+// Table writes the comparison for a terminal in the default layout.
+func Table(w io.Writer, c *compare.Comparison) error { return TableLayout(w, c, Layout{}) }
+
+// TableLayout writes the comparison for a terminal: environment, columns,
+// the results and the notes, within l's width unless l is Wide (one
+// column per group, as wide as it takes).
+func TableLayout(w io.Writer, c *compare.Comparison, l Layout) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Comparison of %s, %s\n\n", title(c), byText(c))
+	width := l.width()
+	if l.Wide {
+		width = 1 << 20
+	}
+	b.WriteString(wrap(fmt.Sprintf("Comparison of %s, %s", title(c), byText(c)), "", "  ", width))
+	b.WriteString("\n")
 	if len(c.Environment) > 0 {
 		b.WriteString("Environment (the same for every record)\n")
 		tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
@@ -61,6 +70,25 @@ func Table(w io.Writer, c *compare.Comparison) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("Columns\n")
+	if cols := wideColumns(c); l.Wide || maxWidth(cols) <= width {
+		b.WriteString(cols)
+	} else {
+		b.WriteString(stackedColumns(c, width))
+	}
+	b.WriteString("\n")
+	if l.stacked(c) {
+		b.WriteString(stackedResults(c, width))
+	} else {
+		b.WriteString(wideResults(c))
+	}
+	writeNotes(&b, c, "", "  - ", width)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wideColumns is the per-column identity with one column per group.
+func wideColumns(c *compare.Comparison) string {
+	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
 	hdr := []string{" "}
 	for gi := range c.Groups {
@@ -72,10 +100,33 @@ func Table(w io.Writer, c *compare.Comparison) error {
 		fmt.Fprintf(tw, "  %s\t%s\n", n, strings.Join(cells[i], "\t"))
 	}
 	tw.Flush()
-	b.WriteString("\n")
+	return b.String()
+}
 
-	tw = tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
-	hdr = []string{"WORKLOAD", "METRIC"}
+// stackedColumns is the per-column identity one group after another:
+// its name and records, then its facts on wrapped lines.
+func stackedColumns(c *compare.Comparison, width int) string {
+	var b strings.Builder
+	names, cells := identityRows(c)
+	for gi := range c.Groups {
+		b.WriteString(wrap(groupHeader(c, gi)+": "+cells[0][gi], "  ", "      ", width))
+		var facts []string
+		for i := 1; i < len(names); i++ {
+			facts = append(facts, names[i]+" "+cells[i][gi])
+		}
+		if len(facts) > 0 {
+			b.WriteString(wrap(strings.Join(facts, "; "), "    ", "    ", width))
+		}
+	}
+	return b.String()
+}
+
+// wideResults is the results table with one column per group and one
+// change column per non-baseline group.
+func wideResults(c *compare.Comparison) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	hdr := []string{"WORKLOAD", "METRIC"}
 	for gi := range c.Groups {
 		hdr = append(hdr, groupHeader(c, gi))
 	}
@@ -93,19 +144,21 @@ func Table(w io.Writer, c *compare.Comparison) error {
 		fmt.Fprintln(tw, strings.Join(fields, "\t"))
 	}
 	tw.Flush()
-	writeNotes(&b, c, "", "  - ")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
-func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet string) {
+// writeNotes writes the warnings and the method, wrapped at width with a
+// hanging indent (Markdown passes a width no line reaches: its renderer
+// wraps).
+func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet string, width int) {
 	if len(c.Warnings) > 0 {
 		fmt.Fprintf(b, "\n%sWarnings\n", heading)
 		if heading != "" {
 			b.WriteString("\n")
 		}
+		indent := strings.Repeat(" ", textWidth(bullet))
 		for _, w := range c.Warnings {
-			fmt.Fprintf(b, "%s%s\n", bullet, w)
+			b.WriteString(wrap(w, bullet, indent, width))
 		}
 	}
 	if len(c.Notes) > 0 {
@@ -113,19 +166,74 @@ func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet strin
 		if heading != "" {
 			b.WriteString("\n")
 		}
+		indent := strings.Repeat(" ", textWidth(bullet))
 		for _, n := range c.Notes {
-			fmt.Fprintf(b, "%s%s\n", bullet, n)
+			b.WriteString(wrap(n, bullet, indent, width))
 		}
 	}
-	fmt.Fprintf(b, "\nMB/s is 10^6 bytes/s; values are medians over repetitions with (min–max).\nMethod: %s.\n", c.Method)
+	b.WriteString("\n")
+	b.WriteString(wrap("MB/s is 10^6 bytes/s; values are medians over repetitions with (min–max).", "", "", width))
+	b.WriteString(wrap("Method: "+c.Method+".", "", "", width))
 }
 
 // Markdown writes the same table as Table, pasteable into a post or an
 // issue, with a short environment section.
-func Markdown(w io.Writer, c *compare.Comparison) error {
+func Markdown(w io.Writer, c *compare.Comparison) error { return markdown(w, c, Layout{}) }
+
+func markdown(w io.Writer, c *compare.Comparison, l Layout) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", mdCell(title(c)))
 	fmt.Fprintf(&b, "Compared %s.\n\n", byText(c))
+	stacked := l.stacked(c)
+	if stacked {
+		mdStacked(&b, c)
+	} else {
+		mdWide(&b, c)
+	}
+	mdEnvironment(&b, c, stacked)
+	writeNotes(&b, c, "### ", "- ", 1<<20)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdStacked is the long table: one line per workload and group, the
+// metrics and the change as columns; as many columns at any number of groups.
+func mdStacked(b *strings.Builder, c *compare.Comparison) {
+	hdr := []string{"Workload", "Column"}
+	align := []string{"---", "---"}
+	for _, m := range c.Metrics {
+		hdr = append(hdr, mdCell(m))
+		align = append(align, "--:")
+	}
+	hdr = append(hdr, "Change")
+	align = append(align, "---")
+	fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
+	for _, r := range c.Rows {
+		first := true
+		for gi, cell := range r.Cells {
+			if !cell.Present {
+				continue
+			}
+			name := ""
+			if first {
+				name = "**" + mdCell(r.Name) + "**"
+				first = false
+			}
+			fields := []string{name, mdCell(rowGroupHeader(c, r, gi))}
+			for mi, m := range c.Metrics {
+				fields = append(fields, mdCell(valueText(m, cell.Metrics[mi])))
+			}
+			ch := "baseline"
+			if gi != r.Baseline {
+				ch = cellChange(c, cell)
+			}
+			fields = append(fields, mdCell(ch))
+			fmt.Fprintf(b, "| %s |\n", strings.Join(fields, " | "))
+		}
+	}
+}
+
+func mdWide(b *strings.Builder, c *compare.Comparison) {
 	hdr := []string{"Workload", "Metric"}
 	align := []string{"---", "---"}
 	for gi := range c.Groups {
@@ -136,7 +244,7 @@ func Markdown(w io.Writer, c *compare.Comparison) error {
 		hdr = append(hdr, mdCell(c.Groups[gi].Name+" vs "+c.Groups[0].Name))
 		align = append(align, "---")
 	}
-	fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
+	fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
 	for _, l := range lines(c) {
 		name := ""
 		if l.first {
@@ -146,34 +254,52 @@ func Markdown(w io.Writer, c *compare.Comparison) error {
 		for _, v := range append(l.values, l.changes...) {
 			fields = append(fields, mdCell(v))
 		}
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(fields, " | "))
+		fmt.Fprintf(b, "| %s |\n", strings.Join(fields, " | "))
 	}
+}
+
+func mdEnvironment(b *strings.Builder, c *compare.Comparison, stacked bool) {
 	b.WriteString("\n### Environment\n\n")
 	if len(c.Environment) > 0 {
 		b.WriteString("| | |\n|---|---|\n")
 		for _, f := range c.Environment {
-			fmt.Fprintf(&b, "| %s | %s |\n", f.Name, mdCell(f.Value))
+			fmt.Fprintf(b, "| %s | %s |\n", f.Name, mdCell(f.Value))
 		}
 		b.WriteString("\n")
 	}
 	names, cells := identityRows(c)
-	hdr = []string{" "}
-	align = []string{"---"}
+	if stacked {
+		// One line per group: the facts as columns, as many at any
+		// number of groups.
+		hdr := append([]string{"Column"}, names...)
+		align := make([]string, len(hdr))
+		for i := range align {
+			align[i] = "---"
+		}
+		fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
+		for gi := range c.Groups {
+			row := []string{mdCell(groupHeader(c, gi))}
+			for i := range names {
+				row = append(row, mdCell(cells[i][gi]))
+			}
+			fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+		}
+		return
+	}
+	hdr := []string{" "}
+	align := []string{"---"}
 	for gi := range c.Groups {
 		hdr = append(hdr, mdCell(groupHeader(c, gi)))
 		align = append(align, "---")
 	}
-	fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
+	fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(hdr, " | "), strings.Join(align, "|"))
 	for i, n := range names {
 		row := []string{n}
 		for _, v := range cells[i] {
 			row = append(row, mdCell(v))
 		}
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+		fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
 	}
-	writeNotes(&b, c, "### ", "- ")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // CSV writes one line per row, metric and group (long form, which
@@ -195,7 +321,7 @@ func CSV(w io.Writer, c *compare.Comparison) error {
 				m = "p99 latency us"
 			}
 			for gi, cell := range r.Cells {
-				rec := []string{r.Name, r.Dir, m, c.Groups[gi].Name, c.Groups[0].Name}
+				rec := []string{r.Name, r.Dir, m, c.Groups[gi].Name, c.Groups[r.Baseline].Name}
 				if !cell.Present {
 					rec = append(rec, "0", "", "", "", "", compare.VerdictMissing, "", "", "", "", r.Params)
 				} else {

@@ -22,6 +22,7 @@ type compareOptions struct {
 	By       string
 	Baseline string
 	Latency  bool
+	Wide     bool // the full table, one column per group, whatever the width
 	Filter   recordFilter
 	Output   string
 }
@@ -34,7 +35,9 @@ func compareCommand() *cli.Command {
 		Description: `Compare lines up records by workload, one column per group of records, the
 first group being the baseline. Groups are made --by label (default when
 records have labels), fs, host, device or record; records of one group are
-pooled as repetitions. Each cell shows the median MB/s (10^6 bytes/s) and IOPS
+pooled as repetitions; without --by, records that differ in host, filesystem,
+device, path or workload set are split into columns of their own, never pooled.
+Each cell shows the median MB/s (10^6 bytes/s) and IOPS
 with min–max over repetitions; every other column shows its change against the
 baseline and whether it is real: a two-sided Mann–Whitney U test on the
 repetitions (α=0.05) with a 95% bootstrap interval of the ratio of medians.
@@ -62,12 +65,13 @@ Examples:
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME` (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
+			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes 120 columns)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 		),
 		Action: action(func(c *cli.Context, e *env) error {
 			return runCompare(c.Context, compareOptions{
 				Sources: c.Args().Slice(), By: c.String("by"), Baseline: c.String("baseline"), Latency: c.Bool("latency"),
-				Filter: filterFrom(c), Output: c.String("output"),
+				Wide: c.Bool("wide"), Filter: filterFrom(c), Output: c.String("output"),
 			}, e)
 		}),
 	}
@@ -140,7 +144,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err != nil {
 		return err
 	}
-	buf, err := renderComparison(e, c, format, opts.Output)
+	buf, err := renderComparison(e, c, format, opts.Output, report.Layout{Wide: opts.Wide})
 	if err != nil {
 		return err
 	}
@@ -150,12 +154,12 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 // renderComparison renders c in format (compare and fscompare). Outputs that
 // do not carry the caveats (csv, svg) or go to a file get them on stderr,
 // where the person running the command sees them.
-func renderComparison(e *env, c *compare.Comparison, format, output string) (*bytes.Buffer, error) {
+func renderComparison(e *env, c *compare.Comparison, format, output string, l report.Layout) (*bytes.Buffer, error) {
 	if format == "csv" || format == "svg" || output != "" {
 		warnAll(e, c.Warnings)
 	}
 	var buf bytes.Buffer
-	if err := report.Write(&buf, format, c); err != nil {
+	if err := report.WriteLayout(&buf, format, c, l); err != nil {
 		return nil, err
 	}
 	return &buf, nil

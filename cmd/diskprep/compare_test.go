@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/diskprep/diskprep/bench/compare"
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
@@ -151,5 +153,28 @@ func TestCompareFileSources(t *testing.T) {
 	}
 	if lines := strings.Count(out.String(), "\n"); lines != 1+4*2*2 {
 		t.Errorf("csv has %d lines, want header + 4 rows x 2 metrics x 2 groups", lines)
+	}
+}
+
+// TestCompareWide: a store of several kinds of runs fits 120 columns by
+// default; --wide asks for the full table.
+func TestCompareWide(t *testing.T) {
+	store := filepath.Join("..", "..", "bench", "report", "testdata", "store")
+	widest := func(args ...string) int {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), append([]string{"diskprep", "--results", store, "compare", "-o", "table"}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("compare %v: exit %d: %s", args, code, errb.String())
+		}
+		w := 0
+		for _, l := range strings.Split(out.String(), "\n") {
+			w = max(w, utf8.RuneCountInString(l))
+		}
+		return w
+	}
+	if w := widest(); w > 120 {
+		t.Errorf("default table is %d columns wide", w)
+	}
+	if w := widest("--wide"); w <= 120 {
+		t.Errorf("--wide table is only %d columns wide", w)
 	}
 }

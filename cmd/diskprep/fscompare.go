@@ -282,7 +282,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if err != nil {
 		return err
 	}
-	buf, err := renderComparison(e, c, format, opts.Output)
+	buf, err := renderComparison(e, c, format, opts.Output, report.Layout{})
 	if err != nil {
 		return err
 	}
