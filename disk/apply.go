@@ -48,6 +48,9 @@ type Deps struct {
 	Refresh func(ctx context.Context) (*hwinfo.Host, error)
 	// Now dates the records diskprep writes; nil is time.Now.
 	Now func() time.Time
+	// Progress gets the progress lines of long steps (a cache's dirty
+	// blocks flushed before it is detached); nil: none shown.
+	Progress io.Writer
 }
 
 type applier struct {
@@ -58,12 +61,13 @@ type applier struct {
 	fstabPath string
 	refresh   func(ctx context.Context) (*hwinfo.Host, error)
 	now       func() time.Time
+	progress  io.Writer
 	// madePoints are the mount points this run created.
 	madePoints map[string]bool
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, madePoints: map[string]bool{}}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
 	}

@@ -20,7 +20,7 @@ import (
 // by the caller; a Host does not reinterpret them.
 //
 // Storage stacks (LVM, md, bcache) fit as they are: their tools go through
-// Run, their sysfs through ReadFile and ReadDir, "udevadm settle" and
+// Run, their sysfs through ReadFile, ReadDir and WriteSys, "udevadm settle" and
 // "systemctl daemon-reload" are programs, and WaitNode waits for the device
 // node a new array or volume gets.
 type Host interface {
@@ -44,6 +44,11 @@ type Host interface {
 	WriteFile(path string, data []byte, perm fs.FileMode) error
 	Remove(path string) error
 	MkdirAll(path string, perm fs.FileMode) error
+	// WriteSys writes value into the existing kernel attribute at path
+	// (sysfs: /sys/fs/bcache/register, a bcache device's cache_mode), in
+	// place and in one write, as echo VALUE > PATH does; the kernel's
+	// refusal is the error.
+	WriteSys(path, value string) error
 	// EditFstab runs change over the parsed fstab at path and, when it
 	// returns lines, backs the old file up and replaces it atomically
 	// (disk/fstab's Edit on the live machine).

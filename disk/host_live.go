@@ -46,6 +46,18 @@ func (*LiveHost) Remove(path string) error                         { return os.R
 func (*LiveHost) MkdirAll(path string, perm fs.FileMode) error     { return os.MkdirAll(path, perm) }
 func (*LiveHost) EditFstab(path string, change fstab.Change) error { return fstab.Edit(path, change) }
 
+func (*LiveHost) WriteSys(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(value + "\n")); err != nil {
+		f.Close()
+		return fmt.Errorf("write %q to %s: %w", value, path, err)
+	}
+	return f.Close()
+}
+
 func (*LiveHost) DeviceNumber(path string) (uint32, uint32, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {

@@ -39,6 +39,9 @@ const (
 type StackRequest struct {
 	Arrays []ArraySpec `json:"arrays,omitempty"`
 	Groups []GroupSpec `json:"groups,omitempty"`
+	// Caches are cached volumes over the partitions whose Use is
+	// "origin:"+Name and "cache:"+Name (stack_cache.go).
+	Caches []CacheSpec `json:"caches,omitempty"`
 	// Wipe allows replacing a file system found on a new array or volume
 	// that is not the one asked for.
 	Wipe bool `json:"wipe,omitempty"`
@@ -47,7 +50,9 @@ type StackRequest struct {
 }
 
 // Empty says the request asks for no stack.
-func (r StackRequest) Empty() bool { return len(r.Arrays) == 0 && len(r.Groups) == 0 }
+func (r StackRequest) Empty() bool {
+	return len(r.Arrays) == 0 && len(r.Groups) == 0 && len(r.Caches) == 0
+}
 
 // ArraySpec is one md array: its members are the partitions whose Use is
 // "raid:"+Name.
@@ -91,6 +96,7 @@ type StackPlan struct {
 	Schema string      `json:"schema"`
 	Arrays []ArrayPlan `json:"arrays,omitempty"`
 	Groups []GroupPlan `json:"groups,omitempty"`
+	Caches []CachePlan `json:"caches,omitempty"`
 	// MdadmConf is the mdadm.conf the arrays' lines go to: Debian's
 	// /etc/mdadm/mdadm.conf when /etc/mdadm exists, else /etc/mdadm.conf
 	// (RHEL, Fedora, SUSE).
@@ -178,12 +184,12 @@ var stackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
 func validateUse(n int, ps PartSpec) error {
 	kind, name, _ := strings.Cut(ps.Use, ":")
 	switch {
-	case kind != "raid" && kind != "lvm":
-		return usagef("partition %d: use %q: want raid:NAME or lvm:VG", n, ps.Use)
+	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
+		return usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
 	case !stackName.MatchString(name):
 		return usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
 	case ps.FS != "":
-		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume"}[kind])
+		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
 	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
 		return usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
 	}
@@ -201,6 +207,9 @@ func memberOf(use, fsType, label string) bool {
 		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
 	case "lvm":
 		return fsType == "LVM2_member"
+	case "origin", "cache":
+		// Which of the two the cache kind makes is its plan's to check.
+		return fsType == "LVM2_member" || fsType == "bcache"
 	}
 	return false
 }
@@ -216,6 +225,7 @@ func ownStack(use string, hs []hwinfo.Holder) bool {
 		switch {
 		case kind == "raid" && h.Kind == "md" && mdNameIs(h.DMName, name):
 		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-"):
+		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-") || h.Kind == "bcache"):
 		default:
 			return false
 		}
@@ -238,10 +248,12 @@ var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
 // requests that give it members: bad input (ErrUsage) whatever the machine.
 func (r StackRequest) Validate(reqs []Request) error {
 	members := map[string][]string{} // use -> where
+	disks := map[string][]string{}   // use -> the disks
 	for _, q := range reqs {
 		for i, ps := range q.Partitions {
 			if ps.Use != "" {
 				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", orNone(q.Device+q.Image), i+1))
+				disks[ps.Use] = append(disks[ps.Use], orNone(q.Device+q.Image))
 			}
 		}
 	}
@@ -322,10 +334,23 @@ func (r StackRequest) Validate(reqs []Request) error {
 			}
 		}
 	}
+	for _, c := range r.Caches {
+		if known["cache:"+c.Name] {
+			return at(c.Origin, "cache %s is declared twice", c.Name)
+		}
+		if err := validateCache(c, disks, r.Groups, at); err != nil {
+			return err
+		}
+		known["cache:"+c.Name], known["origin:"+c.Name] = true, true
+		if err := checkVolume(c.Origin, "cache "+c.Name, c.Volume); err != nil {
+			return err
+		}
+	}
 	for use, where := range members {
 		if !known[use] {
 			kind, name, _ := strings.Cut(use, ":")
-			section := map[string]string{"raid": "raid: (name: " + name + ")", "lvm": "lvm: (vg: " + name + ")"}[kind]
+			section := map[string]string{"raid": "raid: (name: " + name + ")", "lvm": "lvm: (vg: " + name + ")",
+				"origin": "cache: (name: " + name + ")", "cache": "cache: (name: " + name + ")"}[kind]
 			return usagef("%s says use: %s, but no %s declares it", where[0], use, section)
 		}
 	}
@@ -411,6 +436,11 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 				}
 			}
 			sp.Groups = append(sp.Groups, gp)
+		}
+	}
+	if len(req.Caches) > 0 {
+		if err := pl.planCaches(req, byUse, host, mounts, sp); err != nil {
+			return nil, err
 		}
 	}
 	if err := pl.checkMdadmConf(sp); err != nil {

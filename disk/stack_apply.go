@@ -21,6 +21,7 @@ type StackResult struct {
 	Schema  string        `json:"schema"`
 	Arrays  []ArrayResult `json:"arrays,omitempty"`
 	Groups  []GroupResult `json:"groups,omitempty"`
+	Caches  []CacheResult `json:"caches,omitempty"`
 	Changed bool          `json:"changed"`
 	Notes   []string      `json:"notes,omitempty"`
 }
@@ -141,6 +142,9 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 			return nil, err
 		}
 	}
+	if err := a.needCachePrograms(ctx, sp, need); err != nil {
+		return nil, err
+	}
 
 	fstabChanged := false
 	volume := func(v VolumePlan) (VolumeResult, error) {
@@ -244,6 +248,14 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		}
 		res.Groups = append(res.Groups, gr)
 	}
+	for _, cp := range sp.Caches {
+		cr, err := a.applyCache(ctx, cp, versions, volume)
+		res.Caches = append(res.Caches, cr)
+		res.Changed = res.Changed || len(cr.Steps) > 0
+		if err != nil {
+			return res, err
+		}
+	}
 	if fstabChanged && a.systemdIsInit() {
 		if err := a.do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
 			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
@@ -341,6 +353,9 @@ func (sp *StackPlan) volumes() []VolumePlan {
 			out = append(out, lp.Volume)
 		}
 	}
+	for _, cp := range sp.Caches {
+		out = append(out, cp.Volume)
+	}
 	return out
 }
 
@@ -387,6 +402,15 @@ func (sp *StackPlan) Steps() []string {
 			vol(lp.Volume)
 		}
 	}
+	for _, cp := range sp.Caches {
+		if len(cp.Steps) == 0 {
+			s = append(s, fmt.Sprintf("%s cache %s exists as asked (%s)", cp.Kind, cp.Name, cp.Existing))
+		}
+		for _, st := range cp.Steps {
+			s = append(s, st.String())
+		}
+		vol(cp.Volume)
+	}
 	for _, v := range sp.volumes() {
 		if v.Persist {
 			s = append(s, "systemctl daemon-reload (only when systemd is PID 1 and fstab changed)")
@@ -415,6 +439,12 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 				size = units.FormatSize(lp.SizeBytes)
 			}
 			fmt.Fprintf(&b, "    lv %s: %s, %s%s\n", lp.Name, size, lp.Volume.FS, inMount(lp.Volume))
+		}
+	}
+	for _, cp := range sp.Caches {
+		fmt.Fprintf(&b, "  %s\n", cp.summary())
+		if cp.Risk != "" {
+			fmt.Fprintf(&b, "  %s\n", cp.Risk)
 		}
 	}
 	if sp.Unchanged {
@@ -490,6 +520,20 @@ func (r *StackResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
 			vol(lr.Volume)
 		}
+	}
+	for _, cr := range r.Caches {
+		how := "exists"
+		if len(cr.Steps) > 0 {
+			how = "built"
+		}
+		fmt.Fprintf(&b, "  %s cache %s (%s, %s in front of %s, %s): %s\n", cr.Kind, cr.Name, cr.Device, cr.CacheDevice, cr.OriginDevice, cr.Mode, how)
+		for _, st := range cr.Steps {
+			fmt.Fprintf(&b, "    did: %s\n", st)
+		}
+		if cr.Risk != "" {
+			fmt.Fprintf(&b, "    %s\n", cr.Risk)
+		}
+		vol(cr.Volume)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)

@@ -18,6 +18,17 @@ import (
 type StackRelease struct {
 	// Swapoff are active swap areas on the devices released.
 	Swapoff []string `json:"swapoff,omitempty"`
+	// Bcache are the bcache devices stopped, first of all, each flushed
+	// and detached from its cache set before; BcacheSets the cache sets
+	// unregistered after (stack_cache_release.go).
+	Bcache     []BcacheRelease `json:"bcache,omitempty"`
+	BcacheSets []string        `json:"bcache_sets,omitempty"`
+	// SplitCache are cached logical volumes ("VG/LV") whose cache is
+	// flushed and split off (lvconvert --splitcache) without Wipe;
+	// Uncache those whose cache is flushed and removed (lvconvert
+	// --uncache) with it. Both before the volumes go.
+	SplitCache []string `json:"split_cache,omitempty"`
+	Uncache    []string `json:"uncache,omitempty"`
 	// Deactivate are volume groups made inactive (vgchange -an), without
 	// Wipe: their data stays, vgchange -ay brings them back.
 	Deactivate []string `json:"deactivate,omitempty"`
@@ -38,7 +49,7 @@ type StackRelease struct {
 }
 
 func (s StackRelease) empty() bool {
-	return len(s.Swapoff)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
+	return len(s.Swapoff)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
 		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
 }
 
@@ -53,15 +64,18 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	for _, n := range devs {
 		names[n] = true
 	}
-	mds := map[string]bool{} // md kernel names
-	dms := map[string]bool{} // dm kernel names of logical volumes
-	var lower []string       // disks and partitions given
+	mds := map[string]bool{}    // md kernel names
+	dms := map[string]bool{}    // dm kernel names of logical volumes
+	bcache := map[string]bool{} // bcache kernel names
+	var lower []string          // disks and partitions given
 	for n := range names {
 		switch {
 		case strings.HasPrefix(n, "md"):
 			mds[n] = true
 		case strings.HasPrefix(n, "dm-"):
 			dms[n] = true
+		case strings.HasPrefix(n, "bcache"):
+			bcache[n] = true
 		default:
 			lower = append(lower, n)
 			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", n, "holders"))
@@ -71,10 +85,14 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 					mds[h] = true
 				case strings.HasPrefix(h, "dm-"):
 					dms[h] = true
+				case strings.HasPrefix(h, "bcache"):
+					bcache[h] = true
 				}
 			}
 		}
 	}
+	members := map[string]bool{}
+	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
 	// Swap areas among the devices given.
 	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
@@ -85,13 +103,12 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 			}
 		}
 	}
-	if len(mds) == 0 && len(dms) == 0 {
+	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
 		}
 		return nil
 	}
-	members := map[string]bool{}
 	addDev := func(name string) {
 		if n, err := a.readDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
 			devs[n] = name
@@ -117,6 +134,18 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 					}
 				}
 			}
+			// A hidden sub-volume (a cached volume's origin or cache,
+			// data-data_corig): its group by the name's first single dash.
+			if vg := vgOfDMName(dmName); vg != "" && !vgs[vg] {
+				for _, g := range lvm.pvVG {
+					if g == vg {
+						vgs[vg] = true
+					}
+				}
+			}
+		}
+		if err := a.addLVMCaches(plan, lvm, vgs, opt); err != nil {
+			return err
 		}
 		for _, vg := range sortedKeys(vgs) {
 			var lvNames []string
@@ -248,6 +277,21 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
 		return nil
 	}
+	if err := a.releaseBcache(ctx, s, res); err != nil {
+		return err
+	}
+	for _, lv := range s.SplitCache {
+		a.progressf("flushing the cache of %s to its origin, then splitting it off (lvconvert waits for every dirty block)", lv)
+		if err := step("flush and split the cache of "+lv, "lvconvert", "--yes", "--splitcache", lv); err != nil {
+			return err
+		}
+	}
+	for _, lv := range s.Uncache {
+		a.progressf("flushing the cache of %s to its origin, then removing it (lvconvert waits for every dirty block)", lv)
+		if err := step("flush and remove the cache of "+lv, "lvconvert", "--yes", "--uncache", lv); err != nil {
+			return err
+		}
+	}
 	for _, vg := range s.Deactivate {
 		if err := step("deactivate volume group "+vg, "vgchange", "--activate", "n", vg); err != nil {
 			return err
@@ -309,7 +353,13 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 
 // stackSteps renders the teardown for the dry run.
 func (s StackRelease) steps() []string {
-	var out []string
+	out := s.bcacheSteps()
+	for _, lv := range s.SplitCache {
+		out = append(out, "lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)")
+	}
+	for _, lv := range s.Uncache {
+		out = append(out, "lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)")
+	}
 	for _, vg := range s.Deactivate {
 		out = append(out, "vgchange --activate n "+vg)
 	}

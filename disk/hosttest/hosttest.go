@@ -71,6 +71,11 @@ type Host struct {
 	swaps      map[string]bool
 	nextMD     int
 	removedLVs []string
+	// bcache (cache.go): registered backing devices by partition name,
+	// cache sets by UUID.
+	bcacheB        map[string]*bcacheBacking
+	bcacheS        map[string]*bcacheSet
+	nextBcacheUUID int
 
 	// GPTParser makes BLKRRPART register the partitions of the table, as
 	// a kernel with a GPT parser does; without it only BLKPG does (the
@@ -529,6 +534,9 @@ func (h *Host) ReadFile(p string) ([]byte, error) {
 	if path.Clean(p) == "/proc/self/mountinfo" {
 		return []byte(h.mountinfo()), nil
 	}
+	if out, ok := h.bcacheRead(p); ok {
+		return out, nil
+	}
 	n, _, err := h.fs.resolve(p, true)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
@@ -635,6 +643,22 @@ func (h *Host) WriteFile(p string, data []byte, perm fs.FileMode) (err error) {
 		return &fs.PathError{Op: "write", Path: p, Err: err}
 	}
 	d.kids[base] = &node{mode: perm, data: append([]byte(nil), data...)}
+	return nil
+}
+
+// WriteSys writes a kernel attribute: the bcache ones are emulated
+// (cache.go), any other is refused as sysfs refuses an unknown one.
+func (h *Host) WriteSys(p, value string) (err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.record(true, "write-sys", p, value)
+	defer func() { h.failed(err) }()
+	if err := h.failure("write-sys", p); err != nil {
+		return err
+	}
+	if err := h.writeSys(p, value); err != nil {
+		return &fs.PathError{Op: "write", Path: p, Err: err}
+	}
 	return nil
 }
 

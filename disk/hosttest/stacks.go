@@ -28,6 +28,11 @@ type stackDev struct {
 	level   int
 	uuid    string
 	members []*blockDev
+	// An LVM volume's segment type ("" is linear), the cache volume it
+	// uses and its cache mode; hidden: a sub-volume lvs shows only with
+	// -a, in brackets (cache.go).
+	segtype, pool, mode string
+	hidden              bool
 }
 
 type lvmPV struct{ vg string }
@@ -44,8 +49,8 @@ func (h *Host) stackState() {
 // stackReadOnly are the stack programs that change nothing.
 func stackReadOnly(name string, args []string) bool {
 	switch name {
-	case "pvs", "lvs", "vgs":
-		return true
+	case "pvs", "lvs", "vgs", "make-bcache":
+		return name != "make-bcache" || len(args) == 1 && args[0] == "-h"
 	case "mdadm":
 		return len(args) > 0 && (args[0] == "--version" || args[0] == "--detail")
 	case "lvm":
@@ -65,7 +70,17 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 	case "pvs":
 		out = h.pvsOut()
 	case "lvs":
-		out = h.lvsOut()
+		if len(args) > 0 && args[0] == "-a" {
+			out = h.lvsAll()
+		} else {
+			out = h.lvsOut()
+		}
+	case "lvconvert":
+		out, err = h.lvconvert(args, fail)
+	case "make-bcache":
+		out, err = h.makeBcache(args, fail)
+	case "modprobe":
+		out, err = h.modprobe(args, fail)
 	case "pvcreate":
 		out, err = h.pvcreate(args, fail)
 	case "vgcreate":
@@ -280,7 +295,7 @@ func (h *Host) pvsOut() []byte {
 func (h *Host) lvsOut() []byte {
 	var names []string
 	for n, st := range h.stacks {
-		if st.kind == "lvm" {
+		if st.kind == "lvm" && !st.hidden {
 			names = append(names, n)
 		}
 	}
@@ -373,7 +388,7 @@ func (h *Host) vgFree(vg string) (free uint64, members []*blockDev) {
 		free += (b.size - 1<<20) / (4 << 20) * (4 << 20)
 	}
 	for n, st := range h.stacks {
-		if st.kind == "lvm" && st.vg == vg {
+		if st.kind == "lvm" && st.vg == vg && st.segtype == "" {
 			free -= h.devs[n].size
 		}
 	}
@@ -382,10 +397,38 @@ func (h *Host) vgFree(vg string) (free uint64, members []*blockDev) {
 
 func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
 	name, _ := flagValue(args, "--name")
-	vg := args[len(args)-1]
+	// lvcreate [options] VG [PV...]: the group is the first word that is
+	// neither an option, an option's value nor a device.
+	vg := ""
+	for i := 0; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "-") {
+			if !strings.Contains(args[i], "=") && args[i] != "--yes" {
+				i++
+			}
+			continue
+		}
+		if !strings.HasPrefix(args[i], "/dev/") {
+			vg = args[i]
+			break
+		}
+	}
 	free, members := h.vgFree(vg)
 	if len(members) == 0 {
 		return fail(5, "  Volume group \""+vg+"\" not found")
+	}
+	if pvs := devArgs(args); len(pvs) > 0 {
+		// On the physical volumes named only.
+		var on []*blockDev
+		free = 0
+		for _, pv := range pvs {
+			b, err := h.deviceAt(pv)
+			if err != nil || h.pvs[pv] == nil || h.pvs[pv].vg != vg {
+				return fail(5, "  Physical volume "+pv+" not in volume group "+vg)
+			}
+			on = append(on, b)
+			free += h.pvFree(b)
+		}
+		members = on
 	}
 	for _, st := range h.stacks {
 		if st.kind == "lvm" && st.vg == vg && st.lv == name {
@@ -399,7 +442,7 @@ func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) (
 			return fail(3, "lvcreate: bad size "+s)
 		}
 		size = (n + 4<<20 - 1) / (4 << 20) * (4 << 20)
-	} else if e, _ := flagValue(args, "--extents"); e == "100%FREE" {
+	} else if e, _ := flagValue(args, "--extents"); e == "100%FREE" || e == "100%PVS" {
 		size = free
 	}
 	if size == 0 || size > free {
@@ -563,7 +606,7 @@ func (h *Host) wipefs(args []string, fail func(int, string) ([]byte, error)) ([]
 	if err != nil {
 		return fail(1, err.Error())
 	}
-	if h.mountedDev(d) || h.holdersOf(d) || h.swaps[d.name] {
+	if h.mountedDev(d) || h.holdersOf(d) || h.swaps[d.name] || d.claimed {
 		return fail(1, "wipefs: error: "+args[len(args)-1]+": probing initialization failed: Device or resource busy")
 	}
 	for _, p := range d.parts {

@@ -1,0 +1,301 @@
+package disk
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// BcacheRelease is one bcache device released: flushed (its cache mode
+// set to writethrough and its dirty data waited out), detached from its
+// cache set, stopped.
+type BcacheRelease struct {
+	Device  string `json:"device"`  // bcache0
+	Backing string `json:"backing"` // sdb1
+	// SetUUID is the cache set it is attached to; "" when none.
+	SetUUID string `json:"set_uuid,omitempty"`
+	// Mode is its cache mode now; writeback is set to writethrough first.
+	Mode string `json:"mode,omitempty"`
+	// Wipe: wipefs --all on the bcache device (its file system) before it
+	// goes, so that a bcache made again over the same partition shows
+	// nothing of it.
+	Wipe bool `json:"wipe,omitempty"`
+}
+
+// dir is the backing device's bcache directory, where its attributes are.
+func (a *applier) bcacheAttr(b BcacheRelease, attr string) string {
+	return a.roots.SysPath("class/block", b.Backing, "bcache", attr)
+}
+
+// addBcache plans the release of the bcache devices among or on the
+// devices released, and of the cache sets they use or those devices are.
+func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt ReleaseOptions) {
+	sets := map[string]bool{}
+	for _, n := range lower {
+		// A cache device registered in a set, attached or not.
+		if link, err := a.host.Readlink(a.roots.SysPath("class/block", n, "bcache", "set")); err == nil {
+			sets[filepath.Base(link)] = true
+			members[n] = true
+		}
+	}
+	for _, bc := range sortedKeys(bcache) {
+		link, err := a.host.Readlink(a.roots.SysPath("class/block", bc, "bcache"))
+		if err != nil {
+			continue
+		}
+		br := BcacheRelease{Device: bc, Backing: filepath.Base(filepath.Dir(link)), Wipe: opt.Wipe}
+		if n, err := a.readDevnum(a.roots.SysPath("class/block", bc, "dev")); err == nil {
+			devs[n] = bc
+		}
+		members[br.Backing] = true
+		if link, err := a.host.Readlink(a.bcacheAttr(br, "cache")); err == nil {
+			br.SetUUID = filepath.Base(link)
+			sets[br.SetUUID] = true
+		}
+		if b, err := a.host.ReadFile(a.bcacheAttr(br, "cache_mode")); err == nil {
+			br.Mode = selectedMode(string(b))
+		}
+		plan.Stacks.Bcache = append(plan.Stacks.Bcache, br)
+	}
+	for _, set := range sortedKeys(sets) {
+		dir := a.roots.SysPath("fs/bcache", set)
+		des, _ := a.host.ReadDir(dir)
+		for _, de := range des {
+			name := de.Name()
+			link, err := a.host.Readlink(filepath.Join(dir, name))
+			if err != nil {
+				continue
+			}
+			owner := filepath.Base(filepath.Dir(link))
+			switch {
+			case strings.HasPrefix(name, "cache") && strings.Trim(strings.TrimPrefix(name, "cache"), "0123456789") == "":
+				members[owner] = true
+			case strings.HasPrefix(name, "bdev"):
+				// A backing device of the set that is not released keeps
+				// it; the set stays registered, with a note.
+				released := false
+				for _, br := range plan.Stacks.Bcache {
+					released = released || br.Backing == owner
+				}
+				if !released {
+					plan.Notes = append(plan.Notes, fmt.Sprintf("bcache cache set %s also caches %s: it stays registered", set, owner))
+					sets[set] = false
+				}
+			}
+		}
+		if sets[set] {
+			plan.Stacks.BcacheSets = append(plan.Stacks.BcacheSets, set)
+		}
+	}
+}
+
+// vgOfDMName is the volume group of a device-mapper name LVM made
+// ("data-data_corig" -> "data"; a dash in a name is doubled): "" when
+// the name has no single dash.
+func vgOfDMName(dm string) string {
+	for i := 0; i < len(dm); i++ {
+		if dm[i] != '-' {
+			continue
+		}
+		if i+1 < len(dm) && dm[i+1] == '-' {
+			i++
+			continue
+		}
+		return strings.ReplaceAll(dm[:i], "--", "-")
+	}
+	return ""
+}
+
+// addLVMCaches plans, for the cached logical volumes of the groups
+// released, the flush and split (or removal, with Wipe) of their cache.
+func (a *applier) addLVMCaches(plan *ReleasePlan, lvm *lvmState, vgs map[string]bool, opt ReleaseOptions) error {
+	stacked := false
+	for vg := range vgs {
+		for lv := range lvm.lvs[vg] {
+			real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv))
+			if err != nil {
+				continue
+			}
+			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", filepath.Base(real), "slaves"))
+			for _, de := range des {
+				// Built over other device-mapper devices: a cache, a
+				// RAID or a thin volume's sub-volumes.
+				stacked = stacked || strings.HasPrefix(de.Name(), "dm-")
+			}
+		}
+	}
+	if !stacked {
+		return nil
+	}
+	segs, err := (Planner{Host: a.host, Roots: a.roots}).readLVSegs()
+	if err != nil {
+		return err
+	}
+	for _, vg := range sortedKeys(vgs) {
+		var names []string
+		for lv, seg := range segs[vg] {
+			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {
+				names = append(names, vg+"/"+lv)
+			}
+		}
+		sort.Strings(names)
+		if opt.Wipe {
+			plan.Stacks.Uncache = append(plan.Stacks.Uncache, names...)
+		} else {
+			plan.Stacks.SplitCache = append(plan.Stacks.SplitCache, names...)
+		}
+	}
+	return nil
+}
+
+// bcacheSteps renders the bcache teardown for the dry run.
+func (s StackRelease) bcacheSteps() []string {
+	var out []string
+	for _, b := range s.Bcache {
+		dir := "/sys/class/block/" + b.Backing + "/bcache/"
+		if b.Wipe {
+			out = append(out, "wipefs --all /dev/"+b.Device)
+		}
+		if b.SetUUID != "" {
+			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
+				out = append(out, "echo writethrough > "+dir+"cache_mode")
+			}
+			out = append(out, "wait for "+dir+"dirty_data to reach 0 (the dirty blocks written back to "+b.Backing+")")
+			out = append(out, "echo 1 > "+dir+"detach")
+		}
+		out = append(out, "echo 1 > "+dir+"stop")
+	}
+	for _, set := range s.BcacheSets {
+		out = append(out, "echo 1 > /sys/fs/bcache/"+set+"/unregister")
+	}
+	return out
+}
+
+// releaseBcache flushes, detaches and stops the bcache devices, then
+// unregisters their cache sets, each step waited for.
+func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+	write := func(what, path, value string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := a.writeSys(what, path, value); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		res.StackSteps = append(res.StackSteps, fmt.Sprintf("echo %s > %s", value, path))
+		return nil
+	}
+	for _, b := range s.Bcache {
+		if b.Wipe {
+			argv := []string{"wipefs", "--all", a.roots.DevPath(b.Device)}
+			if err := a.do(ctx, "wipe the bcache device", argv); err != nil {
+				return fmt.Errorf("wipe %s: %w", b.Device, err)
+			}
+			res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		}
+		if b.SetUUID != "" {
+			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
+				if err := write("stop caching writes on "+b.Device, a.bcacheAttr(b, "cache_mode"), CacheModeWritethrough); err != nil {
+					return err
+				}
+			}
+			if err := a.waitClean(ctx, b); err != nil {
+				return err
+			}
+			res.StackSteps = append(res.StackSteps, "waited for "+a.bcacheAttr(b, "dirty_data")+" to reach 0")
+			if err := write("detach "+b.Device+" from its cache set", a.bcacheAttr(b, "detach"), "1"); err != nil {
+				return err
+			}
+			if err := a.waitGone(ctx, a.bcacheAttr(b, "cache")); err != nil {
+				return err
+			}
+		}
+		if err := write("stop "+b.Device, a.bcacheAttr(b, "stop"), "1"); err != nil {
+			return err
+		}
+		if err := a.waitGone(ctx, a.roots.SysPath("class/block", b.Device)); err != nil {
+			return err
+		}
+	}
+	for _, set := range s.BcacheSets {
+		dir := a.roots.SysPath("fs/bcache", set)
+		if err := write("unregister bcache cache set "+set, filepath.Join(dir, "unregister"), "1"); err != nil {
+			return err
+		}
+		if err := a.waitGone(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bcacheFlushPatience is how long the dirty data may take to go without
+// shrinking before release gives up (it reports progress all along).
+const bcacheFlushPatience = 2 * time.Minute
+
+// waitClean waits for a bcache device's dirty data to be written back,
+// reporting the amount left as it shrinks.
+func (a *applier) waitClean(ctx context.Context, b BcacheRelease) error {
+	path := a.bcacheAttr(b, "dirty_data")
+	last, lastChange := uint64(0), time.Now()
+	first := true
+	for {
+		raw, err := a.host.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		dirty, err := units.ParseSize(strings.TrimSpace(string(raw)))
+		if err != nil {
+			return fmt.Errorf("%s: %q: %w", path, strings.TrimSpace(string(raw)), err)
+		}
+		if dirty == 0 {
+			if !first {
+				a.progressf("%s: every dirty block is on %s", b.Device, b.Backing)
+			}
+			return nil
+		}
+		if first || dirty != last {
+			a.progressf("%s: %s of dirty data left to write back to %s", b.Device, units.FormatSize(dirty), b.Backing)
+			last, lastChange, first = dirty, time.Now(), false
+		}
+		if time.Since(lastChange) > bcacheFlushPatience {
+			return fmt.Errorf("%s: the dirty data (%s) has not shrunk in %s: the cache device or %s may be failing", b.Device, units.FormatSize(dirty), bcacheFlushPatience, b.Backing)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitGone waits for the kernel to drop path (a detached cache link, a
+// stopped device, an unregistered set): the sysfs writes return before.
+func (a *applier) waitGone(ctx context.Context, path string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := a.host.Lstat(path); err != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is still there after 30s", path)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// progressf reports progress of a long step to the user (Deps.Progress).
+func (a *applier) progressf(format string, args ...any) {
+	a.log.Info(fmt.Sprintf(format, args...))
+	if a.progress != nil {
+		fmt.Fprintf(a.progress, format+"\n", args...)
+	}
+}
