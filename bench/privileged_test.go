@@ -251,6 +251,9 @@ func TestPrivilegedSystemDiskRefused(t *testing.T) {
 	} else {
 		t.Logf("refused: %v", err)
 	}
+	if err := checkPrecondition(workload.Request{Precondition: true, AllowDeviceWrite: true}, tg); !errors.Is(err, ErrRefused) {
+		t.Errorf("--precondition of the disk holding / (%s): %v", dev, err)
+	}
 	// Reads of it are fine.
 	ws, _ = workload.Plan(workload.Request{Specs: []string{"rw=read,size=1M"}})
 	if kept, _, err := tg.admit(ws, false); err != nil || len(kept) != 1 {

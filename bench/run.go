@@ -80,7 +80,10 @@ type Progress struct {
 	Elapsed    time.Duration // of this run
 	Duration   time.Duration // ramp+runtime of this run; 0 when size-based
 	ETA        time.Duration // for the whole invocation, best guess; 0 unknown
-	ReadIOPS   float64       // over the last interval
+	// DoneBytes of TotalBytes: the preconditioning pass's progress.
+	DoneBytes  uint64
+	TotalBytes uint64
+	ReadIOPS   float64 // over the last interval
 	WriteIOPS  float64
 	ReadBps    float64
 	WriteBps   float64
@@ -125,6 +128,12 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	extent := maxExtent(workloads)
 	if err := t.check(workloads, extent); err != nil {
 		return nil, err
+	}
+	if err := checkPrecondition(req, t); err != nil {
+		return nil, err
+	}
+	if req.SteadyState {
+		repeat = record.SteadyMaxRounds
 	}
 
 	env := environment{
@@ -183,6 +192,11 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if t.ident.Kind == record.KindDevice {
 		r.laidOut = extent // a device is used as it is: never laid out
 	}
+	if req.Precondition {
+		if rec.Precondition, err = r.precondition(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// Under --repeat auto a workload leaves the rounds once its median is
 	// known well enough (autorepeat.go); repeat is then the most rounds.
 	done := make([]bool, len(workloads))
@@ -214,6 +228,9 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 			wr := &rec.Workloads[i]
 			wr.Runs = append(wr.Runs, one)
 			wr.Warnings = record.AddWarnings(wr.Warnings, repetitionWarnings(workloads[i], one, env)...)
+			if req.SteadyState {
+				done[i] = judgeSteady(wr)
+			}
 			if req.RepeatAuto {
 				var warn string
 				if done[i], wr.RepeatStop, warn = autoStop(*wr, workload.AutoRepeatMin, repeat); warn != "" {
@@ -231,6 +248,12 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		// The free-space check passed before the run, so something else
 		// wrote to the filesystem meanwhile: say so, not just ENOSPC.
 		err = fmt.Errorf("%s filled up during the run (something else is writing there): %w", t.ident.Path, err)
+	}
+	for i := range rec.Workloads {
+		wr := &rec.Workloads[i]
+		if ss := wr.SteadyState; err == nil && ss != nil && !ss.Reached {
+			wr.Warnings = record.AddWarnings(wr.Warnings, fmt.Sprintf("%s: %s: its numbers are of a drive still changing (the last %d rounds are reported)", wr.Params.Name, ss.Verdict(), record.SteadyWindow))
+		}
 	}
 	rec.End = now().UTC().Truncate(time.Second)
 	for i := range rec.Workloads {

@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/diskprep/diskprep/bench/workload"
@@ -57,4 +61,74 @@ func TestPrivilegedSeries(t *testing.T) {
 	if util <= 0 {
 		t.Error("device never busy")
 	}
+}
+
+// TestPrivilegedPrecondition: --precondition writes all of a loop device
+// twice before the workloads, with progress, and is refused without
+// --allow-device-write and on a mounted device.
+func TestPrivilegedPrecondition(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "mount", "umount")
+	const size = 48 << 20
+	loop := testenv.NewLoop(t, size, testenv.LoopOptions{})
+	spec := []string{"name=r,rw=read,bs=1M,size=1M,runtime=1s"}
+
+	_, err := Run(context.Background(), workload.Request{Target: loop.Dev, Precondition: true, Specs: spec}, Options{Host: liveHost(t)})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--allow-device-write") {
+		t.Errorf("precondition without --allow-device-write: %v", err)
+	}
+	if b := readAt(t, loop.Dev, size-4096, 4096); !bytes.Equal(b, make([]byte, 4096)) {
+		t.Fatal("refused precondition wrote")
+	}
+
+	var passes []int
+	var lastDone, total uint64
+	rec, err := Run(context.Background(), workload.Request{Target: loop.Dev, Precondition: true, AllowDeviceWrite: true, Specs: spec},
+		Options{Host: liveHost(t), Progress: func(p Progress) {
+			if p.Phase == "precondition" {
+				if len(passes) == 0 || passes[len(passes)-1] != p.Repetition {
+					passes = append(passes, p.Repetition)
+				}
+				lastDone, total = p.DoneBytes, p.TotalBytes
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rec.Precondition
+	if p == nil || p.Passes != 2 || p.BlockBytes != 128<<10 || p.DeviceBytes != size || p.BWBytesPerS <= 0 {
+		t.Fatalf("precondition %+v", p)
+	}
+	// The progress callback runs every 500 ms: a fast pass may show none.
+	t.Logf("precondition: %.0f MB/s, progress of passes %v, last %d of %d bytes", p.BWBytesPerS/1e6, passes, lastDone, total)
+	if total != 0 && total != size {
+		t.Errorf("progress total %d, want %d", total, size)
+	}
+	if b := readAt(t, loop.Dev, size-4096, 4096); bytes.Equal(b, make([]byte, 4096)) {
+		t.Error("the device's last block was not written")
+	}
+	if len(rec.Workloads) != 1 || len(rec.Workloads[0].Runs) != 1 {
+		t.Errorf("workloads after the fill: %+v", rec.Workloads)
+	}
+
+	loop2 := testenv.NewLoop(t, size, testenv.LoopOptions{})
+	testenv.MustRun(t, "mkfs.ext4", "-F", "-q", loop2.Dev)
+	testenv.Mount(t, loop2.Dev)
+	_, err = Run(context.Background(), workload.Request{Target: loop2.Dev, Precondition: true, AllowDeviceWrite: true, Specs: spec}, Options{Host: liveHost(t)})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "mounted") {
+		t.Errorf("precondition of a mounted device: %v", err)
+	}
+}
+
+func readAt(t *testing.T, path string, off int64, n int) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -18,6 +18,19 @@ func ProgressLine(p bench.Progress) string {
 	if p.Phase == "layout" {
 		return head + ": laying out test file"
 	}
+	if p.Phase == "precondition" {
+		s := fmt.Sprintf("precondition: writing the device, pass %d/%d", p.Repetition, p.Repeat)
+		if p.TotalBytes > 0 {
+			s += fmt.Sprintf("  %.0f%%", float64(p.DoneBytes)/float64(p.TotalBytes)*100)
+		}
+		if p.WriteBps > 0 {
+			s += fmt.Sprintf("  %s MB/s", mbps(p.WriteBps))
+		}
+		if p.ETA > 0 {
+			s += "  ETA " + p.ETA.Round(time.Second).String()
+		}
+		return s
+	}
 	el := p.Elapsed.Truncate(100 * time.Millisecond).String()
 	if p.Duration > 0 {
 		el += "/" + p.Duration.String()

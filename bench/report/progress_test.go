@@ -20,6 +20,10 @@ func TestProgressLine(t *testing.T) {
 	if line := ProgressLine(bench.Progress{Workload: "w", Index: 1, Count: 1, Repeat: 1, Phase: "layout"}); line != "[1/1] w: laying out test file" {
 		t.Errorf("layout line %q", line)
 	}
+	pre := bench.Progress{Workload: "precondition", Repetition: 2, Repeat: 2, Phase: "precondition", DoneBytes: 1 << 30, TotalBytes: 4 << 30, WriteBps: 500e6, ETA: 90 * time.Second}
+	if line := ProgressLine(pre); line != "precondition: writing the device, pass 2/2  25%  500 MB/s  ETA 1m30s" {
+		t.Errorf("precondition line %q", line)
+	}
 	var buf bytes.Buffer
 	l := &LiveLine{W: &buf}
 	l.Update(first)

@@ -28,7 +28,14 @@ type Request struct {
 	// RepeatAuto repeats each workload until the 95% interval of its
 	// median is within ±3.5%, at least AutoRepeatMin and at most Repeat
 	// times (--repeat auto[:MAX]).
-	RepeatAuto       bool
+	RepeatAuto bool
+	// SteadyState runs rounds of every workload until its last
+	// record.SteadyWindow rounds are steady (SNIA PTS), at most
+	// record.SteadyMaxRounds (--steady-state).
+	SteadyState bool
+	// Precondition writes the whole raw device twice, sequentially,
+	// before the workloads (--precondition; needs AllowDeviceWrite).
+	Precondition     bool
 	Label            string
 	AllowDeviceWrite bool
 	KeepPartial      bool
@@ -96,6 +103,9 @@ func Plan(req Request) ([]Workload, error) {
 	if req.RepeatAuto && req.Repeat < AutoRepeatMin {
 		return nil, Usagef("repeat auto:%d: MAX must be at least %d", req.Repeat, AutoRepeatMin)
 	}
+	if req.SteadyState && (req.RepeatAuto || req.Repeat > 1) {
+		return nil, Usagef("--steady-state runs rounds until the workload is steady: it does not take --repeat")
+	}
 	if req.Overrides.Jobs < 0 || req.Overrides.IODepth < 0 {
 		return nil, Usagef("jobs and iodepth must be at least 1")
 	}
@@ -144,6 +154,9 @@ func Plan(req Request) ([]Workload, error) {
 			return nil, Usagef("workload name %q used twice (name each --workload with name=)", w.Name)
 		}
 		seen[w.Name] = true
+		if req.SteadyState && w.Runtime == 0 {
+			return nil, Usagef("--steady-state: workload %s is size-based (runtime=0): steady state is judged on rounds of one length; give it a runtime", w.Name)
+		}
 	}
 	return out, nil
 }

@@ -37,6 +37,8 @@ type benchOptions struct {
 	AllowDeviceWrite bool
 	KeepPartial      bool
 	NoDirect         bool
+	SteadyState      bool
+	Precondition     bool
 }
 
 // specList collects repeated --workload flags verbatim: a SPEC is itself
@@ -80,7 +82,8 @@ Examples:
   diskprep bench /mnt/data --set cdm --size 4G -o markdown >> post.md
   diskprep bench /mnt/data --workload rw=randread,bs=4k,iodepth=32,runtime=30s
   diskprep bench /dev/sdb --set nvme                 # reads only
-  diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data`,
+  diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data
+  diskprep bench /dev/nvme1n1 --set nvme --allow-device-write --precondition --steady-state`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(workload.SetNames(), ", ") + " (default " + workload.DefaultSet + ")"},
 			// No short alias: cli copies an alias's value onto the long name
@@ -98,6 +101,8 @@ Examples:
 			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
 			&cli.BoolFlag{Name: "keep-partial", Usage: "on interruption, save what was measured, marked partial"},
 			&cli.BoolFlag{Name: "no-direct", Usage: "buffered I/O instead of O_DIRECT (measures the page cache too)"},
+			&cli.BoolFlag{Name: "steady-state", Usage: "run rounds of each workload until the last 5 are steady (SNIA PTS: range within 20% and fitted slope within 10% of their average), at most 25; the record says at which round, or that it was not reached"},
+			&cli.BoolFlag{Name: "precondition", Usage: "first write the whole raw device twice with 128 KiB sequential writes (SNIA PTS; needs --allow-device-write, destroys its data)"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
@@ -123,6 +128,8 @@ Examples:
 				AllowDeviceWrite: c.Bool("allow-device-write"),
 				KeepPartial:      c.Bool("keep-partial"),
 				NoDirect:         c.Bool("no-direct"),
+				SteadyState:      c.Bool("steady-state"),
+				Precondition:     c.Bool("precondition"),
 			}
 			if s, ok := c.Generic("workload").(*specList); ok && s != nil {
 				opts.Workloads = *s
@@ -150,6 +157,7 @@ func (o benchOptions) request() (workload.Request, error) {
 	req := workload.Request{
 		Target: o.Target, Set: o.Set, Specs: o.Workloads, Label: o.Label,
 		AllowDeviceWrite: o.AllowDeviceWrite, KeepPartial: o.KeepPartial,
+		SteadyState: o.SteadyState, Precondition: o.Precondition,
 	}
 	ov := &req.Overrides
 	var err error
