@@ -102,6 +102,9 @@ func (pl Planner) liveFacts(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
 	if err != nil || size != d.SizeBytes {
 		return d, damage{}
 	}
+	if len(d.Partitions) > 0 {
+		d = fillFromBytes(f, d)
+	}
 	dmg := readDamage(f, int64(size), d.LogicalSectorBytes, d.Partitions)
 	if d.PartitionTable != "gpt" || len(d.Partitions) > 0 || dmg.table != "" {
 		return d, dmg
@@ -132,4 +135,42 @@ func (pl Planner) liveFacts(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
 		c.Partitions = append(c.Partitions, p)
 	}
 	return &c, readDamage(f, int64(size), d.LogicalSectorBytes, c.Partitions)
+}
+
+// fillFromBytes gives a registered partition that the facts say holds
+// nothing the signature its bytes hold. The facts come from udev's
+// database, which misses a signature written while udev was busy with the
+// partition's previous event (its inotify watch is off meanwhile): a
+// prepare killed right after mkswap, which followed blkdiscard on the same
+// partition, left the swap area unknown to udev for good, and the rerun
+// planned mkswap again and refused the signature it found. Only what the
+// facts lack is filled: a signature they name stays, even one the bytes no
+// longer show (udev may know a type the prober does not).
+func fillFromBytes(f io.ReaderAt, d *hwinfo.Disk) *hwinfo.Disk {
+	var c *hwinfo.Disk
+	for i, p := range d.Partitions {
+		if p.FSType != "" || p.SizeBytes == 0 {
+			continue
+		}
+		sigs, err := probeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
+		if err != nil {
+			continue
+		}
+		for _, s := range sigs {
+			if s.Usage == "partition_table" {
+				continue
+			}
+			if c == nil {
+				cp := *d
+				cp.Partitions = append([]hwinfo.Partition(nil), d.Partitions...)
+				c = &cp
+			}
+			c.Partitions[i].FSType, c.Partitions[i].FSLabel, c.Partitions[i].FSUUID = s.Type, s.Label, s.UUID
+			break
+		}
+	}
+	if c == nil {
+		return d
+	}
+	return c
 }

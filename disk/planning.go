@@ -705,12 +705,15 @@ func partType(ps PartSpec) string {
 }
 
 func mkfsArgv(pp PartPlan, force, noDiscard bool) []string {
-	return mkfsFor(pp.FS, pp.FSLabel, pp.FSUUID, pp.MkfsOpts, pp.Path, force, noDiscard, nil)
+	return mkfsFor(pp.FS, pp.FSLabel, pp.FSUUID, pp.MkfsOpts, pp.Path, force, noDiscard, "")
 }
 
-// mkfsFor is the mkfs argv for fs on dev. geometry are the stripe options
-// an array implies (xfs -d su=..,sw=.., ext4 -E stride=..,stripe_width=..).
-func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDiscard bool, geometry []string) []string {
+// mkfsFor is the mkfs argv for fs on dev. geometry is the stripe geometry
+// an array implies (stripeGeometry: xfs's -d su=..,sw=.., ext4's
+// stride=..,stripe_width=.. in 4 KiB blocks, so ext4 gets -b 4096 with it:
+// below 512 MiB mke2fs would pick 1 KiB blocks and read the stride in
+// those). ext4's extended options go in one -E: mke2fs keeps only the last.
+func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDiscard bool, geometry string) []string {
 	pp := PartPlan{FS: fsName, FSLabel: label, FSUUID: uuid}
 	fs := filesystems[pp.FS]
 	argv := []string{fs.mkfs}
@@ -745,11 +748,21 @@ func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDis
 			argv = append(argv, "-L", pp.FSLabel)
 		}
 		argv = append(argv, "-U", pp.FSUUID)
+		var ext []string
 		if noDiscard {
-			argv = append(argv, "-E", "nodiscard")
+			ext = append(ext, "nodiscard")
+		}
+		if geometry != "" {
+			argv = append(argv, "-b", "4096")
+			ext = append(ext, geometry)
+		}
+		if len(ext) > 0 {
+			argv = append(argv, "-E", strings.Join(ext, ","))
 		}
 	}
-	argv = append(argv, geometry...)
+	if pp.FS == "xfs" && geometry != "" {
+		argv = append(argv, "-d", geometry)
+	}
 	argv = append(argv, opts...)
 	return append(argv, dev)
 }

@@ -162,7 +162,8 @@ type VolumePlan struct {
 	Label   string `json:"label,omitempty"`
 	FSUUID  string `json:"fs_uuid"`
 	Persist bool   `json:"persist,omitempty"`
-	// Geometry is the stripe geometry given to mkfs ("su=512k,sw=2").
+	// Geometry is the stripe geometry given to mkfs: xfs's -d
+	// "su=512k,sw=2", ext4's -E "stride=128,stripe_width=256".
 	Geometry   string   `json:"geometry,omitempty"`
 	MkfsOpts   []string `json:"mkfs_opts,omitempty"`
 	Mkfs       []string `json:"mkfs,omitempty"` // nil: the file system exists as asked
@@ -587,10 +588,8 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 	}
 	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
 		MountPoint: cleanMount(a.Volume.Mount), MountOpts: a.Volume.MountOpts, Persist: a.Volume.Persist}
-	geometry := stripeOptions(vol.FS, ap.ChunkBytes, ap.DataMembers)
-	if len(geometry) > 0 {
-		vol.Geometry = strings.Join(geometry[1:], " ")
-	}
+	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
+	vol.Geometry = geometry
 	if running != "" {
 		ap.Existing = running
 		if err := pl.checkArray(ap, running); err != nil {
@@ -714,26 +713,27 @@ func mdUUIDForm(u string) string {
 	return hex[0:8] + ":" + hex[8:16] + ":" + hex[16:24] + ":" + hex[24:32]
 }
 
-// stripeOptions are mkfs's stripe options for chunk and data members: xfs
-// -d su=..,sw=.., ext4 -E stride=..,stripe_width=.. (in 4 KiB blocks).
-func stripeOptions(fs string, chunk uint64, data int) []string {
+// stripeGeometry is the stripe geometry mkfs is given for chunk and data
+// members: xfs's su=..,sw=.. (-d), ext4's stride=..,stripe_width=.. (-E,
+// in 4 KiB blocks); "" for none.
+func stripeGeometry(fs string, chunk uint64, data int) string {
 	if chunk == 0 || data == 0 {
-		return nil
+		return ""
 	}
 	switch fs {
 	case "xfs":
-		return []string{"-d", fmt.Sprintf("su=%dk,sw=%d", chunk>>10, data)}
+		return fmt.Sprintf("su=%dk,sw=%d", chunk>>10, data)
 	case "ext4":
 		stride := chunk / 4096
-		return []string{"-E", fmt.Sprintf("stride=%d,stripe_width=%d", stride, stride*uint64(data))}
+		return fmt.Sprintf("stride=%d,stripe_width=%d", stride, stride*uint64(data))
 	}
-	return nil
+	return ""
 }
 
 // planVolume fills what the file system on an existing array or logical
 // volume (node dev) still needs: none yet means mkfs; the one asked for
 // means only mounting what is not mounted; another is refused unless wipe.
-func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry []string) error {
+func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry string) error {
 	h := pl.host()
 	f, err := h.OpenDevice(dev, false)
 	if err != nil {
@@ -918,7 +918,7 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 			if real, err := h.EvalSymlinks(lp.Path); err == nil {
 				node = real
 			}
-			if err := pl.planVolume(&vol, node, req, mounts, nil); err != nil {
+			if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
 		} else {
@@ -930,7 +930,7 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 			}
 			lp.Create = append(lp.Create, g.VG)
 			vol.FSUUID = pl.newUUID()
-			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, nil)
+			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
 			if vol.MountPoint != "" {
 				vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 			}

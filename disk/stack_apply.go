@@ -78,7 +78,9 @@ type VolumeResult struct {
 	Formatted   bool     `json:"formatted"`
 	MkfsArgv    []string `json:"mkfs_argv,omitempty"`
 	MkfsVersion string   `json:"mkfs_version,omitempty"`
-	// Geometry is the stripe geometry mkfs was given ("-d su=512k,sw=2").
+	// Geometry is the stripe geometry mkfs was given: xfs's -d
+	// "su=512k,sw=2", ext4's -E "stride=128,stripe_width=256" (in 4 KiB
+	// blocks, with -b 4096).
 	Geometry   string `json:"geometry,omitempty"`
 	MountPoint string `json:"mount_point,omitempty"`
 	MountOpts  string `json:"mount_opts,omitempty"`

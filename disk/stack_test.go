@@ -259,28 +259,59 @@ func TestStackPlanGolden(t *testing.T) {
 func TestStackGeometry(t *testing.T) {
 	r := newStackRig(t, "sdb", "sdc", "sdd", "sde")
 	for _, c := range []struct {
-		level int
-		fs    string
-		want  string
+		level     int
+		fs        string
+		noDiscard bool
+		want      string // in the mkfs argv
+		geometry  string // in the plan and the result
 	}{
-		{0, "xfs", "-d su=512k,sw=4"},
-		{10, "xfs", "-d su=512k,sw=2"},
-		{5, "ext4", "-E stride=128,stripe_width=384"},
-		{6, "xfs", "-d su=512k,sw=2"},
-		{1, "xfs", ""},
+		{0, "xfs", false, "-d su=512k,sw=4", "su=512k,sw=4"},
+		{10, "xfs", false, "-d su=512k,sw=2", "su=512k,sw=2"},
+		{10, "xfs", true, "-K -d su=512k,sw=2", "su=512k,sw=2"},
+		// The stride is in 4 KiB blocks, so the block size is said: an
+		// array under 512 MiB would otherwise get 1 KiB blocks.
+		{5, "ext4", false, "-b 4096 -E stride=128,stripe_width=384", "stride=128,stripe_width=384"},
+		// One -E: mke2fs keeps only the last, which would drop nodiscard.
+		{0, "ext4", true, "-b 4096 -E nodiscard,stride=128,stripe_width=512", "stride=128,stripe_width=512"},
+		{6, "xfs", false, "-d su=512k,sw=2", "su=512k,sw=2"},
+		{1, "xfs", false, "", ""},
+		{1, "ext4", true, "-E nodiscard", ""},
 	} {
 		var reqs []disk.Request
 		for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
 			reqs = append(reqs, member("/dev/"+d, "raid:a"))
 		}
-		_, sp, err := r.plan(stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: c.level, Volume: disk.VolumeSpec{FS: c.fs}}}}})
+		st := disk.StackRequest{NoDiscard: c.noDiscard, Arrays: []disk.ArraySpec{{Name: "a", Level: c.level, Volume: disk.VolumeSpec{FS: c.fs}}}}
+		_, sp, err := r.plan(stackCase{reqs: reqs, stack: st})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mkfs := disk.QuoteArgv(sp.Arrays[0].Volume.Mkfs)
-		if c.want != "" && !strings.Contains(mkfs, " "+c.want+" ") || c.want == "" && (strings.Contains(mkfs, "su=") || sp.Arrays[0].ChunkBytes != 0) {
+		v := sp.Arrays[0].Volume
+		mkfs := disk.QuoteArgv(v.Mkfs)
+		if c.want != "" && !strings.Contains(mkfs, " "+c.want+" ") || c.geometry == "" && (strings.Contains(mkfs, "su=") || strings.Contains(mkfs, "stride") || sp.Arrays[0].ChunkBytes != 0) {
 			t.Errorf("raid%d %s: mkfs %s, want %q", c.level, c.fs, mkfs, c.want)
 		}
+		if strings.Count(mkfs, " -E ") > 1 || strings.Count(mkfs, " -d ") > 1 {
+			t.Errorf("raid%d %s: mkfs %s repeats an option mkfs keeps only the last of", c.level, c.fs, mkfs)
+		}
+		if v.Geometry != c.geometry {
+			t.Errorf("raid%d %s: plan geometry %q, want %q", c.level, c.fs, v.Geometry, c.geometry)
+		}
+	}
+	// The result says what mkfs got.
+	r = newStackRig(t, "sdb", "sdc", "sdd", "sde")
+	var reqs []disk.Request
+	for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
+		reqs = append(reqs, member("/dev/"+d, "raid:a"))
+	}
+	res := r.prepare(t, stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: 0, Volume: disk.VolumeSpec{FS: "ext4"}}}}})
+	v := res.Arrays[0].Volume
+	if v.Geometry != "stride=128,stripe_width=512" || !strings.Contains(disk.QuoteArgv(v.MkfsArgv), "-b 4096 -E stride=128,stripe_width=512") {
+		t.Errorf("result: geometry %q, mkfs %q", v.Geometry, disk.QuoteArgv(v.MkfsArgv))
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil || !strings.Contains(b.String(), "(stripe geometry stride=128,stripe_width=512)") {
+		t.Errorf("result text (%v):\n%s", err, b.String())
 	}
 }
 
@@ -542,4 +573,30 @@ func TestStackCrashAtEveryStep(t *testing.T) {
 		}
 	}
 	t.Logf("%d kill points: %d reruns completed, %d refused (a half-written GPT)", len(writes), converged, refused)
+}
+
+// A swap area udev never saw (mkswap wrote it while udev was busy with the
+// partition's blkdiscard event, and the run was killed before anything made
+// udev look again: the guest crash test's swap-made point) is found in the
+// partition's bytes: the rerun neither runs mkswap again nor refuses the
+// signature, and the rest of the plan goes on.
+func TestStackRerunFindsSignatureUdevMissed(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	c := stackCase{reqs: []disk.Request{member("/dev/sdb", "raid:data"),
+		{Device: "/dev/sdc", Partitions: []disk.PartSpec{{SizeBytes: 64 << 20, FS: "swap", Persist: true}, {Use: "raid:data"}}}},
+		stack: raid1Data().stack}
+	r.prepare(t, c)
+	facts := r.h.FactsNow()
+	d, _ := facts.Device("/dev/sdc")
+	if d == nil || len(d.Partitions) != 2 || d.Partitions[0].FSType != "swap" {
+		t.Fatalf("facts of sdc: %+v", d)
+	}
+	d.Partitions[0].FSType, d.Partitions[0].FSUUID = "", "" // udev's database
+	p, err := r.planner().PlanDisk(c.reqs[1], facts)
+	if err != nil {
+		t.Fatalf("rerun refused: %v", err)
+	}
+	if !p.Unchanged || p.Partitions[0].Mkfs != nil || p.Partitions[0].FSUUID == "" {
+		t.Errorf("rerun plan: unchanged %v, mkfs %q, uuid %q", p.Unchanged, p.Partitions[0].Mkfs, p.Partitions[0].FSUUID)
+	}
 }

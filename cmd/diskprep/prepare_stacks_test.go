@@ -53,6 +53,39 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 	}
 }
 
+// A prepare right after a wipe (a release --wipe just before) reads its
+// facts from udev's database only once udev has processed the wipe's
+// events: where udev runs, udevadm settle comes before the facts (the
+// guest's crash test refused blank members without it: udev still named
+// the array they had been in).
+func TestPrepareSettlesUdevBeforeFacts(t *testing.T) {
+	for _, udev := range []bool{true, false} {
+		m, h := stackMachine(t)
+		if udev {
+			h.SetFile("/run/udev/control", nil)
+		}
+		var before []string
+		facts := m.readFacts
+		m.readFacts = func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
+			if before == nil {
+				for _, ef := range h.Log() {
+					before = append(before, ef.String())
+				}
+				before = append(before, "(facts)")
+			}
+			return facts(ctx, root, e)
+		}
+		code, _, errOut := runArgsOn(m, "prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--mount", "/data", "--dry-run")
+		if code != 0 {
+			t.Fatalf("udev %v: exit %d: %s", udev, code, errOut)
+		}
+		settled := slicesContains(before, "  run udevadm settle --timeout=30")
+		if settled != udev {
+			t.Errorf("udev running %v: before the facts were read: %q", udev, before)
+		}
+	}
+}
+
 func TestPrepareStackShorthandBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string
