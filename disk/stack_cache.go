@@ -410,12 +410,12 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		if real, err := pl.host().EvalSymlinks(cp.Device); err == nil {
 			node = real
 		}
-		if err := pl.planVolume(&vol, node, req, mounts, nil); err != nil {
+		if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
 			return err
 		}
 	} else {
 		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, nil)
+		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
 		if vol.MountPoint != "" {
 			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
@@ -583,7 +583,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		// through the new device: wiped before mkfs.
 		cp.Steps = append(cp.Steps, CacheStep{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
 		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, nil)
+		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, "")
 		if vol.MountPoint != "" {
 			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
@@ -596,7 +596,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	default:
 		cp.Device = pl.Roots.DevPath(node)
 		vol.Device = cp.Device
-		if err := pl.planVolume(&vol, cp.Device, req, mounts, nil); err != nil {
+		if err := pl.planVolume(&vol, cp.Device, req, mounts, ""); err != nil {
 			return err
 		}
 	}
@@ -636,14 +636,14 @@ func (pl Planner) planVolumeAt(v *VolumePlan, dev string, offset int64, req Stac
 	switch {
 	case found == nil:
 		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, nil)
+		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, "")
 	case found.Type == v.FS && found.Label == v.Label:
 		v.FSUUID = found.UUID
 	case !req.Wipe:
 		return refuse(dev, fmt.Sprintf("the bcache device on %s holds %s%s, not the %s asked (pass --wipe to replace it)", dev, found.Type, labelSuffix(found.Label), v.FS))
 	default:
 		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, nil)
+		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, "")
 	}
 	if v.MountPoint != "" {
 		v.MountArgv = mountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
