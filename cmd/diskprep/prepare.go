@@ -20,10 +20,17 @@ import (
 type prepareOptions struct {
 	Device string
 	// Devices are every DEVICE given: more than one only with Raid or LVM.
-	Devices       []string
-	Raid          string // --raid LEVEL: an md array over Devices
-	RaidName      string // --name of the array (default data)
-	LVM           string // --lvm VG[/LV:SIZE]: a volume group over Devices
+	Devices  []string
+	Raid     string // --raid LEVEL: an md array over Devices
+	RaidName string // --name of the array (default data)
+	LVM      string // --lvm VG[/LV:SIZE]: a volume group over Devices
+	// Cache is the origin disk of a cached volume (--cache), CacheDevice
+	// the fast disk or partition in front of it; CacheMode and CacheKind
+	// as disk.CacheSpec.
+	Cache         string
+	CacheDevice   string
+	CacheMode     string
+	CacheKind     string
 	NoDiscard     bool
 	Image         string
 	Size          string
@@ -77,6 +84,7 @@ Examples:
   diskprep prepare --plan bootstrap.yaml --dry-run
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
+  diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
   diskprep release /data                     # unmount, drop the fstab line`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fs", Usage: "filesystem: `xfs` or ext4"},
@@ -94,17 +102,22 @@ Examples:
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
 			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
 			&cli.StringFlag{Name: "raid", Usage: "make an md array of `LEVEL` (0, 1, 5, 6, 10) over the DEVICEs, the file system on it"},
-			&cli.StringFlag{Name: "name", Usage: "`NAME` of the --raid array (/dev/md/NAME)", Value: "data"},
+			&cli.StringFlag{Name: "name", Usage: "`NAME` of the --raid array (/dev/md/NAME) or --cache volume (/dev/NAME/NAME, vg NAME)", Value: "data"},
 			&cli.StringFlag{Name: "lvm", Usage: "make the LVM volume group `VG[/LV:SIZE]` over the DEVICEs and one logical volume (default data, the whole group) with the file system"},
 			&cli.BoolFlag{Name: "no-discard", Usage: "do not discard (TRIM) the new space of SSDs"},
+			&cli.StringFlag{Name: "cache", Usage: "make a cached volume: the slow `ORIGIN_DISK` (an HDD) gets one partition, the file system goes on the cached volume"},
+			&cli.StringFlag{Name: "cache-device", Usage: "the fast `DISK_OR_PARTITION` (an SSD or NVMe) in front of --cache; a disk gets one partition, a partition is used as it is"},
+			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE` of the --cache: writethrough (default) or writeback (faster writes, lost if the cache device fails)"},
+			&cli.StringFlag{Name: "cache-kind", Usage: "`KIND` of the --cache: lvmcache (default, dm-cache), writecache (dm-writecache, writeback only) or bcache"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 && c.String("raid") == "" && c.String("lvm") == "" {
+			if c.NArg() > 1 && c.String("raid") == "" && c.String("lvm") == "" && c.String("cache") == "" {
 				return usageErr(fmt.Errorf("prepare takes one device (got %q); several go with --raid or --lvm", c.Args().Slice()))
 			}
 			opts := prepareOptions{
 				Device: c.Args().First(), Devices: c.Args().Slice(), Raid: c.String("raid"), RaidName: c.String("name"),
-				LVM: c.String("lvm"), NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
+				LVM: c.String("lvm"), Cache: c.String("cache"), CacheDevice: c.String("cache-device"), CacheMode: c.String("cache-mode"), CacheKind: c.String("cache-kind"),
+				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
 				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
@@ -130,7 +143,8 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 		return nil, nil
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
-		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" {
+		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
+		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
 	}
 	return planfile.Load(o.PlanFile)
@@ -194,6 +208,32 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 	return reqs, st, nil
 }
 
+// cacheRequest turns --cache ORIGIN --cache-device DEV into the origin
+// disk's request (one partition, use: origin:NAME) and the cache entry,
+// whose cache device is given as it is until the facts say whether it is
+// a disk (disk.CacheDeviceRequest).
+func (o prepareOptions) cacheRequest() ([]disk.Request, disk.StackRequest, error) {
+	var st disk.StackRequest
+	switch {
+	case o.Cache == "":
+		return nil, st, usageErr(errors.New("--cache-device, --cache-mode and --cache-kind go with --cache ORIGIN_DISK"))
+	case o.CacheDevice == "":
+		return nil, st, usageErr(errors.New("--cache needs --cache-device: the fast disk or partition in front of the origin"))
+	case o.Raid != "" || o.LVM != "":
+		return nil, st, usageErr(errors.New("give --cache, --raid or --lvm, not two"))
+	case o.Image != "" || o.Device != "":
+		return nil, st, usageErr(errors.New("--cache takes the origin disk itself: no DEVICE or --image besides"))
+	case o.FS == "":
+		return nil, st, usageErr(errors.New("--fs is required: xfs or ext4"))
+	case o.PartitionSize != "":
+		return nil, st, usageErr(errors.New("--partition-size is for a single disk: the origin gets the whole disk"))
+	}
+	b := disk.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
+		Volume: disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist},
+		Wipe:   o.Wipe, NoDiscard: o.NoDiscard}
+	return b.Requests()
+}
+
 // flagRequest turns the flags into the one disk request they describe.
 func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	switch {
@@ -248,6 +288,10 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	switch {
 	case pf != nil:
 		stacks = pf.Stacks()
+	case opts.Cache != "" || opts.CacheDevice != "" || opts.CacheMode != "" || opts.CacheKind != "":
+		if reqs, stacks, err = opts.cacheRequest(); err != nil {
+			return err
+		}
 	case opts.Raid != "" || opts.LVM != "":
 		if reqs, stacks, err = opts.stackRequest(); err != nil {
 			return err
@@ -281,6 +325,21 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	host, err := m.readFacts(ctx, e.Root, e)
 	if err != nil {
 		return err
+	}
+	if len(stacks.Caches) == 1 && opts.Cache != "" {
+		// The cache device is a disk to partition or a partition to use
+		// as it is: the facts say which. A disk is locked as the origin was.
+		r, isDisk := (disk.Planner{Host: deps.Host, Roots: deps.Roots}).CacheDeviceRequest(&stacks, host)
+		if isDisk {
+			reqs = append(reqs, r)
+			if !opts.DryRun {
+				unlock, err := m.lockTarget(r, deps)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+		}
 	}
 	if pf != nil {
 		resolved, err := pf.Resolve(host)

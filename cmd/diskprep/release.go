@@ -78,6 +78,9 @@ func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) er
 		return errors.New("release needs root")
 	}
 	deps := m.diskDeps(e)
+	if deps.Progress == nil && !e.Quiet {
+		deps.Progress = e.Stderr // a cache's flush before it is detached
+	}
 	plan, err := m.planRelease(opts.Target, disk.ReleaseOptions{RemoveImage: opts.RemoveImage, Wipe: opts.Wipe}, deps)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", opts.Target, err)

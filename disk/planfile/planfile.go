@@ -35,6 +35,11 @@
 //	  - vg: fast
 //	    volumes:                # in order; size "rest" for the last only
 //	      - {name: scratch, size: 100G, fs: ext4, mount: /scratch, persist: true}
+//	cache:                      # cached volumes: the partition that says
+//	  - name: srv               #   use: origin:srv (the HDD's) behind the one
+//	    kind: lvmcache          #   that says use: cache:srv (the SSD's);
+//	    mode: writethrough      #   kind lvmcache, writecache or bcache, mode
+//	    filesystem: {fs: xfs, mount: /srv, persist: true}   # writethrough or writeback
 //
 // Sizes are binary as everywhere in diskprep: "3T" is 3 TiB, so a drive sold
 // as 3 TB (3.0e12 bytes, 2.73 TiB) is matched by "2.5T-3T".
@@ -52,6 +57,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,13 +92,16 @@ type Plan struct {
 	// names them (disk.PartSpec.Use).
 	Raid []disk.ArraySpec
 	LVM  []disk.GroupSpec
-	// StackWipe: an entry of raid or lvm said wipe: true.
+	// Cache are the cached volumes over the partitions whose use is
+	// origin:NAME and cache:NAME.
+	Cache []disk.CacheSpec
+	// StackWipe: an entry of raid, lvm or cache said wipe: true.
 	StackWipe bool
 }
 
 // Stacks is the plan's storage stacks as disk plans them.
 func (p *Plan) Stacks() disk.StackRequest {
-	return disk.StackRequest{Arrays: p.Raid, Groups: p.LVM, Wipe: p.StackWipe}
+	return disk.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Wipe: p.StackWipe}
 }
 
 // DiskPlan is one entry of disks: which disk, and what to make of it.
@@ -303,7 +312,7 @@ func (p *parser) list(n *yaml.Node, what string, max int) ([]*yaml.Node, error) 
 }
 
 func (p *parser) plan(root *yaml.Node) (*Plan, error) {
-	f, err := p.fields(root, "plan", "version", "disks", "raid", "lvm")
+	f, err := p.fields(root, "plan", "version", "disks", "raid", "lvm", "cache")
 	if err != nil {
 		return nil, err
 	}
@@ -497,6 +506,64 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			plan.LVM = append(plan.LVM, g)
 		}
 	}
+	if cn, ok := f["cache"]; ok {
+		items, err := p.list(cn, "cache", maxDisks)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			what := fmt.Sprintf("cache[%d]", i)
+			cf, err := p.fields(it, what, "name", "kind", "mode", "filesystem", "wipe")
+			if err != nil {
+				return err
+			}
+			c := disk.CacheSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			nn, ok := cf["name"]
+			if !ok {
+				return p.errf(it, "%s: missing \"name\"", what)
+			}
+			if c.Name, err = p.str(nn, what+".name"); err != nil {
+				return err
+			}
+			if kn, ok := cf["kind"]; ok {
+				if c.Kind, err = p.str(kn, what+".kind"); err != nil {
+					return err
+				}
+				if !slices.Contains(disk.CacheKinds, c.Kind) {
+					return p.errf(kn, "%s.kind: %q: want lvmcache, writecache or bcache", what, c.Kind)
+				}
+			}
+			if mn, ok := cf["mode"]; ok {
+				if c.Mode, err = p.str(mn, what+".mode"); err != nil {
+					return err
+				}
+				if !slices.Contains(disk.CacheModes, c.Mode) {
+					return p.errf(mn, "%s.mode: %q: want writethrough or writeback", what, c.Mode)
+				}
+			}
+			fn, ok := cf["filesystem"]
+			if !ok {
+				return p.errf(it, "%s: missing \"filesystem\" ({fs: xfs, mount: /srv})", what)
+			}
+			if c.Volume, err = p.volume(fn, what+".filesystem", mounts, false); err != nil {
+				return err
+			}
+			if w, ok := cf["wipe"]; ok {
+				b, err := p.boolean(w, what+".wipe")
+				if err != nil {
+					return err
+				}
+				plan.StackWipe = plan.StackWipe || b
+			}
+			for _, use := range []string{"origin:" + c.Name, "cache:" + c.Name} {
+				if prev, dup := declared[use]; dup {
+					return p.errf(nn, "%s: cache %s is already declared at line %d", what, c.Name, prev)
+				}
+				declared[use] = it.Line
+			}
+			plan.Cache = append(plan.Cache, c)
+		}
+	}
 	// Every use names a declared stack, and every array has the members
 	// its level needs.
 	count := map[string]int{}
@@ -507,7 +574,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			}
 			if _, ok := declared[ps.Use]; !ok {
 				kind, name, _ := strings.Cut(ps.Use, ":")
-				key := map[string]string{"raid": "raid entry with name: ", "lvm": "lvm entry with vg: "}[kind]
+				key := map[string]string{"raid": "raid entry with name: ", "lvm": "lvm entry with vg: ", "origin": "cache entry with name: ", "cache": "cache entry with name: "}[kind]
 				return at(p.file, p.partLines[i][j], "partition use %s: no %s%s in this plan", ps.Use, key, name)
 			}
 			count[ps.Use]++
@@ -522,6 +589,17 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 	for _, g := range plan.LVM {
 		if count["lvm:"+g.VG] == 0 {
 			return at(p.file, declared["lvm:"+g.VG], "lvm vg %s: no partition says use: lvm:%s", g.VG, g.VG)
+		}
+	}
+	// The rest of a cache's checks (one origin, one cache, on two disks,
+	// writecache only in writeback) are disk's, with this file's line.
+	if len(plan.Cache) > 0 {
+		var reqs []disk.Request
+		for i, d := range plan.Disks {
+			reqs = append(reqs, disk.Request{Device: fmt.Sprintf("disks[%d] (line %d)", i, d.Line), Partitions: d.Partitions})
+		}
+		if err := (disk.StackRequest{Caches: plan.Cache}).Validate(reqs); err != nil {
+			return &planError{msg: err.Error(), err: err}
 		}
 	}
 	return nil
@@ -750,8 +828,8 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 	if use != "" {
 		kind, name, _ := strings.Cut(use, ":")
 		switch {
-		case kind != "raid" && kind != "lvm" || name == "":
-			return ps, p.errf(un, "%s.use: %q: want raid:NAME or lvm:VG", what, use)
+		case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache" || name == "":
+			return ps, p.errf(un, "%s.use: %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", what, use)
 		case fs != "":
 			return ps, p.errf(fn, "%s.fs: a partition with use: %s has no fs of its own (give it to the %s entry)", what, use, kind)
 		}

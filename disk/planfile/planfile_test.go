@@ -66,7 +66,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown anchor", "version: 1\ndisks: *nope\n", "plan.yaml: unknown anchor 'nope' referenced"},
 		{"tab indent", "version: 1\ndisks:\n\t- select: {}\n", "plan.yaml:3: "},
 		{"not a mapping", "- a\n- b\n", "plan.yaml:1: plan: want a mapping"},
-		{"unknown top key", "version: 1\ndisk:\n  - {}\n", `plan.yaml:2: plan: unknown key "disk" (known: version, disks, raid, lvm)`},
+		{"unknown top key", "version: 1\ndisk:\n  - {}\n", `plan.yaml:2: plan: unknown key "disk" (known: version, disks, raid, lvm, cache)`},
 		{"missing version", "disks: []\n", `plan.yaml:1: missing "version: 1"`},
 		{"version 2", "version: 2\ndisks: []\n", "plan.yaml:1: version: unsupported version 2"},
 		{"version string", "version: one\ndisks: []\n", `plan.yaml:1: version: want 1, got "one"`},

@@ -49,3 +49,53 @@ func TestStacksBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestCacheSection(t *testing.T) {
+	doc := `version: 1
+disks:
+  - select: {serial: HDD}
+    partitions: [{size: rest, use: origin:srv}]
+  - select: {transport: nvme}
+    partitions:
+      - {size: 16G, use: cache:srv}
+      - {size: rest, fs: xfs, mount: /scratch}
+cache:
+  - name: srv
+    kind: bcache
+    mode: writeback
+    filesystem: {fs: xfs, label: srv, mount: /srv, persist: true}
+`
+	p, err := Parse("plan.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stacks()
+	if len(st.Caches) != 1 || st.Caches[0].Kind != "bcache" || st.Caches[0].Mode != "writeback" || st.Caches[0].Origin != "plan.yaml:10" ||
+		!reflect.DeepEqual(st.Caches[0].Volume, disk.VolumeSpec{FS: "xfs", Label: "srv", Mount: "/srv", Persist: true}) {
+		t.Errorf("caches %+v", st.Caches)
+	}
+	if p.Disks[1].Partitions[0].Use != "cache:srv" || p.Disks[0].Partitions[0].Use != "origin:srv" {
+		t.Errorf("partitions %+v", p.Disks)
+	}
+	head := "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: origin:srv}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: cache:srv}]\n"
+	for name, c := range map[string]struct{ doc, want string }{
+		"unknown kind":    {head + "cache:\n  - {name: srv, kind: flashcache, filesystem: {fs: xfs}}\n", `plan.yaml:8: cache[0].kind: "flashcache": want lvmcache, writecache or bcache`},
+		"unknown mode":    {head + "cache:\n  - {name: srv, mode: writearound, filesystem: {fs: xfs}}\n", `plan.yaml:8: cache[0].mode: "writearound"`},
+		"writecache wt":   {head + "cache:\n  - {name: srv, kind: writecache, filesystem: {fs: xfs}}\n", `plan.yaml:8: cache srv: writecache caches writes only`},
+		"undeclared":      {head, `plan.yaml:4: partition use origin:srv: no cache entry with name: srv in this plan`},
+		"no cache part":   {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: origin:srv}]\ncache:\n  - {name: srv, filesystem: {fs: xfs}}\n", `plan.yaml:6: cache srv: no partition says use: cache:srv`},
+		"same disk":       {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: 1G, use: cache:srv}, {size: rest, use: origin:srv}]\ncache:\n  - {name: srv, filesystem: {fs: xfs}}\n", `both on disks[0] (line 3)`},
+		"bad use":         {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: bcache:srv}]\n", `want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE`},
+		"use with fs":     {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: cache:srv, fs: xfs}]\n", `has no fs of its own`},
+		"missing fs":      {head + "cache:\n  - {name: srv}\n", `plan.yaml:8: cache[0]: missing "filesystem"`},
+		"declared twice":  {head + "cache:\n  - {name: srv, filesystem: {fs: xfs}}\n  - {name: srv, filesystem: {fs: ext4}}\n", `cache srv is already declared at line 8`},
+		"mount used once": {head + "cache:\n  - {name: srv, filesystem: {fs: xfs, mount: /a}}\n  - {name: x, filesystem: {fs: xfs, mount: /a}}\n", `mount point /a is already used`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("plan.yaml", []byte(c.doc))
+			if !errors.Is(err, disk.ErrUsage) || err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want bad input containing %q", err, c.want)
+			}
+		})
+	}
+}

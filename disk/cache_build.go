@@ -1,0 +1,133 @@
+package disk
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// CacheBuild asks for one cached volume over two devices, as prepare
+// --cache ORIGIN --cache-device DEV does: the origin disk gets one
+// partition (use: origin:NAME); the cache device is a disk, which gets one
+// partition too (use: cache:NAME), or a partition used as it is. It is the
+// entry for whoever builds a cache to measure it and takes it apart
+// after (cachebench): BuildCache, then ReleaseCache.
+type CacheBuild struct {
+	Origin      string     `json:"origin"`
+	CacheDevice string     `json:"cache_device"`
+	Name        string     `json:"name"` // the VG and LV of the lvm kinds; "cache" when empty
+	Kind        string     `json:"kind,omitempty"`
+	Mode        string     `json:"mode,omitempty"`
+	Volume      VolumeSpec `json:"filesystem"`
+	Wipe        bool       `json:"wipe,omitempty"`
+	NoDiscard   bool       `json:"no_discard,omitempty"`
+}
+
+func (b CacheBuild) name() string {
+	if b.Name == "" {
+		return "cache"
+	}
+	return b.Name
+}
+
+// Requests are the origin disk's request and the cache entry, checked
+// (ErrUsage for bad input, whatever the machine); the cache device is
+// left as given until CacheDeviceRequest has seen the facts.
+func (b CacheBuild) Requests() ([]Request, StackRequest, error) {
+	st := StackRequest{Wipe: b.Wipe, NoDiscard: b.NoDiscard,
+		Caches: []CacheSpec{{Name: b.name(), Kind: b.Kind, Mode: b.Mode, Volume: b.Volume, CacheDevice: b.CacheDevice}}}
+	switch {
+	case b.Origin == "":
+		return nil, st, usagef("a cache needs its origin disk")
+	case b.CacheDevice == "":
+		return nil, st, usagef("a cache needs its cache device: the fast disk or partition in front of the origin")
+	case filepath.Clean(b.Origin) == filepath.Clean(b.CacheDevice):
+		return nil, st, usagef("the origin and the cache device are both %s: the cache goes on another, faster disk", b.Origin)
+	}
+	reqs := []Request{{Device: b.Origin, Wipe: b.Wipe, NoDiscard: b.NoDiscard, Partitions: []PartSpec{{Use: "origin:" + b.name()}}}}
+	if err := st.Validate(reqs); err != nil {
+		return nil, st, err
+	}
+	return reqs, st, nil
+}
+
+// CacheDeviceRequest turns the cache device of st's one cache into a
+// disk request when the facts say it is a whole disk (one partition,
+// use: cache:NAME), and says so; a partition stays the cache as it is.
+func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (Request, bool) {
+	if len(st.Caches) != 1 || st.Caches[0].CacheDevice == "" || host == nil {
+		return Request{}, false
+	}
+	c := &st.Caches[0]
+	d, p := host.Device(c.CacheDevice)
+	if d == nil {
+		if real, err := pl.host().EvalSymlinks(c.CacheDevice); err == nil {
+			d, p = host.Device(real)
+		}
+	}
+	if d == nil || p != nil {
+		return Request{}, false
+	}
+	r := Request{Device: c.CacheDevice, Wipe: st.Wipe, NoDiscard: st.NoDiscard, Partitions: []PartSpec{{Use: "cache:" + c.Name}}}
+	c.CacheDevice = ""
+	return r, true
+}
+
+// CacheBuilt is what BuildCache made.
+type CacheBuilt struct {
+	Build CacheBuild   `json:"build"`
+	Disks []*Result    `json:"disks"`
+	Stack *StackResult `json:"stack"`
+	Cache CacheResult  `json:"cache"`
+	// Plans and StackPlan are what was planned and carried out.
+	Plans     []*Plan    `json:"-"`
+	StackPlan *StackPlan `json:"-"`
+}
+
+// BuildCache plans b against host and carries it out: the disks'
+// partitions, then the cache and its file system. It asks nobody: the
+// caller has the user's consent (cachebench --yes).
+func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps) (*CacheBuilt, error) {
+	reqs, st, err := b.Requests()
+	if err != nil {
+		return nil, err
+	}
+	pl := Planner{Host: deps.Host, Roots: deps.Roots}
+	if r, isDisk := pl.CacheDeviceRequest(&st, host); isDisk {
+		reqs = append(reqs, r)
+	}
+	plans, err := PlanAll(reqs, host)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := pl.PlanStacks(st, plans, reqs, host)
+	if err != nil {
+		return nil, err
+	}
+	built := &CacheBuilt{Build: b, Plans: plans, StackPlan: sp}
+	built.Disks, err = ApplyAll(ctx, plans, func(ctx context.Context, p *Plan) (*Result, error) { return Apply(ctx, p, deps) })
+	if err != nil {
+		return built, err
+	}
+	built.Stack, err = ApplyStacks(ctx, sp, deps)
+	if built.Stack != nil && len(built.Stack.Caches) == 1 {
+		built.Cache = built.Stack.Caches[0]
+	}
+	if err != nil {
+		return built, err
+	}
+	return built, nil
+}
+
+// ReleaseCache takes apart the cache BuildCache made over b.Origin, in
+// reverse, its dirty blocks flushed to the origin first (progress on
+// deps.Progress); with wipe, both devices are left signature-free.
+func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*ReleaseResult, error) {
+	plan, err := PlanRelease(b.Origin, ReleaseOptions{Wipe: wipe}, deps)
+	if err != nil {
+		return nil, fmt.Errorf("release the cache over %s: %w", b.Origin, err)
+	}
+	return ApplyRelease(ctx, plan, deps)
+}
