@@ -67,6 +67,9 @@ type Options struct {
 	// SampleInterval is how often the host and device series are
 	// sampled during a workload; 0 is DefaultSampleInterval (1s).
 	SampleInterval time.Duration
+	// DeviceMapper answers the device-mapper queries for the counters of
+	// a cached volume under the target; nil is the kernel's ioctl.
+	DeviceMapper hwinfo.DeviceMapper
 }
 
 // Progress is the live state of a run, for a progress line.
@@ -121,6 +124,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if err != nil {
 		return nil, err
 	}
+	t.dm = opts.DeviceMapper
 	var warnings []string
 	if workloads, warnings, err = t.admit(workloads, req.AllowDeviceWrite); err != nil {
 		return nil, err
@@ -457,6 +461,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 		before, err = engine.ReadDiskStats("", r.t.major, r.t.minor)
 		haveStats = err == nil
 	}
+	cacheBefore, cacheErr := r.t.cacheCounters()
 	start := r.now()
 	r.log.Info("workload started", "workload", w.Name, "repetition", rep, "path", r.t.path)
 	wallStart := time.Now()
@@ -479,6 +484,15 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
 	one.HostSamples, one.DeviceSamples = hostSamples, devSamples
+	if cacheBefore != nil {
+		var after *hwinfo.CacheCounters
+		if after, cacheErr = r.t.cacheCounters(); after != nil {
+			one.Cache = record.NewCacheIO(r.t.cacheDev, *cacheBefore, *after)
+		}
+	}
+	if cacheErr != nil {
+		one.Warnings = append(one.Warnings, fmt.Sprintf("%s: cache counters not recorded: %v", w.Name, cacheErr))
+	}
 	if haveStats {
 		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
 			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), wall, res.Read.Bytes+res.Write.Bytes)
@@ -567,5 +581,20 @@ func (r *runner) params(w workload.Workload) engine.Params {
 		Direct:    w.Direct,
 		Engine:    w.Engine,
 		Data:      dataPattern(kind, pct),
+		// Validated when planned: a bad one cannot get here.
+		Distribution: engineDistribution(w.Distribution),
 	}
+}
+
+// engineDistribution maps a workload's distribution to the engine's.
+func engineDistribution(v string) engine.Distribution {
+	d, err := workload.ParseDistribution(v)
+	if err != nil {
+		return engine.Distribution{Kind: "invalid " + v} // the engine refuses it as a usage error
+	}
+	out := engine.Distribution{Kind: d.Kind, Theta: d.Theta}
+	for _, z := range d.Zones {
+		out.Zones = append(out.Zones, engine.Zone{AccessPercent: z[0], SizePercent: z[1]})
+	}
+	return out
 }

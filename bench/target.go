@@ -36,6 +36,11 @@ type target struct {
 	// roots are the live machine's sysfs and procfs: a target is always
 	// live (the hardware root only stands in for the inventory).
 	roots hwinfo.Roots
+	// cacheDev is the cached volume under the target (its own device or
+	// one it is built on), whose counters each repetition records; dm
+	// answers its device-mapper queries (nil: the kernel's).
+	cacheDev string
+	dm       hwinfo.DeviceMapper
 }
 
 // resolveTarget classifies path and gathers its identity. Nothing is created.
@@ -156,6 +161,31 @@ func (t *target) identify(host *hwinfo.Host) {
 	if t.disk != nil || len(t.ident.Stack) > 0 {
 		t.ident.StackText = hwinfo.DescribeStack(t.ident.FSType, t.ident.Device, t.ident.Stack)
 	}
+	for _, l := range t.ident.Stack {
+		if c := host.Cache(l.Device); c != nil {
+			cv := *c
+			t.ident.Cache, t.cacheDev = &cv, c.Device
+			break
+		}
+	}
+}
+
+// cacheCounters reads the counters of the cached volume under the target
+// now; nil when there is none or they cannot be read (the error says why).
+func (t *target) cacheCounters() (*hwinfo.CacheCounters, error) {
+	if t.cacheDev == "" {
+		return nil, nil
+	}
+	cv, err := hwinfo.ReadCache(t.roots, t.dm, t.cacheDev)
+	switch {
+	case err != nil:
+		return nil, err
+	case cv == nil:
+		return nil, fmt.Errorf("%s is no longer a cached volume", t.cacheDev)
+	case cv.Counters == nil:
+		return nil, fmt.Errorf("%s: the kernel's counters are not readable", t.cacheDev)
+	}
+	return cv.Counters, nil
 }
 
 // blockDevice names the block device major:minor from sysfs, with its

@@ -114,6 +114,7 @@ func (r *reader) readStacks(h *Host, disks []Disk, st *blockState) {
 		}
 	}
 	h.VolumeGroups = r.readVolumeGroups(st, candidates, sizes, diskOf)
+	h.Caches = r.readCaches(st)
 }
 
 // pending carries what finishDisk needs from readDisk.

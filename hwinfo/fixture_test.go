@@ -272,6 +272,12 @@ func TestFixtureQEMUGuest(t *testing.T) {
 			virtio("vda", 2097152, "VIRT0001"),
 			vdb,
 		},
+		// The hand-made tree has bcache's mode and links, no stats: the
+		// volume without counters.
+		Caches: []CachedVolume{{
+			Device: "bcache0", Path: "/dev/bcache0", Kind: "bcache", Mode: "writeback",
+			OriginDevices: []string{"vdb"}, CacheDevices: []string{"sdb"}, SizeBytes: (8388608 - 16) * 512, BlockBytes: 512,
+		}},
 	}
 	checkFixtureReading(t, "qemu-guest", false, fail, want)
 }

@@ -33,6 +33,11 @@ type Options struct {
 	// os.ReadFile. A test puts a sysfs attribute's own failures (EINVAL,
 	// ENODATA) here, which no file in a fixture tree can give.
 	ReadFile func(name string) ([]byte, error)
+	// DeviceMapper answers device-mapper table and status queries (the
+	// cached volumes' kinds and counters); nil is the kernel's ioctl on
+	// the live root and none elsewhere (a fixture then shows no dm caches
+	// unless its captured dmsetup output is given as DMSetupText).
+	DeviceMapper DeviceMapper
 }
 
 // Read returns the identity and disks of the host under opt.Root.
@@ -67,7 +72,11 @@ type Options struct {
 //     label, the metadata area and its newest text, read by hwinfo/probe
 //     from /dev under the root: the live devices, or a fixture's captured
 //     bytes) and the active LVs from sys/block/dm-N/dm (uuid "LVM-...");
-//     without readable PVs, the active LVs alone (VolumeGroup.Source).
+//     without readable PVs, the active LVs alone (VolumeGroup.Source);
+//   - cached volumes from the device-mapper tables and statuses of dm
+//     devices (the DM_TABLE_STATUS ioctl, read-only, as root; or
+//     Options.DeviceMapper) and bcache's sysfs (sys/block/bcacheN/bcache,
+//     its cache set and stats_total).
 //
 // Unreadable or malformed files leave their fields empty and add a line to
 // Host.Warnings; a field is never guessed. The only error is ErrRoot (and
@@ -81,7 +90,7 @@ func Read(ctx context.Context, opt Options) (*Host, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &reader{root: root, live: root == "/", all: opt.All, log: logger, readFileFn: opt.ReadFile}
+	r := &reader{root: root, live: root == "/", all: opt.All, log: logger, readFileFn: opt.ReadFile, dmSource: opt.DeviceMapper}
 	h := &Host{Schema: Schema}
 
 	r.readIdentity(h)
@@ -130,6 +139,10 @@ type reader struct {
 	// pvOpenFailed: a PV could not be opened (not root); the others are
 	// not tried, so the warning is said once.
 	pvOpenFailed bool
+	// dmSource is Options.DeviceMapper; dmFailed: the kernel refused a
+	// device-mapper query (not root), said once.
+	dmSource DeviceMapper
+	dmFailed bool
 }
 
 // path maps an absolute host path ("/proc/cpuinfo") into the root.

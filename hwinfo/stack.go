@@ -90,6 +90,14 @@ func (h *Host) Stack(dev string) []Layer {
 
 // layer describes dev when it is a stacked device.
 func (h *Host) layer(dev string) (Layer, bool) {
+	if c := h.Cache(dev); c != nil {
+		l := Layer{Kind: c.Kind, Device: c.Device, Name: c.Name, Type: c.Mode, State: c.State, SizeBytes: c.SizeBytes,
+			On: append(append([]string(nil), c.OriginDevices...), c.CacheDevices...), CachedBy: append([]string(nil), c.CacheDevices...)}
+		if c.Counters != nil && c.Counters.DirtyBytes > 0 && l.State == "" {
+			l.State = units.FormatSize(c.Counters.DirtyBytes) + " dirty"
+		}
+		return l, true
+	}
 	if a := h.Array(dev); a != nil {
 		l := Layer{Kind: "md", Device: a.Name, Name: a.ArrayName, Type: a.Level, State: a.problems(), SizeBytes: a.SizeBytes}
 		for _, m := range a.Members {
@@ -179,7 +187,8 @@ func (a *Array) StateText() string {
 // "") sits on: "xfs on sdb1", "xfs on md0 raid1 of sdb+sdc",
 // "ext4 on fast/scratch (dm-0) linear on nvme0n1p2",
 // "xfs on fast/data (dm-2) linear on md0 raid1 of sdb+sdc",
-// "ext4 on luks-1 (dm-3) crypt on sdd1".
+// "ext4 on luks-1 (dm-3) crypt on sdd1",
+// "xfs on slow/data (dm-3) lvmcache writethrough of sda cached by nvme0n1p1".
 func DescribeStack(fs, dev string, layers []Layer) string {
 	var b strings.Builder
 	if fs != "" {
@@ -194,39 +203,18 @@ func DescribeStack(fs, dev string, layers []Layer) string {
 		byDev[l.Device] = l
 	}
 	var say func(l Layer, depth int)
-	say = func(l Layer, depth int) {
-		if l.Kind != "md" && l.Name != "" {
-			fmt.Fprintf(&b, "%s (%s)", l.Name, l.Device)
-		} else {
-			b.WriteString(l.Device)
-		}
-		typ := l.Type
-		if typ == "" && l.Kind != "md" && l.Kind != "lvm" {
-			typ = l.Kind
-		}
-		if typ != "" {
-			b.WriteString(" " + typ)
-		}
-		if l.State != "" {
-			b.WriteString(" [" + l.State + "]")
-		}
-		word := " of "
-		if l.Kind == "lvm" || l.Kind == "crypt" || l.Kind == "dm" {
-			word = " on "
-		}
+	// list says the devices a layer is on, joined by "+", stacked ones
+	// with what they are on in turn.
+	list := func(devs []string, depth int) {
 		var plain []string
 		var stacked []Layer
-		for _, on := range l.On {
+		for _, on := range devs {
 			if sub, ok := byDev[on]; ok && depth < 8 {
 				stacked = append(stacked, sub)
 			} else {
 				plain = append(plain, on)
 			}
 		}
-		if len(plain) == 0 && len(stacked) == 0 {
-			return
-		}
-		b.WriteString(word)
 		if len(plain) > 0 {
 			b.WriteString(strings.Join(plain, "+"))
 		}
@@ -236,6 +224,41 @@ func DescribeStack(fs, dev string, layers []Layer) string {
 			}
 			say(sub, depth+1)
 		}
+	}
+	say = func(l Layer, depth int) {
+		if l.Kind != "md" && l.Name != "" {
+			fmt.Fprintf(&b, "%s (%s)", l.Name, l.Device)
+		} else {
+			b.WriteString(l.Device)
+		}
+		typ := l.Type
+		switch {
+		case len(l.CachedBy) > 0:
+			typ = strings.TrimSpace(l.Kind + " " + l.Type)
+		case typ == "" && l.Kind != "md" && l.Kind != "lvm":
+			typ = l.Kind
+		}
+		if typ != "" {
+			b.WriteString(" " + typ)
+		}
+		if l.State != "" {
+			b.WriteString(" [" + l.State + "]")
+		}
+		if len(l.On) == 0 {
+			return
+		}
+		word := " of "
+		if l.Kind == "lvm" || l.Kind == "crypt" || l.Kind == "dm" {
+			word = " on "
+		}
+		b.WriteString(word)
+		if n := len(l.On) - len(l.CachedBy); len(l.CachedBy) > 0 && n >= 0 {
+			list(l.On[:n], depth)
+			b.WriteString(" cached by ")
+			list(l.CachedBy, depth)
+			return
+		}
+		list(l.On, depth)
 	}
 	say(layers[0], 0)
 	return b.String()

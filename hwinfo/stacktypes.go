@@ -8,17 +8,86 @@ package hwinfo
 // with Path), what kind and shape is it (Kind, Type), and what is it built
 // on (the member devices, by kernel name).
 //
-// Cached volumes (issue 15) take the same shape: a Host.Caches list of
-// CachedVolume{Device, Path, Kind: lvmcache|writecache|bcache, Mode:
-// writethrough|writeback, Origin, CacheDevices, CacheBytes, DirtyBytes,
-// ReadHits, ReadMisses, WriteHits, WriteMisses}, read from the
-// device-mapper status ioctl (DM_TABLE_STATUS on /dev/mapper/control, what
-// dmsetup status and lvs -o cache_* read: sysfs has no dm-cache counters)
-// and bcache's sysfs stats_total; Host.Stack then
-// gives such a device the Layer{Kind: its kind, Type: its mode, On: origin
-// then cache devices}. An LV that is cached already shows its segment
-// type (cache, writecache) and the PVs of its origin and its cache pool,
-// and a bcache device its StackedOn (backing device, then caches).
+// Cached volumes (issue 15, cache.go) take the same shape: a Host.Caches
+// list of CachedVolume, read from the device-mapper status ioctl
+// (DM_TABLE_STATUS on /dev/mapper/control, what dmsetup status and lvs -o
+// cache_* read: sysfs has no dm-cache counters) and bcache's sysfs;
+// Host.Stack then gives such a device the Layer{Kind: its kind, Type: its
+// mode, On: origin then cache devices, CachedBy: the cache devices}. The
+// LV of an lvmcache still shows its segment type (cache, writecache) and
+// the PVs of its origin and its cache pool among the volume groups, and a
+// bcache device its StackedOn (backing device, then caches) among the disks.
+
+// CachedVolume is one block device with a fast cache in front of a slow
+// origin: dm-cache (lvmcache), dm-writecache or bcache.
+type CachedVolume struct {
+	Device string `json:"device"` // dm-3, bcache0
+	Path   string `json:"path"`   // /dev/mapper/slow-data, /dev/bcache0
+	// Name is what people call it: "vg/lv" for LVM's, the dm name, the
+	// bcache label.
+	Name string `json:"name,omitempty"`
+	// Kind is lvmcache, dm-cache (not LVM's), writecache or bcache.
+	Kind string `json:"kind"`
+	// Mode is writethrough, writeback or passthrough (dm-cache);
+	// writeback (dm-writecache has no other); writethrough, writeback,
+	// writearound or none (bcache).
+	Mode string `json:"mode"`
+	// OriginDevices are the slow devices, CacheDevices the fast ones
+	// (dm-cache's metadata device among them), by kernel name, below
+	// LVM's hidden sub-LVs: sdb, nvme0n1p1.
+	OriginDevices []string `json:"origin_devices"`
+	CacheDevices  []string `json:"cache_devices"`
+	SizeBytes     uint64   `json:"size_bytes"`  // of the cached volume
+	CacheBytes    uint64   `json:"cache_bytes"` // room for data in the cache
+	// BlockBytes is the cache's unit: dm-cache's block (chunk), the
+	// writecache block, bcache's block size.
+	BlockBytes uint64 `json:"block_bytes,omitempty"`
+	// State is what is not normal: "needs check", "failed", "error 5",
+	// "no cache" (bcache without its cache set), "inconsistent"; "" when
+	// fine.
+	State string `json:"state,omitempty"`
+	// SequentialCutoffBytes is bcache's sequential_cutoff: sequential I/O
+	// past it bypasses the cache (4 MiB by default; 0 caches all).
+	SequentialCutoffBytes *uint64 `json:"sequential_cutoff_bytes,omitempty"`
+	// Counters are the kernel's, now; nil when they could not be read
+	// (not root, a fixture without captured statuses).
+	Counters *CacheCounters `json:"counters,omitempty"`
+
+	FSType string  `json:"fs_type,omitempty"`
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// CacheCounters are a cache's occupancy and its hit and miss counters
+// since it was set up (or its counters reset). Hits and misses count what
+// Unit says: "ios" (dm-cache: bios; bcache: I/Os as bcache sees them, a
+// partial hit a miss) or "blocks" (dm-writecache).
+type CacheCounters struct {
+	Unit string `json:"unit"`
+	// UsedBytes is data in the cache; DirtyBytes the part of it the
+	// origin does not have yet (writeback), lost if the cache device dies.
+	// bcache says both only roughly (dirty_data and
+	// cache_available_percent are rounded for people).
+	UsedBytes  uint64 `json:"used_bytes"`
+	DirtyBytes uint64 `json:"dirty_bytes"`
+	ReadHits   uint64 `json:"read_hits"`
+	ReadMisses uint64 `json:"read_misses"`
+	// CountsWrites is false where the kernel does not count writes as
+	// hits or misses (bcache), so WriteHits and WriteMisses say nothing.
+	// For dm-writecache a write hit is a block the cache took, a miss
+	// one that bypassed it.
+	CountsWrites bool   `json:"counts_writes"`
+	WriteHits    uint64 `json:"write_hits"`
+	WriteMisses  uint64 `json:"write_misses"`
+	// BypassHits and BypassMisses are bcache's reads that were meant to
+	// skip the cache (past the sequential cutoff, or the cache congested):
+	// a bypass hit was still found in the cache.
+	BypassHits   uint64 `json:"bypass_hits,omitempty"`
+	BypassMisses uint64 `json:"bypass_misses,omitempty"`
+	// Promotions and Demotions are dm-cache's block moves into and out of
+	// the cache.
+	Promotions uint64 `json:"promotions,omitempty"`
+	Demotions  uint64 `json:"demotions,omitempty"`
+}
 
 // Array is one md RAID array (drivers/md), as sysfs (sys/block/mdN/md),
 // proc/mdstat and the udev database tell it.
@@ -142,20 +211,23 @@ type LogicalVolume struct {
 // Layer is one level of a storage stack, as Host.Stack follows a device
 // down to its disks: the shape bench records under a target.
 type Layer struct {
-	// Kind is md, lvm, crypt, multipath, dm or bcache (cached volumes of
-	// issue 15 add their own).
+	// Kind is md, lvm, crypt, multipath, dm, or for a cached volume its
+	// kind: lvmcache, dm-cache, writecache, bcache.
 	Kind   string `json:"kind"`
 	Device string `json:"device"` // md0, dm-2, bcache0
 	// Name is what people call it: the md array's name, "vg/lv", the dm name.
 	Name string `json:"name,omitempty"`
 	// Type is the shape: the md level (raid1), the LV's segment type
-	// (linear, striped, raid1 ...).
+	// (linear, striped, raid1 ...), a cache's mode (writeback ...).
 	Type string `json:"type,omitempty"`
 	// State is what is not normal about it: "degraded", "resync 15%";
 	// "" when healthy or not known.
 	State     string `json:"state,omitempty"`
 	SizeBytes uint64 `json:"size_bytes,omitempty"`
 	// On lists the devices it is built on (md members, the PVs an LV's
-	// extents are on), by kernel name.
+	// extents are on; a cache's origin, then its cache devices), by
+	// kernel name.
 	On []string `json:"on"`
+	// CachedBy are those of On that are a cached volume's cache devices.
+	CachedBy []string `json:"cached_by,omitempty"`
 }

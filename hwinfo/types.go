@@ -21,10 +21,11 @@ type Host struct {
 	BIOS     BIOS           `json:"bios"`
 	Virt     Virtualization `json:"virtualization"`
 	Disks    []Disk         `json:"disks"`
-	// Arrays are the md RAID arrays and VolumeGroups the LVM volume
-	// groups built on the disks (stacktypes.go).
-	Arrays       []Array       `json:"arrays,omitempty"`
-	VolumeGroups []VolumeGroup `json:"volume_groups,omitempty"`
+	// Arrays are the md RAID arrays, VolumeGroups the LVM volume groups
+	// and Caches the cached volumes built on the disks (stacktypes.go).
+	Arrays       []Array        `json:"arrays,omitempty"`
+	VolumeGroups []VolumeGroup  `json:"volume_groups,omitempty"`
+	Caches       []CachedVolume `json:"caches,omitempty"`
 	// Warnings lists facts that could not be read (unreadable or malformed
 	// files under the root); the matching fields are left empty.
 	Warnings []string `json:"warnings,omitempty"`

@@ -237,7 +237,8 @@ func identities(groups []Group, dims []string) ([]Field, []string) {
 
 // identity is what makes two workload directions the same row: the
 // direction and the parameters that change what the disk is asked to do
-// (rw, bs, size, jobs, iodepth, rwmixread, direct, data, fsync, fresh),
+// (rw, bs, size, jobs, iodepth, rwmixread, direct, data, distribution,
+// fsync, fresh),
 // as far as the record knows them. Runtime and engine are not identity:
 // a longer run or another engine measures the same workload (compare
 // warns about them).
@@ -252,11 +253,12 @@ func identityOf(w workload.Workload, dir string) identity {
 			id[kv[0]] = kv[1]
 		}
 	}
-	// paramsOf names fsync and fresh only when set; here their absence
-	// is known, not unknown: video-first-write is not video-rewrite.
-	for _, k := range []string{"fsync", "fresh"} {
+	// paramsOf names fsync, fresh and a skewed distribution only when
+	// set; here their absence is known, not unknown: video-first-write is
+	// not video-rewrite, a zipf read not a uniform one.
+	for k, none := range map[string]string{"fsync": "0", "fresh": "0", "distribution": "random"} {
 		if _, ok := id[k]; !ok {
-			id[k] = "0"
+			id[k] = none
 		}
 	}
 	return id
@@ -328,6 +330,9 @@ func paramsOf(w workload.Workload) paramSet {
 	}
 	if w.Data != "" {
 		ps = append(ps, [2]string{"data", w.Data})
+	}
+	if w.Distribution != "" {
+		ps = append(ps, [2]string{"distribution", w.Distribution})
 	}
 	if w.Fsync {
 		ps = append(ps, [2]string{"fsync", "1"})

@@ -7,6 +7,7 @@ import (
 
 	ct "github.com/diskprep/diskprep/bench/compare/comparetest"
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 )
 
 func rowNamesOf(c *Comparison) []string {
@@ -110,5 +111,31 @@ func TestUnknownParametersAndUnmatchedRows(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(c.Warnings, "\n"), "size=256M in a, size=unknown in b") {
 		t.Errorf("the unknown size should be said: %q", c.Warnings)
+	}
+}
+
+// TestDistributionIdentity: a skewed workload is not the uniform one of
+// the same name (issue 12: identity is the parameters), and a record from
+// before distributions existed is the uniform one.
+func TestDistributionIdentity(t *testing.T) {
+	uniform := workload.Workload{Name: "rnd4k", RW: "randread", BlockBytes: 4096, SizeBytes: 1 << 30, Jobs: 1, IODepth: 32, Direct: true}
+	zipf := uniform
+	zipf.Distribution = "zipf:1.2"
+	zoned := uniform
+	zoned.Distribution = "zoned:90/10:10/90"
+	if identityOf(uniform, "read").compatible(identityOf(zipf, "read")) {
+		t.Error("zipf and uniform reads are the same row")
+	}
+	if identityOf(zipf, "read").compatible(identityOf(zoned, "read")) {
+		t.Error("zipf and zoned reads are the same row")
+	}
+	if !identityOf(zipf, "read").compatible(identityOf(zipf, "read")) {
+		t.Error("the same zipf read is two rows")
+	}
+	if got := identityOf(uniform, "read")["distribution"]; got != "random" {
+		t.Errorf("uniform distribution identity %q", got)
+	}
+	if !strings.Contains(paramsOf(zipf).String(), "distribution=zipf:1.2") {
+		t.Errorf("params %q do not show the distribution", paramsOf(zipf).String())
 	}
 }

@@ -5,7 +5,8 @@ import "math/bits"
 // offsetGen yields the block offsets of one pass over the region.
 // Sequential: base, base+bs, ... Random: a seeded permutation of the
 // blocks, so a pass visits every block exactly once (fio's default random
-// map) while the order is uniform-looking and reproducible from the seed.
+// map) while the order is uniform-looking and reproducible from the seed;
+// or, with a skewed distribution (distribution.go), n independent draws.
 type offsetGen struct {
 	base, bs int64
 	n, i     uint64
@@ -13,11 +14,24 @@ type offsetGen struct {
 	seed     uint64
 	pass     uint64
 	perm     perm
+	skew     sampler // nil: the permutation
+	draws    rng
 }
 
 func newOffsetGen(base, bs int64, n uint64, random bool, seed uint64) *offsetGen {
 	g := &offsetGen{base: base, bs: bs, n: n, random: random, seed: seed}
 	g.perm = newPerm(n, seed)
+	return g
+}
+
+// newSkewedGen is a random offsetGen drawing blocks by d (not uniform).
+func newSkewedGen(base, bs int64, n uint64, d Distribution, seed uint64) *offsetGen {
+	g := newOffsetGen(base, bs, n, true, seed)
+	// The scatter of ranks is the same for every job (the seed of the
+	// run, not the job's), so all jobs share one hot set, as fio's jobs
+	// on one file do.
+	g.skew = newSampler(d, n, 0)
+	g.draws = newRNG(seed ^ 0xd1b54a32d192ed03)
 	return g
 }
 
@@ -28,7 +42,10 @@ func (g *offsetGen) next() (int64, bool) {
 	}
 	b := g.i
 	g.i++
-	if g.random {
+	switch {
+	case g.skew != nil:
+		b = g.skew.draw(&g.draws)
+	case g.random:
 		b = g.perm.at(b)
 	}
 	return g.base + int64(b)*g.bs, true
@@ -38,7 +55,7 @@ func (g *offsetGen) next() (int64, bool) {
 func (g *offsetGen) newPass() {
 	g.i = 0
 	g.pass++
-	if g.random {
+	if g.random && g.skew == nil {
 		g.perm = newPerm(g.n, splitmix(g.seed+g.pass*0x9e3779b97f4a7c15))
 	}
 }

@@ -99,6 +99,9 @@ type Params struct {
 	Direct    bool          // O_DIRECT (falls back to buffered with a warning if refused)
 	Engine    string        // EngineAuto (""), EngineSync or EngineIOUring
 	Data      DataPattern
+	// Distribution spreads random offsets unevenly (zipf, zoned); the
+	// zero value is the uniform random map. Sequential patterns ignore it.
+	Distribution Distribution
 	// Progress, if set, is called about every 500 ms from one goroutine
 	// with the totals so far (ramp included, flagged).
 	Progress func(Snapshot)

@@ -52,6 +52,9 @@ func (p *Params) validate() error {
 	case p.RWMixRead < 0 || p.RWMixRead > 100:
 		return bad("rwmixread %d out of range 0..100", p.RWMixRead)
 	}
+	if err := p.Distribution.validate(); err != nil {
+		return bad("%v", err)
+	}
 	switch p.Engine {
 	case "", EngineAuto, EngineSync, EngineIOUring:
 	default:
@@ -175,7 +178,11 @@ func setupJobs(p Params, eng string, t *target, direct bool) ([]*job, bool, erro
 		js := splitmix(seed + uint64(i)*0x9e3779b97f4a7c15)
 		j := &job{id: i, fd: -1, bs: p.BlockSize, fsync: p.Fsync && p.RW.Writes(), hooks: p.hooks}
 		jobs = append(jobs, j)
-		j.gen = newOffsetGen(p.Offset, p.BlockSize, n, p.RW.Random(), js)
+		if p.RW.Random() && p.Distribution.Kind != DistUniform {
+			j.gen = newSkewedGen(p.Offset, p.BlockSize, n, p.Distribution, js)
+		} else {
+			j.gen = newOffsetGen(p.Offset, p.BlockSize, n, p.RW.Random(), js)
+		}
 		j.mix = newRNG(js ^ 0x5bd1e995)
 		switch p.RW {
 		case Read, RandRead:

@@ -181,6 +181,9 @@ func jobOptions(p workload.Workload, r record.Repetition) map[string]string {
 	if r.Direct {
 		o["direct"] = "1"
 	}
+	if p.Distribution != "" {
+		o["random_distribution"] = p.Distribution
+	}
 	switch r.Engine {
 	case "sync":
 		o["ioengine"] = "psync"

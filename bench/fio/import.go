@@ -479,6 +479,11 @@ func workloadOf(name string, jobs []job, doc *document, source string, start tim
 			p.Runtime = d
 		}
 	}
+	if d := option(jobs, global, "random_distribution"); d != "" {
+		if c, err := workload.CanonicalDistribution(d); err == nil {
+			p.Distribution = c
+		}
+	}
 	if r := option(jobs, global, "ramp_time"); r != "" {
 		if d, err := units.ParseFioDuration(r); err == nil {
 			p.Ramp = d

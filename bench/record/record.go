@@ -111,6 +111,11 @@ type Target struct {
 	// without either predates these fields (or its device is unknown).
 	Stack     []hwinfo.Layer `json:"stack,omitempty"`
 	StackText string         `json:"stack_text,omitempty"`
+	// Cache is the cached volume (lvmcache, writecache, bcache) Device is
+	// or is built on, as the run began: kind, mode, origin and cache
+	// devices, cache size, bcache's sequential cutoff and the kernel's
+	// counters then. Each repetition's Cache has the counters around it.
+	Cache *hwinfo.CachedVolume `json:"cache,omitempty"`
 	// Prepared is the mkfs and mount recipe when diskprep prepared the
 	// filesystem (read from its marker file or filled in by the command).
 	Prepared *Prepared `json:"prepared,omitempty"`
@@ -180,6 +185,35 @@ type Repetition struct {
 	// engine's own samples_per_s of the measured window (observe.go).
 	HostSamples   []HostSample   `json:"host_samples_per_s,omitempty"`
 	DeviceSamples []DeviceSample `json:"device_samples_per_s,omitempty"`
+	// Cache is what the kernel's counters of the target's cached volume
+	// (Target.Cache) said just before and just after this repetition's
+	// engine call (ramp, layout excluded, included as the call is).
+	Cache *CacheIO `json:"cache,omitempty"`
+}
+
+// CacheIO is a cached volume's counters around one repetition.
+type CacheIO struct {
+	Device string               `json:"device"`
+	Before hwinfo.CacheCounters `json:"before"`
+	After  hwinfo.CacheCounters `json:"after"`
+	// HitRatio is hits over hits and misses between Before and After,
+	// reads and (where the kernel counts them) writes; ReadHitRatio of
+	// reads alone. Omitted when nothing was counted.
+	HitRatio     *float64 `json:"hit_ratio,omitempty"`
+	ReadHitRatio *float64 `json:"read_hit_ratio,omitempty"`
+}
+
+// NewCacheIO is the record of counters before and after.
+func NewCacheIO(device string, before, after hwinfo.CacheCounters) *CacheIO {
+	c := &CacheIO{Device: device, Before: before, After: after}
+	d := after.Sub(before)
+	if r, ok := d.HitRatio(); ok {
+		c.HitRatio = &r
+	}
+	if r, ok := d.ReadHitRatio(); ok {
+		c.ReadHitRatio = &r
+	}
+	return c
 }
 
 // DirResult is one direction of one repetition.

@@ -261,9 +261,72 @@ func stacksTable(w io.Writer, h *hwinfo.Host) error {
 					dash(strings.Join(lv.PVs, ", ")), dash(stackUse(lv.FSType, lv.Mounts, lv.Swap)))
 			}
 		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(h.Caches) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "CACHED VOLUME\tKIND\tMODE\tSIZE\tCACHE\tORIGIN\tCACHE DEVICE\tDIRTY\tHITS (READ/WRITE)\tUSE")
+		for i := range h.Caches {
+			c := &h.Caches[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cacheName(c), c.Kind, cacheMode(c), units.FormatSize(c.SizeBytes),
+				cacheSize(c), dash(strings.Join(c.OriginDevices, ", ")), dash(strings.Join(c.CacheDevices, ", ")),
+				cacheDirty(c), cacheHits(c), dash(stackUse(c.FSType, c.Mounts, false)))
+		}
 		return tw.Flush()
 	}
 	return nil
+}
+
+// cacheName is a cached volume's device with what people call it.
+func cacheName(c *hwinfo.CachedVolume) string {
+	if c.Name != "" && c.Name != c.Device {
+		return c.Name + " (" + c.Device + ")"
+	}
+	return c.Device
+}
+
+// cacheMode is the mode with what is not normal about the cache, and
+// bcache's sequential cutoff, which passes large sequential I/O by.
+func cacheMode(c *hwinfo.CachedVolume) string {
+	s := dash(c.Mode)
+	if c.State != "" {
+		s += " [" + c.State + "]"
+	}
+	if n := c.SequentialCutoffBytes; n != nil && *n > 0 {
+		s += ", sequential cutoff " + units.FormatSize(*n)
+	}
+	return s
+}
+
+func cacheSize(c *hwinfo.CachedVolume) string {
+	if c.CacheBytes == 0 {
+		return "?"
+	}
+	return units.FormatSize(c.CacheBytes)
+}
+
+func cacheDirty(c *hwinfo.CachedVolume) string {
+	if c.Counters == nil {
+		return "?"
+	}
+	return units.FormatSize(c.Counters.DirtyBytes)
+}
+
+// cacheHits says the kernel's hits and misses since the cache was set up:
+// "484/744 read, 4/256 write (ios)".
+func cacheHits(c *hwinfo.CachedVolume) string {
+	k := c.Counters
+	if k == nil {
+		return "?"
+	}
+	s := fmt.Sprintf("%d/%d read", k.ReadHits+k.BypassHits, k.ReadHits+k.ReadMisses+k.BypassHits+k.BypassMisses)
+	if k.CountsWrites {
+		s += fmt.Sprintf(", %d/%d write", k.WriteHits, k.WriteHits+k.WriteMisses)
+	}
+	return s + " " + k.Unit
 }
 
 // arrayMembers lists the members by slot, with the role of any that is
@@ -401,6 +464,15 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 				lvs = append(lvs, strings.TrimSpace(s))
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(vg.Name), size, free, mdCell(vgPVs(vg)), mdCell(strings.Join(lvs, "; ")))
+		}
+	}
+	if len(h.Caches) > 0 {
+		b.WriteString("\n| Cached volume | Kind | Mode | Size | Cache | Origin | Cache device | Dirty | Hits | Use |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for i := range h.Caches {
+			c := &h.Caches[i]
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(cacheName(c)), mdCell(c.Kind), mdCell(cacheMode(c)),
+				diskSize(c.SizeBytes), cacheSize(c), mdCell(strings.Join(c.OriginDevices, ", ")),
+				mdCell(strings.Join(c.CacheDevices, ", ")), cacheDirty(c), mdCell(cacheHits(c)), mdCell(stackUse(c.FSType, c.Mounts, false)))
 		}
 	}
 	if len(h.Warnings) > 0 {

@@ -58,6 +58,11 @@ type Workload struct {
 	Direct      bool          `json:"direct"`
 	Engine      string        `json:"engine"` // requested: auto, sync, io_uring
 	Data        string        `json:"data"`   // random, zeros, compress:NN
+	// Distribution spreads random offsets as fio's random_distribution:
+	// zipf:THETA or zoned:ACCESS/SIZE:... (zoned:90/10:10/90 sends 90% of
+	// the I/O to the first 10% of the data); "" (or "random") is the
+	// uniform random map. It is part of the workload's identity.
+	Distribution string `json:"distribution,omitempty"`
 	// Fresh makes the test file new (empty) before this workload, so a write
 	// is a first write into unallocated space (the video set's point).
 	Fresh bool `json:"fresh,omitempty"`
@@ -167,6 +172,14 @@ var specKeys = map[string]func(w *Workload, v string) error{
 		w.Data = v
 		return nil
 	},
+	"distribution": func(w *Workload, v string) error {
+		d, err := CanonicalDistribution(v)
+		if err != nil {
+			return err
+		}
+		w.Distribution = d
+		return nil
+	},
 }
 
 // fio spellings accepted as aliases.
@@ -178,6 +191,8 @@ var specAliases = map[string]string{
 	"end_fsync": "fsync",
 	"randseed":  "seed",
 	"readwrite": "rw",
+	// fio's name for it
+	"random_distribution": "distribution",
 }
 
 // ParseSpec parses a workload SPEC such as
@@ -231,7 +246,7 @@ func printable(s string) string {
 }
 
 func knownKeys() string {
-	return "name, rw, bs, size, offset, jobs, iodepth, runtime, ramp, rwmixread, fsync, seed, direct, engine, data"
+	return "name, rw, bs, size, offset, jobs, iodepth, runtime, ramp, rwmixread, fsync, seed, direct, engine, data, distribution"
 }
 
 // defaultName names an unnamed spec after what it does: randread-4k-q32t1.
@@ -320,6 +335,12 @@ func (w Workload) Validate() error {
 	}
 	if _, _, err := ParseData(w.Data); err != nil {
 		return bad("data %q: %v", w.Data, err)
+	}
+	if _, err := ParseDistribution(w.Distribution); err != nil {
+		return bad("distribution %q: %v", w.Distribution, err)
+	}
+	if w.Distribution != "" && !w.Random() {
+		return bad("distribution %s needs random I/O (rw=randread, randwrite or randrw), not rw=%s", w.Distribution, w.RW)
 	}
 	if w.Engine != "auto" && w.Engine != "sync" && w.Engine != "io_uring" {
 		return bad("engine %q: want auto, sync or io_uring", w.Engine)

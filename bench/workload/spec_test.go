@@ -142,3 +142,39 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestDistributionSpec: fio's random_distribution spelling is read, put
+// one way (so the same skew is the same workload), and refused where it
+// means nothing or says nothing.
+func TestDistributionSpec(t *testing.T) {
+	for spec, want := range map[string]string{
+		"rw=randread,distribution=zipf:1.20":                "zipf:1.2",
+		"rw=randread,random_distribution=zoned:90/10:10/90": "zoned:90/10:10/90",
+		"rw=randrw,distribution=zoned:60/10:30/20:10/70":    "zoned:60/10:30/20:10/70",
+		"rw=randwrite,distribution=random":                  "",
+	} {
+		w, _, err := ParseSpec(spec, DefaultWorkload())
+		if err != nil || w.Distribution != want {
+			t.Errorf("%s: %q %v, want %q", spec, w.Distribution, err, want)
+			continue
+		}
+		if err := w.Validate(); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
+	for _, spec := range []string{
+		"rw=randread,distribution=zipf:0", "rw=randread,distribution=zipf:x", "rw=randread,distribution=pareto:0.9",
+		"rw=randread,distribution=zoned:90/10:20/90", "rw=randread,distribution=zoned:90/10:10", "rw=randread,distribution=zoned:90/0:10/100",
+	} {
+		if _, _, err := ParseSpec(spec, DefaultWorkload()); err == nil || !errors.Is(err, ErrUsage) {
+			t.Errorf("%s: err %v, want a usage error", spec, err)
+		}
+	}
+	w, _, err := ParseSpec("rw=read,distribution=zipf:1.2", DefaultWorkload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "needs random I/O") {
+		t.Errorf("a skewed sequential read: %v", err)
+	}
+}

@@ -72,7 +72,9 @@ A SPEC is key=value pairs, as in fio:
   name=seqread,rw=read,bs=32M,size=2G,jobs=16,iodepth=1,runtime=10s
 keys: name, rw (read|write|randread|randwrite|randrw), bs, size, offset, jobs,
 iodepth, runtime (0 = one pass over size), ramp, rwmixread, fsync (0|1),
-seed, direct (0|1), engine (auto|sync|io_uring), data (random|zeros|compress:NN).
+seed, direct (0|1), engine (auto|sync|io_uring), data (random|zeros|compress:NN),
+distribution (random|zipf:THETA|zoned:ACCESS/SIZE:..., fio's random_distribution:
+zipf:1.2, or zoned:90/10:10/90 for 90% of the I/O to 10% of the data).
 Flags such as --size override a set's values and fill what a SPEC leaves out.
 MB/s is 10^6 bytes per second.
 
