@@ -154,6 +154,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		env.DedupDevice = dedupDevice(opts.Root, t.ident.Device)
 	}
 	env.VirtualDisk, env.VirtualBy, env.Disk = t.ident.Virtual, t.ident.VirtualBy, t.ident.Disk
+	env.Cache = t.ident.Cache
 
 	rec = &record.Record{
 		Schema: record.Schema, ID: id, Label: req.Label, Start: start.UTC().Truncate(time.Second),

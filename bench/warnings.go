@@ -10,6 +10,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -33,6 +34,8 @@ type environment struct {
 	VirtualDisk bool
 	VirtualBy   string
 	Disk        string
+	// Cache is the cached volume under the target, nil when there is none.
+	Cache *hwinfo.CachedVolume
 }
 
 // workloadWarnings are the problems of one workload that are known before it runs.
@@ -53,6 +56,14 @@ func workloadWarnings(w workload.Workload, env environment) []string {
 	if w.Runtime > 0 && w.Runtime < MinRuntime {
 		out = append(out, fmt.Sprintf("%s: runtime %s is under %s: figures are noisy", w.Name, w.Runtime, MinRuntime))
 	}
+	if c := env.Cache; c != nil && c.Kind == hwinfo.CacheKindBcache && c.SequentialCutoffBytes != nil {
+		// bcache sends a task's sequential stream past the cutoff to the
+		// backing device (check_should_bypass), reads and writes alike.
+		if cut := *c.SequentialCutoffBytes; cut > 0 && !w.Random() && w.SizeBytes > cut {
+			out = append(out, fmt.Sprintf("%s: %s's sequential_cutoff is %s: sequential I/O past it bypasses the cache, so this measures the backing disk "+
+				"(echo 0 > /sys/block/%s/bcache/sequential_cutoff caches it)", w.Name, c.Device, units.FormatSize(cut), c.Device))
+		}
+	}
 	return out
 }
 
@@ -66,7 +77,38 @@ func repetitionWarnings(w workload.Workload, r record.Repetition, env environmen
 		out = append(out, fmt.Sprintf("%s: O_DIRECT was refused and the data set %s is smaller than RAM: reads may come from the page cache",
 			w.Name, units.FormatSize(w.SizeBytes)))
 	}
+	if why := cacheFillWarning(w, r, env.Cache); why != "" {
+		out = append(out, why)
+	}
 	return out
+}
+
+// cacheFillWarning says when a time-based run on a cached volume moved
+// less than the cache could take of its working set: the cache was still
+// filling when it ended (a warm phase shorter than the fill time measures
+// a cache half cold), with how long filling takes at the run's own rate.
+func cacheFillWarning(w workload.Workload, r record.Repetition, c *hwinfo.CachedVolume) string {
+	if c == nil || w.Runtime == 0 || r.ElapsedMS <= 0 {
+		return ""
+	}
+	var moved uint64
+	for _, d := range []*record.DirResult{r.Read, r.Write} {
+		if d != nil {
+			moved += d.IOBytes
+		}
+	}
+	fill := w.SizeBytes
+	if c.CacheBytes > 0 {
+		fill = min(fill, c.CacheBytes)
+	}
+	if moved == 0 || moved >= fill {
+		return ""
+	}
+	rate := float64(moved) / (r.ElapsedMS / 1000)
+	need := time.Duration(float64(fill) / rate * float64(time.Second)).Round(100 * time.Millisecond)
+	return fmt.Sprintf("%s: moved %s in %s, less than the %s of its working set the cache (%s, %s) can hold: the cache was still filling; "+
+		"at this rate filling it takes %s, so run or warm it at least that long", w.Name, units.FormatSize(moved),
+		time.Duration(r.ElapsedMS*float64(time.Millisecond)).Round(100*time.Millisecond), units.FormatSize(fill), c.Device, c.Kind, need)
 }
 
 // targetWarnings concern the whole run: filesystem, device, CPU clock.

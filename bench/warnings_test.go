@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 func TestWorkloadWarnings(t *testing.T) {
@@ -166,4 +167,39 @@ func TestAgreementWarning(t *testing.T) {
 	if got := agreementWarning(w, record.Repetition{}); got != "" {
 		t.Errorf("no device: %s", got)
 	}
+}
+
+// TestCacheWarnings: what would fool a cache benchmark (issue 15 item 4):
+// bcache's sequential cutoff left on under a sequential workload, and a
+// timed run that ended before it moved what the cache can hold of its
+// working set.
+func TestCacheWarnings(t *testing.T) {
+	cut := uint64(4 << 20)
+	zero := uint64(0)
+	bc := &hwinfo.CachedVolume{Device: "bcache0", Kind: "bcache", CacheBytes: 1 << 30, SequentialCutoffBytes: &cut}
+	seq := workload.DefaultWorkload()
+	seq.Name, seq.RW, seq.BlockBytes, seq.SizeBytes = "seqread", "read", 1<<20, 256<<20
+	checkWarnings(t, workloadWarnings(seq, environment{Cache: bc}), []string{"bcache0's sequential_cutoff is 4 MiB: sequential I/O past it bypasses the cache"})
+	rnd := seq
+	rnd.Name, rnd.RW, rnd.BlockBytes = "rnd", "randread", 4096
+	checkWarnings(t, workloadWarnings(rnd, environment{Cache: bc}), nil)
+	off := *bc
+	off.SequentialCutoffBytes = &zero
+	checkWarnings(t, workloadWarnings(seq, environment{Cache: &off}), nil)
+	lvm := &hwinfo.CachedVolume{Device: "dm-3", Kind: "lvmcache", CacheBytes: 64 << 20}
+	checkWarnings(t, workloadWarnings(seq, environment{Cache: lvm}), nil)
+
+	// 10 s moved 100 MiB of a 256 MiB working set on a 1 GiB cache: 25.6 s to fill.
+	rep := record.Repetition{ElapsedMS: 10000, Read: &record.DirResult{IOBytes: 100 << 20}}
+	rnd.Runtime = 10 * time.Second
+	got := repetitionWarnings(rnd, rep, environment{Cache: bc})
+	checkWarnings(t, got, []string{"moved 100 MiB in 10s, less than the 256 MiB of its working set the cache (bcache0, bcache) can hold"})
+	if len(got) == 1 && !strings.Contains(got[0], "filling it takes 25.6s") {
+		t.Errorf("fill time not said: %q", got[0])
+	}
+	// The cache smaller than the working set: filling it is what counts.
+	checkWarnings(t, repetitionWarnings(rnd, rep, environment{Cache: lvm}), nil)
+	checkWarnings(t, repetitionWarnings(rnd, rep, environment{}), nil)
+	rnd.Runtime = 0 // one pass over the working set: filled by construction
+	checkWarnings(t, repetitionWarnings(rnd, rep, environment{Cache: bc}), nil)
 }
