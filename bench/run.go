@@ -64,6 +64,9 @@ type Options struct {
 	Logger     *slog.Logger   // nil discards
 	Engine     Engine         // nil is bench/engine
 	Now        func() time.Time
+	// Runner runs smartctl for the target disk's health before and after
+	// the run; nil reads none.
+	Runner Runner
 	// SampleInterval is how often the host and device series are
 	// sampled during a workload; 0 is DefaultSampleInterval (1s).
 	SampleInterval time.Duration
@@ -197,6 +200,9 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if t.ident.Kind == record.KindDevice {
 		r.laidOut = extent // a device is used as it is: never laid out
 	}
+	if t.ident.Disk != "" {
+		rec.Health = startHealth(ctx, opts.Runner, opts.Roots.DevPath(t.ident.Disk), now())
+	}
 	if req.Precondition {
 		if rec.Precondition, err = r.precondition(ctx); err != nil {
 			return nil, err
@@ -253,6 +259,9 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		// The free-space check passed before the run, so something else
 		// wrote to the filesystem meanwhile: say so, not just ENOSPC.
 		err = fmt.Errorf("%s filled up during the run (something else is writing there): %w", t.ident.Path, err)
+	}
+	if err == nil {
+		rec.Warnings = append(rec.Warnings, finishHealth(ctx, opts.Runner, rec.Health, now())...)
 	}
 	for i := range rec.Workloads {
 		wr := &rec.Workloads[i]

@@ -15,6 +15,7 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
@@ -296,7 +297,7 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 	}
 	rec, err := bench.Run(ctx, req, bench.Options{
 		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
-		Progress: progress, Logger: e.Logger,
+		Progress: progress, Logger: e.Logger, Runner: disk.ExecRunner{},
 	})
 	if live != nil {
 		live.Clear()
