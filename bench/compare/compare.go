@@ -133,6 +133,16 @@ type Cell struct {
 	Metrics []Value `json:"metrics,omitempty"`
 	// LatencyNS are the medians over repetitions of p50, p90, p99, p99.9 in ns.
 	LatencyNS [4]float64 `json:"latency_percentiles_ns"`
+	// Sources are the workload directions pooled into the cell, for
+	// renderers that draw the repetitions (time series); not in the JSON.
+	Sources []Source `json:"-"`
+}
+
+// Source is one record's workload direction pooled into a cell.
+type Source struct {
+	Record   *record.Record
+	Workload *record.WorkloadResult
+	Dir      string // read or write
 }
 
 // Value is one metric of a cell: the repetitions, their median and range,
@@ -426,6 +436,7 @@ func rowsText(rows []string) string {
 type member struct {
 	wr  *record.WorkloadResult
 	dir string
+	rec *record.Record
 }
 
 // rowBuild is a row while records are placed into it.
@@ -450,7 +461,7 @@ func placeRecord(built []*rowBuild, gi int, rec *record.Record) []*rowBuild {
 		wr := &rec.Workloads[wi]
 		for _, dir := range []string{"read", "write"} {
 			if s, ok := wr.Summary[dir]; ok {
-				entries = append(entries, entry{member{wr, dir}, s.Name, identityOf(wr.Params, dir)})
+				entries = append(entries, entry{member{wr, dir, rec}, s.Name, identityOf(wr.Params, dir)})
 			}
 		}
 	}
@@ -540,6 +551,7 @@ func gather(members []member) (Cell, paramSet) {
 	var ps paramSet
 	for _, m := range members {
 		wr, dir := m.wr, m.dir
+		cell.Sources = append(cell.Sources, Source{Record: m.rec, Workload: wr, Dir: dir})
 		s := wr.Summary[dir]
 		if ps == nil {
 			ps = paramsOf(wr.Params)

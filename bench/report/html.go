@@ -8,19 +8,37 @@ import (
 	"github.com/diskprep/diskprep/bench/compare"
 )
 
-const pageCSS = `*{box-sizing:border-box}
-body{margin:0 auto;max-width:1100px;padding:24px;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
+// The page's layout, in CSS px: the tests check the charts' text size at
+// common window widths from these.
+const (
+	pageMaxWidth = 1200.0
+	pagePadding  = 24.0
+	gridMin      = 460.0 // a small chart's narrowest cell
+	gridGap      = 28.0
+	gridChartMax = 680.0 // a small chart's widest
+)
+
+var pageCSS = fmt.Sprintf(`*{box-sizing:border-box}
+body{margin:0 auto;max-width:%.0fpx;padding:%.0fpx;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
 h1{font-size:1.5em;margin:0 0 4px} h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid var(--grid);padding-bottom:4px} h3{font-size:1.05em;margin:20px 0 6px}
 p.sub,p.method{color:var(--muted)}
 table{border-collapse:collapse;margin:8px 0 16px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid var(--grid);padding:4px 8px;text-align:left;vertical-align:top}
-th{background:color-mix(in srgb,var(--grid) 40%,transparent)}
-td.num{text-align:right;white-space:nowrap}
+td{overflow-wrap:break-word}
+th{background:color-mix(in srgb,var(--grid) 40%%,transparent)}
+td.num{text-align:right} .nw{white-space:nowrap}
 td.better{font-weight:600} td.worse{font-weight:600;text-decoration:underline dotted}
 .verdict-better::before{content:"▲ "} .verdict-worse::before{content:"▼ "} .verdict-same::before{content:"≈ "}
 ul.warn li{margin:2px 0}
-figure{margin:12px 0 24px} figcaption{color:var(--muted);font-size:.9em}
-`
+figure{margin:12px 0 24px;break-inside:avoid} figcaption{color:var(--muted);font-size:.9em}
+.table-wrap{overflow-x:auto}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%%,%.0fpx),1fr));gap:8px %.0fpx;align-items:start}
+.grid figure{margin:8px 0 16px}
+.grid svg.chart{max-width:%.0fpx}
+@page{size:A4;margin:12mm}
+@media print{body{max-width:none;padding:0;font-size:10pt}h2,h3{break-after:avoid}table{font-size:8.5pt}
+.grid{grid-template-columns:1fr 1fr;gap:4px 16px}figure{margin:4px 0 10px}.table-wrap{overflow:visible}}
+`, pageMaxWidth, pagePadding, gridMin, gridGap, gridChartMax)
 
 // HTML writes one self-contained page: no scripts, no network, no external
 // fonts; the styles are inline and the charts are inline SVG, readable in
@@ -36,12 +54,18 @@ func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 	fmt.Fprintf(&b, "<title>diskprep: %s</title>\n<style>\n%s%s%s</style>\n</head>\n<body>\n", esc(t), palette, pageCSS, chartCSS)
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"sub\">Compared %s. Baseline: %s.</p>\n", esc(t), esc(byText(c)), esc(c.Groups[0].Name))
 
-	b.WriteString("<h2>Results</h2>\n")
+	if len(c.Groups) > 1 {
+		b.WriteString("<h2>What changed</h2>\n")
+		fmt.Fprintf(&b, "<figure>\n%s<figcaption>Change of each workload against %s, with its 95%% interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
+			changeChart(c, "change", svgWide).svg(false), esc(c.Groups[0].Name))
+	}
+	b.WriteString("<h2>Results</h2>\n<div class=\"table-wrap\">\n")
 	if l.stacked(c) {
 		htmlTableStacked(&b, c)
 	} else {
 		htmlTable(&b, c)
 	}
+	b.WriteString("</div>\n")
 	if len(c.Warnings) > 0 {
 		b.WriteString("<h3>Warnings</h3>\n<ul class=\"warn\">\n")
 		for _, w := range c.Warnings {
@@ -66,36 +90,46 @@ func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 		}
 		b.WriteString("</table>\n")
 	}
-	b.WriteString("<p>Per column:</p>\n<table>\n<tr><th></th>")
-	for gi := range c.Groups {
-		fmt.Fprintf(&b, "<th scope=\"col\">%s</th>", esc(groupHeader(c, gi)))
-	}
-	b.WriteString("</tr>\n")
 	names, cells := identityRows(c)
-	for i, n := range names {
-		fmt.Fprintf(&b, "<tr><th scope=\"row\">%s</th>", esc(n))
-		for _, v := range cells[i] {
-			fmt.Fprintf(&b, "<td>%s</td>", esc(v))
+	if l.stacked(c) {
+		// One line per column: as wide as the facts, whatever the
+		// number of columns.
+		b.WriteString("<p>Per column:</p>\n<div class=\"table-wrap\">\n<table>\n<tr><th scope=\"col\">Column</th>")
+		for _, n := range names {
+			fmt.Fprintf(&b, "<th scope=\"col\">%s</th>", esc(n))
 		}
 		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table>\n")
-
-	b.WriteString("<h2>Charts</h2>\n")
-	for mi, m := range c.Metrics {
-		if m == compare.MetricLatP99 {
-			continue // the percentile charts below show latency in full
+		for gi := range c.Groups {
+			fmt.Fprintf(&b, "<tr><th scope=\"row\">%s</th>", esc(groupHeader(c, gi)))
+			for i := range names {
+				fmt.Fprintf(&b, "<td>%s</td>", esc(cells[i][gi]))
+			}
+			b.WriteString("</tr>\n")
 		}
-		fmt.Fprintf(&b, "<figure>\n%s<figcaption>%s per workload and %s.</figcaption>\n</figure>\n",
-			barChart(c, mi, "bars-"+slug(m), false), esc(chartTitle(m)), esc(c.By))
+		b.WriteString("</table>\n</div>\n")
+	} else {
+		htmlColumns(&b, c, names, cells)
 	}
+
+	b.WriteString("<h2>Throughput and IOPS by block size</h2>\n<div class=\"grid\">\n")
+	for _, d := range barPanels(c, "bars", svgSmall) {
+		fmt.Fprintf(&b, "<figure>\n%s</figure>\n", d.svg(false))
+	}
+	b.WriteString("</div>\n<h2>Latency percentiles</h2>\n<div class=\"grid\">\n")
+	for ri, r := range c.Rows {
+		fmt.Fprintf(&b, "<figure>\n%s</figure>\n", latencyCurves(c, r, fmt.Sprintf("lat%d", ri), svgSmall).svg(false))
+	}
+	b.WriteString("</div>\n<h2>Over time</h2>\n")
 	for ri, r := range c.Rows {
 		fmt.Fprintf(&b, "<h3>%s</h3>\n", esc(r.Name))
 		if r.Params != "" {
 			fmt.Fprintf(&b, "<p class=\"sub\">%s</p>\n", esc(r.Params))
 		}
-		fmt.Fprintf(&b, "<figure>\n%s<figcaption>Latency percentiles of %s.</figcaption>\n</figure>\n", latencyChart(c, r, fmt.Sprintf("lat%d", ri)), esc(r.Name))
-		fmt.Fprintf(&b, "<figure>\n%s<figcaption>Throughput second by second of every repetition of %s.</figcaption>\n</figure>\n", timeSeriesChart(c, r, fmt.Sprintf("ts%d", ri)), esc(r.Name))
+		b.WriteString("<div class=\"grid\">\n")
+		for _, d := range rowTimeCharts(c, r, fmt.Sprintf("ts%d", ri), svgSmall) {
+			fmt.Fprintf(&b, "<figure>\n%s</figure>\n", d.svg(false))
+		}
+		b.WriteString("</div>\n")
 	}
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
@@ -136,7 +170,7 @@ func htmlTable(b *strings.Builder, c *compare.Comparison) {
 					b.WriteString("<td class=\"num\">-</td>")
 					continue
 				}
-				fmt.Fprintf(b, "<td class=\"num\">%s</td>", esc(valueText(m, cell.Metrics[mi])))
+				fmt.Fprintf(b, "<td class=\"num\">%s</td>", valueHTML(m, cell.Metrics[mi]))
 			}
 			for gi := 1; gi < len(r.Cells); gi++ {
 				cell := r.Cells[gi]
@@ -184,7 +218,7 @@ func htmlTableStacked(b *strings.Builder, c *compare.Comparison) {
 			}
 			fmt.Fprintf(b, "<td>%s</td>", esc(rowGroupHeader(c, r, gi)))
 			for mi, m := range c.Metrics {
-				fmt.Fprintf(b, "<td class=\"num\">%s</td>", esc(valueText(m, cell.Metrics[mi])))
+				fmt.Fprintf(b, "<td class=\"num\">%s</td>", valueHTML(m, cell.Metrics[mi]))
 			}
 			switch {
 			case gi == r.Baseline:
@@ -201,4 +235,31 @@ func htmlTableStacked(b *strings.Builder, c *compare.Comparison) {
 		}
 	}
 	b.WriteString("</tbody>\n</table>\n")
+}
+
+// htmlColumns is the per-column identity with one column per group.
+func htmlColumns(b *strings.Builder, c *compare.Comparison, names []string, cells [][]string) {
+	b.WriteString("<p>Per column:</p>\n<table>\n<tr><th></th>")
+	for gi := range c.Groups {
+		fmt.Fprintf(b, "<th scope=\"col\">%s</th>", esc(groupHeader(c, gi)))
+	}
+	b.WriteString("</tr>\n")
+	for i, n := range names {
+		fmt.Fprintf(b, "<tr><th scope=\"row\">%s</th>", esc(n))
+		for _, v := range cells[i] {
+			fmt.Fprintf(b, "<td>%s</td>", esc(v))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n")
+}
+
+// valueHTML is valueText with the median and the range each kept on one
+// line: a narrow column breaks between them, not inside "(515–525)".
+func valueHTML(metric string, v compare.Value) string {
+	med, rng := valueParts(metric, v)
+	if rng == "" {
+		return `<span class="nw">` + esc(med) + `</span>`
+	}
+	return `<span class="nw">` + esc(med) + `</span> <span class="nw">` + esc(rng) + `</span>`
 }

@@ -102,9 +102,19 @@ func cellChange(c *compare.Comparison, cell compare.Cell) string {
 	if same {
 		return texts[0]
 	}
-	parts := make([]string, len(texts))
+	// Metrics that say the same are named together: "MB/s, IOPS -10.0%
+	// worse (…); p99 latency +11.1% worse (…)".
+	var order []string
+	who := map[string][]string{}
 	for i, t := range texts {
-		parts[i] = c.Metrics[i] + " " + t
+		if _, ok := who[t]; !ok {
+			order = append(order, t)
+		}
+		who[t] = append(who[t], c.Metrics[i])
+	}
+	parts := make([]string, len(order))
+	for i, t := range order {
+		parts[i] = strings.Join(who[t], ", ") + " " + t
 	}
 	return strings.Join(parts, "; ")
 }

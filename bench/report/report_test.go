@@ -212,25 +212,45 @@ func TestHTMLSelfContainedAndCharts(t *testing.T) {
 	rows := len(c.Rows)
 	// Present cells: every row in xfs and ext4; btrfs lacks mixed-read/-write.
 	present := 0
-	runs := map[string]int{}
 	for _, r := range c.Rows {
 		for _, cell := range r.Cells {
 			if cell.Present {
 				present++
-				runs[r.Name] += cell.N
 			}
 		}
 	}
+	// One panel per block size (1M and 4k here) and metric; together
+	// they draw one bar per present cell.
 	for _, kind := range []string{"bars-mb-s", "bars-iops"} {
-		if len(byKind[kind]) != 1 {
-			t.Fatalf("%d %s charts, want 1", len(byKind[kind]), kind)
+		if len(byKind[kind]) != 2 {
+			t.Fatalf("%d %s panels, want 2 (1M and 4k blocks)", len(byKind[kind]), kind)
 		}
-		if got := byKind[kind][0].counts["rect"]; got != present {
+		got := 0
+		for _, info := range byKind[kind] {
+			got += info.counts["rect"] - 1 // less the background
+		}
+		if got != present {
 			t.Errorf("%s: %d bars, want %d (one per present cell)", kind, got, present)
 		}
 	}
-	if len(byKind["latency"]) != rows || len(byKind["timeseries"]) != rows {
-		t.Fatalf("%d latency and %d time-series charts, want %d each", len(byKind["latency"]), len(byKind["timeseries"]), rows)
+	// The change chart: one point per non-baseline present cell and metric
+	// drawn (IOPS changes as MB/s here, so MB/s only).
+	if len(byKind["change"]) != 1 {
+		t.Fatalf("%d change charts, want 1", len(byKind["change"]))
+	}
+	points := 0
+	for _, r := range c.Rows {
+		for gi, cell := range r.Cells {
+			if gi != r.Baseline && cell.Present {
+				points++
+			}
+		}
+	}
+	if got := byKind["change"][0].counts["circle"] + byKind["change"][0].counts["polygon"] - 4; got != points { // less the legend's four
+		t.Errorf("change chart: %d points, want %d", got, points)
+	}
+	if len(byKind["latency"]) != rows {
+		t.Fatalf("%d latency charts, want %d", len(byKind["latency"]), rows)
 	}
 	for _, info := range byKind["latency"] {
 		want := 0
@@ -238,19 +258,36 @@ func TestHTMLSelfContainedAndCharts(t *testing.T) {
 			if r.Name == info.row {
 				for _, cell := range r.Cells {
 					if cell.Present {
-						want += 4
+						want++
 					}
 				}
 			}
 		}
-		if info.counts["rect"] != want {
-			t.Errorf("latency %s: %d bars, want %d (4 percentiles per present group)", info.row, info.counts["rect"], want)
+		if info.counts["polyline"] != want {
+			t.Errorf("latency %s: %d curves, want %d (one per present group)", info.row, info.counts["polyline"], want)
 		}
 	}
+	// Over time: one line per present group (the median of its
+	// repetitions, their spread shaded), not one per repetition.
+	ts := 0
 	for _, info := range byKind["timeseries"] {
-		if info.counts["polyline"] != runs[info.row] {
-			t.Errorf("time series %s: %d lines, want %d (one per repetition)", info.row, info.counts["polyline"], runs[info.row])
+		ts++
+		want := 0
+		for _, r := range c.Rows {
+			if r.Name == info.row {
+				for _, cell := range r.Cells {
+					if cell.Present {
+						want++
+					}
+				}
+			}
 		}
+		if info.counts["polyline"] != want {
+			t.Errorf("time series %s: %d lines, want %d (one per present group)", info.row, info.counts["polyline"], want)
+		}
+	}
+	if ts != rows {
+		t.Errorf("%d time-series charts, want %d", ts, rows)
 	}
 }
 
@@ -260,7 +297,8 @@ func TestSVGStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := parseSVG(t, buf.String())
-	if info.chart != "bars-mb-s" || info.counts["svg"] != 1 || info.counts["style"] != 1 {
+	// The change chart, then the MB/s and IOPS panels of 1M and 4k blocks.
+	if info.chart != "stack" || info.counts["svg"] != 1 || info.counts["style"] != 1 || info.counts["g"] != 5 {
 		t.Errorf("standalone svg: %+v", info)
 	}
 	if !strings.Contains(buf.String(), `xmlns="http://www.w3.org/2000/svg"`) {
