@@ -103,7 +103,7 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	labelW = math.Min(labelW+22, w*0.34)
 	valueW = math.Min(valueW+14, w*0.3)
 	x0, x1 := labelW, w-valueW-6
-	ticks, top := linearTicks(maxV, int(math.Max(3, math.Min(8, (x1-x0)/90))))
+	ticks, top := linearTicks(maxV, int(math.Max(4, math.Min(8, (x1-x0)/80))))
 	x := func(v float64) float64 { return x0 + v/top*(x1-x0) }
 	const barH, gap = 15.0, 4.0
 	plotTop := y
