@@ -106,12 +106,16 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	ticks, top := linearTicks(maxV, int(math.Max(4, math.Min(8, (x1-x0)/80))))
 	x := func(v float64) float64 { return x0 + v/top*(x1-x0) }
 	const barH, gap = 15.0, 4.0
-	plotTop := y
 	var desc []string
 	var bars strings.Builder
+	// The grid and the axis run beside each row's bars only, not through
+	// the row names above them.
+	type span struct{ a, b float64 }
+	var spans []span
 	for _, r := range rows {
 		d.text(10, y+13, "start", "head", fitText(r.Name, fontBase, true, w-20))
 		y += 20
+		spans = append(spans, span{y - 3, 0})
 		for gi, cell := range r.Cells {
 			if !cell.Present {
 				continue
@@ -132,13 +136,17 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 			desc = append(desc, fmt.Sprintf("%s %s %s", r.Name, g, valueText(metric, v)))
 			y += barH + gap
 		}
+		spans[len(spans)-1].b = y + 4
 		y += 8
 	}
-	for _, t := range ticks {
-		d.line("grid", x(t), plotTop, x(t), y)
+	spans[len(spans)-1].b = y
+	for _, sp := range spans {
+		for _, t := range ticks {
+			d.line("grid", x(t), sp.a, x(t), sp.b)
+		}
+		d.line("axis", x0, sp.a, x0, sp.b)
 	}
 	d.b.WriteString(bars.String())
-	d.line("axis", x0, plotTop, x0, y)
 	d.line("axis", x0, y, x1, y)
 	for _, t := range ticks {
 		d.text(x(t), y+15, "middle", "tick", tickNum(t))
