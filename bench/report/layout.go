@@ -197,11 +197,14 @@ func stackedResults(c *compare.Comparison, width int) string {
 		b.WriteString(wrap(r.Params, r.Name+"  ", strings.Repeat(" ", textWidth(r.Name)+2), width))
 		h := head
 		if len(c.Groups) > 1 {
-			vs := "  CHANGE vs " + c.Groups[r.Baseline].Name
-			if textWidth(h+vs) > width {
-				vs = "  CHANGE vs baseline"
+			// The longest header that fits; none when even "CHANGE" would
+			// pass the width (the changes then go under each line anyway).
+			for _, vs := range []string{"  CHANGE vs " + c.Groups[r.Baseline].Name, "  CHANGE vs baseline", "  CHANGE"} {
+				if textWidth(h+vs) <= width {
+					h += vs
+					break
+				}
 			}
-			h += vs
 		}
 		b.WriteString(strings.TrimRight(h, " ") + "\n")
 		for gi, cell := range r.Cells {

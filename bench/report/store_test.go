@@ -90,6 +90,21 @@ func TestStoreTableFits(t *testing.T) {
 		}
 	}
 	checkGolden(t, "store.table", buf.Bytes())
+	// With the p99 latency too (changes of several metrics per line).
+	withLatency, err := compare.Compare(storeRecords(t), compare.Options{Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := WriteLayout(&buf, "table", withLatency, Layout{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := maxWidth(buf.String()); w > DefaultWidth {
+		t.Errorf("table with latency is %d columns wide", w)
+	}
+	if !strings.Contains(buf.String(), "p99 latency") {
+		t.Error("table with latency lacks it")
+	}
 	buf.Reset()
 	if err := WriteLayout(&buf, "table", c, Layout{Wide: true}); err != nil {
 		t.Fatal(err)
