@@ -220,7 +220,11 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	if len(lines) > 1 {
 		y = legend(d, names, y)
 	}
-	ticks, top := linearTicks(maxV*1.05, 4)
+	hi := maxV * 1.05
+	if strings.Contains(unit, "%") && maxV <= 100 {
+		hi = math.Min(hi, 100) // a share: its axis ends at 100
+	}
+	ticks, top := linearTicks(hi, 4)
 	tickW := 0.0
 	for _, t := range ticks {
 		tickW = math.Max(tickW, textExtent(tickNum(t), fontTick, false))

@@ -295,15 +295,15 @@ func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 			}
 		}
 		for _, p := range ticks {
-			px := x(1 + p/100)
-			cls := "grid"
-			if p == 0 {
-				cls = "zero"
+			if p != 0 {
+				px := x(1 + p/100)
+				body.WriteString(fmt.Sprintf(`<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", px, top, px, y))
 			}
-			body.WriteString(fmt.Sprintf(`<line class="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", cls, px, top, px, y))
 		}
 		d.b.WriteString(body.String())
 		d.b.WriteString(inner.b.String())
+		// The zero line over the noise bands, which would hide it.
+		d.line("zero", x(1), top, x(1), y)
 		d.line("axis", x0, y, x1, y)
 		for _, p := range ticks {
 			d.text(x(1+p/100), y+15, "middle", "tick", tickPct(p))
