@@ -46,6 +46,16 @@ func TestParseSmartctl(t *testing.T) {
 	if err != nil || *r.CRCErrors != 7 || *r.MediaErrors != 2 {
 		t.Errorf("sata after: %+v %v", r, err)
 	}
+	// Real captures in the QEMU guest: its NVMe controller's health log,
+	// and its SATA disk's few attributes (no wear, no CRC counter).
+	r, _, err = ParseSmartctl(smartFile(t, "qemu-nvme"))
+	if err != nil || r.Protocol != "NVMe" || *r.TemperatureC != 50 || *r.PowerOnHours != 0 || *r.PercentUsed != 0 || *r.MediaErrors != 0 || r.Throttled {
+		t.Errorf("qemu nvme: %+v %v", r, err)
+	}
+	r, _, err = ParseSmartctl(smartFile(t, "qemu-sata-ssd"))
+	if err != nil || r.Protocol != "ATA" || *r.TemperatureC != 31 || *r.PowerOnHours != 1 || *r.MediaErrors != 0 || r.CRCErrors != nil || r.PercentUsed != nil {
+		t.Errorf("qemu sata: %+v %v", r, err)
+	}
 	// The real capture of a virtio disk: no reading, smartctl's reason.
 	if _, _, err := ParseSmartctl(smartFile(t, "virtio-unknown-type")); err == nil || err.Error() != "/dev/vda: Unable to detect device type" {
 		t.Errorf("virtio: %v", err)
