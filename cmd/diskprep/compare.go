@@ -63,7 +63,7 @@ Examples:
   diskprep compare -o svg --output throughput.svg`,
 		Flags: append(filterFlags(),
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
-			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME` (default: the first, oldest)"},
+			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME`, or the one column whose name has it as a part, e.g. esx-guest for xfs · esx-guest (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
 			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes 120 columns)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
