@@ -55,6 +55,7 @@ func TestPackageRpmDeb(t *testing.T) {
 		"/usr/share/man/man8/diskprep.8.gz",
 		"/usr/share/bash-completion/completions/diskprep",
 		"/usr/share/zsh/site-functions/_diskprep",
+		"/usr/share/fish/vendor_completions.d/diskprep.fish",
 		"/usr/lib/systemd/system/diskprep-firstboot.service",
 		"/usr/libexec/diskprep/bootstrap-centos.sh",
 		"/etc/diskprep/plan.yaml.example",
@@ -113,7 +114,7 @@ func TestPackageRpmDeb(t *testing.T) {
 	if want := testenv.MustRun(t, bin, "man"); string(page) != want {
 		t.Errorf("packaged man page differs from `diskprep man`")
 	}
-	for file, shell := range map[string]string{"usr/share/bash-completion/completions/diskprep": "bash", "usr/share/zsh/site-functions/_diskprep": "zsh"} {
+	for file, shell := range map[string]string{"usr/share/bash-completion/completions/diskprep": "bash", "usr/share/zsh/site-functions/_diskprep": "zsh", "usr/share/fish/vendor_completions.d/diskprep.fish": "fish"} {
 		b, _ := os.ReadFile(filepath.Join(x, file))
 		if want := testenv.MustRun(t, bin, "completion", shell); string(b) != want || len(b) == 0 {
 			t.Errorf("%s differs from `diskprep completion %s`", file, shell)
