@@ -62,6 +62,11 @@ func TestRepetitionCacheCounters(t *testing.T) {
 		c.Before.DirtyBytes != 1<<20 || c.HitRatio == nil || *c.HitRatio != 300.0/310 || c.ReadHitRatio == nil || *c.ReadHitRatio != 300.0/310 {
 		t.Fatalf("cache io %+v", c)
 	}
+	// The runner of a real run waits out bcache's accounting before the
+	// second reading (this one, built by hand, does not).
+	if d := cacheSettleOf(tg.ident.Cache); d < BcacheAccountingInterval || cacheSettleOf(&hwinfo.CachedVolume{Kind: "lvmcache"}) != 0 {
+		t.Errorf("settle %s for bcache", d)
+	}
 	if got := eng.calls[0].Distribution; got.Kind != engine.DistZipf || got.Theta != 1.2 {
 		t.Errorf("engine distribution %+v", got)
 	}

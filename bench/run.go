@@ -195,6 +195,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 
 	r := runner{
 		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress, sampleEvery: opts.SampleInterval,
+		cacheSettle: cacheSettleOf(t.ident.Cache),
 		laidOut: t.size, extent: extent, count: len(workloads) * repeat,
 	}
 	if t.ident.Kind == record.KindDevice {
@@ -425,6 +426,10 @@ type runner struct {
 	remaining time.Duration
 	// sampleEvery is the host and device series' interval.
 	sampleEvery time.Duration
+	// cacheSettle is how long the cache's counters take to show all the
+	// I/O done (bcache's accounting interval), waited before reading them
+	// after a repetition.
+	cacheSettle time.Duration
 }
 
 func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat int) (record.Repetition, error) {
@@ -495,6 +500,11 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	one := repetitionOf(res, rep, start)
 	one.HostSamples, one.DeviceSamples = hostSamples, devSamples
 	if cacheBefore != nil {
+		select {
+		case <-ctx.Done():
+			return record.Repetition{}, ctx.Err()
+		case <-time.After(r.cacheSettle):
+		}
 		var after *hwinfo.CacheCounters
 		if after, cacheErr = r.t.cacheCounters(); after != nil {
 			one.Cache = record.NewCacheIO(r.t.cacheDev, *cacheBefore, *after)
@@ -594,6 +604,21 @@ func (r *runner) params(w workload.Workload) engine.Params {
 		// Validated when planned: a bad one cannot get here.
 		Distribution: engineDistribution(w.Distribution),
 	}
+}
+
+// BcacheAccountingInterval is how often bcache folds the hits and misses
+// it counted into stats_total: 22 times in 5 minutes (stats.c). Until then
+// the I/O of the last seconds is not in the counters.
+const BcacheAccountingInterval = 300 * time.Second / 22
+
+// cacheSettleOf is how long a repetition waits before it reads the
+// counters of cache c after the I/O: bcache's accounting interval and a
+// second to spare; device-mapper counts as the I/O completes.
+func cacheSettleOf(c *hwinfo.CachedVolume) time.Duration {
+	if c != nil && c.Kind == hwinfo.CacheKindBcache {
+		return BcacheAccountingInterval + time.Second
+	}
+	return 0
 }
 
 // engineDistribution maps a workload's distribution to the engine's.

@@ -102,6 +102,7 @@ func commands() []*cli.Command {
 		resultsCommand(),
 		compareCommand(),
 		fscompareCommand(),
+		cachebenchCommand(),
 		completionCommand(),
 		completeCommand(),
 		manCommand(),

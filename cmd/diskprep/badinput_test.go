@@ -232,7 +232,7 @@ func badCases(fx *badInputFixture) []badCase {
 
 		{"prepare nothing", []string{"prepare"}, 2, "prepare needs a DEVICE"},
 		{"prepare unknown flag", []string{"prepare", noDevice, "--fs", "xfs", "--frobnicate"}, 2, "flag provided but not defined"},
-		{"prepare two devices", []string{"prepare", noDevice, noDevice + "2", "--fs", "xfs"}, 2, "takes one device"},
+		{"prepare two devices", []string{"prepare", noDevice, "/dev/diskprep-test-no-such-ssd", "--fs", "xfs"}, 2, "takes one device"},
 		{"prepare --image with DEVICE", []string{"prepare", noDevice, "--image", img, "--size", "1G", "--fs", "xfs"}, 2, "not both"},
 		{"prepare --plan with DEVICE", []string{"prepare", "--plan", w("plan.yaml"), noDevice}, 2, "only --dry-run and --yes"},
 		{"prepare --plan with --image", []string{"prepare", "--plan", w("plan.yaml"), "--image", img}, 2, "only --dry-run and --yes"},
@@ -344,6 +344,17 @@ func badCases(fx *badInputFixture) []badCase {
 		{"fscompare nonexistent device", []string{"fscompare", noDevice, "--yes"}, 2, "does not exist"},
 		{"fscompare results dir is a file", []string{"--results", afile, "fscompare", "--image", img, "--size", "1G"}, 1, "is not a directory"},
 
+		{"cachebench nothing", []string{"cachebench"}, 2, "takes one ORIGIN_DISK"},
+		{"cachebench no cache device", []string{"cachebench", noDevice, "--yes"}, 2, "needs --cache-device DEVICE"},
+		{"cachebench without --yes", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd"}, 2, "pass --yes"},
+		{"cachebench unknown kind", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "flashcache", "--yes"}, 2, `--cache-kind "flashcache"`},
+		{"cachebench writecache writethrough", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "writecache", "--cache-mode", "writethrough", "--yes"}, 2, "writeback only"},
+		{"cachebench same disk twice", []string{"cachebench", noDevice, "--cache-device", noDevice, "--yes"}, 2, "both"},
+		{"cachebench bad size", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--size", "lots", "--yes"}, 2, `--size "lots"`},
+		{"cachebench short runtime", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--runtime", "100ms", "--yes"}, 2, "1s or more"},
+		{"cachebench unknown -o", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "-o", "csv", "--yes"}, 2, `unknown output format "csv"`},
+		{"cachebench nonexistent origin", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--yes"}, 2, "does not exist"},
+
 		{"completion without shell", []string{"completion"}, 2, "want one shell"},
 		{"completion unknown shell", []string{"completion", "tcsh"}, 2, `unknown shell "tcsh"`},
 		{"completion two shells", []string{"completion", "bash", "zsh"}, 2, "want one shell"},
@@ -395,7 +406,7 @@ func TestBadInvocations(t *testing.T) {
 			}
 		})
 	}
-	for _, cmd := range []string{"inventory", "prepare", "release", "bench", "results", "compare", "fscompare", "completion"} {
+	for _, cmd := range []string{"inventory", "prepare", "release", "bench", "results", "compare", "fscompare", "cachebench", "completion"} {
 		if !commands[cmd] {
 			t.Errorf("no bad invocation of %s", cmd)
 		}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/cmd/diskprep/cachebench"
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/redact"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+type cachebenchOptions struct {
+	Origin      string
+	CacheDevice string
+	Kind, Mode  string
+	Size        string
+	Runtime     string
+	Repeat      int
+	Yes         bool
+	Output      string
+}
+
+var cachebenchFormats = []string{"table", "markdown", "json", "html"}
+
+func cachebenchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cachebench",
+		Usage:     "measure what an SSD cache in front of an HDD buys: the HDD alone, the SSD alone, the cached volume cold, warm and steady",
+		ArgsUsage: "ORIGIN_DISK --cache-device DEVICE --yes",
+		Description: `Cachebench answers "what does the SSD buy in front of the HDD?" in one
+command, on the same disks, destroying what is on both. It reads the HDD
+alone and the SSD alone (random 4k reads, O_DIRECT), builds the cached volume
+as prepare --cache does (lvmcache, writecache or bcache; writethrough unless
+--cache-mode writeback), and measures it per working set - half the cache,
+about the cache, twice the cache, and twice the cache read with a zipf:1.2
+skew - in three phases: cold (right after it is built), warm (after one
+warm-up pass over the working set: by writes for bcache and writecache, which
+take writes in, by two read passes for lvmcache, which promotes what is read
+again) and steady (the runs after). The hit ratio of each phase is what the
+kernel's counters (dmsetup status, bcache's sysfs) say for its runs. A
+writeback cache is flushed at the release, and how long that took is shown.
+Every run is stored as a record (compare shows them again); the report ends
+with one sentence per working set: what the cache buys against the HDD
+alone and how close it gets to the SSD alone.
+
+Each working set has its own region of the origin, so each one's cold phase
+is cold; the origin must hold 5.5 times --size (default: the cache device's
+size). At the end the cache is released and both disks are left
+signature-free.
+
+Examples:
+  sudo diskprep cachebench /dev/sdb --cache-device /dev/nvme0n1 --yes
+  sudo diskprep cachebench /dev/sdb --cache-device /dev/nvme0n1p3 --cache-kind bcache --size 8G --runtime 30s --yes
+  sudo diskprep cachebench /dev/sdb --cache-device /dev/nvme0n1 --cache-mode writeback -o html --output cache.html --yes`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cache-device", Usage: "the fast disk or partition that caches: `DEVICE`"},
+			&cli.StringFlag{Name: "cache-kind", Value: "lvmcache", Usage: "`KIND` of cache: lvmcache, writecache or bcache"},
+			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE`: writethrough (default; writecache is writeback only) or writeback"},
+			&cli.StringFlag{Name: "size", Usage: "the working set near the cache's size: `SIZE` (default the cache device's)"},
+			&cli.StringFlag{Name: "runtime", Value: "10s", Usage: "`DURATION` of each measured run"},
+			&cli.IntFlag{Name: "repeat", Value: 3, Usage: "`N` runs of each warm and steady phase and of the disks alone"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy the data on both disks without asking (required)"},
+			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
+		},
+		Action: action(func(c *cli.Context, e *env) error {
+			if c.NArg() != 1 {
+				return usageErr(fmt.Errorf("cachebench takes one ORIGIN_DISK (got %q)", c.Args().Slice()))
+			}
+			return runCachebench(c.Context, cachebenchOptions{
+				Origin: c.Args().First(), CacheDevice: c.String("cache-device"), Kind: c.String("cache-kind"), Mode: c.String("cache-mode"),
+				Size: c.String("size"), Runtime: c.String("runtime"), Repeat: c.Int("repeat"), Yes: c.Bool("yes"), Output: c.String("output"),
+			}, machineOf(c), e)
+		}),
+	}
+}
+
+// check validates what does not depend on the machine.
+func (o cachebenchOptions) check() (disk.CacheBuild, cachebench.Options, error) {
+	b := disk.CacheBuild{Origin: o.Origin, CacheDevice: o.CacheDevice, Name: "cachebench", Kind: o.Kind, Mode: o.Mode,
+		Volume: disk.VolumeSpec{FS: "xfs", Label: "cachebench"}, Wipe: true}
+	run := cachebench.Options{Origin: o.Origin, CacheDevice: o.CacheDevice, Kind: o.Kind, Mode: o.Mode, Repeat: o.Repeat,
+		BlockBytes: 4096, IODepth: 4}
+	switch {
+	case o.CacheDevice == "":
+		return b, run, errors.New("cachebench needs --cache-device DEVICE: the fast disk or partition in front of the origin")
+	case !o.Yes:
+		return b, run, errors.New("cachebench destroys the data on both disks: pass --yes")
+	case o.Repeat < 1 || o.Repeat > workload.MaxRepeat:
+		return b, run, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, workload.MaxRepeat)
+	}
+	switch o.Kind {
+	case "lvmcache", "bcache":
+		if run.Mode == "" {
+			run.Mode = "writethrough"
+		}
+	case "writecache":
+		if run.Mode == "" {
+			run.Mode = "writeback"
+		}
+	default:
+		return b, run, fmt.Errorf("--cache-kind %q: want lvmcache, writecache or bcache", o.Kind)
+	}
+	if run.Mode != "writethrough" && run.Mode != "writeback" {
+		return b, run, fmt.Errorf("--cache-mode %q: want writethrough or writeback", o.Mode)
+	}
+	if o.Kind == "writecache" && run.Mode != "writeback" {
+		return b, run, errors.New("--cache-kind writecache is writeback only")
+	}
+	d, err := units.ParseDuration(o.Runtime)
+	if err != nil || d < time.Second {
+		return b, run, fmt.Errorf("--runtime %q: want a duration of 1s or more", o.Runtime)
+	}
+	run.Runtime = d
+	if o.Size != "" {
+		if run.NearBytes, err = units.ParseSize(o.Size); err != nil || run.NearBytes == 0 {
+			return b, run, fmt.Errorf("--size %q: want a size such as 8G", o.Size)
+		}
+	}
+	if _, _, err := b.Requests(); err != nil {
+		return b, run, err
+	}
+	return b, run, nil
+}
+
+func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *env) error {
+	if e.Format == "" && opts.Output != "" {
+		e.Format = formatFromFile(opts.Output)
+	}
+	format, err := e.format(cachebenchFormats...)
+	if err != nil {
+		return err
+	}
+	build, run, err := opts.check()
+	if err != nil {
+		return usageErr(err)
+	}
+	if e.Root != "" && e.Root != "/" {
+		return usageErr(errors.New("--root reads another machine's facts: cachebench works on this machine only"))
+	}
+	if m.geteuid() != 0 {
+		return errors.New("cachebench needs root (it partitions the disks and builds the cache)")
+	}
+	if err := checkResultsDir(e.ResultsDir); err != nil {
+		return err
+	}
+	factsEnv := *e
+	if !e.Verbose {
+		factsEnv.Logger = slog.New(slog.DiscardHandler)
+	}
+	deps := m.diskDeps(e)
+	if deps.Refresh == nil {
+		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
+	}
+	if !e.Quiet {
+		run.Progress = e.Stderr
+		deps.Progress = e.Stderr
+	}
+	res, err := cachebench.Run(ctx, run, cachebench.Deps{
+		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
+		Check: func(ctx context.Context, host *hwinfo.Host) error {
+			reqs, st, err := build.Requests()
+			if err != nil {
+				return err
+			}
+			pl := disk.Planner{Host: deps.Host, Roots: deps.Roots}
+			if r, isDisk := pl.CacheDeviceRequest(&st, host); isDisk {
+				reqs = append(reqs, r)
+			}
+			plans, err := disk.PlanAll(reqs, host)
+			if err != nil {
+				return err
+			}
+			_, err = pl.PlanStacks(st, plans, reqs, host)
+			return err
+		},
+		Build: func(ctx context.Context, host *hwinfo.Host) (string, error) {
+			built, err := disk.BuildCache(ctx, build, host, deps)
+			if built != nil && built.Cache.Device != "" {
+				return built.Cache.Device, err
+			}
+			if err == nil {
+				err = errors.New("the cache was built but names no device")
+			}
+			// Something may be half built: release takes what is there.
+			return build.Origin, err
+		},
+		Release: func(ctx context.Context, cleanup bool) error {
+			res, err := disk.ReleaseCache(ctx, build, true, deps)
+			if err != nil && res != nil && cleanup {
+				res.WriteText(e.Stderr)
+			}
+			return err
+		},
+		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
+			return runBenchLive(ctx, req, host, e)
+		},
+		Resolve: func(path string) (string, error) {
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Base(real), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch format {
+	case "json":
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	default:
+		if format != "html" {
+			if err := res.Text(&buf, format == "markdown"); err != nil {
+				return err
+			}
+			buf.WriteString("\n")
+		}
+		shown := res.Measured()
+		if e.Redact {
+			shown = redact.All(shown)
+		}
+		c, err := compare.Compare(shown, compare.Options{By: compare.ByLabel})
+		if err != nil {
+			return err
+		}
+		out, err := renderComparison(e, c, format, opts.Output, report.Layout{})
+		if err != nil {
+			return err
+		}
+		buf.Write(out.Bytes())
+	}
+	return writeOutput(e, opts.Output, buf.Bytes())
+}

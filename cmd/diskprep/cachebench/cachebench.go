@@ -1,0 +1,564 @@
+// Package cachebench is the orchestration of `diskprep cachebench`: what an
+// SSD cache in front of an HDD buys, measured on the same disks in one go.
+// It benchmarks the HDD alone and the SSD alone (their raw devices), builds
+// the cached volume, measures it per working set cold (right after it was
+// built), warm (after a warm-up pass over the working set: by writes where
+// the cache kind only takes writes in, by reads where reads promote) and
+// steady (the runs after), with working sets below, near and above the
+// cache's size and a skewed (zipf) one, reads the kernel's hit counters
+// around every run, times the flush of a writeback cache, and releases
+// what it built whatever happens. Like fscompare it composes disk and bench
+// through the functions of Deps and imports neither.
+//
+// Every working set has a region of its own on the origin, so each one's
+// cold phase reads blocks the cache never saw. The HDD and SSD alone are
+// read where the cached volume will be: the SSD's regions written once
+// first (an SSD reads never-written blocks without touching flash).
+package cachebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// Schema names the JSON shape of a cachebench result.
+const Schema = "diskprep/cachebench/v1"
+
+// Options are one cache benchmark, already checked by the command.
+type Options struct {
+	Origin      string // the slow disk (path)
+	CacheDevice string // the fast disk or partition (path)
+	Kind, Mode  string // as built: lvmcache|writecache|bcache, writethrough|writeback
+	// NearBytes is the "near" working set: about the cache's size (0: the
+	// cache device's size). Below is half of it, above twice.
+	NearBytes uint64
+	// Runtime of each measured run; Repeat runs of the warm and steady
+	// phases and of the HDD and SSD alone (cold is one run: only the first
+	// is cold).
+	Runtime time.Duration
+	Repeat  int
+	// BlockBytes and IODepth of the random reads measured (4k, 4).
+	BlockBytes uint64
+	IODepth    int
+	Progress   io.Writer // "cachebench: ..." lines; nil for none
+}
+
+// Deps are the ties to the machine.
+type Deps struct {
+	Facts func(ctx context.Context) (*hwinfo.Host, error)
+	// Check plans the cache against host and refuses what prepare would
+	// refuse (a disk in use, the system disk), before anything is touched.
+	Check func(ctx context.Context, host *hwinfo.Host) error
+	// Build builds the cached volume and returns its device path.
+	Build func(ctx context.Context, host *hwinfo.Host) (device string, err error)
+	// Release takes the cache apart (flushing it first) and wipes both
+	// disks; cleanup is true after a failure or an interruption.
+	Release func(ctx context.Context, cleanup bool) error
+	// Bench runs one benchmark and stores its record.
+	Bench func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error)
+	// Resolve names the kernel device of a path (/dev/slow/data -> dm-3).
+	Resolve func(path string) (string, error)
+	Now     func() time.Time
+}
+
+// Result is what cachebench found.
+type Result struct {
+	Schema       string       `json:"schema"`
+	Kind         string       `json:"kind"`
+	Mode         string       `json:"mode"`
+	Origin       string       `json:"origin"`
+	CacheDevice  string       `json:"cache_device"`
+	CachedVolume string       `json:"cached_volume"`
+	CacheBytes   uint64       `json:"cache_bytes"`
+	WorkingSets  []WorkingSet `json:"working_sets"`
+	// Flush is the writeback cache's flush at release: dirty bytes then
+	// and how long the release took with it. Nil for writethrough.
+	Flush    *Flush   `json:"flush,omitempty"`
+	Records  []string `json:"records"`
+	Warnings []string `json:"warnings,omitempty"`
+	// records are the records themselves, for the comparison.
+	records []*record.Record
+}
+
+// Records are the stored records of every run, in the order they ran.
+func (r *Result) AllRecords() []*record.Record { return r.records }
+
+// WorkingSet is one working set's figures per phase.
+type WorkingSet struct {
+	Name         string `json:"name"` // below, near, above, above-zipf
+	Workload     string `json:"workload"`
+	SizeBytes    uint64 `json:"size_bytes"`
+	OffsetBytes  uint64 `json:"offset_bytes"`
+	Distribution string `json:"distribution,omitempty"`
+	HDD          *Phase `json:"hdd"`
+	SSD          *Phase `json:"ssd"`
+	// SSDSizeBytes is the working set the SSD alone was read over, when it
+	// could not hold all of it.
+	SSDSizeBytes uint64 `json:"ssd_size_bytes,omitempty"`
+	Cold         *Phase `json:"cold"`
+	Warm         *Phase `json:"warm"`
+	Steady       *Phase `json:"steady"`
+	Sentence     string `json:"sentence"`
+}
+
+// Phase is one measurement: medians over its repetitions, and the hit
+// ratio the kernel counted during them (nil off the cache or unknown).
+type Phase struct {
+	Record      string   `json:"record"`
+	IOPS        float64  `json:"iops"`
+	BWBytesPerS float64  `json:"bw_bytes_per_s"`
+	LatP50NS    float64  `json:"lat_p50_ns"`
+	LatP99NS    float64  `json:"lat_p99_ns"`
+	HitRatio    *float64 `json:"hit_ratio,omitempty"`
+}
+
+// Flush is a writeback cache's flush at release.
+type Flush struct {
+	DirtyBytes uint64  `json:"dirty_bytes"`
+	ReleaseMS  float64 `json:"release_ms"`
+}
+
+// workingSet is one planned working set.
+type workingSet struct {
+	name, dist   string
+	size, offset uint64
+}
+
+// Plan lays the working sets out on the origin: below (half of near),
+// near, above (twice), above-zipf (twice, zipf:1.2), each its own region,
+// in that order. It fails when the origin cannot hold them all.
+func Plan(near, originBytes uint64, bs uint64) ([]workingSet, error) {
+	if near == 0 {
+		return nil, errors.New("no working-set size: the cache device's size is not known (give --size)")
+	}
+	align := func(n uint64) uint64 { return max(n/(1<<20), 1) * (1 << 20) }
+	sets := []workingSet{{name: "below", size: align(near / 2)}, {name: "near", size: align(near)},
+		{name: "above", size: align(2 * near)}, {name: "above-zipf", size: align(2 * near), dist: "zipf:1.2"}}
+	var off uint64
+	for i := range sets {
+		sets[i].offset = off
+		off += sets[i].size
+		if sets[i].size < bs*workloadMinBlocks {
+			return nil, fmt.Errorf("working set %s of %s holds under %d blocks of %s: give a larger --size",
+				sets[i].name, units.FormatSize(sets[i].size), workloadMinBlocks, units.FormatSize(bs))
+		}
+	}
+	if off > originBytes {
+		return nil, fmt.Errorf("the working sets need %s of the origin (5.5 times %s), it has %s: give a smaller --size",
+			units.FormatSize(off), units.FormatSize(near), units.FormatSize(originBytes))
+	}
+	return sets, nil
+}
+
+// workloadMinBlocks keeps a working set random: bench warns below 1000.
+const workloadMinBlocks = 1000
+
+func (o Options) spec(ws workingSet, size uint64, runtime time.Duration, rw string, bs uint64) string {
+	s := fmt.Sprintf("name=%s,rw=%s,bs=%d,size=%d,offset=%d,iodepth=%d,direct=1", "ws-"+ws.name, rw, bs, size, ws.offset, o.IODepth)
+	if runtime > 0 {
+		s += ",runtime=" + runtime.String()
+	} else {
+		s += ",runtime=0"
+	}
+	if ws.dist != "" && strings.HasPrefix(rw, "rand") {
+		s += ",distribution=" + ws.dist
+	}
+	return s
+}
+
+// warmBy is how a kind's cache fills: bcache is warmed with writes (the
+// issue's advice: reads of a cold bcache may bypass it), dm-writecache
+// only ever takes writes in, dm-cache promotes what is read again.
+func warmBy(kind string) string {
+	if kind == "lvmcache" || kind == "dm-cache" {
+		return "randread"
+	}
+	return "randwrite"
+}
+
+// Run measures, per Options, and returns what it found. On any error,
+// also an interruption, what was built is released (with a context that
+// is not cancelled) and the release's own failure is joined to the error.
+func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) {
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	say := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "cachebench: "+format+"\n", args...)
+		}
+	}
+	host, err := deps.Facts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	originBytes, err := deviceSize(host, opts.Origin, deps.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	ssdBytes, err := deviceSize(host, opts.CacheDevice, deps.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	near := opts.NearBytes
+	if near == 0 {
+		near = ssdBytes
+	}
+	sets, err := Plan(near, originBytes, opts.BlockBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := deps.Check(ctx, host); err != nil {
+		return nil, err
+	}
+	res = &Result{Schema: Schema, Kind: opts.Kind, Mode: opts.Mode, Origin: opts.Origin, CacheDevice: opts.CacheDevice}
+	for _, ws := range sets {
+		res.WorkingSets = append(res.WorkingSets, WorkingSet{Name: ws.name, Workload: "ws-" + ws.name, SizeBytes: ws.size,
+			OffsetBytes: ws.offset, Distribution: ws.dist})
+	}
+	bench := func(label, target string, specs []string, repeat int, allowWrite bool, h *hwinfo.Host) (*record.Record, error) {
+		req := workload.Request{Target: target, Specs: specs, Repeat: repeat, Label: label, AllowDeviceWrite: allowWrite}
+		rec, err := deps.Bench(ctx, req, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+		res.records = append(res.records, rec)
+		res.Records = append(res.Records, rec.ID)
+		return rec, nil
+	}
+	reads := func(rt time.Duration, clip uint64) []string {
+		var out []string
+		for _, ws := range sets {
+			size, w := ws.size, ws
+			if clip > 0 {
+				w.offset, size = 0, min(size, clip)
+			}
+			out = append(out, opts.spec(w, size, rt, "randread", opts.BlockBytes))
+		}
+		return out
+	}
+
+	// The disks alone, before anything is built on them.
+	say("the HDD alone: %s", opts.Origin)
+	rec, err := bench("hdd", opts.Origin, reads(opts.Runtime, 0), opts.Repeat, false, host)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.WorkingSets {
+		res.WorkingSets[i].HDD = phaseOf(rec, res.WorkingSets[i].Workload)
+	}
+	ssdRegion := min(ssdBytes/(1<<20)*(1<<20), sets[len(sets)-1].size)
+	say("the SSD alone: %s (written once over %s first)", opts.CacheDevice, units.FormatSize(ssdRegion))
+	fill := workingSet{name: "ssd-fill", offset: 0}
+	if _, err := bench("ssd fill", opts.CacheDevice, []string{opts.spec(fill, ssdRegion, 0, "write", 1<<20)}, 1, true, host); err != nil {
+		return nil, err
+	}
+	rec, err = bench("ssd", opts.CacheDevice, reads(opts.Runtime, ssdRegion), opts.Repeat, false, host)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.WorkingSets {
+		ws := &res.WorkingSets[i]
+		ws.SSD = phaseOf(rec, ws.Workload)
+		if ws.SizeBytes > ssdRegion {
+			ws.SSDSizeBytes = ssdRegion
+		}
+	}
+
+	// The cached volume.
+	say("building the %s (%s) over %s, cached by %s", opts.Kind, opts.Mode, opts.Origin, opts.CacheDevice)
+	dev, err := deps.Build(ctx, host)
+	built := dev != ""
+	defer func() {
+		if !built {
+			return
+		}
+		if err != nil {
+			say("releasing the cache after the failure")
+			if rerr := deps.Release(context.WithoutCancel(ctx), true); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("release the cache: %w", rerr))
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	res.CachedVolume = dev
+	host, err = deps.Facts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	node, err := deps.Resolve(dev)
+	if err != nil {
+		return nil, err
+	}
+	cv := host.Cache(node)
+	if cv == nil {
+		return nil, fmt.Errorf("%s (%s) was built but the inventory shows no cached volume there", dev, node)
+	}
+	res.CacheBytes = cv.CacheBytes
+	if cv.Counters == nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the kernel's counters of %s are not readable: no hit ratios", dev))
+	}
+	for i, ws := range sets {
+		w := &res.WorkingSets[i]
+		one := []string{opts.spec(ws, ws.size, opts.Runtime, "randread", opts.BlockBytes)}
+		say("working set %s (%s): cold", ws.name, units.FormatSize(ws.size))
+		rec, err := bench(opts.Kind+" cold", dev, one, 1, false, host)
+		if err != nil {
+			return res, err
+		}
+		w.Cold = phaseOf(rec, w.Workload)
+		// The warm-up: one pass over the working set, each block once, in
+		// 64 KiB blocks (dm-cache's block; a few I/Os per HDD seek);
+		// dm-cache promotes on the second touch, so it reads twice.
+		passes := 1
+		if warmBy(opts.Kind) == "randread" {
+			passes = 2
+		}
+		say("working set %s: warm-up (%d %s pass(es))", ws.name, passes, warmBy(opts.Kind))
+		warm := ws
+		warm.dist = ""
+		for p := 0; p < passes; p++ {
+			if _, err := bench(opts.Kind+" warm-up", dev, []string{opts.spec(warm, ws.size, 0, warmBy(opts.Kind), 64<<10)}, 1,
+				warmBy(opts.Kind) == "randwrite", host); err != nil {
+				return res, err
+			}
+		}
+		say("working set %s: warm", ws.name)
+		if rec, err = bench(opts.Kind+" warm", dev, one, opts.Repeat, false, host); err != nil {
+			return res, err
+		}
+		w.Warm = phaseOf(rec, w.Workload)
+		say("working set %s: steady", ws.name)
+		if rec, err = bench(opts.Kind+" steady", dev, one, opts.Repeat, false, host); err != nil {
+			return res, err
+		}
+		w.Steady = phaseOf(rec, w.Workload)
+		w.Sentence = sentence(*w, res.CacheBytes)
+	}
+
+	// The flush, for writeback: the release writes the dirty blocks back
+	// before it takes the cache apart.
+	if h, ferr := deps.Facts(ctx); ferr == nil && opts.Mode == "writeback" {
+		if c := h.Cache(node); c != nil && c.Counters != nil {
+			res.Flush = &Flush{DirtyBytes: c.Counters.DirtyBytes}
+		}
+	}
+	say("releasing the cache (flushing it first)")
+	t0 := now()
+	built = false
+	if err := deps.Release(ctx, false); err != nil {
+		return res, fmt.Errorf("release the cache: %w", err)
+	}
+	if res.Flush != nil {
+		res.Flush.ReleaseMS = float64(now().Sub(t0).Microseconds()) / 1000
+	}
+	return res, nil
+}
+
+// deviceSize is the size of the disk or partition at path.
+func deviceSize(host *hwinfo.Host, path string, resolve func(string) (string, error)) (uint64, error) {
+	name := path
+	if resolve != nil {
+		if n, err := resolve(path); err == nil {
+			name = n
+		}
+	}
+	d, p := host.Device(strings.TrimPrefix(name, "/dev/"))
+	if d == nil {
+		d, p = host.Device(path)
+	}
+	switch {
+	case p != nil:
+		return p.SizeBytes, nil
+	case d != nil:
+		return d.SizeBytes, nil
+	}
+	return 0, workload.Usagef("%s does not exist: no such disk or partition in the inventory", path)
+}
+
+// phaseOf sums up a record's workload: medians over its repetitions, and
+// the median hit ratio the kernel counted.
+func phaseOf(rec *record.Record, name string) *Phase {
+	for _, w := range rec.Workloads {
+		if w.Params.Name != name {
+			continue
+		}
+		s, ok := w.Summary["read"]
+		if !ok {
+			return nil
+		}
+		ph := &Phase{Record: rec.ID, IOPS: s.IOPS.Median, BWBytesPerS: s.BWBytesPerS.Median, LatP50NS: s.LatP50NS.Median, LatP99NS: s.LatP99NS.Median}
+		var ratios []float64
+		for _, r := range w.Runs {
+			if r.Cache != nil && r.Cache.HitRatio != nil {
+				ratios = append(ratios, *r.Cache.HitRatio)
+			}
+		}
+		if len(ratios) > 0 {
+			sort.Float64s(ratios)
+			m := ratios[len(ratios)/2]
+			if len(ratios)%2 == 0 {
+				m = (ratios[len(ratios)/2-1] + m) / 2
+			}
+			ph.HitRatio = &m
+		}
+		return ph
+	}
+	return nil
+}
+
+// sentence says in one line what the cache buys on a working set: the
+// steady phase against the HDD alone, and how close it gets to the SSD.
+func sentence(w WorkingSet, cacheBytes uint64) string {
+	rel := "near"
+	switch {
+	case cacheBytes == 0:
+		rel = "against a cache of unknown size"
+	case w.SizeBytes*10 < cacheBytes*9:
+		rel = fmt.Sprintf("%.0f%% of the cache", float64(w.SizeBytes)/float64(cacheBytes)*100)
+	case w.SizeBytes*10 > cacheBytes*11:
+		rel = fmt.Sprintf("%.1f times the cache", float64(w.SizeBytes)/float64(cacheBytes))
+	default:
+		rel = "about the cache's size"
+	}
+	what := units.FormatSize(w.SizeBytes)
+	if w.Distribution != "" {
+		what += " " + w.Distribution
+	}
+	s := w.Steady
+	if s == nil || w.HDD == nil || w.HDD.IOPS <= 0 {
+		return fmt.Sprintf("%s (%s, %s): not measured.", w.Name, what, rel)
+	}
+	out := fmt.Sprintf("%s (%s, %s): steady, the cache reads %.0f IOPS, %s the HDD alone (%.0f)", w.Name, what, rel, s.IOPS,
+		times(s.IOPS/w.HDD.IOPS), w.HDD.IOPS)
+	if w.SSD != nil && w.SSD.IOPS > 0 {
+		out += fmt.Sprintf(", %.0f%% of the SSD alone (%.0f)", s.IOPS/w.SSD.IOPS*100, w.SSD.IOPS)
+	}
+	if s.HitRatio != nil {
+		out += fmt.Sprintf(", at a %.0f%% hit ratio", *s.HitRatio*100)
+		if w.Cold != nil && w.Cold.HitRatio != nil {
+			out += fmt.Sprintf(" (cold %.0f%%)", *w.Cold.HitRatio*100)
+		}
+	}
+	return out + "."
+}
+
+func times(x float64) string {
+	switch {
+	case x >= 1.1:
+		return fmt.Sprintf("%.1f times", x)
+	case x <= 0.9:
+		return fmt.Sprintf("%.0f%% of", x*100)
+	}
+	return "about the same as"
+}
+
+// Text writes the phases per working set and the sentences.
+func (r *Result) Text(w io.Writer, markdown bool) error {
+	var b strings.Builder
+	head := []string{"WORKING SET", "PHASE", "IOPS", "MB/s", "P50", "P99", "HIT RATIO"}
+	var rows [][]string
+	for _, ws := range r.WorkingSets {
+		name := ws.Name + " " + units.FormatSize(ws.SizeBytes)
+		for _, p := range []struct {
+			name string
+			ph   *Phase
+		}{{"HDD alone", ws.HDD}, {"SSD alone", ws.SSD}, {"cold", ws.Cold}, {"warm", ws.Warm}, {"steady", ws.Steady}} {
+			if p.ph == nil {
+				continue
+			}
+			label := p.name
+			if p.name == "SSD alone" && ws.SSDSizeBytes > 0 {
+				label += " (" + units.FormatSize(ws.SSDSizeBytes) + ")"
+			}
+			hit := "-"
+			if p.ph.HitRatio != nil {
+				hit = fmt.Sprintf("%.1f%%", *p.ph.HitRatio*100)
+			}
+			rows = append(rows, []string{name, label, fmt.Sprintf("%.0f", p.ph.IOPS), fmt.Sprintf("%.1f", p.ph.BWBytesPerS/1e6),
+				latency(p.ph.LatP50NS), latency(p.ph.LatP99NS), hit})
+			name = ""
+		}
+	}
+	fmt.Fprintf(&b, "%s (%s) over %s, cached by %s (%s of cache)\n\n", r.Kind, r.Mode, r.Origin, r.CacheDevice, units.FormatSize(r.CacheBytes))
+	if markdown {
+		b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
+		for _, row := range rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+	} else {
+		widths := make([]int, len(head))
+		for _, row := range append([][]string{head}, rows...) {
+			for i, c := range row {
+				widths[i] = max(widths[i], len(c))
+			}
+		}
+		for _, row := range append([][]string{head}, rows...) {
+			var cells []string
+			for i, c := range row {
+				cells = append(cells, fmt.Sprintf("%-*s", widths[i], c))
+			}
+			b.WriteString(strings.TrimRight(strings.Join(cells, "  "), " ") + "\n")
+		}
+	}
+	b.WriteString("\n")
+	for _, ws := range r.WorkingSets {
+		if markdown {
+			b.WriteString("- ")
+		}
+		b.WriteString(ws.Sentence + "\n")
+	}
+	if r.Flush != nil {
+		fmt.Fprintf(&b, "\nFlush: %s dirty at release; the release, flush included, took %.1f s.\n", units.FormatSize(r.Flush.DirtyBytes), r.Flush.ReleaseMS/1000)
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wn)
+	}
+	fmt.Fprintf(&b, "\nMB/s is 10^6 bytes/s; values are medians over repetitions; hit ratios are the kernel's counters during each run.\nRecords: %s\n",
+		strings.Join(r.Records, " "))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latency(ns float64) string {
+	switch {
+	case ns <= 0:
+		return "-"
+	case ns < 1e6:
+		return fmt.Sprintf("%.0f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.1f ms", ns/1e6)
+}
+
+// Labels are the record labels of the measured phases, in column order,
+// for the comparison (the warm-up and the SSD's fill are records too, not
+// columns).
+func Labels(kind string) []string {
+	return []string{"hdd", "ssd", kind + " cold", kind + " warm", kind + " steady"}
+}
+
+// Measured is the records of the measured phases.
+func (r *Result) Measured() []*record.Record {
+	labels := Labels(r.Kind)
+	var out []*record.Record
+	for _, rec := range r.records {
+		if slices.Contains(labels, rec.Label) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
