@@ -243,6 +243,14 @@ func TestCacheExistingPartition(t *testing.T) {
 	r := newCacheRig(t)
 	// sdc gets two partitions; the second is the cache.
 	r.prepare(t, stackCase{reqs: []disk.Request{{Device: "/dev/sdc", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "ext4", Mount: "/mnt/other"}, {FS: "xfs"}}}}})
+	inUse := stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:srv")}, stack: withCacheDevice(cacheCase("bcache", "").stack, "/dev/sdc1")}
+	if _, _, err := r.plan(inUse); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "sdc1 is mounted at /mnt/other") {
+		t.Fatalf("a mounted cache partition: %v", err)
+	}
+	r.h.ResetLog()
+	if _, _, err := r.plan(stackCase{reqs: []disk.Request{member("/dev/sdc", "origin:srv")}, stack: withCacheDevice(cacheCase("", "").stack, "/dev/sdb")}); !errors.Is(err, disk.ErrRefused) {
+		t.Fatalf("an origin disk in use: %v", err)
+	}
 	c := stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:srv")}, stack: withCacheDevice(cacheCase("bcache", "").stack, "/dev/sdc2")}
 	if _, _, err := r.plan(c); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "sdc2 holds xfs (pass --wipe") {
 		t.Fatalf("a cache partition holding xfs: %v", err)

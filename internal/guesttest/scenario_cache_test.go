@@ -1,0 +1,197 @@
+package guesttest
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Issue 15 item 1 on a real kernel (dm-cache, bcache, LVM, udev, systemd):
+// two emulated SATA HDDs slowed by QEMU's throttling and one emulated
+// NVMe; one prepare --plan builds an lvmcache volume (writethrough) over
+// the first HDD and an NVMe partition, and a bcache volume (writeback)
+// over the second HDD and another NVMe partition; the rerun is a no-op,
+// and so is the same lvmcache asked on the command line with the
+// existing NVMe partition as --cache-device. After a reboot (systemd as
+// PID 1, udev's bcache rule registering it, fstab mounting both) the data
+// written before is there and the rerun is still a no-op; release --wipe
+// flushes the bcache's dirty data (its progress said), takes both apart
+// and leaves the three disks signature-free. One call, two boots.
+
+const cachePlan = `version: 1
+disks:
+  - select: {serial: HDDA}
+    partitions: [{size: rest, use: origin:fast}]
+  - select: {serial: HDDB}
+    partitions: [{size: rest, use: origin:bc}]
+  - select: {transport: nvme}
+    partitions:
+      - {size: 192M, use: cache:fast}
+      - {size: rest, use: cache:bc}
+cache:
+  - name: fast
+    filesystem: {fs: xfs, mount: /srv, persist: true}
+  - name: bc
+    kind: bcache
+    mode: writeback
+    filesystem: {fs: ext4, label: bc, mount: /srv2, persist: true}
+`
+
+const cacheScript = `set -u
+mark() { echo "@@ $DISKPREP_GUEST_BOOT.$1"; }
+byid=/dev/disk/by-id/ata-QEMU_HARDDISK_
+nvme=$(ls /dev/nvme?n1)
+if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
+	cat >/root/plan.yaml <<'PLAN'
+` + cachePlan + `PLAN
+	diskprep prepare --plan /root/plan.yaml --dry-run >/root/dry 2>&1
+	rc=$?
+	mark dry.exit; echo $rc
+	mark dry; cat /root/dry
+	start=$(date +%s)
+	diskprep prepare --plan /root/plan.yaml --yes -o json >/root/out 2>/root/err
+	rc=$?
+	mark apply.exit; echo $rc
+	mark apply.seconds; echo $(( $(date +%s) - start ))
+	mark apply.stderr; cat /root/err
+	mark apply.json; cat /root/out
+	# Data through both caches; bcache takes even sequential writes
+	# (its 4 MB cutoff off) so that some are dirty on the NVMe only.
+	echo 0 >/sys/block/bcache0/bcache/sequential_cutoff
+	echo 0 >/sys/block/bcache0/bcache/writeback_running
+	dd if=/dev/urandom of=/root/data bs=1M count=24 status=none
+	cp /root/data /srv/data && cp /root/data /srv2/data && sync
+	sha256sum </root/data | cut -d' ' -f1 >/root/sum
+	mark dirty; cat /sys/block/bcache0/bcache/dirty_data
+else
+	# The fstab lines are nofail: the boot does not wait for them, and
+	# the cached volume is activated (udev, lvm autoactivation) and
+	# mounted a little after the guest's command starts.
+	udevadm settle
+	for _ in $(seq 1 120); do
+		findmnt /srv >/dev/null && findmnt /srv2 >/dev/null && break
+		sleep 0.5
+	done
+fi
+mark segtype; lvs --noheadings -o lv_name,segtype,cache_mode fast 2>&1 | awk '{print $1, $2, $3}'
+mark bcache; cat /sys/block/bcache0/bcache/cache_mode /sys/block/bcache0/bcache/state; ls /sys/block/bcache0/slaves | sort | tr '\n' ' '; echo
+mark mounts; for p in /srv /srv2; do findmnt -n -r -o TARGET,FSTYPE,SOURCE "$p"; done
+mark fstab; grep -v '^#' /etc/fstab | awk 'NF {print $2, $3, $4}' | sort
+mark sums; for p in /srv /srv2; do sha256sum <"$p/data" | cut -d' ' -f1; done; cat /root/sum
+diskprep prepare --plan /root/plan.yaml --yes >/root/out 2>/root/err
+rc=$?
+mark rerun.exit; echo $rc
+mark rerun; cat /root/out /root/err
+diskprep prepare --cache ${byid}HDDA --cache-device ${nvme}p1 --name fast --fs xfs --mount /srv --persist --dry-run >/root/out 2>&1
+rc=$?
+mark cli.exit; echo $rc
+mark cli; cat /root/out
+if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
+	echo 1 >/sys/block/bcache0/bcache/writeback_running
+	mark dirty2; cat /sys/block/bcache0/bcache/dirty_data
+	diskprep release /srv2 --wipe --dry-run >/root/out 2>&1
+	mark release.dry; cat /root/out
+	diskprep release /srv2 --wipe >/root/out 2>/root/err
+	rc=$?
+	mark release.bc.exit; echo $rc
+	mark release.bc; cat /root/out /root/err
+	diskprep release ${byid}HDDA --wipe >/root/out 2>&1
+	rc=$?
+	mark release.fast.exit; echo $rc
+	mark release.fast; cat /root/out
+	diskprep release $nvme --wipe >/root/out 2>&1
+	mark release.nvme; cat /root/out
+	mark after.lvs; lvs --noheadings 2>/dev/null
+	mark after.bcache; ls /sys/block | grep bcache; ls /sys/fs/bcache | grep -E '^[0-9a-f]{8}-'
+	mark after.mounts; grep -E ' /srv2? ' /proc/mounts
+	mark after.fstab; grep -v '^#' /etc/fstab | grep -E '/srv'
+	mark after.signatures
+	for d in ${byid}HDDA ${byid}HDDB $nvme; do
+		d=$(readlink -f $d)
+		wipefs --no-act $d $d?* 2>/dev/null | tail -n +2
+	done
+fi
+mark end
+`
+
+func TestScenarioCache(t *testing.T) {
+	t.Parallel()
+	// About 20 MB/s and 200 IOPS: an HDD, not the host's page cache.
+	slow := ",iops=200,bps=20000000"
+	opt := Options{
+		Disks: []string{
+			"sata-hdd:1G:serial=HDDA" + slow,
+			"sata-hdd:1G:serial=HDDB" + slow,
+			"nvme:512M:serial=NVMEA",
+		},
+		State:   t.TempDir(),
+		Boots:   2,
+		Systemd: true,
+	}
+	r := Run(t, opt, "sh", "-c", cacheScript)
+	out := splitMarked(r.Stdout)
+	t.Logf("guest stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	if _, ok := out["2.end"]; !ok || r.ExitCode != 0 {
+		t.Fatalf("the guest script did not finish both boots (exit %d)", r.ExitCode)
+	}
+	for _, want := range []string{"lvconvert --yes --type cache --cachevol fast_cache --cachemode writethrough fast/fast", "make-bcache -B /dev/sd",
+		"make-bcache -C --cset-uuid", "> /sys/fs/bcache/register_quiet", "echo writeback > /sys/class/block/sd", "writeback: writes are acknowledged once on the cache device",
+		"dry run: nothing was changed"} {
+		if out["1.dry.exit"] != "0" || !strings.Contains(out["1.dry"], want) {
+			t.Errorf("dry run (exit %s) does not say %q:\n%s", out["1.dry.exit"], want, out["1.dry"])
+		}
+	}
+	if out["1.apply.exit"] != "0" {
+		t.Fatalf("prepare --plan: exit %s: %s", out["1.apply.exit"], out["1.apply.stderr"])
+	}
+	t.Logf("prepare of both caches took %s s in the guest", out["1.apply.seconds"])
+	for _, want := range []string{`"kind": "lvmcache"`, `"kind": "bcache"`, `"mode": "writeback"`, `"lvm_version": "LVM version:`, `"device": "/dev/bcache0"`, `"device": "/dev/fast/fast"`} {
+		if !strings.Contains(out["1.apply.json"], want) {
+			t.Errorf("the result does not record %s:\n%s", want, out["1.apply.json"])
+		}
+	}
+	if d := out["1.dirty"]; d == "" || strings.HasPrefix(d, "0.0k") {
+		t.Errorf("no dirty data on the writeback bcache after writing: %q", d)
+	}
+	for _, boot := range []string{"1", "2"} {
+		if got := out[boot+".segtype"]; got != "fast cache writethrough" {
+			t.Errorf("boot %s: lvs says %q, want the cached volume", boot, got)
+		}
+		if got := out[boot+".bcache"]; !strings.HasPrefix(got, "writethrough [writeback] writearound none\n") || !regexp.MustCompile(`\n(clean|dirty)\nnvme0n1p2 sd[a-z]1\b`).MatchString(got) {
+			t.Errorf("boot %s: bcache0 %q", boot, got)
+		}
+		if got := out[boot+".mounts"]; !regexp.MustCompile(`^/srv xfs /dev/mapper/fast-fast\n/srv2 ext4 /dev/bcache0$`).MatchString(got) {
+			t.Errorf("boot %s: mounts %q", boot, got)
+		}
+		for _, want := range []string{"/srv xfs defaults,nofail", "/srv2 ext4 defaults,nofail"} {
+			if !strings.Contains(out[boot+".fstab"], want) {
+				t.Errorf("boot %s: fstab has no %q line:\n%s", boot, want, out[boot+".fstab"])
+			}
+		}
+		if s := strings.Fields(out[boot+".sums"]); len(s) != 3 || s[0] != s[2] || s[1] != s[2] {
+			t.Errorf("boot %s: the data read back differs: %q", boot, out[boot+".sums"])
+		}
+		if out[boot+".rerun.exit"] != "0" || !strings.Contains(out[boot+".rerun"], "already prepared as asked: nothing changed") {
+			t.Errorf("boot %s: rerun (exit %s) is not a no-op:\n%s", boot, out[boot+".rerun.exit"], out[boot+".rerun"])
+		}
+		if out[boot+".cli.exit"] != "0" || !strings.Contains(out[boot+".cli"], "already prepared as asked") {
+			t.Errorf("boot %s: prepare --cache with the NVMe partition (exit %s) is not a no-op:\n%s", boot, out[boot+".cli.exit"], out[boot+".cli"])
+		}
+	}
+	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all /dev/nvme0n1p2"} {
+		if !strings.Contains(out["2.release.dry"], want) {
+			t.Errorf("release --dry-run does not say %q:\n%s", want, out["2.release.dry"])
+		}
+	}
+	if out["2.release.bc.exit"] != "0" || !strings.Contains(out["2.release.bc"], "of dirty data left to write back") {
+		t.Errorf("release --wipe of the bcache (exit %s) did not flush with progress:\n%s", out["2.release.bc.exit"], out["2.release.bc"])
+	}
+	if out["2.release.fast.exit"] != "0" || !strings.Contains(out["2.release.fast"], "lvconvert --yes --uncache fast/fast") {
+		t.Errorf("release --wipe of the lvmcache (exit %s):\n%s", out["2.release.fast.exit"], out["2.release.fast"])
+	}
+	for _, k := range []string{"lvs", "bcache", "mounts", "fstab", "signatures"} {
+		if v := out["2.after."+k]; v != "" {
+			t.Errorf("after release --wipe, %s still shows:\n%s", k, v)
+		}
+	}
+}
