@@ -37,8 +37,11 @@ import (
 // the storage stacks: discarded (after blkdiscard), swap-made (after
 // mkswap), swapon (after it), md-created (after mdadm --create),
 // mdadm-conf (mdadm.conf replaced), pv-created, vg-created, lv-created
-// (after pvcreate, vgcreate, lvcreate). mkfs and formatted are also the
-// steps of a file system on an array or logical volume.
+// (after pvcreate, vgcreate, lvcreate), and of the caches:
+// cache-converted (after lvconvert), bcache-made (after make-bcache),
+// bcache-registered, bcache-attached, bcache-mode (after the sysfs writes).
+// mkfs and formatted are also the steps of a file system on an array,
+// logical volume or cached volume.
 const CrashEnv = "DISKPREP_TEST_CRASH_AT"
 
 // defaultHost is the live machine, wrapped in the crash points when
@@ -120,6 +123,10 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 			crashPoint("vg-created")
 		case name == "lvcreate":
 			crashPoint("lv-created")
+		case name == "lvconvert":
+			crashPoint("cache-converted")
+		case name == "make-bcache":
+			crashPoint("bcache-made")
 		}
 	}
 	return out, err
@@ -148,6 +155,23 @@ func (h *crashHost) WriteFile(path string, data []byte, perm os.FileMode) error 
 	}
 	if err == nil && filepath.Base(path) == "mdadm.conf" {
 		crashPoint("mdadm-conf")
+	}
+	return err
+}
+
+// WriteSys is a cache's kernel step: bcache-registered, bcache-attached,
+// bcache-mode after the write into register_quiet, attach, cache_mode.
+func (h *crashHost) WriteSys(path, value string) error {
+	err := h.Host.WriteSys(path, value)
+	if err == nil {
+		switch filepath.Base(path) {
+		case "register_quiet", "register":
+			crashPoint("bcache-registered")
+		case "attach":
+			crashPoint("bcache-attached")
+		case "cache_mode":
+			crashPoint("bcache-mode")
+		}
 	}
 	return err
 }
