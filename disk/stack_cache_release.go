@@ -3,8 +3,10 @@ package disk
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,6 +167,7 @@ func (s StackRelease) bcacheSteps() []string {
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
 				out = append(out, "echo writethrough > "+dir+"cache_mode")
 			}
+			out = append(out, "echo 0 > "+dir+"writeback_percent")
 			out = append(out, "wait for "+dir+"dirty_data to reach 0 (the dirty blocks written back to "+b.Backing+")")
 			out = append(out, "echo 1 > "+dir+"detach")
 		}
@@ -203,6 +206,11 @@ func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *Releas
 					return err
 				}
 			}
+			// Without a dirty target bcache writes back at full speed, not
+			// at the trickle that keeps 10% of the cache dirty.
+			if err := write("write back at full speed on "+b.Device, a.bcacheAttr(b, "writeback_percent"), "0"); err != nil {
+				return err
+			}
 			if err := a.waitClean(ctx, b); err != nil {
 				return err
 			}
@@ -233,6 +241,24 @@ func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *Releas
 	return nil
 }
 
+// parseBcacheSize reads a size as bcache prints it (bch_hprint: "0.0k",
+// "512k", "1.7M", "3G"; binary units, one decimal).
+func parseBcacheSize(s string) (uint64, bool) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	if n := len(s); n > 0 {
+		if i := strings.IndexByte("kMGTPEZY", s[n-1]); i >= 0 {
+			mult = math.Pow(1024, float64(i+1))
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, false
+	}
+	return uint64(math.Round(v * mult)), true
+}
+
 // bcacheFlushPatience is how long the dirty data may take to go without
 // shrinking before release gives up (it reports progress all along).
 const bcacheFlushPatience = 2 * time.Minute
@@ -248,9 +274,9 @@ func (a *applier) waitClean(ctx context.Context, b BcacheRelease) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
-		dirty, err := units.ParseSize(strings.TrimSpace(string(raw)))
-		if err != nil {
-			return fmt.Errorf("%s: %q: %w", path, strings.TrimSpace(string(raw)), err)
+		dirty, ok := parseBcacheSize(string(raw))
+		if !ok {
+			return fmt.Errorf("%s: %q is not a size bcache writes", path, strings.TrimSpace(string(raw)))
 		}
 		if dirty == 0 {
 			if !first {

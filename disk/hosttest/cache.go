@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -335,6 +336,10 @@ func (h *Host) writeSys(p, value string) error {
 			return syscall.EINVAL
 		}
 		bb.mode = value
+	case "writeback_percent":
+		if _, err := strconv.Atoi(value); err != nil {
+			return syscall.EINVAL
+		}
 	case "detach":
 		if bb.set == "" {
 			return syscall.EINVAL
@@ -423,7 +428,7 @@ func (h *Host) bcacheRegister(dev string, quiet bool) error {
 	h.fs.mkdirAll(h.sysDir(d) + "/holders/" + name)
 	dir := h.bcacheDir(d)
 	h.fs.mkdirAll(dir)
-	for _, a := range []string{"attach", "detach", "stop", "cache_mode", "dirty_data", "state"} {
+	for _, a := range []string{"attach", "detach", "stop", "cache_mode", "dirty_data", "state", "writeback_percent"} {
 		h.fs.put(dir+"/"+a, &node{mode: 0o644})
 	}
 	h.fs.put(dir+"/dev", &node{mode: fs.ModeSymlink | 0o777, link: h.sysDir(bdev)})
@@ -455,7 +460,7 @@ func (h *Host) bcacheRead(p string) ([]byte, bool) {
 			}
 			return []byte(strings.Join(out, " ") + "\n"), true
 		case "dirty_data":
-			out := fmt.Appendf(nil, "%.1fk\n", float64(bb.dirty)/1024)
+			out := []byte(hprint(bb.dirty) + "\n")
 			if bb.mode != "writeback" {
 				if bb.dirty /= 2; bb.dirty < 4096 {
 					bb.dirty = 0
@@ -473,6 +478,19 @@ func (h *Host) bcacheRead(p string) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// hprint is bcache's bch_hprint: binary units, one decimal below 10.
+func hprint(n uint64) string {
+	units := "kMGTPEZY"
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f%c", v, units[u])
+	}
+	return fmt.Sprintf("%.0f%c", v, units[u])
 }
 
 // DirtyBcache gives the bcache device over the backing device name that

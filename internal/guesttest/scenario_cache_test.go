@@ -39,6 +39,8 @@ cache:
 
 const cacheScript = `set -u
 mark() { echo "@@ $DISKPREP_GUEST_BOOT.$1"; }
+stamp() { mark "t.$1"; cut -d' ' -f1 /proc/uptime; }
+stamp start
 byid=/dev/disk/by-id/ata-QEMU_HARDDISK_
 nvme=$(ls /dev/nvme?n1)
 if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
@@ -53,16 +55,18 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	rc=$?
 	mark apply.exit; echo $rc
 	mark apply.seconds; echo $(( $(date +%s) - start ))
+	stamp applied
 	mark apply.stderr; cat /root/err
 	mark apply.json; cat /root/out
 	# Data through both caches; bcache takes even sequential writes
 	# (its 4 MB cutoff off) so that some are dirty on the NVMe only.
 	echo 0 >/sys/block/bcache0/bcache/sequential_cutoff
 	echo 0 >/sys/block/bcache0/bcache/writeback_running
-	dd if=/dev/urandom of=/root/data bs=1M count=24 status=none
+	dd if=/dev/urandom of=/root/data bs=1M count=16 status=none
 	cp /root/data /srv/data && cp /root/data /srv2/data && sync
 	sha256sum </root/data | cut -d' ' -f1 >/root/sum
 	mark dirty; cat /sys/block/bcache0/bcache/dirty_data
+	stamp written
 else
 	# The fstab lines are nofail: the boot does not wait for them, and
 	# the cached volume is activated (udev, lvm autoactivation) and
@@ -72,6 +76,7 @@ else
 		findmnt /srv >/dev/null && findmnt /srv2 >/dev/null && break
 		sleep 0.5
 	done
+	stamp mounted
 fi
 mark segtype; lvs --noheadings -o lv_name,segtype,cache_mode fast 2>&1 | awk '{print $1, $2, $3}'
 mark bcache; cat /sys/block/bcache0/bcache/cache_mode /sys/block/bcache0/bcache/state; ls /sys/block/bcache0/slaves | sort | tr '\n' ' '; echo
@@ -86,6 +91,7 @@ diskprep prepare --cache ${byid}HDDA --cache-device ${nvme}p1 --name fast --fs x
 rc=$?
 mark cli.exit; echo $rc
 mark cli; cat /root/out
+stamp reruns
 if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
 	echo 1 >/sys/block/bcache0/bcache/writeback_running
 	mark dirty2; cat /sys/block/bcache0/bcache/dirty_data
@@ -95,12 +101,14 @@ if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
 	rc=$?
 	mark release.bc.exit; echo $rc
 	mark release.bc; cat /root/out /root/err
+	stamp release.bc
 	diskprep release ${byid}HDDA --wipe >/root/out 2>&1
 	rc=$?
 	mark release.fast.exit; echo $rc
 	mark release.fast; cat /root/out
 	diskprep release $nvme --wipe >/root/out 2>&1
 	mark release.nvme; cat /root/out
+	stamp released
 	mark after.lvs; lvs --noheadings 2>/dev/null
 	mark after.bcache; ls /sys/block | grep bcache; ls /sys/fs/bcache | grep -E '^[0-9a-f]{8}-'
 	mark after.mounts; grep -E ' /srv2? ' /proc/mounts
@@ -145,6 +153,9 @@ func TestScenarioCache(t *testing.T) {
 		t.Fatalf("prepare --plan: exit %s: %s", out["1.apply.exit"], out["1.apply.stderr"])
 	}
 	t.Logf("prepare of both caches took %s s in the guest", out["1.apply.seconds"])
+	for _, k := range []string{"1.t.start", "1.t.applied", "1.t.written", "1.t.reruns", "2.t.start", "2.t.mounted", "2.t.reruns", "2.t.release.bc", "2.t.released"} {
+		t.Logf("guest uptime at %s: %s s", k, out[k])
+	}
 	for _, want := range []string{`"kind": "lvmcache"`, `"kind": "bcache"`, `"mode": "writeback"`, `"lvm_version": "LVM version:`, `"device": "/dev/bcache0"`, `"device": "/dev/fast/fast"`} {
 		if !strings.Contains(out["1.apply.json"], want) {
 			t.Errorf("the result does not record %s:\n%s", want, out["1.apply.json"])
