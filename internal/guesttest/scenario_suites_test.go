@@ -30,12 +30,16 @@ import (
 // re-probed the disk, so the facts still name the wiped filesystem and the
 // rerun is refused (safe, but not the convergence the suite asserts; no
 // loop device on the host shows it, there is no udev there).
+// Not TestPrivilegedLiveFactsUnregisteredTable either: it is the state of a
+// kernel without a partition parser (a table written, never registered),
+// which the guest's kernel only shows until udev re-reads the table after
+// the write, so there it passed or skipped by a race (CI saw the skip).
 var suites = []struct {
 	name, pkg, tags, bin string // bin: the diskprep the suite runs ("" none)
 	run                  string
 }{
 	{name: "disk", pkg: "./disk",
-		run: `^(TestPrivilegedPrepare|TestPrivilegedRefusals|TestPrivilegedLiveFactsUnregisteredTable)$`},
+		run: `^(TestPrivilegedPrepare|TestPrivilegedRefusals)$`},
 	{name: "crash", pkg: "./internal/crashtest", tags: "crashtest", bin: "diskprep-crashtest",
 		run: `^(TestPrepareDeviceKilled|TestPrepareImageKilled)$/^(gpt-backup|partitions-registered|mkfs\+5ms|fstab-replaced)$`},
 	{name: "cmd", pkg: "./cmd/diskprep", bin: "diskprep",
