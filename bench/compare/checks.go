@@ -9,8 +9,8 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 )
 
-// notes are every record's verdicts (record.Verdicts), named by their
-// column when there are several.
+// notes are every record's verdicts, one line per kind
+// (record.BriefVerdicts), named by their column when there are several.
 func notes(groups []Group) []string {
 	var out []string
 	for _, g := range groups {
@@ -19,7 +19,7 @@ func notes(groups []Group) []string {
 			if len(g.Records) > 1 {
 				who += " (" + r.ID + ")"
 			}
-			for _, v := range record.Verdicts(r) {
+			for _, v := range record.BriefVerdicts(r) {
 				if len(groups) > 1 || len(g.Records) > 1 {
 					v = who + ": " + v
 				}

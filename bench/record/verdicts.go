@@ -11,22 +11,61 @@ import (
 // per I/O and the disk's health before and after. Empty for a record
 // with none of these.
 func Verdicts(rec *Record) []string {
+	var per []string
+	for _, wr := range rec.Workloads {
+		if wr.RepeatStop != "" {
+			per = append(per, wr.Params.Name+": "+wr.RepeatStop)
+		}
+		if v := wr.SteadyState.Verdict(); v != "" {
+			per = append(per, wr.Params.Name+": "+v)
+		}
+	}
+	return verdictLines(rec, per)
+}
+
+// BriefVerdicts are Verdicts with one line per kind, for a comparison of
+// several records: the runs of each workload under --repeat auto and the
+// steady-state round of each under --steady-state each in one line.
+func BriefVerdicts(rec *Record) []string {
+	var reps, steady []string
+	for _, wr := range rec.Workloads {
+		name := wr.Params.Name
+		if wr.RepeatStop != "" {
+			r := fmt.Sprintf("%s %d", name, len(wr.Runs))
+			if strings.HasPrefix(wr.RepeatStop, "stopped at the most runs allowed") {
+				r += " (not stable)"
+			}
+			reps = append(reps, r)
+		}
+		if ss := wr.SteadyState; ss != nil && ss.Reached {
+			steady = append(steady, fmt.Sprintf("%s reached at round %d", name, ss.Round))
+		} else if ss != nil {
+			steady = append(steady, fmt.Sprintf("%s not reached in %d rounds", name, len(ss.Values)))
+		}
+	}
+	var per []string
+	if len(reps) > 0 {
+		per = append(per, "runs of --repeat auto: "+strings.Join(reps, ", "))
+	}
+	if len(steady) > 0 {
+		per = append(per, "steady state: "+strings.Join(steady, ", "))
+	}
+	return verdictLines(rec, per)
+}
+
+// verdictLines puts the per-workload lines between the record's
+// precondition and its engine cost and health.
+func verdictLines(rec *Record, per []string) []string {
 	var out []string
 	if p := rec.Precondition; p != nil {
 		out = append(out, fmt.Sprintf("preconditioned: the device (%.1f GB) written %d times with %s sequential writes before the workloads, %.0f MB/s",
 			float64(p.DeviceBytes)/1e9, p.Passes, sizeText(p.BlockBytes), p.BWBytesPerS/1e6))
 	}
+	out = append(out, per...)
 	var cost []string
 	for _, wr := range rec.Workloads {
-		name := wr.Params.Name
-		if wr.RepeatStop != "" {
-			out = append(out, name+": "+wr.RepeatStop)
-		}
-		if v := wr.SteadyState.Verdict(); v != "" {
-			out = append(out, name+": "+v)
-		}
 		if s := wr.EngineCPUNSPerIO; s != nil && s.N > 0 {
-			c := name + " " + nsText(s.Median)
+			c := wr.Params.Name + " " + nsText(s.Median)
 			if s.N > 1 && s.Min != s.Max {
 				c += " (" + nsText(s.Min) + "–" + nsText(s.Max) + ")"
 			}

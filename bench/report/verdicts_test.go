@@ -50,7 +50,13 @@ func TestVerdictsInEveryReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, "rnd4k-write: compares a steady-state result with a fresh one (ssd at steady state (round 7); fresh fresh (no --steady-state))")
+	// A comparison says them one line per kind and column.
+	want = []string{
+		"ssd: steady state: rnd4k-write reached at round 7",
+		"ssd: runs of --repeat auto: seq1m-read 3",
+		"ssd: device health of /dev/sdb (smartctl 7.3): temperature 41 → 41 °C",
+		"rnd4k-write: compares a steady-state result with a fresh one (ssd at steady state (round 7); fresh fresh (no --steady-state))",
+	}
 	for _, format := range []string{"table", "markdown", "html", "json"} {
 		var b bytes.Buffer
 		if err := Write(&b, format, c); err != nil {
