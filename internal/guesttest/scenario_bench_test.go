@@ -78,8 +78,27 @@ type recordJSON struct {
 			Write *struct {
 				IOBytes int64 `json:"io_bytes"`
 			} `json:"write"`
+			HostSamples []struct {
+				MemUsedBytes int64 `json:"mem_used_bytes"`
+			} `json:"host_samples_per_s"`
+			DeviceSamples []struct {
+				Bytes int64 `json:"bytes"`
+			} `json:"device_samples_per_s"`
 		} `json:"runs"`
 	} `json:"workloads"`
+	// Health is the disk's SMART state (issue 12 item 6): QEMU's NVMe
+	// controller and its SATA disks answer smartctl.
+	Health *struct {
+		Device string `json:"device"`
+		Before *struct {
+			TemperatureC *float64 `json:"temperature_c"`
+			PowerOnHours *uint64  `json:"power_on_hours"`
+		} `json:"before"`
+		After *struct {
+			TemperatureC *float64 `json:"temperature_c"`
+		} `json:"after"`
+		Note string `json:"note"`
+	} `json:"device_health"`
 }
 
 func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
@@ -110,6 +129,26 @@ func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
 		if tg.Disk != name || tg.Transport != transport || tg.Media != media || tg.Model != model ||
 			tg.Serial != serial || tg.WWN != inv.wwn || !tg.Virtual || tg.SizeBytes != 1<<30 {
 			t.Errorf("%s: record %s target %+v, want disk %s: %s %s, %s %s, WWN %q, virtual, 1 GiB", who, rec.ID, tg, name, transport, media, model, serial, inv.wwn)
+		}
+	}
+	// observed: the host and device series and the disk's health before
+	// and after, read with the guest's smartctl (issue 12 items 5, 6).
+	observed := func(who string, rec recordJSON, dev string) {
+		t.Helper()
+		h := rec.Health
+		if h == nil || h.Device != dev || h.Before == nil || h.Before.TemperatureC == nil || h.Before.PowerOnHours == nil || h.After == nil || h.After.TemperatureC == nil {
+			t.Errorf("%s: device health %+v, want temperature and hours of %s before and after", who, h, dev)
+		}
+		for _, w := range rec.Workloads {
+			for _, run := range w.Runs {
+				var moved int64
+				for _, s := range run.DeviceSamples {
+					moved += s.Bytes
+				}
+				if len(run.HostSamples) == 0 || run.HostSamples[0].MemUsedBytes <= 0 || len(run.DeviceSamples) == 0 || moved <= 0 {
+					t.Errorf("%s: %s: %d host samples, %d device samples moving %d bytes", who, w.Params.Name, len(run.HostSamples), len(run.DeviceSamples), moved)
+				}
+			}
 		}
 	}
 	moved := func(who string, rec recordJSON, wantRW ...string) {
@@ -144,6 +183,7 @@ func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
 	}
 	identity("bench", rec, "nvme0n1", "nvme", "nvme", "QEMU NVMe Ctrl", "NVME0001")
 	moved("bench", rec, "read", "randread")
+	observed("bench", rec, "/dev/nvme0n1")
 
 	// fscompare on the SATA disk: a record per filesystem, the first too.
 	if out["fscompare.exit"] != "0" {
@@ -171,6 +211,7 @@ func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
 		}
 		identity(who, rec, sata, "sata", "hdd", "WDC WD40EFRX-68N32N0", "WD-WCC7K0000001")
 		moved(who, rec, "read", "write", "randread", "randwrite")
+		observed(who, rec, "/dev/"+sata)
 	}
 	if !strings.Contains(out["fscompare"], `"diskprep/comparison/v1"`) {
 		t.Errorf("fscompare printed no comparison:\n%s", out["fscompare"])
