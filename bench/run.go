@@ -194,9 +194,9 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	}
 
 	r := runner{
-		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress, sampleEvery: opts.SampleInterval,
-		cacheSettle: cacheSettleOf(t.ident.Cache),
+		eng: eng, log: log, t: t, env: env, now: now, progress: opts.Progress,
 		laidOut: t.size, extent: extent, count: len(workloads) * repeat,
+		sampleEvery: opts.SampleInterval, cacheSettle: cacheSettleOf(t.ident.Cache),
 	}
 	if t.ident.Kind == record.KindDevice {
 		r.laidOut = extent // a device is used as it is: never laid out

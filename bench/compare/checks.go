@@ -38,20 +38,60 @@ const (
 	StealDiffPoints  = 5.0
 )
 
+// hostChecks compare each column's host with the baseline's, over every
+// second sampled during its measured runs: a host that spent a much
+// larger share of its CPUs waiting for I/O (another disk busy) or stolen
+// by the hypervisor (a neighbour VM) is said once per column.
+func hostChecks(c *Comparison) []string {
+	type avg struct {
+		iowait, steal float64
+		n             int
+	}
+	host := make([]avg, len(c.Groups))
+	for gi, g := range c.Groups {
+		for _, rec := range g.Records {
+			for wi := range rec.Workloads {
+				for _, r := range rec.Workloads[wi].Measured() {
+					for _, s := range r.HostSamples {
+						host[gi].iowait += s.CPUIOWaitPct
+						host[gi].steal += s.CPUStealPct
+						host[gi].n++
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	b := host[0]
+	for gi := 1; gi < len(c.Groups); gi++ {
+		o := host[gi]
+		if b.n == 0 || o.n == 0 {
+			continue
+		}
+		for _, x := range []struct {
+			what   string
+			bv, ov float64
+			limit  float64
+			why    string
+		}{
+			{"iowait", b.iowait / float64(b.n), o.iowait / float64(o.n), IOWaitDiffPoints, "the CPUs waited on I/O for very different shares of the time"},
+			{"steal", b.steal / float64(b.n), o.steal / float64(o.n), StealDiffPoints, "the hypervisor took very different shares of the CPUs"},
+		} {
+			if math.Abs(x.bv-x.ov) >= x.limit {
+				out = append(out, fmt.Sprintf("CPU %s %.1f%% in %s against %.1f%% in %s (over %d and %d sampled seconds): %s", x.what, x.ov, c.Groups[gi].Name, x.bv, c.Groups[0].Name, o.n, b.n, x.why))
+			}
+		}
+	}
+	return out
+}
+
 // rowChecks are the caveats of one row across its columns that the
 // numbers alone do not show: a steady-state result against a fresh one,
-// hosts that spent very different shares of CPU waiting for I/O or
-// stolen by the hypervisor, and differences the engine's own run-to-run
-// cost could explain.
+// and differences the engine's own run-to-run cost could explain.
 func rowChecks(row string, c *Comparison, members map[int][]member) []string {
 	var out []string
 	kinds := map[string][]string{}
 	var order []string
-	type hostAvg struct {
-		iowait, steal float64
-		n             int
-	}
-	host := make([]hostAvg, len(c.Groups))
 	for gi, g := range c.Groups {
 		for _, m := range members[gi] {
 			k := "fresh (no --steady-state)"
@@ -66,13 +106,6 @@ func rowChecks(row string, c *Comparison, members map[int][]member) []string {
 			if !slices.Contains(kinds[k], g.Name) {
 				kinds[k] = append(kinds[k], g.Name)
 			}
-			for _, r := range m.wr.Measured() {
-				for _, s := range r.HostSamples {
-					host[gi].iowait += s.CPUIOWaitPct
-					host[gi].steal += s.CPUStealPct
-					host[gi].n++
-				}
-			}
 		}
 	}
 	steady, fresh := false, false
@@ -86,25 +119,6 @@ func rowChecks(row string, c *Comparison, members map[int][]member) []string {
 			parts = append(parts, strings.Join(kinds[k], ", ")+" "+k)
 		}
 		out = append(out, fmt.Sprintf("%s: compares a steady-state result with a fresh one (%s): a fresh SSD is faster than it stays; run both with --steady-state (after --precondition)", row, strings.Join(parts, "; ")))
-	}
-	for gi := 1; gi < len(c.Groups); gi++ {
-		b, o := host[0], host[gi]
-		if b.n == 0 || o.n == 0 {
-			continue
-		}
-		for _, x := range []struct {
-			what     string
-			bv, ov   float64
-			limit    float64
-			whyLarge string
-		}{
-			{"iowait", b.iowait / float64(b.n), o.iowait / float64(o.n), IOWaitDiffPoints, "the CPUs waited on I/O for very different shares of the time"},
-			{"steal", b.steal / float64(b.n), o.steal / float64(o.n), StealDiffPoints, "the hypervisor took very different shares of the CPUs"},
-		} {
-			if math.Abs(x.bv-x.ov) >= x.limit {
-				out = append(out, fmt.Sprintf("%s: CPU %s %.1f%% in %s against %.1f%% in %s: %s", row, x.what, x.ov, c.Groups[gi].Name, x.bv, c.Groups[0].Name, x.whyLarge))
-			}
-		}
 	}
 	out = append(out, engineSpread(row, c, members)...)
 	return out

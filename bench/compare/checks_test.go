@@ -31,7 +31,7 @@ func TestHostChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasWarning(c, "seqread: CPU steal 12.0% in vm against 0.0% in bare") {
+	if !hasWarning(c, "CPU steal 12.0% in vm against 0.0% in bare (over 9 and 9 sampled seconds)") {
 		t.Errorf("no steal warning: %q", c.Warnings)
 	}
 	if hasWarning(c, "CPU iowait") {
@@ -41,7 +41,7 @@ func TestHostChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasWarning(c, "seqread: CPU iowait 25.0% in busy against 2.0% in bare") || hasWarning(c, "steal") {
+	if !hasWarning(c, "CPU iowait 25.0% in busy against 2.0% in bare") || hasWarning(c, "steal") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 }

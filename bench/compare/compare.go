@@ -216,6 +216,7 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 		}
 	}
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
+	c.Warnings = append(c.Warnings, hostChecks(c)...)
 	c.Notes = notes(c.Groups)
 	var own []string
 	for _, r := range c.Rows {
