@@ -42,25 +42,25 @@ func cachebenchCommand() *cli.Command {
 		Usage:     "measure what an SSD cache in front of an HDD buys: the HDD alone, the SSD alone, the cached volume cold, warm and steady",
 		ArgsUsage: "ORIGIN_DISK --cache-device DEVICE --yes",
 		Description: `Cachebench answers "what does the SSD buy in front of the HDD?" in one
-command, on the same disks, destroying what is on both. It reads the HDD
-alone and the SSD alone (random 4k reads, O_DIRECT), builds the cached volume
-as prepare --cache does (lvmcache, writecache or bcache; writethrough unless
---cache-mode writeback), and measures it per working set - half the cache,
-about the cache, twice the cache, and twice the cache read with a zipf:1.2
-skew - in three phases: cold (right after it is built), warm (after one
-warm-up pass over the working set: by writes for bcache and writecache, which
-take writes in, by two read passes for lvmcache, which promotes what is read
-again) and steady (the runs after). The hit ratio of each phase is what the
-kernel's counters (dmsetup status, bcache's sysfs) say for its runs. A
-writeback cache is flushed at the release, and how long that took is shown.
-Every run is stored as a record (compare shows them again); the report ends
-with one sentence per working set: what the cache buys against the HDD
-alone and how close it gets to the SSD alone.
+command, on the same disks, destroying what is on both. It builds the cached
+volume as prepare --cache does (lvmcache, writecache or bcache; writethrough
+unless --cache-mode writeback) and measures it (random 4k reads, O_DIRECT)
+per working set - half the cache, about the cache, twice the cache, and
+twice the cache read with a zipf:1.2 skew - in three phases: cold (right
+after it is built), warm (after one warm-up pass over the working set: by
+writes for bcache and writecache, which take writes in, by two read passes
+for lvmcache, which promotes what is read again) and steady (the runs
+after). The hit ratio of each phase is what the kernel's counters (dmsetup
+status, bcache's sysfs) say for its runs. A writeback cache is flushed at
+the release, and how long that took is shown. Then, on the released disks,
+it reads the HDD alone and the SSD alone over the same working sets. Every
+run is stored as a record (compare shows them again); the report ends with
+one sentence per working set: what the cache buys against the HDD alone and
+how close it gets to the SSD alone.
 
-Each working set has its own region of the origin, so each one's cold phase
-is cold; the origin must hold 5.5 times --size (default: the cache device's
-size). At the end the cache is released and both disks are left
-signature-free.
+Each working set has its own region of the cached volume, so each one's cold
+phase is cold; the volume must hold 5.5 times --size (default: the built
+cache's size). At the end both disks are left signature-free.
 
 Examples:
   sudo diskprep cachebench /dev/sdb --cache-device /dev/nvme0n1 --yes
@@ -70,7 +70,7 @@ Examples:
 			&cli.StringFlag{Name: "cache-device", Usage: "the fast disk or partition that caches: `DEVICE`"},
 			&cli.StringFlag{Name: "cache-kind", Value: "lvmcache", Usage: "`KIND` of cache: lvmcache, writecache or bcache"},
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE`: writethrough (default; writecache is writeback only) or writeback"},
-			&cli.StringFlag{Name: "size", Usage: "the working set near the cache's size: `SIZE` (default the cache device's)"},
+			&cli.StringFlag{Name: "size", Usage: "the working set near the cache's size: `SIZE` (default the built cache's)"},
 			&cli.StringFlag{Name: "runtime", Value: "10s", Usage: "`DURATION` of each measured run"},
 			&cli.IntFlag{Name: "repeat", Value: 3, Usage: "`N` runs of each warm and steady phase and of the disks alone"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy the data on both disks without asking (required)"},

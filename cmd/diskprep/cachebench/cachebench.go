@@ -1,19 +1,19 @@
 // Package cachebench is the orchestration of `diskprep cachebench`: what an
 // SSD cache in front of an HDD buys, measured on the same disks in one go.
-// It benchmarks the HDD alone and the SSD alone (their raw devices), builds
-// the cached volume, measures it per working set cold (right after it was
-// built), warm (after a warm-up pass over the working set: by writes where
+// It builds the cached volume and measures it per working set cold (right
+// after it was built), warm (after a warm-up pass over the working set: by writes where
 // the cache kind only takes writes in, by reads where reads promote) and
 // steady (the runs after), with working sets below, near and above the
 // cache's size and a skewed (zipf) one, reads the kernel's hit counters
-// around every run, times the flush of a writeback cache, and releases
-// what it built whatever happens. Like fscompare it composes disk and bench
+// around every run, times the flush of a writeback cache, releases it,
+// and then benchmarks the HDD alone and the SSD alone (their raw devices,
+// as the release left them). What it built is released whatever happens. Like fscompare it composes disk and bench
 // through the functions of Deps and imports neither.
 //
-// Every working set has a region of its own on the origin, so each one's
-// cold phase reads blocks the cache never saw. The HDD and SSD alone are
-// read where the cached volume will be: the SSD's regions written once
-// first (an SSD reads never-written blocks without touching flash).
+// Every working set has a region of its own on the cached volume, so each
+// one's cold phase reads blocks the cache never saw. The HDD alone is read
+// at the same offsets, the SSD alone from its start, written once first
+// (an SSD reads never-written blocks without touching flash).
 package cachebench
 
 import (
@@ -41,7 +41,7 @@ type Options struct {
 	CacheDevice string // the fast disk or partition (path)
 	Kind, Mode  string // as built: lvmcache|writecache|bcache, writethrough|writeback
 	// NearBytes is the "near" working set: about the cache's size (0: the
-	// cache device's size). Below is half of it, above twice.
+	// built cache's own size). Below is half of it, above twice.
 	NearBytes uint64
 	// Runtime of each measured run; Repeat runs of the warm and steady
 	// phases and of the HDD and SSD alone (cold is one run: only the first
@@ -155,7 +155,7 @@ func Plan(near, originBytes uint64, bs uint64) ([]workingSet, error) {
 		}
 	}
 	if off > originBytes {
-		return nil, fmt.Errorf("the working sets need %s of the origin (5.5 times %s), it has %s: give a smaller --size",
+		return nil, fmt.Errorf("the working sets need %s of the cached volume (5.5 times %s), it has %s: give a smaller --size",
 			units.FormatSize(off), units.FormatSize(near), units.FormatSize(originBytes))
 	}
 	return sets, nil
@@ -187,9 +187,12 @@ func warmBy(kind string) string {
 	return "randwrite"
 }
 
-// Run measures, per Options, and returns what it found. On any error,
-// also an interruption, what was built is released (with a context that
-// is not cancelled) and the release's own failure is joined to the error.
+// Run measures, per Options, and returns what it found: the cached volume
+// first (its working sets are relative to the cache's real size, which only
+// the built cache tells), then, once it is released, the disks alone over
+// the same regions. On any error, also an interruption, what was built is
+// released (with a context that is not cancelled) and the release's own
+// failure is joined to the error.
 func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) {
 	now := deps.Now
 	if now == nil {
@@ -204,19 +207,10 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 	if err != nil {
 		return nil, err
 	}
-	originBytes, err := deviceSize(host, opts.Origin, deps.Resolve)
-	if err != nil {
+	if _, err := deviceSize(host, opts.Origin, deps.Resolve); err != nil {
 		return nil, err
 	}
 	ssdBytes, err := deviceSize(host, opts.CacheDevice, deps.Resolve)
-	if err != nil {
-		return nil, err
-	}
-	near := opts.NearBytes
-	if near == 0 {
-		near = ssdBytes
-	}
-	sets, err := Plan(near, originBytes, opts.BlockBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -224,10 +218,6 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		return nil, err
 	}
 	res = &Result{Schema: Schema, Kind: opts.Kind, Mode: opts.Mode, Origin: opts.Origin, CacheDevice: opts.CacheDevice}
-	for _, ws := range sets {
-		res.WorkingSets = append(res.WorkingSets, WorkingSet{Name: ws.name, Workload: "ws-" + ws.name, SizeBytes: ws.size,
-			OffsetBytes: ws.offset, Distribution: ws.dist})
-	}
 	bench := func(label, target string, specs []string, repeat int, allowWrite bool, h *hwinfo.Host) (*record.Record, error) {
 		req := workload.Request{Target: target, Specs: specs, Repeat: repeat, Label: label, AllowDeviceWrite: allowWrite}
 		rec, err := deps.Bench(ctx, req, h)
@@ -238,54 +228,13 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		res.Records = append(res.Records, rec.ID)
 		return rec, nil
 	}
-	reads := func(rt time.Duration, clip uint64) []string {
-		var out []string
-		for _, ws := range sets {
-			size, w := ws.size, ws
-			if clip > 0 {
-				w.offset, size = 0, min(size, clip)
-			}
-			out = append(out, opts.spec(w, size, rt, "randread", opts.BlockBytes))
-		}
-		return out
-	}
-
-	// The disks alone, before anything is built on them.
-	say("the HDD alone: %s", opts.Origin)
-	rec, err := bench("hdd", opts.Origin, reads(opts.Runtime, 0), opts.Repeat, false, host)
-	if err != nil {
-		return nil, err
-	}
-	for i := range res.WorkingSets {
-		res.WorkingSets[i].HDD = phaseOf(rec, res.WorkingSets[i].Workload)
-	}
-	ssdRegion := min(ssdBytes/(1<<20)*(1<<20), sets[len(sets)-1].size)
-	say("the SSD alone: %s (written once over %s first)", opts.CacheDevice, units.FormatSize(ssdRegion))
-	fill := workingSet{name: "ssd-fill", offset: 0}
-	if _, err := bench("ssd fill", opts.CacheDevice, []string{opts.spec(fill, ssdRegion, 0, "write", 1<<20)}, 1, true, host); err != nil {
-		return nil, err
-	}
-	rec, err = bench("ssd", opts.CacheDevice, reads(opts.Runtime, ssdRegion), opts.Repeat, false, host)
-	if err != nil {
-		return nil, err
-	}
-	for i := range res.WorkingSets {
-		ws := &res.WorkingSets[i]
-		ws.SSD = phaseOf(rec, ws.Workload)
-		if ws.SizeBytes > ssdRegion {
-			ws.SSDSizeBytes = ssdRegion
-		}
-	}
 
 	// The cached volume.
 	say("building the %s (%s) over %s, cached by %s", opts.Kind, opts.Mode, opts.Origin, opts.CacheDevice)
 	dev, err := deps.Build(ctx, host)
 	built := dev != ""
 	defer func() {
-		if !built {
-			return
-		}
-		if err != nil {
+		if built && err != nil {
 			say("releasing the cache after the failure")
 			if rerr := deps.Release(context.WithoutCancel(ctx), true); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("release the cache: %w", rerr))
@@ -296,8 +245,7 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		return nil, err
 	}
 	res.CachedVolume = dev
-	host, err = deps.Facts(ctx)
-	if err != nil {
+	if host, err = deps.Facts(ctx); err != nil {
 		return nil, err
 	}
 	node, err := deps.Resolve(dev)
@@ -311,6 +259,18 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 	res.CacheBytes = cv.CacheBytes
 	if cv.Counters == nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the kernel's counters of %s are not readable: no hit ratios", dev))
+	}
+	near := opts.NearBytes
+	if near == 0 {
+		near = cv.CacheBytes
+	}
+	sets, err := Plan(near, cv.SizeBytes, opts.BlockBytes)
+	if err != nil {
+		return nil, err
+	}
+	for _, ws := range sets {
+		res.WorkingSets = append(res.WorkingSets, WorkingSet{Name: ws.name, Workload: "ws-" + ws.name, SizeBytes: ws.size,
+			OffsetBytes: ws.offset, Distribution: ws.dist})
 	}
 	for i, ws := range sets {
 		w := &res.WorkingSets[i]
@@ -347,7 +307,6 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 			return res, err
 		}
 		w.Steady = phaseOf(rec, w.Workload)
-		w.Sentence = sentence(*w, res.CacheBytes)
 	}
 
 	// The flush, for writeback: the release writes the dirty blocks back
@@ -365,6 +324,47 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 	}
 	if res.Flush != nil {
 		res.Flush.ReleaseMS = float64(now().Sub(t0).Microseconds()) / 1000
+	}
+
+	// The disks alone, released and wiped, over the same regions.
+	if host, err = deps.Facts(ctx); err != nil {
+		return res, err
+	}
+	reads := func(clip uint64) []string {
+		var out []string
+		for _, ws := range sets {
+			size, w := ws.size, ws
+			if clip > 0 {
+				w.offset, size = 0, min(size, clip)
+			}
+			out = append(out, opts.spec(w, size, opts.Runtime, "randread", opts.BlockBytes))
+		}
+		return out
+	}
+	say("the HDD alone: %s", opts.Origin)
+	rec, err := bench("hdd", opts.Origin, reads(0), opts.Repeat, false, host)
+	if err != nil {
+		return res, err
+	}
+	for i := range res.WorkingSets {
+		res.WorkingSets[i].HDD = phaseOf(rec, res.WorkingSets[i].Workload)
+	}
+	ssdRegion := min(ssdBytes/(1<<20)*(1<<20), sets[len(sets)-1].size)
+	say("the SSD alone: %s (written once over %s first)", opts.CacheDevice, units.FormatSize(ssdRegion))
+	fill := workingSet{name: "ssd-fill", offset: 0}
+	if _, err := bench("ssd fill", opts.CacheDevice, []string{opts.spec(fill, ssdRegion, 0, "write", 1<<20)}, 1, true, host); err != nil {
+		return res, err
+	}
+	if rec, err = bench("ssd", opts.CacheDevice, reads(ssdRegion), opts.Repeat, false, host); err != nil {
+		return res, err
+	}
+	for i := range res.WorkingSets {
+		ws := &res.WorkingSets[i]
+		ws.SSD = phaseOf(rec, ws.Workload)
+		if ws.SizeBytes > ssdRegion {
+			ws.SSDSizeBytes = ssdRegion
+		}
+		ws.Sentence = sentence(*ws, res.CacheBytes)
 	}
 	return res, nil
 }

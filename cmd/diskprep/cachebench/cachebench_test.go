@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ type fake struct {
 	released []bool // cleanup flag of each release
 	failAt   string // the label of the bench call that fails
 	n        int
+	volume   uint64 // the cached volume's size
 }
 
 var figures = map[string][2]float64{ // IOPS, hit ratio (-1: none)
@@ -37,7 +39,7 @@ func (f *fake) deps() Deps {
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			h := &hwinfo.Host{Disks: []hwinfo.Disk{{Name: "sdb", Path: "/dev/sdb", SizeBytes: 4 << 30}, {Name: "nvme0n1", Path: "/dev/nvme0n1", SizeBytes: 256 << 20}}}
 			if f.built {
-				h.Caches = []hwinfo.CachedVolume{{Device: "dm-3", Kind: "lvmcache", Mode: "writethrough", CacheBytes: 240 << 20,
+				h.Caches = []hwinfo.CachedVolume{{Device: "dm-3", Kind: "lvmcache", Mode: "writethrough", CacheBytes: 240 << 20, SizeBytes: f.volume,
 					Counters: &hwinfo.CacheCounters{DirtyBytes: 8 << 20}}}
 			}
 			return h, nil
@@ -99,7 +101,7 @@ func opts() Options {
 }
 
 func TestRunPhases(t *testing.T) {
-	f := &fake{}
+	f := &fake{volume: 3 << 30}
 	var progress bytes.Buffer
 	o := opts()
 	o.Progress = &progress
@@ -107,29 +109,29 @@ func TestRunPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The disks alone before anything is built, then per working set
-	// cold, the warm-up (dm-cache: two read passes), warm, steady; then
-	// the release, not as a cleanup.
-	want := []string{"check", "hdd /dev/sdb", "ssd fill /dev/nvme0n1", "ssd /dev/nvme0n1", "build"}
+	// The cache per working set cold, the warm-up (dm-cache: two read
+	// passes), warm, steady; the release, not as a cleanup; then the disks
+	// alone, as the release left them.
+	want := []string{"check", "build"}
 	for range 4 {
 		want = append(want, "lvmcache cold /dev/cachebench/cachebench", "lvmcache warm-up /dev/cachebench/cachebench",
 			"lvmcache warm-up /dev/cachebench/cachebench", "lvmcache warm /dev/cachebench/cachebench", "lvmcache steady /dev/cachebench/cachebench")
 	}
-	want = append(want, "release")
+	want = append(want, "release", "hdd /dev/sdb", "ssd fill /dev/nvme0n1", "ssd /dev/nvme0n1")
 	if strings.Join(f.calls, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(f.calls, "\n"), strings.Join(want, "\n"))
 	}
 	if len(f.released) != 1 || f.released[0] {
 		t.Errorf("releases %v", f.released)
 	}
-	// Working sets of the cache device's size (256 MiB): half, near,
-	// twice, twice with zipf, each in its own region of the origin.
+	// Working sets of the built cache's size (240 MiB): half, near, twice,
+	// twice with zipf, each in its own region of the cached volume.
 	if len(res.WorkingSets) != 4 {
 		t.Fatalf("working sets %+v", res.WorkingSets)
 	}
 	var off uint64
 	for i, ws := range res.WorkingSets {
-		wantSize := []uint64{128 << 20, 256 << 20, 512 << 20, 512 << 20}[i]
+		wantSize := []uint64{120 << 20, 240 << 20, 480 << 20, 480 << 20}[i]
 		if ws.SizeBytes != wantSize || ws.OffsetBytes != off {
 			t.Errorf("%s: %d bytes at %d, want %d at %d", ws.Name, ws.SizeBytes, ws.OffsetBytes, wantSize, off)
 		}
@@ -155,19 +157,19 @@ func TestRunPhases(t *testing.T) {
 			t.Errorf("warm-up %+v", r)
 		case r.Label == "ssd fill" && (!r.AllowDeviceWrite || !strings.Contains(r.Specs[0], "rw=write")):
 			t.Errorf("ssd fill %+v", r)
-		case r.Label == "hdd" && (len(r.Specs) != 4 || !strings.Contains(r.Specs[3], "offset=939524096") || !strings.Contains(r.Specs[3], "distribution=zipf:1.2")):
+		case r.Label == "hdd" && (len(r.Specs) != 4 || !strings.Contains(r.Specs[3], "offset=880803840") || !strings.Contains(r.Specs[3], "distribution=zipf:1.2")):
 			t.Errorf("hdd specs %q", r.Specs)
 		case r.Label == "ssd" && strings.Contains(strings.Join(r.Specs, " "), "offset=1"):
 			t.Errorf("the SSD alone reads at its start: %q", r.Specs)
 		}
 	}
 	s := res.WorkingSets[0].Sentence
-	for _, part := range []string{"below (128 MiB, 53% of the cache)", "5000 IOPS, 33.3 times the HDD alone (150)", "25% of the SSD alone (20000)", "90% hit ratio (cold 5%)"} {
+	for _, part := range []string{"below (120 MiB, 50% of the cache)", "5000 IOPS, 33.3 times the HDD alone (150)", "25% of the SSD alone (20000)", "90% hit ratio (cold 5%)"} {
 		if !strings.Contains(s, part) {
 			t.Errorf("sentence %q does not say %q", s, part)
 		}
 	}
-	if !strings.Contains(res.WorkingSets[2].Sentence, "2.1 times the cache") || !strings.Contains(res.WorkingSets[3].Sentence, "zipf:1.2") {
+	if !strings.Contains(res.WorkingSets[2].Sentence, "2.0 times the cache") || !strings.Contains(res.WorkingSets[3].Sentence, "zipf:1.2") {
 		t.Errorf("sentences %q / %q", res.WorkingSets[2].Sentence, res.WorkingSets[3].Sentence)
 	}
 	if res.Flush != nil {
@@ -180,12 +182,12 @@ func TestRunPhases(t *testing.T) {
 	if err := res.Text(&out, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, part := range []string{"lvmcache (writethrough) over /dev/sdb, cached by /dev/nvme0n1", "below 128 MiB", "HDD alone", "SSD alone (256 MiB)", "steady", "90.0%", s} {
+	for _, part := range []string{"lvmcache (writethrough) over /dev/sdb, cached by /dev/nvme0n1", "below 120 MiB", "HDD alone", "SSD alone (256 MiB)", "steady", "90.0%", s} {
 		if !strings.Contains(out.String(), part) {
 			t.Errorf("text does not say %q:\n%s", part, out.String())
 		}
 	}
-	if !strings.Contains(progress.String(), "cachebench: working set above-zipf (512 MiB): cold") {
+	if !strings.Contains(progress.String(), "cachebench: working set above-zipf (480 MiB): cold") {
 		t.Errorf("progress %q", progress.String())
 	}
 }
@@ -193,7 +195,7 @@ func TestRunPhases(t *testing.T) {
 // TestRunWriteback: bcache and writecache warm by writes; a writeback
 // cache's dirty bytes at release and the release's time are reported.
 func TestRunWriteback(t *testing.T) {
-	f := &fake{}
+	f := &fake{volume: 3 << 30}
 	for k, v := range figures {
 		if rest, ok := strings.CutPrefix(k, "lvmcache "); ok {
 			figures["bcache "+rest] = v
@@ -218,27 +220,35 @@ func TestRunWriteback(t *testing.T) {
 	}
 }
 
-// TestRunFailureReleases: a failed phase after the build releases the
-// cache (as a cleanup); one before it releases nothing.
+// TestRunFailureReleases: a failure while the cache is built releases it
+// (as a cleanup), also when the cached volume is too small for the working
+// sets; one after its release releases nothing more.
 func TestRunFailureReleases(t *testing.T) {
-	f := &fake{failAt: "lvmcache warm"}
+	f := &fake{failAt: "lvmcache warm", volume: 3 << 30}
 	if _, err := Run(context.Background(), opts(), f.deps()); err == nil || !strings.Contains(err.Error(), "engine failed") {
 		t.Fatalf("err %v", err)
 	}
 	if len(f.released) != 1 || !f.released[0] {
 		t.Errorf("releases %v, want one cleanup", f.released)
 	}
-	f = &fake{failAt: "ssd"}
+	f = &fake{volume: 1 << 30}
+	if _, err := Run(context.Background(), opts(), f.deps()); err == nil || !strings.Contains(err.Error(), "need 1.3 GiB of the cached volume") {
+		t.Fatalf("a small volume: %v", err)
+	}
+	if len(f.released) != 1 || !f.released[0] || slices.ContainsFunc(f.calls, func(c string) bool { return strings.Contains(c, "cold") }) {
+		t.Errorf("a small volume: releases %v, calls %q", f.released, f.calls)
+	}
+	f = &fake{failAt: "ssd", volume: 3 << 30}
 	if _, err := Run(context.Background(), opts(), f.deps()); err == nil {
 		t.Fatal("no error")
 	}
-	if len(f.released) != 0 || f.built {
-		t.Errorf("released %v before anything was built", f.released)
+	if len(f.released) != 1 || f.released[0] {
+		t.Errorf("released %v: want the one release after the phases", f.released)
 	}
 }
 
 func TestPlanRefusesSmallOrigin(t *testing.T) {
-	if _, err := Plan(1<<30, 4<<30, 4096); err == nil || !strings.Contains(err.Error(), "need 5.5 GiB of the origin") {
+	if _, err := Plan(1<<30, 4<<30, 4096); err == nil || !strings.Contains(err.Error(), "need 5.5 GiB of the cached volume") {
 		t.Errorf("err %v", err)
 	}
 	if _, err := Plan(0, 4<<30, 4096); err == nil {
