@@ -52,8 +52,8 @@ writes for bcache and writecache, which take writes in, by two read passes
 for lvmcache, which promotes what is read again) and steady (the runs
 after). The hit ratio of each phase is what the kernel's counters (dmsetup
 status, bcache's sysfs) say for its runs. A writeback cache is flushed at
-the release, and how long that took is shown. Then, on the released disks,
-it reads the HDD alone and the SSD alone over the same working sets. Every
+the release, and how long that took is shown. The SSD alone is read before
+the build (written once first), the HDD alone after the release. Every
 run is stored as a record (compare shows them again); the report ends with
 one sentence per working set: what the cache buys against the HDD alone and
 how close it gets to the SSD alone.

@@ -6,8 +6,9 @@
 // steady (the runs after), with working sets below, near and above the
 // cache's size and a skewed (zipf) one, reads the kernel's hit counters
 // around every run, times the flush of a writeback cache, releases it,
-// and then benchmarks the HDD alone and the SSD alone (their raw devices,
-// as the release left them). What it built is released whatever happens. Like fscompare it composes disk and bench
+// and benchmarks the SSD alone (before the build) and the HDD alone (after
+// the release) on their raw devices. What it built is released whatever
+// happens. Like fscompare it composes disk and bench
 // through the functions of Deps and imports neither.
 //
 // Every working set has a region of its own on the cached volume, so each
@@ -21,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -103,8 +105,9 @@ type WorkingSet struct {
 	Distribution string `json:"distribution,omitempty"`
 	HDD          *Phase `json:"hdd"`
 	SSD          *Phase `json:"ssd"`
-	// SSDSizeBytes is the working set the SSD alone was read over, when it
-	// could not hold all of it.
+	// SSDSizeBytes is the working set the SSD alone was read over when it
+	// differs: it is read before the cache is built, with working sets of
+	// the cache device's size, at most all of it.
 	SSDSizeBytes uint64 `json:"ssd_size_bytes,omitempty"`
 	Cold         *Phase `json:"cold"`
 	Warm         *Phase `json:"warm"`
@@ -187,10 +190,11 @@ func warmBy(kind string) string {
 	return "randwrite"
 }
 
-// Run measures, per Options, and returns what it found: the cached volume
-// first (its working sets are relative to the cache's real size, which only
-// the built cache tells), then, once it is released, the disks alone over
-// the same regions. On any error, also an interruption, what was built is
+// Run measures, per Options, and returns what it found: the SSD alone
+// first (a cache partition does not outlive the release), then the cached
+// volume (its working sets relative to the cache's real size, which only
+// the built cache tells), then, once it is released, the HDD alone over the
+// same regions. On any error, also an interruption, what was built is
 // released (with a context that is not cancelled) and the release's own
 // failure is joined to the error.
 func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) {
@@ -227,6 +231,37 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		res.records = append(res.records, rec)
 		res.Records = append(res.Records, rec.ID)
 		return rec, nil
+	}
+
+	// The SSD alone, first: a cache partition is gone after the release.
+	// Its working sets are the cache device's size's (the cache's own is
+	// known once built), read from its start, written once first (an SSD
+	// reads never-written blocks without touching flash).
+	ssdRegion := ssdBytes / (1 << 20) * (1 << 20)
+	ssdSets, err := Plan(ssdRegion, math.MaxUint64, opts.BlockBytes)
+	if err != nil {
+		return nil, err
+	}
+	say("the SSD alone: %s (written once over %s first)", opts.CacheDevice, units.FormatSize(ssdRegion))
+	fill := workingSet{name: "ssd-fill"}
+	if _, err := bench("ssd fill", opts.CacheDevice, []string{opts.spec(fill, ssdRegion, 0, "write", 1<<20)}, 1, true, host); err != nil {
+		return nil, err
+	}
+	var specs []string
+	ssdSizes := map[string]uint64{}
+	for _, ws := range ssdSets {
+		size := min(ws.size, ssdRegion)
+		ws.offset = 0
+		specs = append(specs, opts.spec(ws, size, opts.Runtime, "randread", opts.BlockBytes))
+		ssdSizes["ws-"+ws.name] = size
+	}
+	rec, err := bench("ssd", opts.CacheDevice, specs, opts.Repeat, false, host)
+	if err != nil {
+		return nil, err
+	}
+	ssdPhases := map[string]*Phase{}
+	for name := range ssdSizes {
+		ssdPhases[name] = phaseOf(rec, name)
 	}
 
 	// The cached volume.
@@ -276,8 +311,7 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		w := &res.WorkingSets[i]
 		one := []string{opts.spec(ws, ws.size, opts.Runtime, "randread", opts.BlockBytes)}
 		say("working set %s (%s): cold", ws.name, units.FormatSize(ws.size))
-		rec, err := bench(opts.Kind+" cold", dev, one, 1, false, host)
-		if err != nil {
+		if rec, err = bench(opts.Kind+" cold", dev, one, 1, false, host); err != nil {
 			return res, err
 		}
 		w.Cold = phaseOf(rec, w.Workload)
@@ -326,43 +360,26 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 		res.Flush.ReleaseMS = float64(now().Sub(t0).Microseconds()) / 1000
 	}
 
-	// The disks alone, released and wiped, over the same regions.
+	// The HDD alone, released and wiped, over the same regions.
 	if host, err = deps.Facts(ctx); err != nil {
 		return res, err
 	}
-	reads := func(clip uint64) []string {
-		var out []string
-		for _, ws := range sets {
-			size, w := ws.size, ws
-			if clip > 0 {
-				w.offset, size = 0, min(size, clip)
-			}
-			out = append(out, opts.spec(w, size, opts.Runtime, "randread", opts.BlockBytes))
-		}
-		return out
+	specs = nil
+	for _, ws := range sets {
+		specs = append(specs, opts.spec(ws, ws.size, opts.Runtime, "randread", opts.BlockBytes))
 	}
 	say("the HDD alone: %s", opts.Origin)
-	rec, err := bench("hdd", opts.Origin, reads(0), opts.Repeat, false, host)
-	if err != nil {
+	if rec, err = bench("hdd", opts.Origin, specs, opts.Repeat, false, host); err != nil {
 		return res, err
 	}
 	for i := range res.WorkingSets {
 		res.WorkingSets[i].HDD = phaseOf(rec, res.WorkingSets[i].Workload)
 	}
-	ssdRegion := min(ssdBytes/(1<<20)*(1<<20), sets[len(sets)-1].size)
-	say("the SSD alone: %s (written once over %s first)", opts.CacheDevice, units.FormatSize(ssdRegion))
-	fill := workingSet{name: "ssd-fill", offset: 0}
-	if _, err := bench("ssd fill", opts.CacheDevice, []string{opts.spec(fill, ssdRegion, 0, "write", 1<<20)}, 1, true, host); err != nil {
-		return res, err
-	}
-	if rec, err = bench("ssd", opts.CacheDevice, reads(ssdRegion), opts.Repeat, false, host); err != nil {
-		return res, err
-	}
 	for i := range res.WorkingSets {
 		ws := &res.WorkingSets[i]
-		ws.SSD = phaseOf(rec, ws.Workload)
-		if ws.SizeBytes > ssdRegion {
-			ws.SSDSizeBytes = ssdRegion
+		ws.SSD = ssdPhases[ws.Workload]
+		if n := ssdSizes[ws.Workload]; n != ws.SizeBytes {
+			ws.SSDSizeBytes = n
 		}
 		ws.Sentence = sentence(*ws, res.CacheBytes)
 	}

@@ -109,15 +109,15 @@ func TestRunPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cache per working set cold, the warm-up (dm-cache: two read
-	// passes), warm, steady; the release, not as a cleanup; then the disks
-	// alone, as the release left them.
-	want := []string{"check", "build"}
+	// The SSD alone before the build (written once first); the cache per
+	// working set cold, the warm-up (dm-cache: two read passes), warm,
+	// steady; the release, not as a cleanup; then the HDD alone.
+	want := []string{"check", "ssd fill /dev/nvme0n1", "ssd /dev/nvme0n1", "build"}
 	for range 4 {
 		want = append(want, "lvmcache cold /dev/cachebench/cachebench", "lvmcache warm-up /dev/cachebench/cachebench",
 			"lvmcache warm-up /dev/cachebench/cachebench", "lvmcache warm /dev/cachebench/cachebench", "lvmcache steady /dev/cachebench/cachebench")
 	}
-	want = append(want, "release", "hdd /dev/sdb", "ssd fill /dev/nvme0n1", "ssd /dev/nvme0n1")
+	want = append(want, "release", "hdd /dev/sdb")
 	if strings.Join(f.calls, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(f.calls, "\n"), strings.Join(want, "\n"))
 	}
@@ -141,9 +141,10 @@ func TestRunPhases(t *testing.T) {
 			t.Errorf("%s phases %+v %+v %+v %+v %+v", ws.Name, ws.HDD, ws.SSD, ws.Cold, ws.Warm, ws.Steady)
 		}
 	}
-	// The SSD alone cannot hold the working sets above the cache: it is
-	// read over all it has.
-	if res.WorkingSets[3].Distribution != "zipf:1.2" || res.WorkingSets[2].SSDSizeBytes != 256<<20 || res.WorkingSets[1].SSDSizeBytes != 0 || res.CacheBytes != 240<<20 {
+	// The SSD alone is read with working sets of the cache device's size
+	// (256 MiB), at most all of it.
+	if res.WorkingSets[3].Distribution != "zipf:1.2" || res.WorkingSets[0].SSDSizeBytes != 128<<20 || res.WorkingSets[1].SSDSizeBytes != 256<<20 ||
+		res.WorkingSets[2].SSDSizeBytes != 256<<20 || res.CacheBytes != 240<<20 {
 		t.Errorf("result %+v", res)
 	}
 	// The cold run is one run; warm and steady --repeat; the warm-up a
@@ -222,7 +223,7 @@ func TestRunWriteback(t *testing.T) {
 
 // TestRunFailureReleases: a failure while the cache is built releases it
 // (as a cleanup), also when the cached volume is too small for the working
-// sets; one after its release releases nothing more.
+// sets; one before the build or after the release releases nothing more.
 func TestRunFailureReleases(t *testing.T) {
 	f := &fake{failAt: "lvmcache warm", volume: 3 << 30}
 	if _, err := Run(context.Background(), opts(), f.deps()); err == nil || !strings.Contains(err.Error(), "engine failed") {
@@ -239,6 +240,13 @@ func TestRunFailureReleases(t *testing.T) {
 		t.Errorf("a small volume: releases %v, calls %q", f.released, f.calls)
 	}
 	f = &fake{failAt: "ssd", volume: 3 << 30}
+	if _, err := Run(context.Background(), opts(), f.deps()); err == nil {
+		t.Fatal("no error")
+	}
+	if len(f.released) != 0 || slices.Contains(f.calls, "build") {
+		t.Errorf("the SSD alone failed: released %v, calls %q", f.released, f.calls)
+	}
+	f = &fake{failAt: "hdd", volume: 3 << 30}
 	if _, err := Run(context.Background(), opts(), f.deps()); err == nil {
 		t.Fatal("no error")
 	}
