@@ -167,7 +167,7 @@ func (s StackRelease) bcacheSteps() []string {
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
 				out = append(out, "echo writethrough > "+dir+"cache_mode")
 			}
-			out = append(out, "echo 0 > "+dir+"writeback_percent")
+			out = append(out, "echo 0 > "+dir+"writeback_percent", "echo 0 > "+dir+"writeback_delay")
 			out = append(out, "wait for "+dir+"dirty_data to reach 0 (the dirty blocks written back to "+b.Backing+")")
 			out = append(out, "echo 1 > "+dir+"detach")
 		}
@@ -207,8 +207,13 @@ func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *Releas
 				}
 			}
 			// Without a dirty target bcache writes back at full speed, not
-			// at the trickle that keeps 10% of the cache dirty.
+			// at the trickle that keeps 10% of the cache dirty; without a
+			// delay it does not sleep 30 s after each pass over its index
+			// before the last dirty blocks (seen in a guest: 60 KiB, 31 s).
 			if err := write("write back at full speed on "+b.Device, a.bcacheAttr(b, "writeback_percent"), "0"); err != nil {
+				return err
+			}
+			if err := write("write back without delay on "+b.Device, a.bcacheAttr(b, "writeback_delay"), "0"); err != nil {
 				return err
 			}
 			if err := a.waitClean(ctx, b); err != nil {

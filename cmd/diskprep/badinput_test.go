@@ -259,6 +259,12 @@ func badCases(fx *badInputFixture) []badCase {
 		{"prepare plan with an unknown key", []string{"prepare", "--plan", w("unknown-key.yaml"), "--dry-run"}, 2, "colour"},
 		{"prepare missing plan", []string{"prepare", "--plan", w("no-such-plan.yaml")}, 2, "no such file"},
 		{"prepare nonexistent device", []string{"prepare", noDevice, "--fs", "xfs", "--yes"}, 2, "does not exist"},
+		{"prepare --cache without --cache-device", []string{"prepare", "--cache", noDevice, "--fs", "xfs"}, 2, "--cache needs --cache-device"},
+		{"prepare --cache on itself", []string{"prepare", "--cache", noDevice, "--cache-device", noDevice, "--fs", "xfs"}, 2, "the cache goes on another, faster disk"},
+		{"prepare --cache unknown kind", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "flashcache", "--fs", "xfs"}, 2, `unknown kind "flashcache"`},
+		{"prepare --cache unknown mode", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-mode", "writearound", "--fs", "xfs"}, 2, `unknown mode "writearound"`},
+		{"prepare --cache writecache writethrough", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "writecache", "--fs", "xfs"}, 2, "writecache caches writes only"},
+		{"prepare --cache-kind without --cache", []string{"prepare", noDevice, "--cache-kind", "bcache", "--fs", "xfs"}, 2, "go with --cache ORIGIN_DISK"},
 		{"prepare --root without --dry-run", []string{"--root", fx.work, "prepare", noDevice, "--fs", "xfs"}, 2, "can only --dry-run"},
 
 		{"release nothing", []string{"release"}, 2, "release takes one"},

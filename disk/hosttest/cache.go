@@ -336,7 +336,7 @@ func (h *Host) writeSys(p, value string) error {
 			return syscall.EINVAL
 		}
 		bb.mode = value
-	case "writeback_percent":
+	case "writeback_percent", "writeback_delay":
 		if _, err := strconv.Atoi(value); err != nil {
 			return syscall.EINVAL
 		}
@@ -428,7 +428,7 @@ func (h *Host) bcacheRegister(dev string, quiet bool) error {
 	h.fs.mkdirAll(h.sysDir(d) + "/holders/" + name)
 	dir := h.bcacheDir(d)
 	h.fs.mkdirAll(dir)
-	for _, a := range []string{"attach", "detach", "stop", "cache_mode", "dirty_data", "state", "writeback_percent"} {
+	for _, a := range []string{"attach", "detach", "stop", "cache_mode", "dirty_data", "state", "writeback_percent", "writeback_delay"} {
 		h.fs.put(dir+"/"+a, &node{mode: 0o644})
 	}
 	h.fs.put(dir+"/dev", &node{mode: fs.ModeSymlink | 0o777, link: h.sysDir(bdev)})

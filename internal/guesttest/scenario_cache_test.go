@@ -97,10 +97,10 @@ if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
 	mark dirty2; cat /sys/block/bcache0/bcache/dirty_data
 	diskprep release /srv2 --wipe --dry-run >/root/out 2>&1
 	mark release.dry; cat /root/out
-	diskprep release /srv2 --wipe >/root/out 2>/root/err
+	diskprep --verbose release /srv2 --wipe >/root/out 2>/root/err
 	rc=$?
 	mark release.bc.exit; echo $rc
-	mark release.bc; cat /root/out /root/err
+	mark release.bc; cat /root/out; grep -v "level=DEBUG" /root/err
 	stamp release.bc
 	diskprep release ${byid}HDDA --wipe >/root/out 2>&1
 	rc=$?
