@@ -23,6 +23,13 @@ const StackPlanSchema = "diskprep/stack-plan/v1"
 // anything a partition scanner or file system would look at.
 const mdMetadata = "1.2"
 
+// minStripedXFSBytes is the smallest array whose xfs is given the stripe
+// geometry: mkfs.xfs ignores a volume's own geometry under 1 GiB ("the
+// performance gains on such a small system are not worth the risk that
+// we'll end up with an undersized log"), and given su/sw there it fails
+// ("Log size must be at least 64MB" on a 510 MiB RAID10 of 512 KiB chunks).
+const minStripedXFSBytes = 1 << 30
+
 // defaultChunkBytes is mdadm's default chunk, used unless the members'
 // optimal I/O size asks for a larger one.
 const defaultChunkBytes = 512 << 10
@@ -416,6 +423,10 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 		if ap.Create != nil || ap.Volume.changes() {
 			sp.Unchanged = false
 		}
+		if ap.ChunkBytes > 0 && ap.Volume.FS == "xfs" && ap.Volume.Geometry == "" {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("md array %s is under %s: its xfs is made without the stripe geometry, as mkfs.xfs does for a small volume (with it, mkfs.xfs cannot make the log large enough)",
+				ap.Name, units.FormatSize(minStripedXFSBytes)))
+		}
 		sp.Arrays = append(sp.Arrays, ap)
 	}
 	if len(req.Groups) > 0 {
@@ -589,6 +600,9 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
 		MountPoint: cleanMount(a.Volume.Mount), MountOpts: a.Volume.MountOpts, Persist: a.Volume.Persist}
 	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
+	if vol.FS == "xfs" && ap.SizeBytes < minStripedXFSBytes {
+		geometry = ""
+	}
 	vol.Geometry = geometry
 	if running != "" {
 		ap.Existing = running

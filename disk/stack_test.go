@@ -298,6 +298,31 @@ func TestStackGeometry(t *testing.T) {
 			t.Errorf("raid%d %s: plan geometry %q, want %q", c.level, c.fs, v.Geometry, c.geometry)
 		}
 	}
+	// Under 1 GiB xfs gets no geometry (mkfs.xfs fails with it there, and
+	// ignores the volume's own), and the plan says why; ext4 keeps it.
+	for _, fs := range []string{"xfs", "ext4"} {
+		small := hosttest.New()
+		small.SetFile("/mnt/.keep", nil)
+		var reqs []disk.Request
+		for i, name := range []string{"sdb", "sdc", "sdd", "sde"} {
+			small.AddDisk(hosttest.Disk{Name: name, Minor: uint32(16 * (i + 1)), SizeBytes: 256 << 20, Model: "FAKE SSD", Serial: fmt.Sprintf("SMALL%d", i)})
+			reqs = append(reqs, member("/dev/"+name, "raid:a"))
+		}
+		r := &stackRig{h: small}
+		_, sp, err := r.plan(stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: 10, Volume: disk.VolumeSpec{FS: fs}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := sp.Arrays[0].Volume
+		mkfs := disk.QuoteArgv(v.Mkfs)
+		note := strings.Join(sp.Notes, "\n")
+		switch {
+		case fs == "xfs" && (v.Geometry != "" || strings.Contains(mkfs, "su=") || !strings.Contains(note, "md array a is under 1 GiB: its xfs is made without the stripe geometry")):
+			t.Errorf("raid10 of 4 x 256 MiB, xfs: geometry %q, mkfs %s, notes %q", v.Geometry, mkfs, sp.Notes)
+		case fs == "ext4" && (v.Geometry != "stride=128,stripe_width=256" || note != ""):
+			t.Errorf("raid10 of 4 x 256 MiB, ext4: geometry %q, mkfs %s, notes %q", v.Geometry, mkfs, sp.Notes)
+		}
+	}
 	// The result says what mkfs got.
 	r = newStackRig(t, "sdb", "sdc", "sdd", "sde")
 	var reqs []disk.Request
