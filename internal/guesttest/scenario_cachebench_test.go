@@ -1,0 +1,88 @@
+package guesttest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 15 item 3 end to end: cachebench over a SATA HDD throttled to 150
+// IOPS and a 48 MiB partition of an NVMe disk, lvmcache writethrough, small
+// working sets and short runs: the report's cold and warm hit ratios from
+// the kernel's counters, warm above cold; the HDD alone slower than the
+// steady cache on the working set that fits; the SSD alone faster than
+// the HDD; every run stored; both disks signature-free afterwards.
+
+var cachebenchDisks = []string{"sata-hdd:1G:serial=CBHDD,iops=150", "nvme:256M:serial=CBNVME"}
+
+const cachebenchScript = `set -u
+mark() { echo "@@ $1"; }
+H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBHDD) N=$(readlink -f /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_CBNVME)
+sgdisk -n1:0:+48M "$N" >/dev/null && udevadm settle
+mark run
+diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes --results /root/res -o json 2>/root/cb.err
+echo "exit $?"
+mark stderr; cat /root/cb.err
+mark records; ls /root/res | wc -l
+mark signatures; wipefs "$H" "${N}p1"; lsblk -rno NAME "$H" | wc -l
+mark end
+`
+
+func TestScenarioCachebench(t *testing.T) {
+	t.Parallel()
+	r := Run(t, Options{Disks: cachebenchDisks, Timeout: 15 * time.Minute}, "sh", "-c", cachebenchScript)
+	out := splitMarked(r.Stdout)
+	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
+		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	body, exit, _ := strings.Cut(strings.TrimSpace(out["run"]), "\nexit ")
+	if exit != "0" {
+		t.Fatalf("cachebench exit %s\n%s\nstderr:\n%s", exit, body, out["stderr"])
+	}
+	type phase struct {
+		IOPS     float64  `json:"iops"`
+		HitRatio *float64 `json:"hit_ratio"`
+	}
+	var res struct {
+		Schema, Kind, Mode string
+		CacheBytes         uint64 `json:"cache_bytes"`
+		WorkingSets        []struct {
+			Name                         string
+			SizeBytes                    uint64 `json:"size_bytes"`
+			HDD, SSD, Cold, Warm, Steady *phase
+			Sentence                     string
+		} `json:"working_sets"`
+		Records []string
+	}
+	decodeJSON(t, "cachebench", body, &res)
+	if res.Schema != "diskprep/cachebench/v1" || res.Kind != "lvmcache" || res.Mode != "writethrough" || len(res.WorkingSets) != 4 || res.CacheBytes == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, ws := range res.WorkingSets {
+		if ws.HDD == nil || ws.SSD == nil || ws.Cold == nil || ws.Warm == nil || ws.Steady == nil || ws.Cold.HitRatio == nil ||
+			ws.Warm.HitRatio == nil || ws.Steady.HitRatio == nil || ws.Sentence == "" {
+			t.Fatalf("%s: phases missing: %+v", ws.Name, ws)
+		}
+		t.Logf("%s (%d MiB): HDD %.0f, SSD %.0f, cold %.0f (hit %.2f), warm %.0f (hit %.2f), steady %.0f (hit %.2f) IOPS; %s",
+			ws.Name, ws.SizeBytes>>20, ws.HDD.IOPS, ws.SSD.IOPS, ws.Cold.IOPS, *ws.Cold.HitRatio, ws.Warm.IOPS, *ws.Warm.HitRatio,
+			ws.Steady.IOPS, *ws.Steady.HitRatio, ws.Sentence)
+		if ws.SSD.IOPS <= ws.HDD.IOPS {
+			t.Errorf("%s: the SSD alone (%.0f IOPS) not faster than the throttled HDD (%.0f)", ws.Name, ws.SSD.IOPS, ws.HDD.IOPS)
+		}
+	}
+	below := res.WorkingSets[0]
+	if *below.Warm.HitRatio <= *below.Cold.HitRatio {
+		t.Errorf("below: warm hit ratio %.3f not above the cold %.3f", *below.Warm.HitRatio, *below.Cold.HitRatio)
+	}
+	if below.Steady.IOPS <= below.HDD.IOPS {
+		t.Errorf("below: the steady cache (%.0f IOPS) not faster than the HDD alone (%.0f)", below.Steady.IOPS, below.HDD.IOPS)
+	}
+	// hdd, ssd fill, ssd, and per working set cold, two warm-ups, warm, steady.
+	if n := strings.TrimSpace(out["records"]); n != "23" || len(res.Records) != 23 {
+		t.Errorf("%s records stored, %d in the result; want 23", n, len(res.Records))
+	}
+	// No signature left (wipefs lists none), the HDD without partitions.
+	if sig := strings.TrimSpace(out["signatures"]); sig != "1" {
+		t.Errorf("after cachebench: wipefs and partitions:\n%s", sig)
+	}
+}
