@@ -23,7 +23,10 @@ type StackResult struct {
 	Groups  []GroupResult `json:"groups,omitempty"`
 	Caches  []CacheResult `json:"caches,omitempty"`
 	Changed bool          `json:"changed"`
-	Notes   []string      `json:"notes,omitempty"`
+	// Incomplete: ApplyStacks stopped at a failure; what it did until
+	// then is here.
+	Incomplete bool     `json:"incomplete,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // ArrayResult is one md array after ApplyStacks.
@@ -106,6 +109,9 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		if err != nil {
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
+			}
+			if res != nil {
+				res.Incomplete = true
 			}
 		}
 	}()
@@ -492,7 +498,10 @@ func (r *StackResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    fstab (%s): %s\n", state, v.FstabLine)
 		}
 	}
-	if !r.Changed {
+	switch {
+	case r.Incomplete:
+		b.WriteString("The storage stacks are not all prepared; done until the failure:\n")
+	case !r.Changed:
 		b.WriteString("The storage stacks are already prepared as asked: nothing changed\n")
 	}
 	for _, ar := range r.Arrays {
@@ -525,7 +534,10 @@ func (r *StackResult) WriteText(w io.Writer) error {
 	}
 	for _, cr := range r.Caches {
 		how := "exists"
-		if len(cr.Steps) > 0 {
+		switch {
+		case !cr.Done:
+			how = "not finished"
+		case len(cr.Steps) > 0:
 			how = "built"
 		}
 		fmt.Fprintf(&b, "  %s cache %s (%s, %s in front of %s, %s): %s\n", cr.Kind, cr.Name, cr.Device, cr.CacheDevice, cr.OriginDevice, cr.Mode, how)

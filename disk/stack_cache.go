@@ -402,6 +402,12 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		if _, ok := have[clv]; !ok || !visibleLV(lvm, vg, clv) {
 			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, cache.path}})
 		}
+		if cp.Kind == CacheKindWritecache {
+			// lvconvert --type writecache takes only an inactive cache
+			// volume ("must be inactive to attach", lvm2 2.03.16);
+			// --type cache deactivates it itself.
+			cp.Steps = append(cp.Steps, CacheStep{What: "deactivate the cache volume", Argv: []string{"lvchange", "--yes", "--activate", "n", vg + "/" + clv}})
+		}
 		what := map[string]string{CacheKindLVM: "attach the cache (dm-cache)", CacheKindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
 		cp.Steps = append(cp.Steps, CacheStep{What: what, Argv: convert})
 	}

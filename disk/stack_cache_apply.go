@@ -29,6 +29,9 @@ type CacheResult struct {
 	LVMVersion string       `json:"lvm_version,omitempty"`
 	Risk       string       `json:"risk,omitempty"`
 	Volume     VolumeResult `json:"volume"`
+	// Done: built (or found built) to the end, its file system mounted
+	// and persisted as asked; false when a step failed.
+	Done bool `json:"done"`
 }
 
 // needCachePrograms checks, before anything changes, that the tools the
@@ -154,6 +157,7 @@ func (a *applier) applyCache(ctx context.Context, cp CachePlan, versions map[str
 	}
 	var err error
 	cr.Volume, err = volume(v)
+	cr.Done = err == nil
 	return cr, err
 }
 

@@ -364,3 +364,24 @@ func stepsOf(sp *disk.StackPlan) string {
 	}
 	return fmt.Sprint(sp.Steps())
 }
+
+// A step that fails: the result says the stacks are not all prepared and
+// the cache is not finished, never "already prepared as asked".
+func TestCacheFailedStep(t *testing.T) {
+	r := newCacheRig(t)
+	r.h.Fail("run", "lvconvert", errors.New("device-mapper: reload ioctl failed"))
+	plans, sp, err := r.plan(cacheCase("writecache", "writeback"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.apply(plans, sp)
+	if err == nil || res == nil || !res.Incomplete || len(res.Caches) != 1 || res.Caches[0].Done {
+		t.Fatalf("apply with a failing lvconvert: %v, %+v", err, res)
+	}
+	var b bytes.Buffer
+	res.WriteText(&b)
+	if s := b.String(); strings.Contains(s, "already prepared") || !strings.Contains(s, "not all prepared") || !strings.Contains(s, "): not finished") ||
+		!strings.Contains(s, "did: lvchange --yes --activate n srv/srv_cache") {
+		t.Errorf("result text:\n%s", s)
+	}
+}

@@ -184,6 +184,9 @@ func (h *Host) lvconvert(args []string, fail func(int, string) ([]byte, error)) 
 	if cst == nil {
 		return fail(5, "  Failed to find logical volume \""+vg+"/"+clv+"\"")
 	}
+	if typ == "writecache" && !cst.inactive {
+		return fail(5, "  LV "+vg+"/"+clv+" must be inactive to attach.")
+	}
 	if h.mountedDev(h.devs[cdm]) {
 		return fail(5, "  Logical volume "+vg+"/"+clv+" in use.")
 	}
@@ -199,6 +202,28 @@ func (h *Host) lvconvert(args []string, fail func(int, string) ([]byte, error)) 
 		st.mode = ""
 	}
 	return []byte("  Logical volume " + target + " is now cached.\n"), nil
+}
+
+// lvchange --yes --activate y|n VG/LV.
+func (h *Host) lvchange(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	target := args[len(args)-1]
+	vg, lv, _ := strings.Cut(target, "/")
+	dm, st := h.lvByName(vg, lv)
+	if st == nil {
+		return fail(5, "  Failed to find logical volume \""+target+"\"")
+	}
+	switch a, _ := flagValue(args, "--activate"); a {
+	case "n":
+		if h.mountedDev(h.devs[dm]) {
+			return fail(5, "  Logical volume "+target+" contains a filesystem in use.")
+		}
+		st.inactive = true
+	case "y":
+		st.inactive = false
+	default:
+		return fail(3, "lvchange: the fake knows --activate y|n")
+	}
+	return nil, nil
 }
 
 func (h *Host) modprobe(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {

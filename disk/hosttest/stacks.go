@@ -33,6 +33,7 @@ type stackDev struct {
 	// -a, in brackets (cache.go).
 	segtype, pool, mode string
 	hidden              bool
+	inactive            bool // lvchange --activate n (its node stays, in the fake)
 }
 
 type lvmPV struct{ vg string }
@@ -77,6 +78,8 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 		}
 	case "lvconvert":
 		out, err = h.lvconvert(args, fail)
+	case "lvchange":
+		out, err = h.lvchange(args, fail)
 	case "make-bcache":
 		out, err = h.makeBcache(args, fail)
 	case "modprobe":
