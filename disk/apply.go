@@ -2,6 +2,8 @@ package disk
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -522,6 +524,9 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 			}
 			if _, err := a.host.Stat(pp.MountPoint); errors.Is(err, fs.ErrNotExist) {
 				a.madePoints[pp.MountPoint] = true // the marker says so, for release
+				if err := a.noteMadePoint(pp.MountPoint); err != nil {
+					return pr, fmt.Errorf("note the mount point %s: %w", pp.MountPoint, err)
+				}
 			}
 			if err := a.host.MkdirAll(pp.MountPoint, 0o755); err != nil {
 				return pr, fmt.Errorf("create mount point %s: %w", pp.MountPoint, err)
@@ -661,12 +666,39 @@ func (a *applier) writeMarker(p *Plan, pp PartPlan, pr PartResult) error {
 	if p.Image != nil {
 		m.Image = p.Image.Path
 	}
+	note := madePointPath(a.runDir, pp.MountPoint)
 	m.MadeMountPoint = a.madePoints[pp.MountPoint]
+	if !m.MadeMountPoint {
+		_, err := a.host.Stat(note)
+		m.MadeMountPoint = err == nil
+	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := a.host.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if m.MadeMountPoint {
+		a.host.Remove(note)
+	}
 	return nil
+}
+
+// madePointPath names the note, written just before diskprep creates a
+// mount point, that it is making it: a run killed after the mkdir and
+// before the marker (the mount done, say) leaves the note, so the rerun,
+// which finds the directory there, still marks it as diskprep's, and
+// release removes it as after an uninterrupted run. The marker takes
+// over and the note goes; /run does not outlive a reboot.
+func madePointPath(runDir, point string) string {
+	sum := sha256.Sum256([]byte(point))
+	return filepath.Join(runDir, "mountpoints", "made-"+hex.EncodeToString(sum[:8]))
+}
+
+func (a *applier) noteMadePoint(point string) error {
+	path := madePointPath(a.runDir, point)
+	if err := a.host.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return a.host.WriteFile(path, []byte(point+"\n"), 0o644)
 }
 
 func (a *applier) systemdIsInit() bool {

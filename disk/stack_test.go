@@ -3,6 +3,7 @@ package disk_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -624,4 +625,51 @@ func TestStackRerunFindsSignatureUdevMissed(t *testing.T) {
 	if !p.Unchanged || p.Partitions[0].Mkfs != nil || p.Partitions[0].FSUUID == "" {
 		t.Errorf("rerun plan: unchanged %v, mkfs %q, uuid %q", p.Unchanged, p.Partitions[0].Mkfs, p.Partitions[0].FSUUID)
 	}
+}
+
+// Killed after mounting and before writing the marker (the guest crash
+// test's "mounted" point), the rerun finds the file system mounted on a
+// directory that is there: the note written before the mkdir still says
+// diskprep made it, so the marker does, and release removes it as after
+// an uninterrupted run.
+func TestStackRerunKeepsMadeMountPoint(t *testing.T) {
+	clean := newStackRig(t, "sdb", "sdc")
+	clean.prepare(t, raid1Data())
+	kill := -1
+	for i, w := range clean.h.Writes() {
+		if w.Op == "write-file" && w.Args[0] == "/mnt/data/.diskprep-prepared.json" {
+			kill = i
+		}
+	}
+	if kill < 0 {
+		t.Fatal("no marker written in the clean run")
+	}
+	r := newStackRig(t, "sdb", "sdc")
+	r.h.CrashAfter(kill)
+	func() {
+		defer func() {
+			if _, ok := recover().(hosttest.Crash); !ok {
+				t.Fatal("the first run was not killed before the marker")
+			}
+		}()
+		plans, sp, err := r.plan(raid1Data())
+		if err == nil {
+			_, err = r.apply(plans, sp)
+		}
+		t.Fatalf("the first run ended on its own: %v", err)
+	}()
+	if m := r.h.Mounted(); len(m) != 1 {
+		t.Fatalf("after the kill: mounts %q", m)
+	}
+	r.prepare(t, raid1Data())
+	var m disk.Marker
+	if err := json.Unmarshal(r.h.File("/mnt/data/.diskprep-prepared.json"), &m); err != nil || !m.MadeMountPoint {
+		t.Errorf("rerun's marker: %+v (%v): made_mount_point lost", m, err)
+	}
+	for _, w := range r.h.Writes() {
+		if w.Op == "remove" && strings.Contains(w.Args[0], "/run/diskprep/mountpoints/") {
+			return
+		}
+	}
+	t.Errorf("the note of the made mount point was not removed:\n%s", r.h.Transcript())
 }

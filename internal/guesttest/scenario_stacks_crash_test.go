@@ -17,11 +17,9 @@ import (
 // refusal (a stack made by a killed run is recognised by what it holds:
 // an array without its mdadm.conf line is the killed run's, wiped and made
 // again, see disk.PlanStacks). release --wipe then leaves the disks blank
-// for the next point, which the script checks. One difference is left
-// and not checked: killed at "mounted", after the mount and before the
-// marker, the rerun cannot tell that the killed run made the mount point,
-// so the marker does not say made_mount_point and release leaves the empty
-// directory (as for a partition).
+// for the next point, which the script checks. The markers say that
+// prepare made the mount points (so release removes them), also after a
+// kill between the mount and the marker (disk.madePointPath).
 //
 // Two plans, so that each point pays only for its stack: a RAID1 whose
 // second member shares its disk with a swap partition (the rerun meets an
@@ -96,7 +94,7 @@ state_raid() {
 	echo "arrays: $(grep -c '^md' /proc/mdstat) $(cat /sys/block/md*/md/level 2>/dev/null) $(cat /sys/block/md*/md/raid_disks 2>/dev/null)"
 	echo "swap areas: $(tail -n +2 /proc/swaps | wc -l)"
 	echo "mounted: $(findmnt -n -o TARGET /mnt/r)"
-	echo "marker: $(grep -c '"uuid"' /mnt/r/.diskprep-prepared.json 2>/dev/null)"
+	echo "marker: $(grep -c -e '"uuid"' -e '"made_mount_point": true' /mnt/r/.diskprep-prepared.json 2>/dev/null)"
 	echo "diskprep fstab lines: $(grep -c '^# diskprep:' /etc/fstab)"
 	fstab_ok
 	conf=$(cat /etc/mdadm/mdadm.conf /etc/mdadm.conf 2>/dev/null | grep '^ARRAY')
@@ -106,7 +104,7 @@ state_raid() {
 state_lvm() {
 	echo "volumes: $(lvs --noheadings -o vg_name,lv_name 2>/dev/null | awk '{print $1"/"$2}')"
 	echo "mounted: $(findmnt -n -o TARGET /mnt/a)"
-	echo "marker: $(grep -c '"uuid"' /mnt/a/.diskprep-prepared.json 2>/dev/null)"
+	echo "marker: $(grep -c -e '"uuid"' -e '"made_mount_point": true' /mnt/a/.diskprep-prepared.json 2>/dev/null)"
 	echo "diskprep fstab lines: $(grep -c '^# diskprep:' /etc/fstab)"
 	fstab_ok
 }
@@ -203,12 +201,12 @@ func TestScenarioStacksKilled(t *testing.T) {
 		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
 	}
 	// What an uninterrupted run leaves: one raid1 of two, the swap area,
-	// both mounted with their markers, two fstab lines (swap and /mnt/r)
-	// naming what is there, the array's mdadm.conf line; or the volume,
-	// mounted, its fstab line.
+	// both mounted with their markers (UUID, made_mount_point), two fstab
+	// lines (swap and /mnt/r) naming what is there, the array's mdadm.conf
+	// line; or the volume, mounted, its marker, its fstab line.
 	want := map[string]string{
-		"raid": "arrays: 1 raid1 2\nswap areas: 1\nmounted: /mnt/r\nmarker: 1\ndiskprep fstab lines: 2\nfstab lines resolving: 2\nmdadm.conf: 1, 1 of the array's",
-		"lvm":  "volumes: v/a\nmounted: /mnt/a\nmarker: 1\ndiskprep fstab lines: 1\nfstab lines resolving: 1",
+		"raid": "arrays: 1 raid1 2\nswap areas: 1\nmounted: /mnt/r\nmarker: 2\ndiskprep fstab lines: 2\nfstab lines resolving: 2\nmdadm.conf: 1, 1 of the array's",
+		"lvm":  "volumes: v/a\nmounted: /mnt/a\nmarker: 2\ndiskprep fstab lines: 1\nfstab lines resolving: 1",
 	}
 	// The third run: each disk and the stacks already prepared as asked.
 	again := map[string]string{"raid": "0\n3", "lvm": "0\n2"}
