@@ -238,7 +238,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		if e.Redact {
 			shown = redact.All(shown)
 		}
-		c, err := compare.Compare(shown, compare.Options{By: compare.ByLabel})
+		c, err := compare.Compare(shown, compare.Options{By: compare.ByLabel, Baseline: "hdd"})
 		if err != nil {
 			return err
 		}
