@@ -120,6 +120,10 @@ func (o cachebenchOptions) check() (disk.CacheBuild, cachebench.Options, error) 
 	if o.Kind == "writecache" && run.Mode != "writeback" {
 		return b, run, errors.New("--cache-kind writecache is writeback only")
 	}
+	// Always said to disk: prepare asks for writeback to be accepted out
+	// loud (what a dead cache device loses); here the data is the
+	// benchmark's own, thrown away at the end, so nothing is at risk.
+	b.Mode = run.Mode
 	d, err := units.ParseDuration(o.Runtime)
 	if err != nil || d < time.Second {
 		return b, run, fmt.Errorf("--runtime %q: want a duration of 1s or more", o.Runtime)
