@@ -91,9 +91,29 @@ if command -v shellcheck >/dev/null 2>&1; then
 fi
 
 log "go test"
+# The guest tier (internal/guesttest: QEMU guests under TCG, CPU-bound, with
+# no loop device or mount of theirs on this machine) runs beside everything
+# after it, which waits on disks, programs and the fuzz clock much of the
+# time; its output comes once it has ended, at the end. On a failure before
+# then the script still waits for it: it stops its own guests, and nothing
+# is left running.
+guest_log=$(mktemp)
+go test -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
+guest_pid=$!
+# shellcheck disable=SC2317 # run by the EXIT trap
+guest_wait() {
+	if [ -n "$guest_pid" ]; then
+		wait "$guest_pid" 2>/dev/null || true
+		guest_pid=''
+		cat "$guest_log"
+	fi
+	rm -f "$guest_log"
+}
+trap guest_wait EXIT
 # Privileged tests share loop devices and mounts with each other, so packages
 # run one at a time (-p 1); each test cleans up what it made.
-go test -p 1 -count=1 -timeout 20m "$@" ./...
+mapfile -t host_pkgs < <(go list ./... | grep -v '/internal/guesttest$')
+go test -p 1 -count=1 -timeout 20m "$@" "${host_pkgs[@]}"
 
 log "go test -tags crashtest"
 # The crash points and the hidden --fstab exist only in a crashtest build
@@ -139,4 +159,10 @@ if [ -n "$fuzztime" ] && [ "$fuzztime" != "0" ]; then
 		done
 	done
 fi
+log "guest tier (internal/guesttest)"
+guest_rc=0
+wait "$guest_pid" || guest_rc=$?
+guest_pid=''
+cat "$guest_log"
+if [ "$guest_rc" -ne 0 ]; then exit "$guest_rc"; fi
 log "all tests passed"
