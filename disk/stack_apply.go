@@ -487,8 +487,12 @@ func (r *StackResult) WriteText(w io.Writer) error {
 		if v.Formatted {
 			fmt.Fprintf(&b, "    made with: %s (%s)\n", QuoteArgv(v.MkfsArgv), v.MkfsVersion)
 		}
-		if v.MountPoint != "" {
+		switch {
+		case v.MountPoint == "":
+		case v.Mounted || !r.Incomplete: // mounted now, or found mounted
 			fmt.Fprintf(&b, "    mounted at %s\n", v.MountPoint)
+		default: // the run may have stopped before its mount
+			fmt.Fprintf(&b, "    mount point %s (not mounted by this run)\n", v.MountPoint)
 		}
 		if v.FstabLine != "" {
 			state := "already present"

@@ -673,3 +673,31 @@ func TestStackRerunKeepsMadeMountPoint(t *testing.T) {
 	}
 	t.Errorf("the note of the made mount point was not removed:\n%s", r.h.Transcript())
 }
+
+// A stack run stopped by a failure does not claim a mount it did not make;
+// a finished run (or a rerun that found it mounted) says where it is.
+func TestStackResultTextMounts(t *testing.T) {
+	vol := disk.VolumeResult{Device: "/dev/md/data", FS: "xfs", UUID: "u", MountPoint: "/data"}
+	for _, c := range []struct {
+		name              string
+		incomplete, mount bool
+		want, wantNot     string
+	}{
+		{"stopped before the mount", true, false, "mount point /data (not mounted by this run)", "mounted at /data"},
+		{"stopped after the mount", true, true, "mounted at /data", "not mounted"},
+		{"rerun, found mounted", false, false, "mounted at /data", "not mounted"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := vol
+			v.Mounted = c.mount
+			r := &disk.StackResult{Incomplete: c.incomplete, Changed: true, Arrays: []disk.ArrayResult{{Name: "data", Device: "/dev/md/data", Level: 1, Volume: v}}}
+			var b strings.Builder
+			if err := r.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), c.want) || strings.Contains(b.String(), c.wantNot) {
+				t.Errorf("want %q and not %q in:\n%s", c.want, c.wantNot, b.String())
+			}
+		})
+	}
+}
