@@ -535,8 +535,10 @@ if [ -z "$accel" ]; then
 			mkdir -p "$probe"
 			write_cmd "$probe" 0 true
 			boot "$probe" kvm 20 0
-			if [ "$boot_rc" -eq 0 ]; then echo kvm >"$verdict.tmp"; else echo tcg >"$verdict.tmp"; fi
-			mv "$verdict.tmp" "$verdict"
+			# Calls running at once may all probe: each writes its own file
+			# and the last rename wins (they found the same).
+			if [ "$boot_rc" -eq 0 ]; then echo kvm >"$verdict.tmp.$$"; else echo tcg >"$verdict.tmp.$$"; fi
+			mv "$verdict.tmp.$$" "$verdict"
 			rm -rf "$probe"
 		fi
 		accel=$(cat "$verdict")
