@@ -48,45 +48,60 @@ func HTML(w io.Writer, c *compare.Comparison) error { return htmlPage(w, c, Layo
 func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 	var b strings.Builder
 	t := title(c)
+	pageHead(&b, t, "")
+	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"sub\">Compared %s. Baseline: %s.</p>\n", esc(t), esc(byText(c)), esc(c.Groups[0].Name))
+	comparisonSections(&b, c, l)
+	b.WriteString("</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// pageHead opens a page: the document's head with the page's styles (and
+// extraCSS after them), then the body.
+func pageHead(b *strings.Builder, title, extraCSS string) {
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	b.WriteString(`<meta name="color-scheme" content="light dark">` + "\n")
-	fmt.Fprintf(&b, "<title>diskprep: %s</title>\n<style>\n%s%s%s</style>\n</head>\n<body>\n", esc(t), palette, pageCSS, chartCSS)
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"sub\">Compared %s. Baseline: %s.</p>\n", esc(t), esc(byText(c)), esc(c.Groups[0].Name))
+	fmt.Fprintf(b, "<title>diskprep: %s</title>\n<style>\n%s%s%s%s</style>\n</head>\n<body>\n", esc(title), palette, pageCSS, chartCSS, extraCSS)
+}
 
+// comparisonSections are a comparison's sections of a page, below its
+// heading: what changed, the results with their verdicts, the warnings,
+// the environment and the charts.
+func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 	if len(c.Groups) > 1 {
 		b.WriteString("<h2>What changed</h2>\n")
-		fmt.Fprintf(&b, "<figure>\n%s<figcaption>Change of each workload against %s, with its 95%% interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
+		fmt.Fprintf(b, "<figure>\n%s<figcaption>Change of each workload against %s, with its 95%% interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
 			changeChart(c, "change", svgWide).svg(false), esc(c.Groups[0].Name))
 	}
 	b.WriteString("<h2>Results</h2>\n<div class=\"table-wrap\">\n")
 	if l.stacked(c) {
-		htmlTableStacked(&b, c)
+		htmlTableStacked(b, c)
 	} else {
-		htmlTable(&b, c)
+		htmlTable(b, c)
 	}
 	b.WriteString("</div>\n")
 	if len(c.Warnings) > 0 {
 		b.WriteString("<h3>Warnings</h3>\n<ul class=\"warn\">\n")
 		for _, w := range c.Warnings {
-			fmt.Fprintf(&b, "<li>%s</li>\n", esc(w))
+			fmt.Fprintf(b, "<li>%s</li>\n", esc(w))
 		}
 		b.WriteString("</ul>\n")
 	}
 	if len(c.Notes) > 0 {
 		b.WriteString("<h3>Notes</h3>\n<ul>\n")
 		for _, n := range c.Notes {
-			fmt.Fprintf(&b, "<li>%s</li>\n", esc(n))
+			fmt.Fprintf(b, "<li>%s</li>\n", esc(n))
 		}
 		b.WriteString("</ul>\n")
 	}
-	fmt.Fprintf(&b, "<p class=\"method\">MB/s is 10<sup>6</sup> bytes/s; values are medians over repetitions with (min–max). Method: %s.</p>\n", esc(c.Method))
+	fmt.Fprintf(b, "<p class=\"method\">MB/s is 10<sup>6</sup> bytes/s; values are medians over repetitions with (min–max). Method: %s.</p>\n", esc(c.Method))
 
 	b.WriteString("<h2>Environment</h2>\n")
 	if len(c.Environment) > 0 {
 		b.WriteString("<p>The same for every record:</p>\n<table>\n")
 		for _, f := range c.Environment {
-			fmt.Fprintf(&b, "<tr><th scope=\"row\">%s</th><td>%s</td></tr>\n", esc(f.Name), esc(f.Value))
+			fmt.Fprintf(b, "<tr><th scope=\"row\">%s</th><td>%s</td></tr>\n", esc(f.Name), esc(f.Value))
 		}
 		b.WriteString("</table>\n")
 	}
@@ -96,44 +111,41 @@ func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 		// number of columns.
 		b.WriteString("<p>Per column:</p>\n<div class=\"table-wrap\">\n<table>\n<tr><th scope=\"col\">Column</th>")
 		for _, n := range names {
-			fmt.Fprintf(&b, "<th scope=\"col\">%s</th>", esc(n))
+			fmt.Fprintf(b, "<th scope=\"col\">%s</th>", esc(n))
 		}
 		b.WriteString("</tr>\n")
 		for gi := range c.Groups {
-			fmt.Fprintf(&b, "<tr><th scope=\"row\">%s</th>", esc(groupHeader(c, gi)))
+			fmt.Fprintf(b, "<tr><th scope=\"row\">%s</th>", esc(groupHeader(c, gi)))
 			for i := range names {
-				fmt.Fprintf(&b, "<td>%s</td>", esc(cells[i][gi]))
+				fmt.Fprintf(b, "<td>%s</td>", esc(cells[i][gi]))
 			}
 			b.WriteString("</tr>\n")
 		}
 		b.WriteString("</table>\n</div>\n")
 	} else {
-		htmlColumns(&b, c, names, cells)
+		htmlColumns(b, c, names, cells)
 	}
 
 	b.WriteString("<h2>Throughput and IOPS by block size</h2>\n<div class=\"grid\">\n")
 	for _, d := range barPanels(c, "bars", svgSmall) {
-		fmt.Fprintf(&b, "<figure>\n%s</figure>\n", d.svg(false))
+		fmt.Fprintf(b, "<figure>\n%s</figure>\n", d.svg(false))
 	}
 	b.WriteString("</div>\n<h2>Latency percentiles</h2>\n<div class=\"grid\">\n")
 	for ri, r := range c.Rows {
-		fmt.Fprintf(&b, "<figure>\n%s</figure>\n", latencyCurves(c, r, fmt.Sprintf("lat%d", ri), svgSmall).svg(false))
+		fmt.Fprintf(b, "<figure>\n%s</figure>\n", latencyCurves(c, r, fmt.Sprintf("lat%d", ri), svgSmall).svg(false))
 	}
 	b.WriteString("</div>\n<h2>Over time</h2>\n")
 	for ri, r := range c.Rows {
-		fmt.Fprintf(&b, "<h3>%s</h3>\n", esc(r.Name))
+		fmt.Fprintf(b, "<h3>%s</h3>\n", esc(r.Name))
 		if r.Params != "" {
-			fmt.Fprintf(&b, "<p class=\"sub\">%s</p>\n", esc(r.Params))
+			fmt.Fprintf(b, "<p class=\"sub\">%s</p>\n", esc(r.Params))
 		}
 		b.WriteString("<div class=\"grid\">\n")
 		for _, d := range rowTimeCharts(c, r, fmt.Sprintf("ts%d", ri), svgSmall) {
-			fmt.Fprintf(&b, "<figure>\n%s</figure>\n", d.svg(false))
+			fmt.Fprintf(b, "<figure>\n%s</figure>\n", d.svg(false))
 		}
 		b.WriteString("</div>\n")
 	}
-	b.WriteString("</body>\n</html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func verdictClass(v compare.Value) string {

@@ -1,7 +1,9 @@
 // Package report is every rendering of diskprep meant for people: a result
 // record (what `bench` prints and `results show` shows, one renderer for
 // both), the results list, the host inventory, a comparison
-// (bench/compare), and the live progress line of a run. Outputs: an
+// (bench/compare), a cache benchmark (cachebench: its phases, the
+// comparison of its records and what the cache buys), and the live
+// progress line of a run. Outputs: an
 // aligned terminal table, Markdown for posts and issues, CSV for
 // spreadsheets, JSON for programs, one self-contained HTML file with inline
 // SVG charts, and the main chart alone as SVG.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
-	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/cmd/diskprep/cachebench"
 	"github.com/diskprep/diskprep/disk"
@@ -54,9 +52,17 @@ after). The hit ratio of each phase is what the kernel's counters (dmsetup
 status, bcache's sysfs) say for its runs. A writeback cache is flushed at
 the release, and how long that took is shown. The SSD alone is read before
 the build (written once first), the HDD alone after the release. Every
-run is stored as a record (compare shows them again); the report ends with
-one sentence per working set: what the cache buys against the HDD alone and
-how close it gets to the SSD alone.
+run is stored as a record (compare shows them again).
+
+The report (-o table, markdown or html) is, in this order: the phases per
+working set (IOPS, MB/s, p50, p99, hit ratio; in HTML also a chart of each
+phase's IOPS on a log axis between the HDD alone and the SSD alone, the
+bounds, beside its hit ratio); the phases side by side against the HDD
+alone, with significance, as compare --by label --baseline hdd shows them;
+then what the cache buys, one sentence per working set (against the HDD
+alone, how close to the SSD alone, at what hit ratio), the flush and the
+warnings. HTML is one self-contained page. -o json is the result itself
+(diskprep/cachebench/v1, per working set hdd, ssd, cold, warm, steady).
 
 Each working set has its own region of the cached volume, so each one's cold
 phase is cold; the volume must hold 5.5 times --size (default: the built
@@ -223,34 +229,23 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	switch format {
-	case "json":
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	default:
-		if format != "html" {
-			if err := res.Text(&buf, format == "markdown"); err != nil {
-				return err
-			}
-			buf.WriteString("\n")
-		}
+	var c *compare.Comparison
+	if format != "json" {
 		shown := res.Measured()
 		if e.Redact {
 			shown = redact.All(shown)
 		}
-		c, err := compare.Compare(shown, compare.Options{By: compare.ByLabel, Baseline: "hdd"})
-		if err != nil {
+		if c, err = compare.Compare(shown, compare.Options{By: compare.ByLabel, Baseline: "hdd"}); err != nil {
 			return err
 		}
-		out, err := renderComparison(e, c, format, opts.Output, report.Layout{})
-		if err != nil {
-			return err
+		if opts.Output != "" {
+			// The terminal shows no report then: its warnings go to stderr.
+			warnAll(e, c.Warnings)
 		}
-		buf.Write(out.Bytes())
+	}
+	var buf bytes.Buffer
+	if err := res.Write(&buf, format, c); err != nil {
+		return err
 	}
 	return writeOutput(e, opts.Output, buf.Bytes())
 }

@@ -19,6 +19,7 @@ package cachebench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
@@ -484,81 +487,49 @@ func times(x float64) string {
 	return "about the same as"
 }
 
-// Text writes the phases per working set and the sentences.
-func (r *Result) Text(w io.Writer, markdown bool) error {
-	var b strings.Builder
-	head := []string{"WORKING SET", "PHASE", "IOPS", "MB/s", "P50", "P99", "HIT RATIO"}
-	var rows [][]string
+// Write renders the result in format: json is the result itself
+// (diskprep/cachebench/v1); table, markdown and html its report
+// (report.WriteCache) with c, the comparison of its measured records
+// against the HDD alone (nil: none).
+func (r *Result) Write(w io.Writer, format string, c *compare.Comparison) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return report.WriteCache(w, format, r.Report(c), report.Layout{})
+}
+
+// Report is the result as the reports show it (report.WriteCache: table,
+// Markdown, HTML), with c the comparison of its measured records against
+// the HDD alone (nil: none).
+func (r *Result) Report(c *compare.Comparison) *report.CacheReport {
+	out := &report.CacheReport{Kind: r.Kind, Mode: r.Mode, Origin: r.Origin, CacheDevice: r.CacheDevice, CachedVolume: r.CachedVolume,
+		CacheBytes: r.CacheBytes, Warnings: r.Warnings, Records: r.Records, Comparison: c}
+	if r.Flush != nil {
+		out.Flush = &report.CacheFlush{DirtyBytes: r.Flush.DirtyBytes, ReleaseMS: r.Flush.ReleaseMS}
+	}
+	phase := func(name string, p *Phase, size uint64) *report.CachePhase {
+		if p == nil {
+			return nil
+		}
+		return &report.CachePhase{Name: name, SizeBytes: size, IOPS: p.IOPS, BWBytesPerS: p.BWBytesPerS, LatP50NS: p.LatP50NS,
+			LatP99NS: p.LatP99NS, HitRatio: p.HitRatio}
+	}
 	for _, ws := range r.WorkingSets {
-		name := ws.Name + " " + units.FormatSize(ws.SizeBytes)
+		s := report.CacheSet{Name: ws.Name, SizeBytes: ws.SizeBytes, HDD: phase("HDD alone", ws.HDD, 0),
+			SSD: phase("SSD alone", ws.SSD, ws.SSDSizeBytes), Sentence: ws.Sentence}
 		for _, p := range []struct {
 			name string
 			ph   *Phase
-		}{{"HDD alone", ws.HDD}, {"SSD alone", ws.SSD}, {"cold", ws.Cold}, {"warm", ws.Warm}, {"steady", ws.Steady}} {
-			if p.ph == nil {
-				continue
-			}
-			label := p.name
-			if p.name == "SSD alone" && ws.SSDSizeBytes > 0 {
-				label += " (" + units.FormatSize(ws.SSDSizeBytes) + ")"
-			}
-			hit := "-"
-			if p.ph.HitRatio != nil {
-				hit = fmt.Sprintf("%.1f%%", *p.ph.HitRatio*100)
-			}
-			rows = append(rows, []string{name, label, fmt.Sprintf("%.0f", p.ph.IOPS), fmt.Sprintf("%.1f", p.ph.BWBytesPerS/1e6),
-				latency(p.ph.LatP50NS), latency(p.ph.LatP99NS), hit})
-			name = ""
-		}
-	}
-	fmt.Fprintf(&b, "%s (%s) over %s, cached by %s (%s of cache)\n\n", r.Kind, r.Mode, r.Origin, r.CacheDevice, units.FormatSize(r.CacheBytes))
-	if markdown {
-		b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
-		for _, row := range rows {
-			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		}
-	} else {
-		widths := make([]int, len(head))
-		for _, row := range append([][]string{head}, rows...) {
-			for i, c := range row {
-				widths[i] = max(widths[i], len(c))
+		}{{"cold", ws.Cold}, {"warm", ws.Warm}, {"steady", ws.Steady}} {
+			if ph := phase(p.name, p.ph, 0); ph != nil {
+				s.Phases = append(s.Phases, *ph)
 			}
 		}
-		for _, row := range append([][]string{head}, rows...) {
-			var cells []string
-			for i, c := range row {
-				cells = append(cells, fmt.Sprintf("%-*s", widths[i], c))
-			}
-			b.WriteString(strings.TrimRight(strings.Join(cells, "  "), " ") + "\n")
-		}
+		out.Sets = append(out.Sets, s)
 	}
-	b.WriteString("\n")
-	for _, ws := range r.WorkingSets {
-		if markdown {
-			b.WriteString("- ")
-		}
-		b.WriteString(ws.Sentence + "\n")
-	}
-	if r.Flush != nil {
-		fmt.Fprintf(&b, "\nFlush: %s dirty at release; the release, flush included, took %.1f s.\n", units.FormatSize(r.Flush.DirtyBytes), r.Flush.ReleaseMS/1000)
-	}
-	for _, wn := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wn)
-	}
-	fmt.Fprintf(&b, "\nMB/s is 10^6 bytes/s; values are medians over repetitions; hit ratios are the kernel's counters during each run.\nRecords: %s\n",
-		strings.Join(r.Records, " "))
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func latency(ns float64) string {
-	switch {
-	case ns <= 0:
-		return "-"
-	case ns < 1e6:
-		return fmt.Sprintf("%.0f µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.1f ms", ns/1e6)
+	return out
 }
 
 // Labels are the record labels of the measured phases, in column order,

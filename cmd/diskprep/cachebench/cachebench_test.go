@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 )
@@ -180,7 +181,7 @@ func TestRunPhases(t *testing.T) {
 		t.Errorf("%d measured records, want the disks alone and 3 phases per working set", n)
 	}
 	var out bytes.Buffer
-	if err := res.Text(&out, false); err != nil {
+	if err := report.WriteCache(&out, "table", res.Report(nil), report.Layout{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, part := range []string{"lvmcache (writethrough) over /dev/sdb, cached by /dev/nvme0n1", "below 120 MiB", "HDD alone", "SSD alone (256 MiB)", "steady", "90.0%", s} {
