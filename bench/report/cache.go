@@ -134,7 +134,12 @@ func phaseCells(p CachePhase) []string {
 	return []string{num(p.IOPS), mbps(p.BWBytesPerS), latency(p.LatP50NS), latency(p.LatP99NS), hitText(p.HitRatio)}
 }
 
-var cacheHead = []string{"WORKING SET", "PHASE", "IOPS", "MB/s", "P50", "P99", "HIT RATIO"}
+// The phase table's columns: in capitals in the terminal, as compare's
+// table has them, as words in Markdown and HTML.
+var (
+	cacheHead     = []string{"WORKING SET", "PHASE", "IOPS", "MB/s", "P50", "P99", "HIT RATIO"}
+	cacheHeadHTML = []string{"Working set", "Phase", "IOPS", "MB/s", "p50", "p99", "Hit ratio"}
+)
 
 const cacheMethod = "MB/s is 10^6 bytes/s; values are medians over repetitions; hit ratios are the kernel's counters during each run."
 
@@ -154,7 +159,7 @@ func cacheText(b *strings.Builder, r *CacheReport, md bool, l Layout) {
 	}
 	if md {
 		fmt.Fprintf(b, "## %s\n\n", r.heading())
-		b.WriteString("| " + strings.Join(cacheHead, " | ") + " |\n|---|---|" + strings.Repeat("--:|", len(cacheHead)-2) + "\n")
+		b.WriteString("| " + strings.Join(cacheHeadHTML, " | ") + " |\n|---|---|" + strings.Repeat("--:|", len(cacheHead)-2) + "\n")
 		for _, row := range rows {
 			for i := range row {
 				row[i] = mdCell(row[i])
@@ -224,14 +229,18 @@ func cacheText(b *strings.Builder, r *CacheReport, md bool, l Layout) {
 }
 
 // cacheCSS styles what only the cache page has: the disks alone drawn as
-// the bounds, grey, and the dashed lines that carry them through a
-// working set's bars.
+// the bounds, grey, the dashed lines that carry them through a working
+// set's bars, and figures that stay readable where a line crosses them
+// (a halo of the background around the glyphs).
 var cacheCSS = fmt.Sprintf(`svg.chart .bar.bound{fill:%s}
 svg.chart .bound-line{stroke:%s;stroke-width:1.5;stroke-dasharray:5 3;fill:none}
 @media screen and (prefers-color-scheme: dark){svg.chart .bar.bound{fill:%s} svg.chart .bound-line{stroke:%s}}
-td.bound{color:var(--muted)}
+svg.chart text.halo{paint-order:stroke;stroke:%s;stroke-width:4px;stroke-linejoin:round}
+@media screen and (prefers-color-scheme: dark){svg.chart text.halo{stroke:%s}}
+td.bound{color:var(--muted)} th.num{text-align:right}
+@media print{p.intro{break-after:avoid} ul.buys{break-inside:avoid}}
 ul.buys li{margin:6px 0}
-`, light.same, light.fg, dark.same, dark.fg)
+`, light.same, light.fg, dark.same, dark.fg, light.bg, dark.bg)
 
 // cacheHTML is the one page: the heading, the phases and their chart, the
 // comparison's sections as compare's page has them, then what the cache
@@ -248,8 +257,12 @@ func cacheHTML(b *strings.Builder, r *CacheReport, l Layout) {
 		esc(r.CacheDevice), esc(cacheBytesText(r.CacheBytes)), esc(vol))
 
 	b.WriteString("<h2>Phases per working set</h2>\n<div class=\"table-wrap\">\n<table class=\"phases\">\n<thead><tr>")
-	for _, h := range []string{"Working set", "Phase", "IOPS", "MB/s", "p50", "p99", "Hit ratio"} {
-		fmt.Fprintf(b, "<th scope=\"col\">%s</th>", h)
+	for i, h := range cacheHeadHTML {
+		cls := ""
+		if i >= 2 {
+			cls = ` class="num"` // over figures aligned right
+		}
+		fmt.Fprintf(b, "<th scope=\"col\"%s>%s</th>", cls, h)
 	}
 	b.WriteString("</tr></thead>\n")
 	for _, s := range r.Sets {
@@ -276,12 +289,12 @@ func cacheHTML(b *strings.Builder, r *CacheReport, l Layout) {
 		b.WriteString("</tbody>\n")
 	}
 	b.WriteString("</table>\n</div>\n")
-	fmt.Fprintf(b, "<p class=\"method\">%s</p>\n", esc(cacheMethod))
+	fmt.Fprintf(b, "<p class=\"method\">%s</p>\n", strings.Replace(esc(cacheMethod), "10^6", "10<sup>6</sup>", 1))
 	fmt.Fprintf(b, "<figure>\n%s<figcaption>IOPS of each phase between the HDD alone and the SSD alone (dashed), and the share of its reads the cache served.</figcaption>\n</figure>\n",
 		cacheChart(r, "cache-iops", svgWide).svg(false))
 
 	if c := r.Comparison; c != nil {
-		fmt.Fprintf(b, "<h2>The phases side by side, with significance</h2>\n<p class=\"sub\">%s: the measured records compared %s. Baseline: %s. <code>diskprep compare</code> shows them again.</p>\n",
+		fmt.Fprintf(b, "<h2>The phases side by side, with significance</h2>\n<p class=\"sub intro\">%s: the measured records compared %s. Baseline: %s. <code>diskprep compare</code> shows them again.</p>\n",
 			esc(title(c)), esc(byText(c)), esc(c.Groups[0].Name))
 		comparisonSections(b, c, l)
 	}
@@ -423,7 +436,7 @@ func cacheChart(r *CacheReport, id string, w float64) *svgDoc {
 			if b.p.IOPS > 0 {
 				wv := math.Max(x(b.p.IOPS)-x0, 1)
 				fmt.Fprintf(&bars, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.0f"><title>%s</title></rect>`+"\n", b.class, x0, y, wv, barH, esc(tip))
-				d.text(x0+wv+6, y+11.5, "start", "", num(b.p.IOPS))
+				d.text(x0+wv+6, y+11.5, "start", "halo", num(b.p.IOPS))
 			} else {
 				d.text(x0+6, y+11.5, "start", "muted", "no reads")
 			}
@@ -431,7 +444,7 @@ func cacheChart(r *CacheReport, id string, w float64) *svgDoc {
 			case b.p.HitRatio != nil:
 				h := math.Max(0, math.Min(1, *b.p.HitRatio))
 				fmt.Fprintf(&bars, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.0f"><title>%s</title></rect>`+"\n", b.class, hitX0, y, math.Max(hx(h)-hitX0, 1), barH, esc(tip))
-				d.text(hx(h)+6, y+11.5, "start", "", fmt.Sprintf("%.0f%%", h*100))
+				d.text(hx(h)+6, y+11.5, "start", "halo", fmt.Sprintf("%.0f%%", h*100))
 			case !b.bound:
 				d.text(hitX0+6, y+11.5, "start", "muted", "not counted")
 			}

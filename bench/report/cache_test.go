@@ -174,7 +174,7 @@ func TestCachePageIsOneDocument(t *testing.T) {
 	}
 	lastSVG := strings.LastIndex(page, "</svg>")
 	parts := []string{"<h1>What the SSD cache buys: bcache (writeback) over /dev/sdb</h1>", "Cached by /dev/nvme0n1p3, 240 MiB of cache, as the volume /dev/bcache0",
-		"<h2>Phases per working set</h2>", `data-chart="cache-phases"`, "<h2>The phases side by side, with significance</h2>", "5 columns against hdd: the measured records compared by label. Baseline: hdd.",
+		"<h2>Phases per working set</h2>", `<th scope="col" class="num">IOPS</th>`, "MB/s is 10<sup>6</sup> bytes/s", `data-chart="cache-phases"`, "<h2>The phases side by side, with significance</h2>", "5 columns against hdd: the measured records compared by label. Baseline: hdd.",
 		"<h2>What changed</h2>", "<h2>Results</h2>", "better (p=0.008", `5100</span> <span class="nw">(4998–5202)`, "<h2>Over time</h2>", `<h2 id="buys">What the cache buys</h2>`}
 	for _, s := range r.Sets {
 		lead, rest, _ := strings.Cut(s.Sentence, ": ")
@@ -293,7 +293,7 @@ func TestCacheTextOrder(t *testing.T) {
 		parts = append(parts, "Flush: 30.5 MiB dirty at release", "warning: bcache's sequential_cutoff", "Records: "+strings.Join(r.Records, " ")+"\n")
 		inOrder(t, format, out, parts...)
 		if format == "markdown" {
-			for _, want := range []string{"## bcache (writeback)", "| **below 120 MiB** | HDD alone | 160 | 0.655 | 22.5 ms | 75.0 ms | - |",
+			for _, want := range []string{"## bcache (writeback)", "| Working set | Phase | IOPS | MB/s | p50 | p99 | Hit ratio |\n|---|---|--:|--:|--:|--:|--:|\n", "| **below 120 MiB** | HDD alone | 160 | 0.655 | 22.5 ms | 75.0 ms | - |",
 				"|  | steady | 5100 | 20.9 | 706 µs | 2.35 ms | 97.0% |", "## What the cache buys\n\n- below (120 MiB): "} {
 				if !strings.Contains(out, want) {
 					t.Errorf("markdown lacks %q:\n%s", want, out)
