@@ -234,6 +234,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		shown := res.Measured()
 		if e.Redact {
 			shown = redact.All(shown)
+			res = res.Redacted()
 		}
 		if c, err = compare.Compare(shown, compare.Options{By: compare.ByLabel, Baseline: "hdd"}); err != nil {
 			return err

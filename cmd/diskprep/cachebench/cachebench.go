@@ -34,6 +34,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -498,6 +499,21 @@ func (r *Result) Write(w io.Writer, format string, c *compare.Comparison) error 
 		return enc.Encode(r)
 	}
 	return report.WriteCache(w, format, r.Report(c), report.Layout{})
+}
+
+// Redacted is the result as a report under --redact shows it: its device
+// paths and warnings through redact.Text (by-id names by their shape, the
+// values its records hold wherever they appear). Its records stay whole:
+// the comparison is made of redacted copies.
+func (r *Result) Redacted() *Result {
+	out := *r
+	red := func(s string) string { return redact.Text(s, r.records...) }
+	out.Origin, out.CacheDevice, out.CachedVolume = red(r.Origin), red(r.CacheDevice), red(r.CachedVolume)
+	out.Warnings = nil
+	for _, w := range r.Warnings {
+		out.Warnings = append(out.Warnings, red(w))
+	}
+	return &out
 }
 
 // Report is the result as the reports show it (report.WriteCache: table,

@@ -195,3 +195,24 @@ func TestJSONUnchanged(t *testing.T) {
 		t.Error("the JSON holds a report")
 	}
 }
+
+// TestRedacted: under --redact the report's heading and warnings hide a
+// disk's serial in a by-id path, as the comparison's records do.
+func TestRedacted(t *testing.T) {
+	res := realRun(t)
+	res.Origin = "/dev/disk/by-id/ata-ST4000DM004-2CV104_ZFN0ABCD"
+	res.Warnings = []string{"the kernel's counters of " + res.Origin + " are not readable: no hit ratios"}
+	red := res.Redacted()
+	for _, format := range []string{"table", "html"} {
+		var buf bytes.Buffer
+		if err := red.Write(&buf, format, nil); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(buf.String(), "ZFN0ABCD") || !strings.Contains(buf.String(), "/dev/disk/by-id/ata-") {
+			t.Errorf("%s under --redact:\n%.600s", format, buf.String())
+		}
+	}
+	if res.Origin != "/dev/disk/by-id/ata-ST4000DM004-2CV104_ZFN0ABCD" || len(red.Records) != len(res.Records) {
+		t.Error("Redacted changed the result itself")
+	}
+}
