@@ -157,20 +157,35 @@ func TestWriteNoRecords(t *testing.T) {
 }
 
 func TestParserRejects(t *testing.T) {
-	for _, bad := range []string{
-		"metric 1\n", // no TYPE
-		"# TYPE m gauge\nm{a=\"x} 1\n",
-		"# TYPE m gauge\nm{a=\"\\q\"} 1\n",
-		"# TYPE m gauge\nm{a=\"x\"} one\n",
-		"# TYPE m gauge\nm 1\nm 2\n",
-		"# TYPE m gauge\n# TYPE n gauge\nn 1\nm 1\n",
-		"# TYPE m gauge\nm{1a=\"x\"} 1\n",
-		"# TYPE m gauge\nm 1 1700000000000\n", // the textfile collector refuses timestamps
-		"# TYPE m gauge\nm 1",                 // no final line feed
+	// Each text fails for its own reason: h is a valid HELP and TYPE of m.
+	const h = "# HELP m x\n# TYPE m gauge\n"
+	for _, c := range []struct{ text, why string }{
+		{"metric 1\n", "before its TYPE"},
+		{h + "m{a=\"x} 1\n", "unterminated"},
+		{h + "m{a=\"\\q\"} 1\n", "bad escape"},
+		{h + "m{a=\"x\"} one\n", "value"},
+		{h + "m 1\nm 2\n", "series twice"},
+		{"# HELP m x\n# TYPE m gauge\n# HELP n x\n# TYPE n gauge\nn 1\nm 1\n", "outside its family"},
+		{h + "m{1a=\"x\"} 1\n", "bad label name"},
+		{h + "m 1 1700000000000\n", "timestamp"}, // the textfile collector refuses timestamps
+		{h + "m 1", "no line feed"},
+		{h + "m NaNa\n", "value"},
+		{"# TYPE m gauge\nm 1\n", "before its HELP"},
+		{"# HELP m x\n# HELP m y\n# TYPE m gauge\nm 1\n", "second HELP"},
+		{"# HELP m\n# TYPE m gauge\nm 1\n", "empty HELP"},
+		{"# HELP m_total x\n# TYPE m_total gauge\nm_total 1\n", "_total"},
+		{"# HELP m x\n# TYPE m counter\nm 1\n", "_total"},
+		{h + "m{__name__=\"y\"} 1\n", "bad label name"},
+		{h + "# TYPE m gauge\nm 1\n", "second TYPE"},
+		{h + "# HELP n x\n# TYPE n gauge\nm 1\n", "outside its family"},
 	} {
-		if _, err := parseExposition(bad); err == nil {
-			t.Errorf("accepted %q", bad)
+		_, err := parseExposition(c.text)
+		if err == nil || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%q: %v, want an error saying %q", c.text, err, c.why)
 		}
+	}
+	if _, err := parseExposition(h + "m{a=\"x\\\"y\\n\"} -1.5e-3\nm{a=\"y\"} +Inf\n"); err != nil {
+		t.Errorf("a valid exposition: %v", err)
 	}
 }
 
@@ -188,11 +203,14 @@ var (
 
 // parseExposition checks text line by line against the text exposition
 // format as node_exporter's textfile collector reads it: HELP and TYPE
-// comments, each family's TYPE before its samples and its samples together,
-// valid names, quoted and escaped label values, float values, no timestamps,
-// no series twice.
+// comments, each family's HELP and TYPE before its samples (once each) and
+// its samples together, valid names (no reserved __ label), quoted and
+// escaped label values, float values, no timestamps, no series twice; and
+// Prometheus's naming rule that _total names a counter and a counter ends
+// in _total.
 func parseExposition(text string) (*exposition, error) {
 	e := &exposition{types: map[string]string{}, samples: map[string]float64{}}
+	help := map[string]bool{}
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("no line feed at the end")
 	}
@@ -220,7 +238,18 @@ func parseExposition(text string) (*exposition, error) {
 				if _, dup := e.types[f[2]]; dup {
 					return nil, fail("second TYPE")
 				}
+				if (f[3] == "counter") != strings.HasSuffix(f[2], "_total") {
+					return nil, fail("_total is for counters, and counters end in _total")
+				}
 				e.types[f[2]] = f[3]
+			} else {
+				if help[f[2]] {
+					return nil, fail("second HELP")
+				}
+				if len(f) != 4 || strings.TrimSpace(f[3]) == "" {
+					return nil, fail("empty HELP")
+				}
+				help[f[2]] = true
 			}
 			if f[2] != current {
 				if done[f[2]] {
@@ -239,6 +268,9 @@ func parseExposition(text string) (*exposition, error) {
 		}
 		if _, ok := e.types[name]; !ok {
 			return nil, fail("sample before its TYPE")
+		}
+		if !help[name] {
+			return nil, fail("sample before its HELP")
 		}
 		if name != current {
 			return nil, fail("sample of %s outside its family", name)
@@ -278,7 +310,7 @@ func splitSample(line string) (name string, labels map[string]string, rest strin
 				return "", nil, "", fmt.Errorf("label without =\"")
 			}
 			ln := s[:eq]
-			if !labelName.MatchString(ln) {
+			if !labelName.MatchString(ln) || strings.HasPrefix(ln, "__") {
 				return "", nil, "", fmt.Errorf("bad label name %q", ln)
 			}
 			s = s[eq+2:]

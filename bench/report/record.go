@@ -1,10 +1,8 @@
 package report
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -159,28 +157,4 @@ func recordMarkdown(w io.Writer, rec *record.Record) error {
 	writeRecordNotes(&b, rec, "- ")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func recordCSV(w io.Writer, rec *record.Record) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"record", "label", "workload", "row", "dir", "repetition", "engine", "direct",
-		"io_bytes", "ios", "iops", "bw_bytes_per_s", "runtime_ms", "lat_min_ns", "lat_mean_ns", "lat_p50_ns",
-		"lat_p90_ns", "lat_p99_ns", "lat_p99_9_ns", "lat_max_ns"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	for _, wr := range rec.Workloads {
-		for _, r := range wr.Runs {
-			for _, dir := range []string{"read", "write"} {
-				d := r.Dir(dir)
-				if d == nil {
-					continue
-				}
-				l := d.LatNS
-				cw.Write([]string{rec.ID, rec.Label, wr.Params.Name, wr.Params.RowName(dir), dir, strconv.Itoa(r.Index), r.Engine,
-					strconv.FormatBool(r.Direct), strconv.FormatUint(d.IOBytes, 10), strconv.FormatUint(d.IOs, 10), f(d.IOPS),
-					f(d.BWBytesPerS), f(d.RuntimeMS), f(l.Min), f(l.Mean), f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.Max)})
-			}
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

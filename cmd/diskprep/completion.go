@@ -94,7 +94,7 @@ func commandFormats(path []string) []string {
 	case "compare", "fscompare":
 		return report.Formats
 	case "results export":
-		return []string{"fio", "prom", "json"}
+		return exportFormats
 	}
 	if len(path) > 0 && path[0] == "results" {
 		return report.RecordFormats
@@ -188,7 +188,7 @@ func flagValues(flag string, path []string) []string {
 		return workload.SetNames()
 	case "format":
 		if cmd == "results export" {
-			return []string{"fio", "prom", "json"}
+			return exportFormats
 		}
 		return commandFormats(path)
 	case "by":

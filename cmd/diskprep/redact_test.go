@@ -198,7 +198,7 @@ func TestRedactResults(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 || rows[0].ID != recs[0].ID || rows[1].ID != recs[1].ID {
 		t.Errorf("--host TOKEN: %v %+v", err, rows)
 	}
-	for _, as := range []string{"fio", "prom", "json"} {
+	for _, as := range exportFormats {
 		plain, redacted := both(t, dir, "", func(e *env) error {
 			return runResultsExport(context.Background(), resultsExportOptions{ID: recs[2].ID, As: as}, e)
 		})

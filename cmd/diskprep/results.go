@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -177,24 +179,41 @@ Examples:
 			},
 			{
 				Name:      "export",
-				Usage:     "export a result as fio-style JSON, Prometheus text, or the record as JSON",
+				Usage:     "export a result as fio-style JSON, CSV, Prometheus text, or the record as JSON",
 				ArgsUsage: "ID",
 				Description: `Writes the record in fio's --output-format=json shape (jobs with read/write
 iops, bw_bytes, bw in KiB/s, runtime, clat_ns with percentiles, lat_ns), which
 fio plotting tools read. A workload repeated several times is exported as its
 repetition closest to the median.
 
+--format csv writes one line per workload, repetition and direction, as
+"results show -o csv" does: the figures of the repetition (io_bytes, iops,
+bw_bytes_per_s, runtime_ms, lat_*_ns from min to max, engine_cpu_ns_per_io),
+the per-second host and device series summed up (host_cpu_*_pct_mean,
+host_mem_used_bytes_max, device_util_pct_mean, device_avg_wait_ms: the series
+themselves are in --as json), the workload's steady_state_* verdict, the
+record's precondition_*, health_*_before/_after (smartctl) and the cached
+volume's cache_kind, cache_mode and devices, and the repetition's cache hit
+ratio (0 to 1) and counters. Columns keep their position; new ones are added at
+the end. A cell is empty when the record has no such field.
+
 --format prom writes the headline figures (MB/s, IOPS, p50/p99 latency per
 workload and direction, labelled with host, device model, fs and workload) in
-the Prometheus text format, for node_exporter's textfile collector.
+the Prometheus text format, for node_exporter's textfile collector, and where
+the record has them: steady state, engine CPU seconds per I/O, host CPU and
+device utilisation ratios over the run, the cache hit ratio, precondition,
+device health before and after (label reading), and the cached volume
+(diskprep_bench_cache_info). Ratios are 0 to 1; figures a record lacks have no
+sample.
 
 Examples:
   diskprep results export 20261130T0615 --format fio > run.fio.json
+  diskprep results export 20261130T0615 --format csv > run.csv
   diskprep results export 20261130T0615 --format prom --output /var/lib/node_exporter/textfile/diskprep.prom
   diskprep results export 20261130T0615 --as fio --output run.fio.json
   diskprep results export 20261130T0615 --as json     # the record itself`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "as", Usage: "export `FORMAT`: fio (default), prom or json; --format fio works too"},
+					&cli.StringFlag{Name: "as", Usage: "export `FORMAT`: fio (default), csv, prom or json; --format fio works too"},
 					&cli.StringFlag{Name: "output", Usage: "write to `FILE` instead of standard output"},
 				},
 				Action: action(func(c *cli.Context, e *env) error {
@@ -325,6 +344,9 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 	return nil
 }
 
+// exportFormats are what results export writes (--as, --format).
+var exportFormats = []string{"fio", "csv", "prom", "json"}
+
 type resultsExportOptions struct {
 	ID, As, Output string
 }
@@ -340,8 +362,8 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 			as = e.Format
 		}
 	}
-	if as != "fio" && as != "json" && as != "prom" {
-		return usageErr(fmt.Errorf("unknown export format %q%s (valid: fio, prom, json)", as, suggest.Hint(as, []string{"fio", "prom", "json"}, "")))
+	if !slices.Contains(exportFormats, as) {
+		return usageErr(fmt.Errorf("unknown export format %q%s (valid: %s)", as, suggest.Hint(as, exportFormats, ""), strings.Join(exportFormats, ", ")))
 	}
 	en, err := record.Load(e.ResultsDir, opts.ID)
 	if err != nil {
@@ -356,6 +378,8 @@ func runResultsExport(_ context.Context, opts resultsExportOptions, e *env) erro
 		err = fio.Export(&buf, en.Record)
 	case "prom":
 		err = prom.Write(&buf, en.Record)
+	case "csv":
+		err = report.Record(&buf, "csv", en.Record)
 	default:
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")

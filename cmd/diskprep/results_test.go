@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +285,83 @@ func TestResultsCLI(t *testing.T) {
 		if !strings.Contains(out, sub) {
 			t.Errorf("results help lacks %q (exit %d)", sub, code)
 		}
+	}
+}
+
+// export --format csv and prom of a record with every newer field (a real
+// steady-state run on a loop device, SMART and cache grafted on; see
+// bench/prom/testdata), read back: the CSV as the same lines results show
+// -o csv gives, parsed, and the exposition naming the newer figures.
+func TestResultsExportObserved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	rec, err := record.ReadFile(filepath.Join("..", "..", "bench", "prom", "testdata", "record-observed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := record.Save(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "run.csv")
+	code, _, errb := runDiskprep(t, "", "results", "export", rec.ID[:13], "--format", "csv", "--output", file, "--results", dir)
+	if code != 0 {
+		t.Fatalf("export --format csv: exit %d %s", code, errb)
+	}
+	exported, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, shown, _ := runDiskprep(t, "", "results", "show", rec.ID, "-o", "csv", "--results", dir)
+	if code != 0 || shown != string(exported) {
+		t.Errorf("export --format csv differs from show -o csv (exit %d)", code)
+	}
+	lines, err := csv.NewReader(bytes.NewReader(exported)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, c := range lines[0] {
+		col[c] = i
+	}
+	if col["iops"] != 10 || col["lat_max_ns"] != 19 {
+		t.Errorf("first columns moved: %v", lines[0][:20])
+	}
+	// The last line: seq1m-read's 17th round, the one that reached steady
+	// state, with its cache counters.
+	last := lines[len(lines)-1]
+	wl := rec.Workloads[len(rec.Workloads)-1]
+	r := wl.Runs[len(wl.Runs)-1]
+	for name, want := range map[string]string{
+		"workload":                wl.Params.Name,
+		"repetition":              strconv.Itoa(r.Index),
+		"iops":                    strconv.FormatFloat(r.Read.IOPS, 'f', -1, 64),
+		"steady_state_reached":    "true",
+		"steady_state_round":      strconv.Itoa(wl.SteadyState.Round),
+		"engine_cpu_ns_per_io":    strconv.FormatFloat(r.EngineCPUNSPerIO, 'f', -1, 64),
+		"cache_kind":              "lvmcache",
+		"cache_mode":              "writethrough",
+		"cache_hit_ratio":         strconv.FormatFloat(*r.Cache.HitRatio, 'f', -1, 64),
+		"health_crc_errors_after": strconv.FormatUint(*rec.Health.After.CRCErrors, 10),
+		"precondition_passes":     "2",
+	} {
+		i, ok := col[name]
+		if !ok || last[i] != want {
+			t.Errorf("%s = %q, want %q", name, last[min(i, len(last)-1)], want)
+		}
+	}
+	code, prom, errb := runDiskprep(t, "", "results", "export", rec.ID, "--as", "prom", "--results", dir)
+	if code != 0 {
+		t.Fatalf("export --as prom: exit %d %s", code, errb)
+	}
+	for _, want := range []string{
+		`diskprep_bench_steady_state_round{host="vm",device_model="",fs="",label="loop-steady",set="custom",workload="seq1m-read",direction="read"} 17` + "\n",
+		"# TYPE diskprep_bench_cache_hit_ratio gauge\n", `reading="after"} 7` + "\n", `kind="lvmcache",mode="writethrough"`,
+	} {
+		if !strings.Contains(prom, want) {
+			t.Errorf("export --as prom lacks %q:\n%s", want, prom)
+		}
+	}
+	code, _, errb = runDiskprep(t, "", "results", "export", rec.ID, "--as", "xlsx", "--results", dir)
+	if code != exitUsage || !strings.Contains(errb, "valid: fio, csv, prom, json") {
+		t.Errorf("export --as xlsx: exit %d %s", code, errb)
 	}
 }
