@@ -311,6 +311,13 @@ func TestCacheTextOrder(t *testing.T) {
 			}
 		}
 	}
+	// Nothing measured (no working set, no comparison): still a page.
+	for _, format := range CacheFormats {
+		var buf bytes.Buffer
+		if err := WriteCache(&buf, format, &CacheReport{Kind: "bcache", Mode: "writethrough"}, Layout{}); err != nil || !strings.Contains(buf.String(), "What the cache buys") {
+			t.Errorf("%s of an empty report: %v\n%s", format, err, buf.String())
+		}
+	}
 	if err := WriteCache(&bytes.Buffer{}, "csv", r, Layout{}); err == nil {
 		t.Error("csv accepted")
 	}
