@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/record"
@@ -132,7 +133,7 @@ func TestWriteObserved(t *testing.T) {
 			if ss.Reached {
 				reached++
 				check("diskprep_bench_steady_state_reached", l, 1)
-				check("diskprep_bench_steady_state_round", l, float64(ss.Round))
+				check("diskprep_bench_steady_state_reached_round", l, float64(ss.Round))
 			} else {
 				check("diskprep_bench_steady_state_reached", l, 0)
 			}
@@ -192,7 +193,7 @@ func TestWriteObserved(t *testing.T) {
 	for reading, h := range map[string]*record.HealthReading{"before": rec.Health.Before, "after": rec.Health.After} {
 		l := with(base, "reading", reading)
 		check("diskprep_bench_device_temperature_celsius", l, *h.TemperatureC)
-		check("diskprep_bench_device_used_ratio", l, *h.PercentUsed/100)
+		check("diskprep_bench_device_endurance_used_ratio", l, *h.PercentUsed/100)
 		check("diskprep_bench_device_media_errors", l, float64(*h.MediaErrors))
 		check("diskprep_bench_device_crc_errors", l, float64(*h.CRCErrors))
 	}
@@ -258,5 +259,36 @@ func TestWriteWithoutNewerFields(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "\ndiskprep_bench_steady_state_"); n != 2 {
 		t.Errorf("%d steady-state samples, want 2 (one workload, one direction)", n)
+	}
+}
+
+// TestWriteObservedNewerWins: a later record with the same labels replaces
+// the earlier one's newer figures too, the run's own (precondition,
+// health, cache) included.
+func TestWriteObservedNewerWins(t *testing.T) {
+	older, newer := observedFixture(t), observedFixture(t)
+	newer.End = older.End.Add(time.Hour)
+	newer.Precondition.Passes = 3
+	newer.Target.Cache.Mode = "writeback"
+	temp := 61.0
+	newer.Health.After.TemperatureC = &temp
+	newer.Workloads[1].SteadyState.Round = 18
+	var single bytes.Buffer
+	if err := Write(&single, newer); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]*record.Record{{older, newer}, {newer, older}} {
+		var buf bytes.Buffer
+		if err := Write(&buf, order...); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != single.String() {
+			t.Errorf("two records with the same labels: want only the newer's series, got\n%s", buf.String())
+		}
+	}
+	for _, want := range []string{"diskprep_bench_precondition_passes{", "} 3\n", `mode="writeback"`, `reading="after"} 61` + "\n", "} 18\n"} {
+		if !strings.Contains(single.String(), want) {
+			t.Errorf("newer record's exposition lacks %q", want)
+		}
 	}
 }

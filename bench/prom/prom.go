@@ -76,7 +76,7 @@ var families = []family{
 			}
 			return 0, false
 		}},
-	{name: "diskprep_bench_steady_state_round", typ: "gauge", optional: true,
+	{name: "diskprep_bench_steady_state_reached_round", typ: "gauge", optional: true,
 		help: "Round at which the workload reached steady state (1-based; no sample when not reached).",
 		value: func(s *series) (float64, bool) {
 			if ss := s.wl.SteadyState; ss != nil && ss.Reached {
@@ -174,10 +174,10 @@ var recordFamilies = []family{
 		recValue: health(false, func(h *record.HealthReading) *float64 { return h.TemperatureC })},
 	{name: "diskprep_bench_device_temperature_celsius", label: [2]string{"reading", "after"},
 		recValue: health(true, func(h *record.HealthReading) *float64 { return h.TemperatureC })},
-	{name: "diskprep_bench_device_used_ratio", typ: "gauge", optional: true, label: [2]string{"reading", "before"},
+	{name: "diskprep_bench_device_endurance_used_ratio", typ: "gauge", optional: true, label: [2]string{"reading", "before"},
 		help:     "Share of the target disk's rated endurance used (NVMe percentage_used, ATA wear attribute) before and after the run; 1 is all of it, and it can exceed 1.",
 		recValue: health(false, func(h *record.HealthReading) *float64 { return ratio(h.PercentUsed) })},
-	{name: "diskprep_bench_device_used_ratio", label: [2]string{"reading", "after"},
+	{name: "diskprep_bench_device_endurance_used_ratio", label: [2]string{"reading", "after"},
 		recValue: health(true, func(h *record.HealthReading) *float64 { return ratio(h.PercentUsed) })},
 	{name: "diskprep_bench_device_media_errors", typ: "gauge", optional: true, label: [2]string{"reading", "before"},
 		help:     "Media errors the target disk reported (NVMe media_errors; ATA reallocated, pending and uncorrectable sectors) before and after the run.",

@@ -353,7 +353,7 @@ func TestResultsExportObserved(t *testing.T) {
 		t.Fatalf("export --as prom: exit %d %s", code, errb)
 	}
 	for _, want := range []string{
-		`diskprep_bench_steady_state_round{host="vm",device_model="",fs="",label="loop-steady",set="custom",workload="seq1m-read",direction="read"} 17` + "\n",
+		`diskprep_bench_steady_state_reached_round{host="vm",device_model="",fs="",label="loop-steady",set="custom",workload="seq1m-read",direction="read"} 17` + "\n",
 		"# TYPE diskprep_bench_cache_hit_ratio gauge\n", `reading="after"} 7` + "\n", `kind="lvmcache",mode="writethrough"`,
 	} {
 		if !strings.Contains(prom, want) {
