@@ -240,19 +240,19 @@ func steadyWindow(f func(*record.SteadyState) float64) func(*series) (float64, b
 
 func host(f func(record.SeriesSummary) float64) func(*series) (float64, bool) {
 	return func(s *series) (float64, bool) {
-		if s.series.HostSeconds == 0 {
+		if s.sum.HostSeconds == 0 {
 			return 0, false
 		}
-		return f(s.series), true
+		return f(s.sum), true
 	}
 }
 
 func device(f func(record.SeriesSummary) (float64, bool)) func(*series) (float64, bool) {
 	return func(s *series) (float64, bool) {
-		if s.series.DeviceSeconds == 0 {
+		if s.sum.DeviceSeconds == 0 {
 			return 0, false
 		}
-		return f(s.series)
+		return f(s.sum)
 	}
 }
 
@@ -306,7 +306,7 @@ type series struct {
 	labels  string // rendered {…} without the family's own label
 	summary record.DirSummary
 	wl      *record.WorkloadResult
-	series  record.SeriesSummary // of wl's measured repetitions
+	sum     record.SeriesSummary // of wl's measured repetitions
 }
 
 // recSeries is one record's labels and the record that holds them.
@@ -356,7 +356,7 @@ func Write(w io.Writer, recs ...*record.Record) error {
 					name = wl.Params.Name
 				}
 				l := renderLabels(append(slices.Clone(base), [2]string{"workload", name}, [2]string{"direction", dir}))
-				one := series{labels: l, summary: s, wl: wl, series: record.SummarizeSeries(wl.Measured()...)}
+				one := series{labels: l, summary: s, wl: wl, sum: record.SummarizeSeries(wl.Measured()...)}
 				if i, dup := index[l]; dup {
 					if end >= ended[l] {
 						all[i], ended[l] = one, end

@@ -16,8 +16,8 @@ import (
 // (made before it existed, or not asked for: no --steady-state, no
 // smartctl, no cached volume), never 0 for "unknown".
 //
-// From steady_state_metric on, a workload's and the record's own fields are
-// repeated on each of their lines. host_* and device_* sum up the
+// repeat_stop to cache_bytes are the workload's and the record's own
+// fields, repeated on each of their lines. host_* and device_* sum up the
 // repetition's per-second series (too long for a cell; `results export
 // --as json` has them): means over its sampled seconds, ramp included,
 // memory peaks, and the device's wait per completed I/O. cache_* of a
