@@ -11,7 +11,8 @@ import (
 // Layout steers how wide a comparison may grow.
 type Layout struct {
 	// Width is the number of terminal columns the table output keeps
-	// within (0: DefaultWidth).
+	// within (0: DefaultWidth; below MinWidth: MinWidth). The command
+	// passes its terminal's width; a report never probes a terminal.
 	Width int
 	// Wide keeps one column per group (and one change column per
 	// non-baseline group) whatever the width: the full table.
@@ -22,11 +23,15 @@ type Layout struct {
 // a terminal of 120 columns, or a pasted block in an issue.
 const DefaultWidth = 120
 
+// MinWidth is the narrowest the table output is laid out for: a
+// narrower terminal gets the lines of a MinWidth one (and wraps them).
+const MinWidth = 60
+
 func (l Layout) width() int {
 	if l.Width <= 0 {
 		return DefaultWidth
 	}
-	return l.Width
+	return max(l.Width, MinWidth)
 }
 
 // stacked reports whether the comparison is shown one group per line
@@ -63,13 +68,31 @@ func padLeft(s string, w int) string {
 }
 
 // wrap breaks s into lines of at most width columns at spaces, the first
-// starting with first and the rest with indent; a word longer than a line
-// stays whole.
+// starting with first and the rest with indent; a word longer than a whole
+// line is cut at the width (a path or a long option list: nothing passes
+// the width).
 func wrap(s, first, indent string, width int) string {
 	var b strings.Builder
 	line := first
 	empty := true
 	for _, word := range strings.Fields(s) {
+		for room := width - textWidth(indent); room > 0 && textWidth(word) > room; {
+			// Too long for any line: it starts a line of its own, cut at
+			// the width, and the rest goes on.
+			if !empty {
+				b.WriteString(line + "\n")
+				line, empty = indent, true
+			}
+			free := width - textWidth(line)
+			if free <= 0 {
+				b.WriteString(line + "\n")
+				line = indent
+				continue
+			}
+			rs := []rune(word)
+			b.WriteString(line + string(rs[:free]) + "\n")
+			line, word = indent, string(rs[free:])
+		}
 		switch {
 		case empty:
 			line += word
@@ -156,7 +179,9 @@ func valueParts(metric string, v compare.Value) (string, string) {
 
 // stackedResults is the results table with one line per group under each
 // workload: the metrics as columns, then the change against the baseline,
-// moved under the line when it would pass the width.
+// moved under the line when it would pass the width. Where a group's line
+// would pass the width, its name goes on a line of its own above its
+// values; where even the values would, each metric is a line of its own.
 func stackedResults(c *compare.Comparison, width int) string {
 	colW := textWidth("COLUMN")
 	for _, r := range c.Rows {
@@ -168,6 +193,7 @@ func stackedResults(c *compare.Comparison, width int) string {
 	}
 	medW := make([]int, len(c.Metrics))
 	rngW := make([]int, len(c.Metrics))
+	anyMedW := 0 // the widest median of any metric
 	for mi := range c.Metrics {
 		for _, r := range c.Rows {
 			for _, cell := range r.Cells {
@@ -177,6 +203,7 @@ func stackedResults(c *compare.Comparison, width int) string {
 				}
 			}
 		}
+		anyMedW = max(anyMedW, medW[mi])
 		if rngW[mi] > 0 {
 			rngW[mi]++
 		}
@@ -184,53 +211,102 @@ func stackedResults(c *compare.Comparison, width int) string {
 			medW[mi] += extra
 		}
 	}
-	var b strings.Builder
-	head := "  " + pad("COLUMN", colW)
+	var metricsHead string
 	for mi, m := range c.Metrics {
-		head += "  " + pad(padLeft(m, medW[mi]), medW[mi]+rngW[mi])
+		metricsHead += "  " + pad(padLeft(m, medW[mi]), medW[mi]+rngW[mi])
 	}
-	changeAt := textWidth(head) + 2
+	values := func(cell compare.Cell) string {
+		var line string
+		for mi, m := range c.Metrics {
+			med, rg := valueParts(m, cell.Metrics[mi])
+			if rg != "" {
+				rg = " " + rg
+			}
+			line += "  " + padLeft(med, medW[mi]) + pad(rg, rngW[mi])
+		}
+		return line
+	}
+	head := "  " + pad("COLUMN", colW) + metricsHead
+	switch {
+	case textWidth(head) <= width:
+		return stackedRows(c, width, func(b *strings.Builder, r compare.Row) {
+			h := head
+			if len(c.Groups) > 1 {
+				// The longest header that fits; none when even "CHANGE" would
+				// pass the width (the changes then go under each line anyway).
+				for _, vs := range []string{"  CHANGE vs " + c.Groups[r.Baseline].Name, "  CHANGE vs baseline", "  CHANGE"} {
+					if textWidth(h+vs) <= width {
+						h += vs
+						break
+					}
+				}
+			}
+			b.WriteString(strings.TrimRight(h, " ") + "\n")
+		}, func(b *strings.Builder, r compare.Row, gi int) {
+			cell := r.Cells[gi]
+			line := "  " + pad(rowGroupHeader(c, r, gi), colW) + values(cell)
+			if gi == r.Baseline {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				return
+			}
+			changeAt := textWidth(head) + 2
+			ch := cellChange(c, cell)
+			if changeAt+textWidth(ch) <= width {
+				b.WriteString(line + "  " + ch + "\n")
+				return
+			}
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			indent := strings.Repeat(" ", min(changeAt, width/2))
+			b.WriteString(wrap(ch, indent, indent+"  ", width))
+		})
+	case textWidth("    "+metricsHead) <= width:
+		// The name above, the values in columns under one header.
+		return stackedRows(c, width, func(b *strings.Builder, _ compare.Row) {
+			b.WriteString(strings.TrimRight("    "+metricsHead, " ") + "\n")
+		}, func(b *strings.Builder, r compare.Row, gi int) {
+			b.WriteString(wrap(rowGroupHeader(c, r, gi), "  ", "    ", width))
+			b.WriteString(strings.TrimRight("    "+values(r.Cells[gi]), " ") + "\n")
+			if gi != r.Baseline {
+				b.WriteString(wrap("change: "+cellChange(c, r.Cells[gi]), "      ", "        ", width))
+			}
+		})
+	}
+	// The name above, then one line per metric.
+	nameW := 0
+	for _, m := range c.Metrics {
+		nameW = max(nameW, textWidth(m))
+	}
+	return stackedRows(c, width, func(*strings.Builder, compare.Row) {}, func(b *strings.Builder, r compare.Row, gi int) {
+		b.WriteString(wrap(rowGroupHeader(c, r, gi), "  ", "    ", width))
+		for mi, m := range c.Metrics {
+			med, rg := valueParts(m, r.Cells[gi].Metrics[mi])
+			line := strings.TrimRight("      "+pad(m, nameW)+"  "+padLeft(med, anyMedW)+" "+rg, " ")
+			if textWidth(line) > width {
+				line = strings.TrimSuffix(wrap(med+" "+rg, "      "+pad(m, nameW)+"  ", strings.Repeat(" ", 8+nameW), width), "\n")
+			}
+			b.WriteString(line + "\n")
+		}
+		if gi != r.Baseline {
+			b.WriteString(wrap("change: "+cellChange(c, r.Cells[gi]), "      ", "        ", width))
+		}
+	})
+}
+
+// stackedRows writes each workload of the stacked results: its name and
+// parameters, its header, a group after another, and the groups it was
+// not measured in.
+func stackedRows(c *compare.Comparison, width int, header func(*strings.Builder, compare.Row), group func(*strings.Builder, compare.Row, int)) string {
+	var b strings.Builder
 	for ri, r := range c.Rows {
 		if ri > 0 {
 			b.WriteString("\n")
 		}
 		b.WriteString(wrap(r.Params, r.Name+"  ", strings.Repeat(" ", textWidth(r.Name)+2), width))
-		h := head
-		if len(c.Groups) > 1 {
-			// The longest header that fits; none when even "CHANGE" would
-			// pass the width (the changes then go under each line anyway).
-			for _, vs := range []string{"  CHANGE vs " + c.Groups[r.Baseline].Name, "  CHANGE vs baseline", "  CHANGE"} {
-				if textWidth(h+vs) <= width {
-					h += vs
-					break
-				}
-			}
-		}
-		b.WriteString(strings.TrimRight(h, " ") + "\n")
+		header(&b, r)
 		for gi, cell := range r.Cells {
-			if !cell.Present {
-				continue
+			if cell.Present {
+				group(&b, r, gi)
 			}
-			line := "  " + pad(rowGroupHeader(c, r, gi), colW)
-			for mi, m := range c.Metrics {
-				med, rg := valueParts(m, cell.Metrics[mi])
-				if rg != "" {
-					rg = " " + rg
-				}
-				line += "  " + padLeft(med, medW[mi]) + pad(rg, rngW[mi])
-			}
-			if gi == r.Baseline {
-				b.WriteString(strings.TrimRight(line, " ") + "\n")
-				continue
-			}
-			ch := cellChange(c, cell)
-			if changeAt+textWidth(ch) <= width {
-				b.WriteString(line + "  " + ch + "\n")
-				continue
-			}
-			b.WriteString(strings.TrimRight(line, " ") + "\n")
-			indent := strings.Repeat(" ", min(changeAt, width/2))
-			b.WriteString(wrap(ch, indent, indent+"  ", width))
 		}
 		if abs := absentIn(c, r); len(abs) > 0 {
 			b.WriteString(wrap("not measured in "+cappedList(abs, 4), "  ", "    ", width))

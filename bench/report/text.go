@@ -62,11 +62,19 @@ func TableLayout(w io.Writer, c *compare.Comparison, l Layout) error {
 	b.WriteString("\n")
 	if len(c.Environment) > 0 {
 		b.WriteString("Environment (the same for every record)\n")
-		tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+		nameW := 0
 		for _, f := range c.Environment {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Value)
+			nameW = max(nameW, textWidth(f.Name))
 		}
-		tw.Flush()
+		for _, f := range c.Environment {
+			// A value that would pass the width goes on under itself.
+			first := "  " + pad(f.Name, nameW) + "  "
+			if line := first + f.Value; textWidth(line) <= width {
+				b.WriteString(line + "\n")
+			} else {
+				b.WriteString(wrap(f.Value, first, strings.Repeat(" ", textWidth(first)), width))
+			}
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString("Columns\n")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -63,8 +64,12 @@ type env struct {
 	Verbose    bool
 	NoColor    bool
 	IsTerminal bool // stdout is a terminal: progress lines, colour, prompts
-	Redact     bool // hide serials, WWNs, hostnames, UUIDs in what is shown or exported (internal/redact)
-	Logger     *slog.Logger
+	// Width is the number of columns of the terminal stdout is ($COLUMNS
+	// when set, else the terminal's own size); 0 when stdout is no
+	// terminal or its size is unknown: tables are then 120 columns wide.
+	Width  int
+	Redact bool // hide serials, WWNs, hostnames, UUIDs in what is shown or exported (internal/redact)
+	Logger *slog.Logger
 }
 
 // format checks the chosen output format against the ones a command offers.
@@ -131,6 +136,26 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// terminalWidth is the number of columns of the terminal w is: columns
+// (the value of $COLUMNS, which a user sets to ask for a width) when it is
+// a positive number, else the terminal's size (TIOCGWINSZ). It is 0 when
+// w is no terminal, whatever $COLUMNS says (a file or a pipe gets the
+// table it always got), or when the size is unknown (a serial console
+// reporting 0 columns).
+func terminalWidth(w io.Writer, columns string) int {
+	if !isTerminal(w) {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(columns)); err == nil && n > 0 {
+		return n
+	}
+	ws, err := unix.IoctlGetWinsize(int(w.(*os.File).Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // envFrom builds the env of a command from the global flags.
 func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 	e := &env{
@@ -144,6 +169,7 @@ func envFrom(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) *env {
 		Verbose:    c.Bool("verbose"),
 		NoColor:    c.Bool("no-color") || os.Getenv("NO_COLOR") != "",
 		IsTerminal: isTerminal(stdout),
+		Width:      terminalWidth(stdout, os.Getenv("COLUMNS")),
 		Redact:     c.Bool("redact"),
 	}
 	if e.ResultsDir == "" {

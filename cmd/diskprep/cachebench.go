@@ -13,6 +13,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/cmd/diskprep/cachebench"
 	"github.com/diskprep/diskprep/disk"
@@ -245,7 +246,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		}
 	}
 	var buf bytes.Buffer
-	if err := res.Write(&buf, format, c); err != nil {
+	if err := res.WriteLayout(&buf, format, c, tableLayout(e, format, opts.Output, report.Layout{})); err != nil {
 		return err
 	}
 	return writeOutput(e, opts.Output, buf.Bytes())

@@ -65,7 +65,7 @@ Examples:
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME`, or the one column whose name has it as a part, e.g. esx-guest for xfs · esx-guest (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
-			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes 120 columns)"},
+			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes the terminal's width, 120 columns when not a terminal)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 		),
 		Action: action(func(c *cli.Context, e *env) error {
@@ -153,14 +153,27 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 
 // renderComparison renders c in format (compare and fscompare). Outputs that
 // do not carry the caveats (csv, svg) or go to a file get them on stderr,
-// where the person running the command sees them.
+// where the person running the command sees them. A table for the
+// terminal fits the terminal (tableLayout).
 func renderComparison(e *env, c *compare.Comparison, format, output string, l report.Layout) (*bytes.Buffer, error) {
 	if format == "csv" || format == "svg" || output != "" {
 		warnAll(e, c.Warnings)
 	}
+	l = tableLayout(e, format, output, l)
 	var buf bytes.Buffer
 	if err := report.WriteLayout(&buf, format, c, l); err != nil {
 		return nil, err
 	}
 	return &buf, nil
+}
+
+// tableLayout is l with the width of the terminal the table is printed on:
+// only a table, only to stdout (a file, Markdown and HTML keep the default
+// 120 columns whatever the terminal), and only when stdout is a terminal
+// (e.Width 0: a pipe or a file gets the table it always got).
+func tableLayout(e *env, format, output string, l report.Layout) report.Layout {
+	if (format == "table" || format == "") && output == "" && l.Width == 0 {
+		l.Width = e.Width
+	}
+	return l
 }

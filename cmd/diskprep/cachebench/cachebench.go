@@ -493,12 +493,18 @@ func times(x float64) string {
 // (report.WriteCache) with c, the comparison of its measured records
 // against the HDD alone (nil: none).
 func (r *Result) Write(w io.Writer, format string, c *compare.Comparison) error {
+	return r.WriteLayout(w, format, c, report.Layout{})
+}
+
+// WriteLayout is Write with the comparison's table laid out by l (the
+// width of the terminal it is printed on).
+func (r *Result) WriteLayout(w io.Writer, format string, c *compare.Comparison, l report.Layout) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	return report.WriteCache(w, format, r.Report(c), report.Layout{})
+	return report.WriteCache(w, format, r.Report(c), l)
 }
 
 // Redacted is the result as a report under --redact shows it: its device
