@@ -131,3 +131,18 @@ func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*Rel
 	}
 	return ApplyRelease(ctx, plan, deps)
 }
+
+// FlushWriteCache writes every dirty block of the dm-writecache at device
+// (/dev/mapper/NAME) back to its origin and so frees it: `dmsetup message
+// DEVICE 0 flush`, which returns once the write-back is done. A
+// dm-writecache holds only blocks not yet written back, and once full it
+// sends new writes around itself to the origin and pauses its write-back
+// while they come (pause_writeback, 3 s by default): a warm-up then warms
+// nothing. cachebench empties it before each working set for that.
+func FlushWriteCache(ctx context.Context, device string, deps Deps) error {
+	a := newApplier(deps)
+	if err := a.do(ctx, "flush the write cache", []string{"dmsetup", "message", device, "0", "flush"}); err != nil {
+		return fmt.Errorf("flush the write cache of %s: %w", device, err)
+	}
+	return nil
+}

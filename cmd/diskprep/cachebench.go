@@ -50,7 +50,9 @@ after it is built), warm (after one warm-up pass over the working set: by
 writes for bcache and writecache, which take writes in, by two read passes
 for lvmcache, which promotes what is read again) and steady (the runs
 after). The hit ratio of each phase is what the kernel's counters (dmsetup
-status, bcache's sysfs) say for its runs. A writeback cache is flushed at
+status, bcache's sysfs) say for its runs. A writecache, which caches only
+writes not yet written back and sends writes around itself once full, is
+emptied before each working set. A writeback cache is flushed at
 the release, and how long that took is shown. The SSD alone is read before
 the build (written once first), the HDD alone after the release. Every
 run is stored as a record (compare shows them again).
@@ -226,6 +228,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			}
 			return filepath.Base(real), nil
 		},
+		FlushWriteCache: func(ctx context.Context, device string) error { return disk.FlushWriteCache(ctx, device, deps) },
 	})
 	if err != nil {
 		return err
