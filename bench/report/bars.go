@@ -125,7 +125,7 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 			v := cell.Metrics[mi]
 			wv := math.Max(x(v.Median)-x0, 1)
 			fmt.Fprintf(&bars, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.0f"><title>%s</title></rect>`+"\n",
-				series(gi), x0, y, wv, barH, esc(fmt.Sprintf("%s, %s: %s %s, %s", r.Name, g, valueText(metric, v), metric, nText(len(v.Values)))))
+				barClass(gi), x0, y, wv, barH, esc(fmt.Sprintf("%s, %s: %s %s, %s", r.Name, g, valueText(metric, v), metric, nText(len(v.Values)))))
 			end := x0 + wv
 			if len(v.Values) > 1 {
 				cy := y + barH/2
@@ -155,6 +155,16 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	d.h = y + 40
 	d.desc = metric + " medians: " + strings.Join(desc, "; ") + "."
 	return d
+}
+
+// barClass is the class of group gi's bars: its colour, and past the 8
+// colours an outline in the text colour, so that a bar is not taken for
+// the bar of the column 8 before it.
+func barClass(gi int) string {
+	if gi >= len(light.series) {
+		return series(gi) + " alt"
+	}
+	return series(gi)
 }
 
 func nText(n int) string {

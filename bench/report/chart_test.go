@@ -82,7 +82,7 @@ func TestBucketed(t *testing.T) {
 func TestEndLabelsAtTheirLines(t *testing.T) {
 	d := timeSeries("x", "r", svgSmall, "t", "s", "MB/s", []tsSeries{
 		{name: "slow", reps: [][]float64{{100, 110, 105}}},
-		{name: "fast", reps: [][]float64{{500, 520, 510}, {505, 515, 500}}},
+		{name: "fast", group: 1, reps: [][]float64{{500, 520, 510}, {505, 515, 500}}},
 	})
 	s := d.svg(false)
 	lastY := map[string]float64{}

@@ -18,16 +18,16 @@ var percentileNines = [4]float64{math.Log10(2), 1, 2, 3}
 // endLabels writes each series' name at the right of its last point,
 // moved apart where lines end close together, with a leader line to the
 // point when moved; names are fitted into the margin right of x.
-func endLabels(d *svgDoc, x float64, ys, xs []float64, names []string, lo, hi float64) {
+func endLabels(d *svgDoc, x float64, ys, xs []float64, names []string, styles []int, lo, hi float64) {
 	at := spreadLabels(ys, 15, lo, hi)
 	for i, n := range names {
 		if xs != nil && xs[i] < x-12 {
 			// A line that ends early (a 2 s run beside a 10 min one) is
 			// led to its label, so the label sits at its line.
-			d.f(`<path class="lead %s" stroke-dasharray="1 3" d="M%.1f %.1fH%.1f"/>`+"\n", series(i), xs[i]+6, ys[i], x)
+			d.f(`<path class="lead %s" stroke-dasharray="1 3" d="M%.1f %.1fH%.1f"/>`+"\n", series(styles[i]), xs[i]+6, ys[i], x)
 		}
 		if math.Abs(at[i]-ys[i]) > 3 {
-			d.f(`<path class="lead %s" d="M%.1f %.1fL%.1f %.1f"/>`+"\n", series(i), x+1, ys[i], x+8, at[i])
+			d.f(`<path class="lead %s" d="M%.1f %.1fL%.1f %.1f"/>`+"\n", series(styles[i]), x+1, ys[i], x+8, at[i])
 		}
 		d.text(x+10, at[i]+4.5, "start", "", fitText(n, fontBase, false, d.w-x-14))
 	}
@@ -81,7 +81,7 @@ func latencyCurves(c *compare.Comparison, r compare.Row, id string, w float64) *
 		tickW = math.Max(tickW, textExtent(tickLatency(t), fontTick, false))
 	}
 	if len(names) > maxLabelled {
-		y = legend(d, names, y)
+		y = legend(d, names, groups, y)
 	}
 	x0 := tickW + 18
 	x1 := w - 14
@@ -104,7 +104,7 @@ func latencyCurves(c *compare.Comparison, r compare.Row, id string, w float64) *
 	}
 	var ends []float64
 	var desc []string
-	for k, gi := range groups {
+	for _, gi := range groups {
 		cell := r.Cells[gi]
 		var pts []string
 		last := 0.0
@@ -114,11 +114,11 @@ func latencyCurves(c *compare.Comparison, r compare.Row, id string, w float64) *
 				last = yv(v)
 			}
 		}
-		d.f(`<polyline class="line %s" stroke-dasharray="%s" points="%s"/>`+"\n", series(k), dashes[k%len(dashes)], strings.Join(pts, " "))
+		d.f(`<polyline class="line %s" stroke-dasharray="%s" points="%s"/>`+"\n", series(gi), dashOf(gi), strings.Join(pts, " "))
 		var vals []string
 		for i, v := range cell.LatencyNS {
 			if v > 0 {
-				marker(d, k, xp(i), yv(v))
+				marker(d, gi, xp(i), yv(v))
 				vals = append(vals, percentileNames[i]+" "+latency(v))
 			}
 		}
@@ -126,7 +126,7 @@ func latencyCurves(c *compare.Comparison, r compare.Row, id string, w float64) *
 		desc = append(desc, c.Groups[gi].Name+": "+strings.Join(vals, ", "))
 	}
 	if len(names) <= maxLabelled {
-		endLabels(d, x1, ends, nil, names, plotTop+4, plotTop+plotH+4)
+		endLabels(d, x1, ends, nil, names, groups, plotTop+4, plotTop+plotH+4)
 	}
 	d.h = plotTop + plotH + 30
 	d.desc = r.Name + " latency percentiles. " + strings.Join(desc, "; ") + "."
@@ -134,10 +134,12 @@ func latencyCurves(c *compare.Comparison, r compare.Row, id string, w float64) *
 }
 
 // tsSeries is one line of a time series chart: per repetition, a value
-// per second.
+// per second; group is the index of its column, which picks its style
+// (styleOf), the same in every chart.
 type tsSeries struct {
-	name string
-	reps [][]float64
+	name  string
+	group int
+	reps  [][]float64
 }
 
 // tsMaxPoints bounds the points of a line: a 10-minute run is drawn as
@@ -202,8 +204,9 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	n := 0
 	maxV := 0.0
 	var names []string
+	var styles []int
 	for _, s := range lines {
-		names = append(names, s.name)
+		names, styles = append(names, s.name), append(styles, s.group)
 		for _, r := range s.reps {
 			n = max(n, len(r))
 			for _, v := range r {
@@ -218,7 +221,7 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 		return d
 	}
 	if len(lines) > 1 {
-		y = legend(d, names, y)
+		y = legend(d, names, styles, y)
 	}
 	hi := maxV * 1.05
 	if strings.Contains(unit, "%") && maxV <= 100 {
@@ -262,7 +265,8 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	}
 	var ends, endXs []float64
 	var desc []string
-	for k, s := range lines {
+	for _, s := range lines {
+		k := s.group
 		mid, lo, hi := bucketed(s.reps, bucket)
 		if len(mid) == 0 {
 			ends, endXs = append(ends, plotTop+plotH), append(endXs, x1)
@@ -286,7 +290,7 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", at(i), yv(v)))
 		}
 		d.f(`<polyline class="line %s" stroke-dasharray="%s" points="%s"><title>%s</title></polyline>`+"\n",
-			series(k), dashes[k%len(dashes)], strings.Join(pts, " "), esc(s.name+": "+joinNums(mid)+" "+unit))
+			series(k), dashOf(k), strings.Join(pts, " "), esc(s.name+": "+joinNums(mid)+" "+unit))
 		if len(mid) <= 40 {
 			for i, v := range mid {
 				marker(d, k, at(i), yv(v))
@@ -296,7 +300,7 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 		desc = append(desc, s.name+": "+joinNums(mid))
 	}
 	if len(lines) <= maxLabelled {
-		endLabels(d, x1, ends, endXs, names, plotTop+4, plotTop+plotH+4)
+		endLabels(d, x1, ends, endXs, names, styles, plotTop+4, plotTop+plotH+4)
 	}
 	yn := plotTop + plotH + 18
 	for _, l := range wrapPx(unit+" per second"+bucketNote(bucket), fontTick, w-x0-10) {
@@ -328,7 +332,7 @@ func rowSeries(c *compare.Comparison, r compare.Row, value func(rep record.Repet
 		if !cell.Present {
 			continue
 		}
-		s := tsSeries{name: c.Groups[gi].Name}
+		s := tsSeries{name: c.Groups[gi].Name, group: gi}
 		for _, src := range cell.Sources {
 			for _, rep := range src.Workload.Runs {
 				if v := value(rep, src.Dir); len(v) > 0 {

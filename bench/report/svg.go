@@ -63,6 +63,7 @@ func (t theme) css() string {
 	for i, c := range t.series {
 		fmt.Fprintf(&b, "svg.chart .s%d{fill:%s;stroke:%s}\n", i, c, c)
 	}
+	fmt.Fprintf(&b, "svg.chart .bar.alt{stroke:%s}\n", t.fg)
 	return b.String()
 }
 
@@ -86,6 +87,7 @@ svg.chart .ci{stroke-width:2;fill:none}
 svg.chart .ci.same,svg.chart .ci.toofew{stroke-dasharray:4 3}
 svg.chart .pt.same,svg.chart .pt.toofew{stroke-width:2}
 ` + light.css() + "@media screen and (prefers-color-scheme: dark){\n" + dark.css() + "}\n" + `svg.chart .bar{stroke:none}
+svg.chart .bar.alt{stroke-width:1.5;stroke-dasharray:4 2}
 svg.chart .line{fill:none;stroke-width:2}
 svg.chart .spread{stroke:none;fill-opacity:.18}
 svg.chart .lead{stroke-width:1;fill:none}
@@ -110,7 +112,25 @@ var dashes = []string{"", "6 3", "2 3", "8 3 2 3", "1 2", "12 4", "4 2 1 2", "10
 
 func esc(s string) string { return html.EscapeString(s) }
 
-func series(gi int) string { return fmt.Sprintf("s%d", gi%len(light.series)) }
+// seriesStyle is how a group's line and points are told apart: colour,
+// dash pattern and marker shape, by index.
+type seriesStyle struct{ colour, dash, marker int }
+
+// styleOf is group gi's style. The first 8 groups take the 8 colours, each
+// with its own dash and one of the first 4 shapes, as they always have;
+// the next 8 take the colours again, with the dash pattern one further and
+// the other 4 shapes, and so on: two groups of one colour always differ in
+// dash (up to 64 groups) and, up to 16, in shape too.
+func styleOf(gi int) seriesStyle {
+	n := len(light.series)
+	cycle := gi / n
+	return seriesStyle{colour: gi % n, dash: (gi + cycle) % len(dashes), marker: gi%4 + 4*(cycle%2)}
+}
+
+func series(gi int) string { return fmt.Sprintf("s%d", styleOf(gi).colour) }
+
+// dashOf is group gi's dash pattern ("": solid).
+func dashOf(gi int) string { return dashes[styleOf(gi).dash] }
 
 // Chart widths in SVG units: a chart across the page, and one of a grid of
 // small multiples (two side by side on a wide page, one on a narrow one).
@@ -206,33 +226,62 @@ func (d *svgDoc) finish(title, desc string, standalone bool) string {
 }
 
 // marker draws a point in its group's colour and shape: circle, square,
-// triangle, diamond, in turn.
+// triangle, diamond, then (past 8 groups) triangle down, plus, cross, star.
 func marker(d *svgDoc, group int, cx, cy float64) {
 	cls := "pt " + series(group)
-	switch group % 4 {
+	poly := func(pts ...float64) {
+		var b strings.Builder
+		for i := 0; i+1 < len(pts); i += 2 {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", cx+pts[i], cy+pts[i+1])
+		}
+		d.f(`<polygon class="%s" points="%s"/>`+"\n", cls, b.String())
+	}
+	switch styleOf(group).marker {
 	case 0:
 		d.f(`<circle class="%s" cx="%.1f" cy="%.1f" r="3.5"/>`+"\n", cls, cx, cy)
 	case 1:
 		d.f(`<rect class="%s" x="%.1f" y="%.1f" width="7" height="7"/>`+"\n", cls, cx-3.5, cy-3.5)
 	case 2:
-		d.f(`<polygon class="%s" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", cls, cx, cy-4.5, cx+4.5, cy+3.5, cx-4.5, cy+3.5)
-	default:
-		d.f(`<polygon class="%s" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", cls, cx, cy-4.5, cx+4.5, cy, cx, cy+4.5, cx-4.5, cy)
+		poly(0, -4.5, 4.5, 3.5, -4.5, 3.5)
+	case 3:
+		poly(0, -4.5, 4.5, 0, 0, 4.5, -4.5, 0)
+	case 4: // triangle down
+		poly(0, 4.5, 4.5, -3.5, -4.5, -3.5)
+	case 5: // plus
+		poly(-1.5, -4.5, 1.5, -4.5, 1.5, -1.5, 4.5, -1.5, 4.5, 1.5, 1.5, 1.5, 1.5, 4.5, -1.5, 4.5, -1.5, 1.5, -4.5, 1.5, -4.5, -1.5, -1.5, -1.5)
+	case 6: // cross
+		poly(-3.2, -4.6, 0, -1.4, 3.2, -4.6, 4.6, -3.2, 1.4, 0, 4.6, 3.2, 3.2, 4.6, 0, 1.4, -3.2, 4.6, -4.6, 3.2, -1.4, 0, -4.6, -3.2)
+	default: // star
+		var pts []float64
+		for k := range 10 {
+			r := 5.0
+			if k%2 == 1 {
+				r = 2.2
+			}
+			a := -math.Pi/2 + float64(k)*math.Pi/5
+			pts = append(pts, r*math.Cos(a), r*math.Sin(a))
+		}
+		poly(pts...)
 	}
 }
 
 // legend draws one entry per group (line, marker, name) in rows that fit
-// the chart's width, from y; it returns the y below it.
-func legend(d *svgDoc, names []string, y float64) float64 {
+// the chart's width, from y, in the styles (styleOf) of groups; it returns
+// the y below it.
+func legend(d *svgDoc, names []string, groups []int, y float64) float64 {
 	x := 10.0
 	y += 4
-	for gi, n := range names {
+	for i, n := range names {
+		gi := groups[i]
 		n = fitText(n, fontBase, false, d.w-70)
 		w := 40 + textExtent(n, fontBase, false) + 18
 		if x > 10 && x+w > d.w-10 {
 			x, y = 10, y+20
 		}
-		d.f(`<line class="line %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(gi), x, y, x+30, y, dashes[gi%len(dashes)])
+		d.f(`<line class="line %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(gi), x, y, x+30, y, dashOf(gi))
 		marker(d, gi, x+15, y)
 		d.text(x+36, y+4.5, "start", "", n)
 		x += w
