@@ -18,18 +18,28 @@ var ErrUsage = errors.New("bad input")
 
 // refusal carries every reason found, so one run tells the whole story.
 type refusal struct {
+	verb    string // "" is prepare
 	subject string
 	reasons []string
 }
 
 func (e *refusal) Error() string {
-	return "refusing to prepare " + e.subject + ": " + strings.Join(e.reasons, "; ")
+	verb := e.verb
+	if verb == "" {
+		verb = "prepare"
+	}
+	return "refusing to " + verb + " " + e.subject + ": " + strings.Join(e.reasons, "; ")
 }
 
 func (e *refusal) Is(target error) bool { return target == ErrRefused }
 
 func refuse(subject string, reasons ...string) error {
 	return &refusal{subject: subject, reasons: reasons}
+}
+
+// refuseWipe is the refusal of release --wipe of subject.
+func refuseWipe(subject string, reasons ...string) error {
+	return &refusal{verb: "wipe", subject: subject, reasons: reasons}
 }
 
 // LockHeldError is the refusal of a lock file at path that another

@@ -809,6 +809,9 @@ func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts
 type lvmState struct {
 	pvVG map[string]string            // PV node -> its VG ("" for none)
 	lvs  map[string]map[string]uint64 // VG -> LV -> size in bytes
+	// pvList is pvs's rows (node, VG) in its order: a group's missing
+	// PVs are rows named "[unknown]", which pvVG keeps only one of.
+	pvList [][2]string
 }
 
 // readLVM runs pvs and lvs (read-only).
@@ -824,6 +827,7 @@ func (pl Planner) readLVM() (*lvmState, error) {
 		f := strings.Split(strings.TrimSpace(line), "|")
 		if len(f) == 2 && f[0] != "" {
 			st.pvVG[f[0]] = f[1]
+			st.pvList = append(st.pvList, [2]string{f[0], f[1]})
 		}
 	}
 	out, err = h.Run(ctx, "lvs", "--noheadings", "--separator", "|", "--units", "b", "--nosuffix", "-o", "vg_name,lv_name,lv_size")

@@ -106,6 +106,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+			return a.addDormant(plan)
 		}
 		return nil
 	}
@@ -227,8 +228,184 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 			}
 		}
 		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
+		return a.addDormant(plan)
 	}
 	return nil
+}
+
+// addDormant plans, with Wipe, the removal of the stacks that are not
+// running but whose metadata is on the devices wiped: a volume group made
+// inactive (a release without --wipe does that) and a stopped md array.
+// wipefs alone would leave them half there: a group's metadata on its
+// other physical volumes naming one that is gone (and lvm's devices file
+// still listing it), an array's other members assembling it degraded.
+// So a group or array wholly on the devices wiped is removed as a
+// running one is (lvremove, vgremove, pvremove; mdadm --zero-superblock),
+// and one that also has a member elsewhere is refused, nothing written:
+// wiping part of it would break it, and the rest is on a disk the user
+// did not name. (A running one is taken down whole, on every disk: naming
+// a member names the stack, and the dry run lists every member.)
+func (a *applier) addDormant(plan *ReleasePlan) error {
+	s := plan.Stacks
+	wiped := map[string]bool{} // kernel names
+	for _, d := range s.WipeSignatures {
+		wiped[filepath.Base(d)] = true
+	}
+	done := map[string]bool{} // kernel names already removed or zeroed
+	for _, d := range append(append([]string(nil), s.PVRemove...), s.MDZero...) {
+		if real, err := a.host.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		done[filepath.Base(d)] = true
+	}
+	var lvm *lvmState
+	pvNode := map[string]string{} // kernel name -> the PV as pvs names it
+	for _, dev := range s.WipeSignatures {
+		name := filepath.Base(dev)
+		if done[name] {
+			continue
+		}
+		sigs, err := a.probeDevice(dev)
+		if err != nil {
+			continue // wipefs reports what cannot be read
+		}
+		for _, sig := range sigs {
+			switch sig.Type {
+			case "LVM2_member":
+				if lvm == nil {
+					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(); err != nil {
+						return err
+					}
+					for _, row := range lvm.pvList {
+						n := filepath.Base(row[0])
+						if real, err := a.host.EvalSymlinks(row[0]); err == nil {
+							n = filepath.Base(real)
+						}
+						pvNode[n] = row[0]
+					}
+				}
+				pv, seen := pvNode[name]
+				if !seen {
+					continue // lvm does not see it (a filter, the devices file): wipefs only
+				}
+				if err := a.addDormantVG(plan, lvm, pv, pvNode, wiped, done); err != nil {
+					return err
+				}
+			case "linux_raid_member":
+				if err := a.addDormantMD(plan, dev, sig, wiped); err != nil {
+					return err
+				}
+				done[name] = true
+			}
+		}
+	}
+	return nil
+}
+
+// addDormantVG plans the removal of the physical volume pv and, when it
+// is in a group, of the whole group, or refuses when the group has a
+// physical volume that is not wiped.
+func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+	s := plan.Stacks
+	vg := lvm.pvVG[pv]
+	if vg == "" {
+		s.PVRemove = append(s.PVRemove, pv)
+		done[filepath.Base(pv)] = true
+		return nil
+	}
+	var pvs, others []string
+	missing := false
+	for _, row := range lvm.pvList {
+		if row[1] != vg {
+			continue
+		}
+		if row[0] == "[unknown]" {
+			missing = true
+			continue
+		}
+		pvs = append(pvs, row[0])
+		n := filepath.Base(row[0])
+		for k, node := range pvNode {
+			if node == row[0] {
+				n = k
+			}
+		}
+		if !wiped[n] {
+			others = append(others, row[0])
+		}
+	}
+	if missing {
+		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
+	}
+	if len(others) > 0 {
+		sort.Strings(others)
+		how := "remove it by hand (vgremove " + vg + ", then pvremove each)"
+		if lvs := sortedKeys(boolSet(lvm.lvs[vg])); len(lvs) > 0 {
+			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
+		}
+		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
+			pv, vg, strings.Join(others, ", "), how))
+	}
+	for _, lv := range sortedKeys(boolSet(lvm.lvs[vg])) {
+		s.LVRemove = append(s.LVRemove, vg+"/"+lv)
+	}
+	s.VGRemove = append(s.VGRemove, vg)
+	sort.Strings(pvs)
+	for _, p := range pvs {
+		s.PVRemove = append(s.PVRemove, p)
+	}
+	for n, node := range pvNode {
+		if contains(pvs, node) {
+			done[n] = true
+		}
+	}
+	return nil
+}
+
+// addDormantMD plans zeroing the superblock of dev, a member of a stopped
+// md array, or refuses when another device that is not wiped is a member
+// of the same array.
+func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wiped map[string]bool) error {
+	var others []string
+	des, _ := a.host.ReadDir(a.roots.SysPath("class/block"))
+	for _, de := range des {
+		n := de.Name()
+		if wiped[n] || strings.HasPrefix(n, "fd") || strings.HasPrefix(n, "sr") {
+			continue // a floppy or optical drive holds no array, and opening one can hang
+		}
+		sigs, err := a.probeDevice(a.roots.DevPath(n))
+		if err != nil {
+			continue
+		}
+		for _, o := range sigs {
+			if o.Type == "linux_raid_member" && sig.UUID != "" && strings.EqualFold(o.UUID, sig.UUID) {
+				others = append(others, "/dev/"+n)
+			}
+		}
+	}
+	if len(others) > 0 {
+		sort.Strings(others)
+		name := sig.Label
+		if _, after, ok := strings.Cut(name, ":"); ok {
+			name = after
+		}
+		how := "assemble it (mdadm --assemble --scan) and release it with --wipe"
+		if name != "" {
+			how += " (diskprep release /dev/md/" + name + " --wipe)"
+		}
+		return refuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
+			dev, strings.TrimSpace(name+" (uuid "+sig.UUID+")"), strings.Join(others, ", "), how))
+	}
+	plan.Stacks.MDZero = append(plan.Stacks.MDZero, dev)
+	return nil
+}
+
+func boolSet[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // wipeOrder is partitions first, then disks, each once, in name order.

@@ -85,6 +85,25 @@ func (h *Host) lvsAll() []byte {
 		}
 		fmt.Fprintf(&b, "  %s|%s|%s|%s|%s|%s\n", st.vg, st.lv, seg, st.pool, st.mode, strings.Trim(strings.Join(devs, ","), "[]"))
 	}
+	for _, k := range sortedKeys(h.inactive) {
+		// Inactive: the metadata still names what each volume is on.
+		st := h.inactive[k].st
+		seg := st.segtype
+		if seg == "" {
+			seg = "linear"
+		}
+		var devs []string
+		for _, m := range st.members {
+			name := "/dev/" + m.name
+			for _, o := range h.inactive {
+				if o.dev == m {
+					name = o.st.lv
+				}
+			}
+			devs = append(devs, name+"(0)")
+		}
+		fmt.Fprintf(&b, "  %s|%s|%s|%s|%s|%s\n", st.vg, st.lv, seg, st.pool, st.mode, strings.Trim(strings.Join(devs, ","), "[]"))
+	}
 	return []byte(b.String())
 }
 

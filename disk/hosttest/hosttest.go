@@ -71,6 +71,7 @@ type Host struct {
 	swaps      map[string]bool
 	nextMD     int
 	removedLVs []string
+	inactive   map[string]*inactiveLV // "VG/LV" of groups made inactive
 	// bcache (cache.go): registered backing devices by partition name,
 	// cache sets by UUID.
 	bcacheB        map[string]*bcacheBacking

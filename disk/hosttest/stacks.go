@@ -38,11 +38,21 @@ type stackDev struct {
 
 type lvmPV struct{ vg string }
 
+// inactiveLV is a logical volume of a group made inactive (vgchange
+// --activate n): lvs still lists it, from the metadata on its PVs, but it
+// has no device-mapper device, no /dev/VG/LV and holds nothing in sysfs.
+// dev keeps its bytes for vgchange --activate y.
+type inactiveLV struct {
+	st  *stackDev
+	dev *blockDev
+}
+
 func (h *Host) stackState() {
 	if h.stacks == nil {
 		h.stacks = map[string]*stackDev{}
 		h.pvs = map[string]*lvmPV{}
 		h.swaps = map[string]bool{}
+		h.inactive = map[string]*inactiveLV{}
 		h.nextMD = 127
 	}
 }
@@ -283,16 +293,48 @@ func formatUUID(u []byte) string {
 }
 
 func (h *Host) pvsOut() []byte {
+	var b strings.Builder
+	for _, l := range h.pvLines() {
+		fmt.Fprintf(&b, "  %s|%s\n", l[0], l[1])
+	}
+	return []byte(b.String())
+}
+
+// pvVisible says whether LVM finds the physical volume at node: the device
+// is there and its bytes still carry the label (wipefs, or a partition
+// table wiped from under it, hide it; making the same partition again
+// shows it again, as it would to pvs).
+func (h *Host) pvVisible(node string) bool {
+	d, err := h.deviceAt(node)
+	return err == nil && contains(probeAll(&reader{d: d}, d.size), "LVM2_member")
+}
+
+// pvLines are pvs's rows (node, VG): the physical volumes LVM finds, and
+// for a group some of whose PVs it no longer finds, one "[unknown]" row
+// per missing PV, as pvs prints a group's missing members.
+func (h *Host) pvLines() [][2]string {
 	var names []string
 	for n := range h.pvs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var b strings.Builder
+	seen := map[string]bool{}
 	for _, n := range names {
-		fmt.Fprintf(&b, "  %s|%s\n", n, h.pvs[n].vg)
+		if h.pvVisible(n) && h.pvs[n].vg != "" {
+			seen[h.pvs[n].vg] = true
+		}
 	}
-	return []byte(b.String())
+	var out, missing [][2]string
+	for _, n := range names {
+		vg := h.pvs[n].vg
+		switch {
+		case h.pvVisible(n):
+			out = append(out, [2]string{n, vg})
+		case vg != "" && seen[vg]:
+			missing = append(missing, [2]string{"[unknown]", vg})
+		}
+	}
+	return append(out, missing...)
 }
 
 func (h *Host) lvsOut() []byte {
@@ -308,7 +350,21 @@ func (h *Host) lvsOut() []byte {
 		st := h.stacks[n]
 		fmt.Fprintf(&b, "  %s|%s|%d\n", st.vg, st.lv, h.devs[n].size)
 	}
+	for _, k := range sortedKeys(h.inactive) {
+		if in := h.inactive[k]; !in.st.hidden {
+			fmt.Fprintf(&b, "  %s|%s|%d\n", in.st.vg, in.st.lv, in.dev.size)
+		}
+	}
 	return []byte(b.String())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (h *Host) pvcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
@@ -323,7 +379,7 @@ func (h *Host) pvcreate(args []string, fail func(int, string) ([]byte, error)) (
 	if b.claimed || h.mountedDev(b) || h.holdersOf(b) {
 		return fail(5, "  Can't open "+devs[0]+" exclusively.  Mounted filesystem?")
 	}
-	if _, ok := h.pvs[devs[0]]; ok {
+	if _, ok := h.pvs[devs[0]]; ok && h.pvVisible(devs[0]) {
 		return fail(5, "  Can't initialize physical volume \""+devs[0]+"\" of volume group: already a PV")
 	}
 	if typ, _, _ := fsOf(&reader{d: b}, b.size); typ != "" && !contains(args, "--yes") {
@@ -352,14 +408,14 @@ func (h *Host) vgcreate(args []string, fail func(int, string) ([]byte, error)) (
 	if vg == "" || len(devs) == 0 {
 		return fail(3, "vgcreate: want a VG name and PVs")
 	}
-	for _, pv := range h.pvs {
-		if pv.vg == vg {
+	for n, pv := range h.pvs {
+		if pv.vg == vg && h.pvVisible(n) {
 			return fail(5, "  A volume group called "+vg+" already exists.")
 		}
 	}
 	for _, d := range devs {
 		pv, ok := h.pvs[d]
-		if !ok {
+		if !ok || !h.pvVisible(d) {
 			return fail(5, "  "+d+" is not a physical volume")
 		}
 		if pv.vg != "" {
@@ -473,13 +529,16 @@ func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) (
 	return []byte("  Logical volume \"" + name + "\" created.\n"), nil
 }
 
-// lvmRemove runs vgchange -an VG, lvremove -y VG/LV, vgremove VG and
-// pvremove PV.
+// lvmRemove runs vgchange --activate n|y VG, lvremove -y VG/LV, vgremove
+// VG and pvremove PV.
 func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
 	target := args[len(args)-1]
 	switch prog {
 	case "vgchange", "lvremove":
 		vg, lv, _ := strings.Cut(target, "/")
+		if a, _ := flagValue(args, "--activate"); prog == "vgchange" && a == "y" {
+			return h.vgActivate(vg, fail)
+		}
 		found := false
 		for n, st := range h.stacks {
 			if st.kind != "lvm" || st.vg != vg || lv != "" && st.lv != lv {
@@ -491,14 +550,37 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 				return fail(5, "  Logical volume "+vg+"/"+st.lv+" in use.")
 			}
 		}
-		if !found && prog == "lvremove" {
-			return fail(5, "  Failed to find logical volume \""+target+"\"")
+		if prog == "lvremove" {
+			if in := h.inactive[target]; in != nil {
+				// An inactive volume goes from the metadata only, with the
+				// hidden sub-volumes it is built on.
+				delete(h.inactive, target)
+				for k, o := range h.inactive {
+					for _, m := range in.st.members {
+						if o.dev == m {
+							delete(h.inactive, k)
+						}
+					}
+				}
+				h.removedLVs = append(h.removedLVs, target)
+				return nil, nil
+			}
+			if !found {
+				return fail(5, "  Failed to find logical volume \""+target+"\"")
+			}
+		}
+		if !found && prog == "vgchange" && !h.vgKnown(vg) {
+			return fail(5, "  Volume group \""+vg+"\" not found")
 		}
 		for n, st := range h.stacks {
 			if st.kind == "lvm" && st.vg == vg && (lv == "" || st.lv == lv) {
-				h.dropStack(h.devs[n], st)
+				b := h.devs[n]
+				h.dropStack(b, st)
 				h.fs.removeAll("/dev/" + vg + "/" + st.lv)
 				h.fs.removeAll("/dev/mapper/" + st.name)
+				if prog == "vgchange" {
+					h.inactive[vg+"/"+st.lv] = &inactiveLV{st: st, dev: b}
+				}
 			}
 		}
 		if des, _ := h.fs.readDir("/dev/" + vg); len(des) == 0 {
@@ -513,9 +595,19 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 				return fail(5, "  Volume group \""+target+"\" still contains logical volumes")
 			}
 		}
+		for _, in := range h.inactive {
+			if in.st.vg == target {
+				return fail(5, "  Volume group \""+target+"\" still contains logical volumes")
+			}
+		}
+		for _, l := range h.pvLines() {
+			if l[0] == "[unknown]" && l[1] == target {
+				return fail(5, "  Volume group \""+target+"\" has a missing physical volume: vgreduce --removemissing first")
+			}
+		}
 		found := false
-		for _, pv := range h.pvs {
-			if pv.vg == target {
+		for n, pv := range h.pvs {
+			if pv.vg == target && h.pvVisible(n) {
 				pv.vg, found = "", true
 			}
 		}
@@ -524,7 +616,7 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 		}
 	case "pvremove":
 		pv, ok := h.pvs[target]
-		if !ok {
+		if !ok || !h.pvVisible(target) {
 			return fail(5, "  No PV found on device "+target+".")
 		}
 		if pv.vg != "" {
@@ -536,6 +628,62 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 		}
 		b.store.writeAt(make([]byte, 512), b.offset+512)
 		delete(h.pvs, target)
+	}
+	return nil, nil
+}
+
+// vgKnown says whether LVM finds the group vg on a physical volume.
+func (h *Host) vgKnown(vg string) bool {
+	for _, l := range h.pvLines() {
+		if l[1] == vg && l[0] != "[unknown]" {
+			return true
+		}
+	}
+	return false
+}
+
+// vgActivate is vgchange --activate y VG: its inactive volumes get their
+// device-mapper devices back, with their bytes. The fake brings back
+// volumes on physical volumes only (not a cached volume, whose
+// sub-volumes it would have to rebuild first).
+func (h *Host) vgActivate(vg string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	if !h.vgKnown(vg) {
+		return fail(5, "  Volume group \""+vg+"\" not found")
+	}
+	for _, l := range h.pvLines() {
+		if l[0] == "[unknown]" && l[1] == vg {
+			return fail(5, "  Cannot activate "+vg+": a physical volume is missing (activation/partial)")
+		}
+	}
+	var keys []string
+	for k, in := range h.inactive {
+		if in.st.vg == vg {
+			for _, m := range in.st.members {
+				if h.stacks[m.name] != nil || m.major == 253 {
+					return fail(5, "  the fake does not reactivate "+k+": it is built on other volumes")
+				}
+			}
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, m := range h.inactive[k].st.members {
+			if h.devs[m.name] == nil {
+				return fail(5, "  Cannot activate "+k+": /dev/"+m.name+" is missing")
+			}
+		}
+	}
+	for _, k := range keys {
+		in := h.inactive[k]
+		delete(h.inactive, k)
+		var members []*blockDev // as they are now: a partition made again is another node
+		for _, m := range in.st.members {
+			members = append(members, h.devs[m.name])
+		}
+		dm, st := h.newDM(vg, in.st.lv, in.dev.size, members, in.st.hidden)
+		h.devs[dm].store = in.dev.store
+		st.segtype, st.pool, st.mode = in.st.segtype, in.st.pool, in.st.mode
 	}
 	return nil, nil
 }
@@ -665,13 +813,33 @@ func (h *Host) Stacks() []string {
 	return out
 }
 
-// PVs lists the LVM physical volumes and their groups ("/dev/sdb1 fast").
+// PVs lists the LVM physical volumes and their groups as pvs sees them
+// ("/dev/sdb1 fast"; "[unknown] fast" for a group's missing PV).
 func (h *Host) PVs() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
-	for n, pv := range h.pvs {
-		out = append(out, strings.TrimSpace(n+" "+pv.vg))
+	for _, l := range h.pvLines() {
+		out = append(out, strings.TrimSpace(l[0]+" "+l[1]))
+	}
+	return out
+}
+
+// LVs lists the logical volumes lvs shows, active or not ("fast/scratch",
+// "fast/vm inactive").
+func (h *Host) LVs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, st := range h.stacks {
+		if st.kind == "lvm" && !st.hidden {
+			out = append(out, st.vg+"/"+st.lv)
+		}
+	}
+	for k, in := range h.inactive {
+		if !in.st.hidden {
+			out = append(out, k+" inactive")
+		}
 	}
 	sort.Strings(out)
 	return out
