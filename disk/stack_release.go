@@ -351,9 +351,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 	}
 	s.VGRemove = append(s.VGRemove, vg)
 	sort.Strings(pvs)
-	for _, p := range pvs {
-		s.PVRemove = append(s.PVRemove, p)
-	}
+	s.PVRemove = append(s.PVRemove, pvs...)
 	for n, node := range pvNode {
 		if contains(pvs, node) {
 			done[n] = true

@@ -33,7 +33,10 @@ volume, or a member disk) release also turns off swap areas, deactivates
 the volume groups and stops the arrays, and removes diskprep's mdadm.conf
 lines; with --wipe it removes the logical volumes, volume groups and
 physical volumes, zeroes the md superblocks and wipes the member disks'
-signatures (wipefs --all), leaving them blank.
+signatures (wipefs --all), leaving them blank. A group or array that no
+longer runs (released before without --wipe) is removed the same way when
+all of it is on what is wiped, and refused, nothing written, when part of
+it is on another disk.
 
 --dry-run prints what release would unmount, which fstab lines it would
 remove and what it would detach (-o json for the machine-readable plan), and

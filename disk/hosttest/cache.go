@@ -88,6 +88,9 @@ func (h *Host) lvsAll() []byte {
 	for _, k := range sortedKeys(h.inactive) {
 		// Inactive: the metadata still names what each volume is on.
 		st := h.inactive[k].st
+		if !h.vgKnown(st.vg) {
+			continue
+		}
 		seg := st.segtype
 		if seg == "" {
 			seg = "linear"

@@ -79,3 +79,82 @@ func TestFakeKernel(t *testing.T) {
 		t.Errorf("writes %v", w)
 	}
 }
+
+// The fake's LVM, as the real tools behave: a group made inactive keeps
+// its volumes in lvs (no device-mapper device, no /dev/VG/LV, nothing held
+// in sysfs) and vgchange --activate y brings them back with their bytes;
+// wipefs of a physical volume hides it from pvs, and its group then shows
+// a missing PV, which vgremove refuses.
+func TestFakeLVMInactiveAndWiped(t *testing.T) {
+	h := New()
+	h.AddDisk(Disk{Name: "sdb", Minor: 16, SizeBytes: 64 << 20})
+	h.AddDisk(Disk{Name: "sdc", Minor: 32, SizeBytes: 64 << 20})
+	ctx := context.Background()
+	run := func(argv ...string) error {
+		_, err := h.Run(ctx, argv[0], argv[1:]...)
+		return err
+	}
+	for _, argv := range [][]string{
+		{"pvcreate", "/dev/sdb"}, {"pvcreate", "/dev/sdc"}, {"vgcreate", "fast", "/dev/sdb", "/dev/sdc"},
+		{"lvcreate", "--yes", "--name", "a", "--size", "8388608b", "fast", "/dev/sdb"},
+	} {
+		if err := run(argv...); err != nil {
+			t.Fatalf("%v: %v", argv, err)
+		}
+	}
+	f, err := h.OpenDevice("/dev/fast/a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("data"), 4096)
+	f.Close()
+	if err := run("vgchange", "--activate", "n", "fast"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.LVs(), ","); got != "fast/a inactive" {
+		t.Errorf("lvs of the inactive group: %s", got)
+	}
+	if _, err := h.Stat("/dev/fast/a"); err == nil {
+		t.Error("/dev/fast/a is there while inactive")
+	}
+	if des, _ := h.ReadDir("/sys/class/block/sdb/holders"); len(des) != 0 {
+		t.Errorf("sdb is held while the group is inactive: %v", des)
+	}
+	if err := run("vgchange", "--activate", "y", "fast"); err != nil {
+		t.Fatal(err)
+	}
+	f, err = h.OpenDevice("/dev/fast/a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	f.ReadAt(b, 4096)
+	f.Close()
+	if string(b) != "data" {
+		t.Errorf("after vgchange --activate y the volume reads %q", b)
+	}
+	if des, _ := h.ReadDir("/sys/class/block/sdb/holders"); len(des) != 1 {
+		t.Errorf("sdb holders after activation: %v", des)
+	}
+	if err := run("vgchange", "--activate", "n", "fast"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("wipefs", "--all", "/dev/sdc"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.PVs(), ","); got != "/dev/sdb fast,[unknown] fast" {
+		t.Errorf("pvs after wipefs of a PV: %s", got)
+	}
+	if err := run("lvremove", "--yes", "fast/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("vgremove", "fast"); err == nil || !strings.Contains(err.Error(), "missing physical volume") {
+		t.Errorf("vgremove of a group missing a PV: %v", err)
+	}
+	if err := run("wipefs", "--all", "/dev/sdb"); err != nil {
+		t.Fatal(err)
+	}
+	if pvs, lvs := h.PVs(), h.LVs(); len(pvs)+len(lvs) != 0 {
+		t.Errorf("with every label wiped, pvs %q, lvs %q", pvs, lvs)
+	}
+}

@@ -39,7 +39,8 @@ type stackDev struct {
 type lvmPV struct{ vg string }
 
 // inactiveLV is a logical volume of a group made inactive (vgchange
-// --activate n): lvs still lists it, from the metadata on its PVs, but it
+// --activate n): lvs still lists it, from the metadata on its PVs (while
+// LVM finds one of them), but it
 // has no device-mapper device, no /dev/VG/LV and holds nothing in sysfs.
 // dev keeps its bytes for vgchange --activate y.
 type inactiveLV struct {
@@ -351,7 +352,7 @@ func (h *Host) lvsOut() []byte {
 		fmt.Fprintf(&b, "  %s|%s|%d\n", st.vg, st.lv, h.devs[n].size)
 	}
 	for _, k := range sortedKeys(h.inactive) {
-		if in := h.inactive[k]; !in.st.hidden {
+		if in := h.inactive[k]; !in.st.hidden && h.vgKnown(in.st.vg) {
 			fmt.Fprintf(&b, "  %s|%s|%d\n", in.st.vg, in.st.lv, in.dev.size)
 		}
 	}
@@ -837,7 +838,7 @@ func (h *Host) LVs() []string {
 		}
 	}
 	for k, in := range h.inactive {
-		if !in.st.hidden {
+		if !in.st.hidden && h.vgKnown(in.st.vg) {
 			out = append(out, k+" inactive")
 		}
 	}
@@ -876,4 +877,43 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Extent is where a partition lies on its disk, in bytes.
+type Extent struct {
+	Name          string
+	Offset, Bytes uint64
+}
+
+// Extents are the partitions the kernel has of disk now, by number.
+func (h *Host) Extents(disk string) []Extent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.devs[disk]
+	if d == nil {
+		return nil
+	}
+	var nums []int
+	for n := range d.parts {
+		nums = append(nums, n)
+	}
+	sort.Ints(nums)
+	var out []Extent
+	for _, n := range nums {
+		p := d.parts[n]
+		out = append(out, Extent{Name: p.name, Offset: uint64(p.offset - d.offset), Bytes: p.size})
+	}
+	return out
+}
+
+// SignaturesAt lists what the prober finds in the bytes of disk at e, as
+// it would on a partition made there again (after its table was wiped).
+func (h *Host) SignaturesAt(disk string, e Extent) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.devs[disk]
+	if d == nil {
+		return nil
+	}
+	return probeAll(&reader{d: &blockDev{store: d.store, offset: d.offset + int64(e.Offset), size: e.Bytes}}, e.Bytes)
 }
