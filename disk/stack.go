@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -744,19 +745,19 @@ func stripeGeometry(fs string, chunk uint64, data int) string {
 	return ""
 }
 
-// planVolume fills what the file system on an existing array or logical
-// volume (node dev) still needs: none yet means mkfs; the one asked for
-// means only mounting what is not mounted; another is refused unless wipe.
-func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry string) error {
-	h := pl.host()
-	f, err := h.OpenDevice(dev, false)
+// planFormat probes dev, from offset on, for a volume's signature and
+// decides what the file system needs: none means mkfs (with geometry);
+// the one asked for (type and label) means keeping it; another is refused
+// for subject unless wipe, the refusal naming the volume as what.
+func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackRequest, geometry, subject, what string) error {
+	f, err := pl.host().OpenDevice(dev, false)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", dev, err)
 	}
 	size, err := f.Size()
 	var sigs []signature
-	if err == nil {
-		sigs, err = probeSignatures(f, int64(size))
+	if err == nil && size > uint64(offset) {
+		sigs, err = probeSignatures(io.NewSectionReader(f, offset, int64(size)-offset), int64(size)-offset)
 	}
 	f.Close()
 	if err != nil {
@@ -776,10 +777,21 @@ func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts
 	case found.Type == v.FS && found.Label == v.Label:
 		v.FSUUID = found.UUID
 	case !req.Wipe:
-		return refuse(v.Device, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", v.Device, found.Type, labelSuffix(found.Label), v.FS))
+		return refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, labelSuffix(found.Label), v.FS))
 	default:
 		v.FSUUID = pl.newUUID()
 		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, geometry)
+	}
+	return nil
+}
+
+// planVolume fills what the file system on an existing array or logical
+// volume (node dev) still needs: none yet means mkfs; the one asked for
+// means only mounting what is not mounted; another is refused unless wipe.
+func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry string) error {
+	h := pl.host()
+	if err := pl.planFormat(v, dev, 0, req, geometry, v.Device, v.Device); err != nil {
+		return err
 	}
 	major, minor, err := h.DeviceNumber(dev)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -460,6 +459,36 @@ const (
 
 var bcacheMagic = []byte{0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d, 0x81}
 
+// bcache's bucket sizes: make-bcache's default (1024 sectors), the
+// smallest the kernel takes (a page), and the fewest buckets a cache set
+// may have: the kernel's cache_alloc refuses a cache whose bucket count,
+// rounded up to a power of two, is under 1024 ("ca->sb.nbuckets is too
+// small"), so 512 buckets of 512 KiB (256 MiB) fail.
+const (
+	bcacheDefaultBucket = 512 << 10
+	bcacheMinBucket     = 4 << 10
+	bcacheMinBuckets    = 1024
+)
+
+// bcacheBucket is the bucket size to give make-bcache -C for a cache of
+// size bytes: 0 (its default) when that makes enough buckets, else the
+// largest power of two that does, down to a page (a 48 MiB partition gets
+// 32 KiB buckets); an error when even page-sized buckets are too few.
+func bcacheBucket(size uint64) (uint64, error) {
+	if size == 0 || size/bcacheDefaultBucket >= bcacheMinBuckets {
+		return 0, nil
+	}
+	b := uint64(bcacheDefaultBucket)
+	for b > bcacheMinBucket && size/b < bcacheMinBuckets {
+		b /= 2
+	}
+	if size/b < bcacheMinBuckets {
+		return 0, fmt.Errorf("%d KiB is too small for a bcache cache: it needs at least %d KiB (%d buckets of %d KiB)",
+			size>>10, bcacheMinBuckets*bcacheMinBucket>>10, bcacheMinBuckets, bcacheMinBucket>>10)
+	}
+	return b, nil
+}
+
 // bcacheSB is what a bcache superblock says: backing or cache, and the
 // cache set it belongs to.
 type bcacheSB struct {
@@ -541,8 +570,16 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache backing device", Member: origin.path, Argv: []string{"make-bcache", "-B", origin.path}})
 	}
 	if csb == nil {
+		bucket, err := bcacheBucket(cache.size)
+		if err != nil {
+			return usagef("cache device %s: %v", cache.path, err)
+		}
 		cp.SetUUID = pl.newUUID()
-		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: cache.path, Argv: []string{"make-bcache", "-C", "--cset-uuid", cp.SetUUID, cache.path}})
+		argv := []string{"make-bcache", "-C", "--cset-uuid", cp.SetUUID}
+		if bucket > 0 {
+			argv = append(argv, "--bucket", fmt.Sprintf("%dk", bucket>>10))
+		}
+		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: cache.path, Argv: append(argv, cache.path)})
 	} else {
 		cp.SetUUID = csb.setUUID
 	}
@@ -619,37 +656,8 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 // planVolumeAt is planVolume for a file system that starts at offset on
 // dev and is not mounted (nothing shows it as a device yet).
 func (pl Planner) planVolumeAt(v *VolumePlan, dev string, offset int64, req StackRequest) error {
-	f, err := pl.host().OpenDevice(dev, false)
-	if err != nil {
-		return fmt.Errorf("probe %s: %w", dev, err)
-	}
-	size, err := f.Size()
-	var sigs []signature
-	if err == nil && size > uint64(offset) {
-		sigs, err = probeSignatures(io.NewSectionReader(f, offset, int64(size)-offset), int64(size)-offset)
-	}
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("probe %s: %w", dev, err)
-	}
-	var found *signature
-	for i := range sigs {
-		if sigs[i].Usage == "filesystem" || sigs[i].Type == "swap" || sigs[i].Usage == "raid" || sigs[i].Usage == "crypto" {
-			found = &sigs[i]
-			break
-		}
-	}
-	switch {
-	case found == nil:
-		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, "")
-	case found.Type == v.FS && found.Label == v.Label:
-		v.FSUUID = found.UUID
-	case !req.Wipe:
-		return refuse(dev, fmt.Sprintf("the bcache device on %s holds %s%s, not the %s asked (pass --wipe to replace it)", dev, found.Type, labelSuffix(found.Label), v.FS))
-	default:
-		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, "")
+	if err := pl.planFormat(v, dev, offset, req, "", dev, "the bcache device on "+dev); err != nil {
+		return err
 	}
 	if v.MountPoint != "" {
 		v.MountArgv = mountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)

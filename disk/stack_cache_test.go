@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -383,5 +384,45 @@ func TestCacheFailedStep(t *testing.T) {
 	if s := b.String(); strings.Contains(s, "already prepared") || !strings.Contains(s, "not all prepared") || !strings.Contains(s, "): not finished") ||
 		!strings.Contains(s, "did: lvchange --yes --activate n srv/srv_cache") {
 		t.Errorf("result text:\n%s", s)
+	}
+}
+
+// A small bcache cache partition: make-bcache gets a bucket size that
+// makes the 1024 buckets the kernel needs (the fake, like the kernel,
+// refuses to register a cache of 512 or fewer). (A stack's partition is
+// at least 16 MiB, above the 4 MiB no bucket size can serve:
+// TestBcacheBucket has that refusal.)
+func TestCacheBcacheSmallCache(t *testing.T) {
+	small := func(size uint64) stackCase {
+		c := cacheCase("bcache", "writeback")
+		c.reqs[1] = disk.Request{Device: "/dev/sdc", Partitions: []disk.PartSpec{{SizeBytes: size, Use: "cache:srv"}}}
+		return c
+	}
+	r := newCacheRig(t)
+	plans, sp, err := r.plan(small(48 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps := strings.Join(sp.Steps(), "\n"); !regexp.MustCompile(`make-bcache -C --cset-uuid \S+ --bucket 32k /dev/sdc1\n`).MatchString(steps) {
+		t.Errorf("steps:\n%s", steps)
+	}
+	if _, err := r.apply(plans, sp); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.h.Bcache(); len(got) == 0 {
+		t.Errorf("no bcache registered")
+	}
+
+	// Without the bucket size, the kernel (here the fake) would refuse the
+	// small cache: the fake's check is what this test leans on.
+	h := hosttest.New()
+	h.AddDisk(hosttest.Disk{Name: "sdc", Minor: 32, SizeBytes: 100 << 20})
+	for _, argv := range [][]string{{"modprobe", "bcache"}, {"make-bcache", "-C", "/dev/sdc"}} {
+		if _, err := h.Run(context.Background(), argv[0], argv[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.WriteSys("/sys/fs/bcache/register_quiet", "/dev/sdc"); err == nil {
+		t.Errorf("the fake registered a cache of 200 buckets")
 	}
 }

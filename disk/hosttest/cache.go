@@ -301,6 +301,23 @@ func (h *Host) makeBcache(args []string, fail func(int, string) ([]byte, error))
 	le.PutUint64(sb[8:], 8)
 	if contains(args, "-B") {
 		le.PutUint64(sb[16:], 1)
+	} else {
+		// A cache's bucket count and size (in sectors), where bcache's
+		// superblock has them; make-bcache's default bucket is 512 KiB.
+		bucket := uint64(512 << 10)
+		if v, ok := flagValue(args, "--bucket"); ok {
+			b, err := parseFakeSize(v)
+			if err != nil || b < 4096 || b&(b-1) != 0 {
+				return fail(1, "Bad bucket size "+v)
+			}
+			bucket = b
+		}
+		n := d.size / bucket
+		if n < 1<<7 {
+			return fail(1, fmt.Sprintf("Not enough buckets: %d, need %d", n, 1<<7))
+		}
+		le.PutUint64(sb[184:], n)
+		le.PutUint16(sb[194:], uint16(bucket/512))
 	}
 	copy(sb[24:40], bcacheMagic)
 	copy(sb[40:56], u)
@@ -451,6 +468,15 @@ func (h *Host) bcacheRegister(dev string, quiet bool) error {
 		}
 		return syscall.EBUSY // "device already registered"
 	}
+	if !backing {
+		// The kernel's cache_alloc: "ca->sb.nbuckets is too small" when
+		// the bucket count rounded up to a power of two is under 1024.
+		sb := make([]byte, 8)
+		(&reader{d: d}).ReadAt(sb, 4096+184)
+		if n := binary.LittleEndian.Uint64(sb); n <= 512 {
+			return syscall.EINVAL
+		}
+	}
 	d.claimed = true
 	if !backing {
 		dir := "/sys/fs/bcache/" + set
@@ -563,4 +589,16 @@ func (h *Host) Bcache() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// parseFakeSize reads make-bcache's sizes: bytes, or a number with k, M
+// or G (powers of 1024).
+func parseFakeSize(v string) (uint64, error) {
+	mult := uint64(1)
+	if i := strings.IndexAny(v, "kKmMgG"); i > 0 && i == len(v)-1 {
+		mult = map[byte]uint64{'k': 1 << 10, 'K': 1 << 10, 'm': 1 << 20, 'M': 1 << 20, 'g': 1 << 30, 'G': 1 << 30}[v[i]]
+		v = v[:i]
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n * mult, err
 }
