@@ -6,17 +6,20 @@ import (
 	"testing"
 )
 
-// Issue 15 item 1 on a real kernel (dm-cache, bcache, LVM, udev, systemd):
-// two emulated SATA HDDs slowed by QEMU's throttling and one emulated
-// NVMe; one prepare --plan builds an lvmcache volume (writethrough) over
-// the first HDD and an NVMe partition, and a bcache volume (writeback)
-// over the second HDD and another NVMe partition; the rerun is a no-op,
+// Issue 15 item 1 on a real kernel (dm-cache, dm-writecache, bcache, LVM,
+// udev, systemd): three emulated SATA HDDs slowed by QEMU's throttling
+// and one emulated NVMe; one prepare --plan builds an lvmcache volume
+// (writethrough) over the first HDD and an NVMe partition, a writecache
+// volume over the third and another, and a bcache volume (writeback) over
+// the second HDD and a third NVMe partition, under 256 MiB (make-bcache's
+// default buckets would be too few for the kernel there); the rerun is a no-op,
 // and so is the same lvmcache asked on the command line with the
 // existing NVMe partition as --cache-device. After a reboot (systemd as
 // PID 1, udev's bcache rule registering it, fstab mounting both) the data
 // written before is there and the rerun is still a no-op; release --wipe
-// flushes the bcache's dirty data (its progress said), takes both apart
-// and leaves the three disks signature-free. One call, two boots.
+// flushes the bcache's dirty data (its progress said) and the
+// writecache's, takes all three apart and leaves the four disks
+// signature-free. One call, two boots.
 
 const cachePlan = `version: 1
 disks:
@@ -24,13 +27,20 @@ disks:
     partitions: [{size: rest, use: origin:fast}]
   - select: {serial: HDDB}
     partitions: [{size: rest, use: origin:bc}]
+  - select: {serial: HDDC}
+    partitions: [{size: rest, use: origin:wc}]
   - select: {transport: nvme}
     partitions:
-      - {size: 192M, use: cache:fast}
+      - {size: 160M, use: cache:fast}
+      - {size: 96M, use: cache:wc}
       - {size: rest, use: cache:bc}
 cache:
   - name: fast
     filesystem: {fs: xfs, mount: /srv, persist: true}
+  - name: wc
+    kind: writecache
+    mode: writeback
+    filesystem: {fs: xfs, label: wc, mount: /srv3, persist: true}
   - name: bc
     kind: bcache
     mode: writeback
@@ -63,7 +73,7 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	echo 0 >/sys/block/bcache0/bcache/sequential_cutoff
 	echo 0 >/sys/block/bcache0/bcache/writeback_running
 	dd if=/dev/urandom of=/root/data bs=1M count=16 status=none
-	cp /root/data /srv/data && cp /root/data /srv2/data && sync
+	cp /root/data /srv/data && cp /root/data /srv2/data && cp /root/data /srv3/data && sync
 	sha256sum </root/data | cut -d' ' -f1 >/root/sum
 	mark dirty; cat /sys/block/bcache0/bcache/dirty_data
 	stamp written
@@ -73,16 +83,17 @@ else
 	# mounted a little after the guest's command starts.
 	udevadm settle
 	for _ in $(seq 1 120); do
-		findmnt /srv >/dev/null && findmnt /srv2 >/dev/null && break
+		findmnt /srv >/dev/null && findmnt /srv2 >/dev/null && findmnt /srv3 >/dev/null && break
 		sleep 0.5
 	done
 	stamp mounted
 fi
 mark segtype; lvs --noheadings -o lv_name,segtype,cache_mode fast 2>&1 | awk '{print $1, $2, $3}'
+mark wc; lvs --noheadings -o lv_name,segtype wc 2>&1 | awk '{print $1, $2}'
 mark bcache; cat /sys/block/bcache0/bcache/cache_mode /sys/block/bcache0/bcache/state; ls /sys/block/bcache0/slaves | sort | tr '\n' ' '; echo
-mark mounts; for p in /srv /srv2; do findmnt -n -r -o TARGET,FSTYPE,SOURCE "$p"; done
+mark mounts; for p in /srv /srv2 /srv3; do findmnt -n -r -o TARGET,FSTYPE,SOURCE "$p"; done
 mark fstab; grep -v '^#' /etc/fstab | awk 'NF {print $2, $3, $4}' | sort
-mark sums; for p in /srv /srv2; do sha256sum <"$p/data" | cut -d' ' -f1; done; cat /root/sum
+mark sums; for p in /srv /srv2 /srv3; do sha256sum <"$p/data" | cut -d' ' -f1; done; cat /root/sum
 diskprep prepare --plan /root/plan.yaml --yes >/root/out 2>/root/err
 rc=$?
 mark rerun.exit; echo $rc
@@ -106,15 +117,20 @@ if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
 	rc=$?
 	mark release.fast.exit; echo $rc
 	mark release.fast; cat /root/out
+	mark wc.used; dmsetup status wc-wc | awk '{print $5 - $6}'
+	diskprep release /srv3 --wipe >/root/out 2>&1
+	rc=$?
+	mark release.wc.exit; echo $rc
+	mark release.wc; cat /root/out
 	diskprep release $nvme --wipe >/root/out 2>&1
 	mark release.nvme; cat /root/out
 	stamp released
 	mark after.lvs; lvs --noheadings 2>/dev/null
 	mark after.bcache; ls /sys/block | grep bcache; ls /sys/fs/bcache | grep -E '^[0-9a-f]{8}-'
-	mark after.mounts; grep -E ' /srv2? ' /proc/mounts
+	mark after.mounts; grep -E ' /srv[23]? ' /proc/mounts
 	mark after.fstab; grep -v '^#' /etc/fstab | grep -E '/srv'
 	mark after.signatures
-	for d in ${byid}HDDA ${byid}HDDB $nvme; do
+	for d in ${byid}HDDA ${byid}HDDB ${byid}HDDC $nvme; do
 		d=$(readlink -f $d)
 		wipefs --no-act $d $d?* 2>/dev/null | tail -n +2
 	done
@@ -130,6 +146,7 @@ func TestScenarioCache(t *testing.T) {
 		Disks: []string{
 			"sata-hdd:1G:serial=HDDA" + slow,
 			"sata-hdd:1G:serial=HDDB" + slow,
+			"sata-hdd:1G:serial=HDDC" + slow,
 			"nvme:512M:serial=NVMEA",
 		},
 		State:   t.TempDir(),
@@ -143,7 +160,7 @@ func TestScenarioCache(t *testing.T) {
 		t.Fatalf("the guest script did not finish both boots (exit %d)", r.ExitCode)
 	}
 	for _, want := range []string{"lvconvert --yes --type cache --cachevol fast_cache --cachemode writethrough fast/fast", "make-bcache -B /dev/sd",
-		"make-bcache -C --cset-uuid", "> /sys/fs/bcache/register_quiet", "echo writeback > /sys/class/block/sd", "writeback: writes are acknowledged once on the cache device",
+		"make-bcache -C --cset-uuid", "--bucket 128k /dev/nvme0n1p3", "lvconvert --yes --type writecache --cachevol wc_cache wc/wc", "> /sys/fs/bcache/register_quiet", "echo writeback > /sys/class/block/sd", "writeback: writes are acknowledged once on the cache device",
 		"dry run: nothing was changed"} {
 		if out["1.dry.exit"] != "0" || !strings.Contains(out["1.dry"], want) {
 			t.Errorf("dry run (exit %s) does not say %q:\n%s", out["1.dry.exit"], want, out["1.dry"])
@@ -156,7 +173,7 @@ func TestScenarioCache(t *testing.T) {
 	for _, k := range []string{"1.t.start", "1.t.applied", "1.t.written", "1.t.reruns", "2.t.start", "2.t.mounted", "2.t.reruns", "2.t.release.bc", "2.t.released"} {
 		t.Logf("guest uptime at %s: %s s", k, out[k])
 	}
-	for _, want := range []string{`"kind": "lvmcache"`, `"kind": "bcache"`, `"mode": "writeback"`, `"lvm_version": "LVM version:`, `"device": "/dev/bcache0"`, `"device": "/dev/fast/fast"`} {
+	for _, want := range []string{`"kind": "lvmcache"`, `"kind": "bcache"`, `"mode": "writeback"`, `"lvm_version": "LVM version:`, `"device": "/dev/bcache0"`, `"device": "/dev/fast/fast"`, `"kind": "writecache"`, `"device": "/dev/wc/wc"`} {
 		if !strings.Contains(out["1.apply.json"], want) {
 			t.Errorf("the result does not record %s:\n%s", want, out["1.apply.json"])
 		}
@@ -168,18 +185,21 @@ func TestScenarioCache(t *testing.T) {
 		if got := out[boot+".segtype"]; got != "fast cache writethrough" {
 			t.Errorf("boot %s: lvs says %q, want the cached volume", boot, got)
 		}
-		if got := out[boot+".bcache"]; !strings.HasPrefix(got, "writethrough [writeback] writearound none\n") || !regexp.MustCompile(`\n(clean|dirty)\nnvme0n1p2 sd[a-z]1\b`).MatchString(got) {
+		if got := out[boot+".wc"]; got != "wc writecache" {
+			t.Errorf("boot %s: lvs says %q, want the writecache volume", boot, got)
+		}
+		if got := out[boot+".bcache"]; !strings.HasPrefix(got, "writethrough [writeback] writearound none\n") || !regexp.MustCompile(`\n(clean|dirty)\nnvme0n1p3 sd[a-z]1\b`).MatchString(got) {
 			t.Errorf("boot %s: bcache0 %q", boot, got)
 		}
-		if got := out[boot+".mounts"]; !regexp.MustCompile(`^/srv xfs /dev/mapper/fast-fast\n/srv2 ext4 /dev/bcache0$`).MatchString(got) {
+		if got := out[boot+".mounts"]; !regexp.MustCompile(`^/srv xfs /dev/mapper/fast-fast\n/srv2 ext4 /dev/bcache0\n/srv3 xfs /dev/mapper/wc-wc$`).MatchString(got) {
 			t.Errorf("boot %s: mounts %q", boot, got)
 		}
-		for _, want := range []string{"/srv xfs defaults,nofail", "/srv2 ext4 defaults,nofail"} {
+		for _, want := range []string{"/srv xfs defaults,nofail", "/srv2 ext4 defaults,nofail", "/srv3 xfs defaults,nofail"} {
 			if !strings.Contains(out[boot+".fstab"], want) {
 				t.Errorf("boot %s: fstab has no %q line:\n%s", boot, want, out[boot+".fstab"])
 			}
 		}
-		if s := strings.Fields(out[boot+".sums"]); len(s) != 3 || s[0] != s[2] || s[1] != s[2] {
+		if s := strings.Fields(out[boot+".sums"]); len(s) != 4 || s[0] != s[3] || s[1] != s[3] || s[2] != s[3] {
 			t.Errorf("boot %s: the data read back differs: %q", boot, out[boot+".sums"])
 		}
 		if out[boot+".rerun.exit"] != "0" || !strings.Contains(out[boot+".rerun"], "already prepared as asked: nothing changed") {
@@ -189,7 +209,7 @@ func TestScenarioCache(t *testing.T) {
 			t.Errorf("boot %s: prepare --cache with the NVMe partition (exit %s) is not a no-op:\n%s", boot, out[boot+".cli.exit"], out[boot+".cli"])
 		}
 	}
-	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all /dev/nvme0n1p2"} {
+	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all /dev/nvme0n1p3"} {
 		if !strings.Contains(out["2.release.dry"], want) {
 			t.Errorf("release --dry-run does not say %q:\n%s", want, out["2.release.dry"])
 		}
@@ -199,6 +219,10 @@ func TestScenarioCache(t *testing.T) {
 	}
 	if out["2.release.fast.exit"] != "0" || !strings.Contains(out["2.release.fast"], "lvconvert --yes --uncache fast/fast") {
 		t.Errorf("release --wipe of the lvmcache (exit %s):\n%s", out["2.release.fast.exit"], out["2.release.fast"])
+	}
+	t.Logf("writecache: %s blocks in use before its release", out["2.wc.used"])
+	if out["2.release.wc.exit"] != "0" || !strings.Contains(out["2.release.wc"], "lvconvert --yes --uncache wc/wc") {
+		t.Errorf("release --wipe of the writecache (exit %s):\n%s", out["2.release.wc.exit"], out["2.release.wc"])
 	}
 	for _, k := range []string{"lvs", "bcache", "mounts", "fstab", "signatures"} {
 		if v := out["2.after."+k]; v != "" {
