@@ -158,6 +158,13 @@ func TestCacheKinds(t *testing.T) {
 			if c.kind == "bcache" && !strings.Contains(progress.String(), "bcache0: 48 MiB of dirty data left to write back to sdb1") {
 				t.Errorf("bcache flush progress:\n%s", progress.String())
 			}
+			// The detach comes before the wait: only a detach cuts short
+			// the writeback thread's 30 s sleep (the fake's detach, like
+			// the kernel's, waits for the dirty data before it detaches).
+			if steps := strings.Join(rr.StackSteps, "\n"); c.kind == "bcache" &&
+				!strings.Contains(steps, "bcache/detach\nwaited for /sys/class/block/sdb1/bcache/dirty_data to reach 0 and the cache to be detached") {
+				t.Errorf("bcache release steps:\n%s", steps)
+			}
 			golden.Check(t, filepath.Join("testdata", "effects", c.golden+"-release.log"), []byte(r.h.Transcript()))
 		})
 	}

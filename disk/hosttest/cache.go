@@ -24,7 +24,8 @@ import (
 // makes its cache set /sys/fs/bcache/UUID), and the backing device's
 // attach, cache_mode, detach and stop attributes do what the kernel's do.
 // dirty_data drains (halves at each read) once the mode is no longer
-// writeback; DirtyBcache puts dirty data there.
+// writeback or a detach was asked, which completes once it is clean;
+// DirtyBcache puts dirty data there.
 
 // bcacheBacking is a registered backing device.
 type bcacheBacking struct {
@@ -33,6 +34,9 @@ type bcacheBacking struct {
 	set   string    // attached cache set; "" when none
 	mode  string
 	dirty uint64
+	// detaching: detach was asked with dirty data; the kernel writes it
+	// back first (whatever the mode) and detaches once it is clean.
+	detaching bool
 }
 
 // bcacheSet is a registered cache set.
@@ -408,6 +412,10 @@ func (h *Host) writeSys(p, value string) error {
 		if bb.set == "" {
 			return syscall.EINVAL
 		}
+		if bb.dirty > 0 {
+			bb.detaching = true
+			break
+		}
 		h.bcacheDetach(bb)
 	case "stop":
 		if h.mountedDev(bb.dev) {
@@ -450,7 +458,7 @@ func (h *Host) bcacheDetach(bb *bcacheBacking) {
 	h.fs.removeAll(h.sysDir(bs.cache) + "/holders/" + bb.dev.name)
 	h.fs.removeAll(h.bcacheDir(bb.part) + "/cache")
 	h.fs.removeAll("/sys/fs/bcache/" + bb.set + "/bdev0")
-	bb.set, bb.dirty = "", 0
+	bb.set, bb.dirty, bb.detaching = "", 0, false
 }
 
 func (h *Host) bcacheRegister(dev string, quiet bool) error {
@@ -534,10 +542,13 @@ func (h *Host) bcacheRead(p string) ([]byte, bool) {
 			return []byte(strings.Join(out, " ") + "\n"), true
 		case "dirty_data":
 			out := []byte(hprint(bb.dirty) + "\n")
-			if bb.mode != "writeback" {
+			if bb.mode != "writeback" || bb.detaching {
 				if bb.dirty /= 2; bb.dirty < 4096 {
 					bb.dirty = 0
 				}
+			}
+			if bb.dirty == 0 && bb.detaching {
+				h.bcacheDetach(bb)
 			}
 			return out, true
 		case "state":
