@@ -52,7 +52,8 @@ func TestScenarioCachebench(t *testing.T) {
 			HDD, SSD, Cold, Warm, Steady *phase
 			Sentence                     string
 		} `json:"working_sets"`
-		Records []string
+		Records  []string
+		Warnings []string
 	}
 	decodeJSON(t, "cachebench", body, &res)
 	if res.Schema != "diskprep/cachebench/v1" || res.Kind != "lvmcache" || res.Mode != "writethrough" || len(res.WorkingSets) != 4 || res.CacheBytes == 0 {
@@ -69,6 +70,9 @@ func TestScenarioCachebench(t *testing.T) {
 		if ws.SSD.IOPS <= ws.HDD.IOPS {
 			t.Errorf("%s: the SSD alone (%.0f IOPS) not faster than the throttled HDD (%.0f)", ws.Name, ws.SSD.IOPS, ws.HDD.IOPS)
 		}
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "--repeat 2: the comparison needs 4 runs a side") {
+		t.Errorf("no warning that 2 repeats are too few to judge:\n%s", w)
 	}
 	below := res.WorkingSets[0]
 	if *below.Warm.HitRatio <= *below.Cold.HitRatio {

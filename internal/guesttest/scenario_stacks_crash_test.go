@@ -48,8 +48,10 @@ import (
 // each said in the JSON result. One boot of the minimal guest.
 
 var stackKillPoints = map[string][]string{
-	"raid": {"swap-made", "swapon", "md-created", "mdadm-conf", "formatted", "mounted"},
-	"lvm":  {"pv-created", "vg-created", "lv-created"},
+	"raid":    {"swap-made", "swapon", "md-created", "mdadm-conf", "formatted", "mounted"},
+	"lvm":     {"pv-created", "vg-created", "lv-created"},
+	"lvcache": {"lv-created", "cache-converted"},
+	"bcache":  {"bcache-made", "bcache-registered", "bcache-attached"},
 }
 
 const stacksCrashRaidPlan = `version: 1
@@ -76,12 +78,30 @@ lvm:
       - {name: a, size: rest, fs: ext4, mount: /mnt/a, persist: true}
 `
 
-const stacksCrashScript = `set -u
+// The caches (issue 15): an origin disk and a cache disk, an lvmcache and
+// then a bcache (writeback) over the same two, each with ext4.
+const stacksCrashCachePlan = `version: 1
+disks:
+  - select: {serial: CRASHD}
+    partitions: [{size: rest, use: origin:c}]
+  - select: {serial: CRASHN}
+    partitions: [{size: rest, use: cache:c}]
+cache:
+  - name: c
+    KIND
+    filesystem: {fs: ext4, mount: /mnt/c, persist: true}
+`
+
+var stacksCrashScript = `set -u
 byid=/dev/disk/by-id/ata-QEMU_HARDDISK_
 cat >/root/raid.yaml <<'PLAN'
 ` + stacksCrashRaidPlan + `PLAN
 cat >/root/lvm.yaml <<'PLAN'
 ` + stacksCrashLVMPlan + `PLAN
+cat >/root/lvcache.yaml <<'PLAN'
+` + strings.Replace(stacksCrashCachePlan, "    KIND\n", "", 1) + `PLAN
+cat >/root/bcache.yaml <<'PLAN'
+` + strings.Replace(stacksCrashCachePlan, "KIND", "kind: bcache\n    mode: writeback", 1) + `PLAN
 # fstab_ok: each of diskprep's fstab lines names a file system that is there.
 fstab_ok() {
 	n=0
@@ -108,12 +128,24 @@ state_lvm() {
 	echo "diskprep fstab lines: $(grep -c '^# diskprep:' /etc/fstab)"
 	fstab_ok
 }
+state_cache() {
+	v=$(lvs --noheadings -o vg_name,lv_name,segtype 2>/dev/null | awk '{print $1"/"$2, $3}')
+	echo "volumes: ${v:-none}"
+	b=$(cat /sys/block/bcache*/bcache/cache_mode 2>/dev/null)
+	[ -e /sys/block/bcache0/bcache/cache ] && b="$b, attached"
+	echo "bcache: ${b:-none}"
+	echo "mounted: $(findmnt -n -o TARGET,FSTYPE /mnt/c)"
+	echo "marker: $(grep -c -e '"uuid"' -e '"made_mount_point": true' /mnt/c/.diskprep-prepared.json 2>/dev/null)"
+	echo "diskprep fstab lines: $(grep -c '^# diskprep:' /etc/fstab)"
+	fstab_ok
+}
 # leftovers: what release --wipe left of the stacks and the disks' contents.
 leftovers() {
 	grep '^md' /proc/mdstat
 	lvs --noheadings 2>/dev/null
 	tail -n +2 /proc/swaps
-	grep -E ' /mnt/(r|a) ' /proc/mounts
+	ls /sys/block | grep bcache
+	grep -E ' /mnt/(r|a|c) ' /proc/mounts
 	grep -v '^#' /etc/fstab | grep -E 'swap|/mnt/'
 	cat /etc/mdadm/mdadm.conf /etc/mdadm.conf 2>/dev/null | grep '^ARRAY'
 	for id in "$@"; do
@@ -121,7 +153,7 @@ leftovers() {
 		wipefs --no-act "$d" "$d"?* 2>/dev/null | tail -n +2
 	done
 }
-# points PLAN STATE DISK...: each point of $POINTS on PLAN's disks.
+# points PLAN STATE DISK...: each point of $POINTS on PLAN's disks, marked $PFX.POINT.
 points() {
 	plan=$1 state=$2
 	shift 2
@@ -129,25 +161,27 @@ points() {
 		start=$(cut -d' ' -f1 /proc/uptime)
 		DISKPREP_TEST_CRASH_AT=$p diskprep prepare --plan "$plan" --yes >/root/out 2>&1
 		rc=$?
-		echo "@@ $p.killed"; echo $rc; [ $rc = 137 ] || tail -n 5 /root/out
+		echo "@@ ${PFX:-}$p.killed"; echo $rc; [ $rc = 137 ] || tail -n 5 /root/out
 		diskprep prepare --plan "$plan" --yes >/root/out 2>&1
 		rc=$?
-		echo "@@ $p.rerun.exit"; echo $rc
-		echo "@@ $p.rerun"; tail -n 5 /root/out
-		echo "@@ $p.state"; $state
+		echo "@@ ${PFX:-}$p.rerun.exit"; echo $rc
+		echo "@@ ${PFX:-}$p.rerun"; tail -n 5 /root/out
+		echo "@@ ${PFX:-}$p.state"; $state
 		diskprep prepare --plan "$plan" --yes >/root/out 2>&1
 		rc=$?
-		echo "@@ $p.again"; echo $rc; grep -c 'already prepared as asked' /root/out; grep '^Prepared ' /root/out
-		echo "@@ $p.reset"
+		echo "@@ ${PFX:-}$p.again"; echo $rc; grep -c 'already prepared as asked' /root/out; grep '^Prepared ' /root/out
+		echo "@@ ${PFX:-}$p.reset"
 		for id in "$@"; do
 			diskprep release "$byid$id" --wipe >/root/rel 2>&1 || { echo "release $id:"; cat /root/rel; }
 		done
 		leftovers "$@"
-		echo "@@ $p.seconds"; echo "$start $(cut -d' ' -f1 /proc/uptime)" | awk '{printf "%.0f\n", $2 - $1}'
+		echo "@@ ${PFX:-}$p.seconds"; echo "$start $(cut -d' ' -f1 /proc/uptime)" | awk '{printf "%.0f\n", $2 - $1}'
 	done
 }
 POINTS=$RAID_POINTS points /root/raid.yaml state_raid CRASHA CRASHB
 POINTS=$LVM_POINTS points /root/lvm.yaml state_lvm CRASHC
+PFX=lvcache. POINTS=$LVCACHE_POINTS points /root/lvcache.yaml state_cache CRASHD CRASHN
+PFX=bcache. POINTS=$BCACHE_POINTS points /root/bcache.yaml state_cache CRASHD CRASHN
 geo() { # name level fs members...
 	name=$1 level=$2 fs=$3
 	shift 3
@@ -189,11 +223,13 @@ func TestScenarioStacksKilled(t *testing.T) {
 	}
 	opt := Options{
 		Disks: []string{"sata-ssd:128M:serial=CRASHA", "sata-ssd:160M:serial=CRASHB", "sata-ssd:128M:serial=CRASHC",
-			"sata-ssd:640M:serial=GEOA", "sata-ssd:640M:serial=GEOB", "sata-ssd:640M:serial=GEOC", "sata-ssd:640M:serial=GEOD"},
+			"sata-ssd:640M:serial=GEOA", "sata-ssd:640M:serial=GEOB", "sata-ssd:640M:serial=GEOC", "sata-ssd:640M:serial=GEOD",
+			"sata-hdd:192M:serial=CRASHD", "nvme:64M:serial=CRASHN"},
 		Env:     []string{"DISKPREP_GUEST_DISKPREP=" + bin},
 		Timeout: 10 * time.Minute,
 	}
 	r := Run(t, opt, "env", "RAID_POINTS="+strings.Join(stackKillPoints["raid"], " "), "LVM_POINTS="+strings.Join(stackKillPoints["lvm"], " "),
+		"LVCACHE_POINTS="+strings.Join(stackKillPoints["lvcache"], " "), "BCACHE_POINTS="+strings.Join(stackKillPoints["bcache"], " "),
 		"sh", "-c", stacksCrashScript)
 	out := splitMarked(r.Stdout)
 	t.Logf("guest stdout:\n%s", r.Stdout)
@@ -205,13 +241,18 @@ func TestScenarioStacksKilled(t *testing.T) {
 	// lines (swap and /mnt/r) naming what is there, the array's mdadm.conf
 	// line; or the volume, mounted, its marker, its fstab line.
 	want := map[string]string{
-		"raid": "arrays: 1 raid1 2\nswap areas: 1\nmounted: /mnt/r\nmarker: 2\ndiskprep fstab lines: 2\nfstab lines resolving: 2\nmdadm.conf: 1, 1 of the array's",
-		"lvm":  "volumes: v/a\nmounted: /mnt/a\nmarker: 2\ndiskprep fstab lines: 1\nfstab lines resolving: 1",
+		"raid":    "arrays: 1 raid1 2\nswap areas: 1\nmounted: /mnt/r\nmarker: 2\ndiskprep fstab lines: 2\nfstab lines resolving: 2\nmdadm.conf: 1, 1 of the array's",
+		"lvm":     "volumes: v/a\nmounted: /mnt/a\nmarker: 2\ndiskprep fstab lines: 1\nfstab lines resolving: 1",
+		"lvcache": "volumes: c/c cache\nbcache: none\nmounted: /mnt/c ext4\nmarker: 2\ndiskprep fstab lines: 1\nfstab lines resolving: 1",
+		"bcache": "volumes: none\nbcache: writethrough [writeback] writearound none, attached\nmounted: /mnt/c ext4\nmarker: 2\n" +
+			"diskprep fstab lines: 1\nfstab lines resolving: 1",
 	}
 	// The third run: each disk and the stacks already prepared as asked.
-	again := map[string]string{"raid": "0\n3", "lvm": "0\n2"}
-	for _, kind := range []string{"raid", "lvm"} {
-		for _, p := range stackKillPoints[kind] {
+	again := map[string]string{"raid": "0\n3", "lvm": "0\n2", "lvcache": "0\n3", "bcache": "0\n3"}
+	for _, kind := range []string{"raid", "lvm", "lvcache", "bcache"} {
+		pfx := map[string]string{"lvcache": "lvcache.", "bcache": "bcache."}[kind]
+		for _, point := range stackKillPoints[kind] {
+			p := pfx + point
 			t.Logf("%s: %s s", p, out[p+".seconds"])
 			if out[p+".killed"] != "137" {
 				t.Errorf("%s: the first run was not killed there (exit %s)", p, out[p+".killed"])
