@@ -123,9 +123,12 @@ func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps)
 
 // ReleaseCache takes apart the cache BuildCache made over b.Origin, in
 // reverse, its dirty blocks flushed to the origin first (progress on
-// deps.Progress); with wipe, both devices are left signature-free.
+// deps.Progress); with wipe, both devices are left signature-free, and a
+// cache device given as a partition is still there.
 func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*ReleaseResult, error) {
-	plan, err := PlanRelease(b.Origin, ReleaseOptions{Wipe: wipe}, deps)
+	// A cache device given as a partition stays one: the user made it
+	// (a whole disk given was partitioned by BuildCache and goes blank).
+	plan, err := PlanRelease(b.Origin, ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}}, deps)
 	if err != nil {
 		return nil, fmt.Errorf("release the cache over %s: %w", b.Origin, err)
 	}

@@ -23,6 +23,11 @@ type ReleaseOptions struct {
 	// volume groups, physical volumes, md superblocks) and the signatures
 	// left on their member disks.
 	Wipe bool
+	// Keep are partitions that stay: with Wipe their signatures go, not
+	// the partition table of their disk, which otherwise goes with the
+	// last partition released (cachebench keeps the --cache-device
+	// partition it was given).
+	Keep []string
 }
 
 // ReleaseResult is what Release did.

@@ -433,3 +433,41 @@ func TestCacheBcacheSmallCache(t *testing.T) {
 		t.Errorf("the fake registered a cache of 200 buckets")
 	}
 }
+
+// cachebench's release: a cache device given as a partition (the only
+// one on its disk) is wiped, not removed with its disk's table as
+// release --wipe of the origin would otherwise do; a cache device given
+// as a whole disk goes blank.
+func TestReleaseCacheKeepsAGivenPartition(t *testing.T) {
+	for _, given := range []string{"/dev/sdc1", "/dev/sdc"} {
+		t.Run(filepath.Base(given), func(t *testing.T) {
+			r := newCacheRig(t)
+			if given == "/dev/sdc1" {
+				r.prepare(t, stackCase{reqs: []disk.Request{{Device: "/dev/sdc", Partitions: []disk.PartSpec{{FS: "xfs"}}}}})
+			}
+			b := disk.CacheBuild{Origin: "/dev/sdb", CacheDevice: given, Kind: "bcache", Mode: "writeback", Wipe: true,
+				Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/srv"}}
+			deps := r.deps()
+			if _, err := disk.BuildCache(context.Background(), b, r.h.FactsNow(), deps); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := disk.ReleaseCache(context.Background(), b, true, deps); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.h.Bcache(); len(got) != 0 {
+				t.Errorf("bcache left: %q", got)
+			}
+			for _, d := range []string{"sdb", "sdc1"} {
+				if sigs := r.h.Signatures(d); len(sigs) != 0 {
+					t.Errorf("%s: %v", d, sigs)
+				}
+			}
+			_, err := r.h.Stat("/sys/class/block/sdc1")
+			if sigs := r.h.Signatures("sdc"); given == "/dev/sdc1" && (err != nil || len(sigs) == 0) {
+				t.Errorf("the partition given is gone (%v), its disk's signatures %v", err, sigs)
+			} else if given == "/dev/sdc" && (err == nil || len(sigs) != 0) {
+				t.Errorf("the disk given is not blank: sdc1 %v, signatures %v", err, sigs)
+			}
+		})
+	}
+}

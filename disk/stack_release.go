@@ -209,13 +209,22 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 		for _, n := range lower {
 			members[n] = true
 		}
+		keep := map[string]bool{} // disks whose table stays
+		for _, k := range opt.Keep {
+			if real, err := a.host.EvalSymlinks(k); err == nil {
+				k = real
+			}
+			if n := filepath.Base(k); a.wholeDisk(n) != n {
+				keep[a.wholeDisk(n)] = true
+			}
+		}
 		var wipe []string
 		for m := range members {
 			wipe = append(wipe, m)
 			// The disk of a member partition, when every partition it has
-			// is released too.
+			// is released too and none is kept.
 			d := a.wholeDisk(m)
-			if d == m {
+			if d == m || keep[d] {
 				continue
 			}
 			all := true

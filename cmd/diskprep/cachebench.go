@@ -69,7 +69,8 @@ warnings. HTML is one self-contained page. -o json is the result itself
 
 Each working set has its own region of the cached volume, so each one's cold
 phase is cold; the volume must hold 5.5 times --size (default: the built
-cache's size). At the end both disks are left signature-free.
+cache's size). At the end both disks are left signature-free (a --cache-device
+partition given stays, blank; a disk given loses the partition made on it).
 
 Examples:
   sudo diskprep cachebench /dev/sdb --cache-device /dev/nvme0n1 --yes

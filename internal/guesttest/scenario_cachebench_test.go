@@ -11,7 +11,8 @@ import (
 // working sets and short runs: the report's cold and warm hit ratios from
 // the kernel's counters, warm above cold; the HDD alone slower than the
 // steady cache on the working set that fits; the SSD alone faster than
-// the HDD; every run stored; both disks signature-free afterwards.
+// the HDD; every run stored; both disks signature-free afterwards, the
+// NVMe partition given still there.
 
 var cachebenchDisks = []string{"sata-hdd:1G:serial=CBHDD,iops=150", "nvme:256M:serial=CBNVME"}
 
@@ -25,6 +26,7 @@ echo "exit $?"
 mark stderr; cat /root/cb.err
 mark records; ls /root/res | wc -l
 mark signatures; wipefs "$H" "${N}p1"; lsblk -rno NAME "$H" | wc -l
+mark nvme; udevadm settle; lsblk -rno NAME "$N"
 mark end
 `
 
@@ -88,5 +90,9 @@ func TestScenarioCachebench(t *testing.T) {
 	// No signature left (wipefs lists none), the HDD without partitions.
 	if sig := strings.TrimSpace(out["signatures"]); sig != "1" {
 		t.Errorf("after cachebench: wipefs and partitions:\n%s", sig)
+	}
+	// The --cache-device partition given is still there (blank).
+	if got := strings.Fields(out["nvme"]); strings.Join(got, " ") != "nvme0n1 nvme0n1p1" {
+		t.Errorf("after cachebench the NVMe has %q, want its partition kept", got)
 	}
 }
