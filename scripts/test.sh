@@ -97,8 +97,10 @@ log "go test"
 # time; its output comes once it has ended, at the end. On a failure before
 # then the script still waits for it: it stops its own guests, and nothing
 # is left running.
+# It runs verbose: a green run prints each test's time (the tier is most of
+# the script's), a failing one everything.
 guest_log=$(mktemp)
-go test -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
+go test -v -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
 guest_pid=$!
 # shellcheck disable=SC2317 # run by the EXIT trap
 guest_wait() {
@@ -163,6 +165,9 @@ log "guest tier (internal/guesttest)"
 guest_rc=0
 wait "$guest_pid" || guest_rc=$?
 guest_pid=''
-cat "$guest_log"
-if [ "$guest_rc" -ne 0 ]; then exit "$guest_rc"; fi
+if [ "$guest_rc" -ne 0 ]; then
+	cat "$guest_log"
+	exit "$guest_rc"
+fi
+grep -E '^(--- |ok )' "$guest_log" || true
 log "all tests passed"
