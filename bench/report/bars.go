@@ -149,7 +149,7 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	d.b.WriteString(bars.String())
 	d.line("axis", x0, y, x1, y)
 	for _, t := range ticks {
-		d.text(x(t), y+15, "middle", "tick", tickNum(t))
+		d.text(x(t), y+15, "middle", "tick", axisNum(t, ticks[len(ticks)-1]))
 	}
 	d.text(x1, y+31, "end", "muted", unit)
 	d.h = y + 40

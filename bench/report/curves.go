@@ -220,7 +220,13 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 		d.desc = "No per-second samples were recorded for " + row + "."
 		return d
 	}
-	if len(lines) > 1 {
+	if len(lines) > maxLabelled {
+		return timePanels(d, y, unit, lines, n, maxV)
+	}
+	// The lines are named at their ends too where the names fit the
+	// margin; a name cut there would only mislead: the legend names it.
+	labelled := endMargin(names, math.Inf(1)) <= w/3
+	if len(lines) > 1 || !labelled {
 		y = legend(d, names, styles, y)
 	}
 	hi := maxV * 1.05
@@ -230,11 +236,11 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	ticks, top := linearTicks(hi, 4)
 	tickW := 0.0
 	for _, t := range ticks {
-		tickW = math.Max(tickW, textExtent(tickNum(t), fontTick, false))
+		tickW = math.Max(tickW, textExtent(axisNum(t, ticks[len(ticks)-1]), fontTick, false))
 	}
 	x0 := tickW + 18
 	x1 := w - 14
-	if len(lines) <= maxLabelled {
+	if labelled {
 		x1 = w - endMargin(names, w) - 4
 	}
 	plotTop, plotH := y+10, 170.0
@@ -243,26 +249,10 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	yv := func(v float64) float64 { return plotTop + plotH - v/top*plotH }
 	for _, t := range ticks {
 		d.line("grid", x0, yv(t), x1, yv(t))
-		d.text(x0-6, yv(t)+4, "end", "tick", tickNum(t))
+		d.text(x0-6, yv(t)+4, "end", "tick", axisNum(t, ticks[len(ticks)-1]))
 	}
 	d.line("axis", x0, plotTop+plotH, x1, plotTop+plotH)
-	// Time ticks, each kept only when its label clears the one before
-	// by 10 px; the last is drawn ending at the axis' end.
-	step := timeStep(float64(n))
-	prevEnd := math.Inf(-1)
-	for t := 0.0; t <= float64(n)+1e-9; t += step {
-		anchor, lab := "middle", timeTick(t)
-		ext := textExtent(lab, fontTick, false)
-		a, b := xt(t)-ext/2, xt(t)+ext/2
-		if b > x1 {
-			anchor, a, b = "end", xt(t)-ext, xt(t)
-		}
-		if a < prevEnd+10 {
-			continue
-		}
-		prevEnd = b
-		d.text(xt(t), plotTop+plotH+16, anchor, "tick", lab)
-	}
+	timeTicks(d, n, xt, x1, plotTop+plotH+16)
 	var ends, endXs []float64
 	var desc []string
 	for _, s := range lines {
@@ -299,7 +289,7 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 		ends, endXs = append(ends, yv(mid[len(mid)-1])), append(endXs, at(len(mid)-1))
 		desc = append(desc, s.name+": "+joinNums(mid))
 	}
-	if len(lines) <= maxLabelled {
+	if labelled {
 		endLabels(d, x1, ends, endXs, names, styles, plotTop+4, plotTop+plotH+4)
 	}
 	yn := plotTop + plotH + 18
@@ -309,6 +299,150 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	}
 	d.h = yn + 10
 	d.desc = unit + " per second. " + strings.Join(desc, "; ") + "."
+	return d
+}
+
+// timeTicks writes the time axis' labels at y for a run of n seconds,
+// each kept only when it clears the one before by 10 px; the last is
+// drawn ending at the axis' end x1.
+func timeTicks(d *svgDoc, n int, xt func(float64) float64, x1, y float64) {
+	step := timeStep(float64(n))
+	prevEnd := math.Inf(-1)
+	for t := 0.0; t <= float64(n)+1e-9; t += step {
+		anchor, lab := "middle", timeTick(t)
+		ext := textExtent(lab, fontTick, false)
+		a, b := xt(t)-ext/2, xt(t)+ext/2
+		if b > x1+0.05 {
+			anchor, a, b = "end", xt(t)-ext, xt(t)
+		}
+		if a < prevEnd+10 {
+			continue
+		}
+		prevEnd = b
+		d.text(xt(t), y, anchor, "tick", lab)
+	}
+}
+
+// timePanels draws a time series of more columns than one chart keeps
+// apart (maxLabelled) as small multiples: one panel per column, named
+// above it with its colour, dash and marker, all on the same axes (the
+// values at the left of each row, the time under the last panel of each
+// column of panels), each with the other columns as thin grey lines
+// behind its own, so that a panel reads alone and beside the others.
+func timePanels(d *svgDoc, y float64, unit string, lines []tsSeries, n int, maxV float64) *svgDoc {
+	w := d.w
+	hi := maxV * 1.05
+	if strings.Contains(unit, "%") && maxV <= 100 {
+		hi = math.Min(hi, 100)
+	}
+	// The axis that ends closest above the values in at most 5 ticks: a
+	// low panel has no room to waste, nor for more labels.
+	ticks, vTop := linearTicks(hi, 3)
+	for n := 4; n <= 5; n++ {
+		if t, top := linearTicks(hi, n); top < vTop && len(t) <= 5 {
+			ticks, vTop = t, top
+		}
+	}
+	tickW := 0.0
+	for _, t := range ticks {
+		tickW = math.Max(tickW, textExtent(axisNum(t, ticks[len(ticks)-1]), fontTick, false))
+	}
+	cols := 2
+	if w >= 700 {
+		cols = 3
+	}
+	// A panel: its name, its plot, and room under it for the time axis'
+	// labels (drawn under the last panel of each column only).
+	const gap, nameH, plotH, underH = 28.0, 24.0, 72.0, 30.0
+	x0 := tickW + 16
+	pw := (w - x0 - 12 - gap*float64(cols-1)) / float64(cols)
+	rows := (len(lines) + cols - 1) / cols
+	bucket := max(1, int(math.Ceil(float64(n)/tsMaxPoints)))
+	type drawn struct{ mid, lo, hi []float64 }
+	all := make([]drawn, len(lines))
+	for k, s := range lines {
+		all[k].mid, all[k].lo, all[k].hi = bucketed(s.reps, bucket)
+	}
+	// at is the x of point i from a panel's left edge.
+	at := func(i int) float64 {
+		end := math.Min(float64((i+1)*bucket), float64(n))
+		return (float64(i*bucket) + end) / 2 / float64(n) * pw
+	}
+	var desc []string
+	for k, s := range lines {
+		col, row := k%cols, k/cols
+		px := x0 + float64(col)*(pw+gap)
+		panelTop := y + 4 + float64(row)*(nameH+plotH+underH)
+		plotTop := panelTop + nameH
+		yv := func(v float64) float64 { return plotTop + plotH - v/vTop*plotH }
+		d.f(`<g class="panel" data-column="%s">`+"\n", esc(s.name))
+		// The panel's name after a key in its column's style, drawn as
+		// a legend's entry is.
+		d.f(`<line class="line %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(s.group), px, panelTop+8, px+30, panelTop+8, dashOf(s.group))
+		marker(d, s.group, px+15, panelTop+8)
+		d.text(px+36, panelTop+12.5, "start", "", fitText(s.name, fontBase, false, pw-36))
+		for _, t := range ticks {
+			d.line("grid", px, yv(t), px+pw, yv(t))
+			if col == 0 {
+				d.text(x0-6, yv(t)+4, "end", "tick", axisNum(t, ticks[len(ticks)-1]))
+			}
+		}
+		d.line("axis", px, plotTop+plotH, px+pw, plotTop+plotH)
+		if k+cols >= len(lines) {
+			timeTicks(d, n, func(t float64) float64 { return px + t/float64(n)*pw }, px+pw, plotTop+plotH+16)
+		}
+		// The other columns, thin and grey, behind.
+		var ctx strings.Builder
+		for j, o := range all {
+			if j == k || len(o.mid) == 0 {
+				continue
+			}
+			for i, v := range o.mid {
+				op := "L"
+				if i == 0 {
+					op = "M"
+				}
+				fmt.Fprintf(&ctx, "%s%.1f %.1f", op, px+at(i), yv(v))
+			}
+		}
+		if ctx.Len() > 0 {
+			d.f(`<path class="ctx" d="%s"/>`+"\n", ctx.String())
+		}
+		mine := all[k]
+		if len(mine.mid) > 0 {
+			if len(s.reps) > 1 || bucket > 1 {
+				var up, down []string
+				for i := range mine.mid {
+					up = append(up, fmt.Sprintf("%.1f,%.1f", px+at(i), yv(mine.hi[i])))
+					down = append([]string{fmt.Sprintf("%.1f,%.1f", px+at(i), yv(mine.lo[i]))}, down...)
+				}
+				d.f(`<polygon class="spread %s" points="%s"/>`+"\n", series(s.group), strings.Join(append(up, down...), " "))
+			}
+			var pts []string
+			for i, v := range mine.mid {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px+at(i), yv(v)))
+			}
+			d.f(`<polyline class="line %s" stroke-dasharray="%s" points="%s"><title>%s</title></polyline>`+"\n",
+				series(s.group), dashOf(s.group), strings.Join(pts, " "), esc(s.name+": "+joinNums(mine.mid)+" "+unit))
+			if len(mine.mid) <= 40 {
+				for i, v := range mine.mid {
+					marker(d, s.group, px+at(i), yv(v))
+				}
+			}
+			desc = append(desc, s.name+": "+joinNums(mine.mid))
+		} else {
+			d.text(px+pw/2, plotTop+plotH/2+4, "middle", "muted", "no samples")
+			desc = append(desc, s.name+": no samples")
+		}
+		d.f("</g>\n")
+	}
+	yn := y + 4 + float64(rows)*(nameH+plotH+underH) - 8
+	for _, l := range wrapPx(unit+" per second; one panel per column, all on the same axes; grey: the other columns"+bucketNote(bucket), fontTick, w-x0-10) {
+		yn += 16
+		d.text(x0, yn, "start", "muted", l)
+	}
+	d.h = yn + 10
+	d.desc = unit + " per second, one panel per column. " + strings.Join(desc, "; ") + "."
 	return d
 }
 

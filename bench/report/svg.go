@@ -64,6 +64,7 @@ func (t theme) css() string {
 		fmt.Fprintf(&b, "svg.chart .s%d{fill:%s;stroke:%s}\n", i, c, c)
 	}
 	fmt.Fprintf(&b, "svg.chart .bar.alt{stroke:%s}\n", t.fg)
+	fmt.Fprintf(&b, "svg.chart .ctx{stroke:%s}\n", t.same)
 	return b.String()
 }
 
@@ -88,6 +89,7 @@ svg.chart .ci.same,svg.chart .ci.toofew{stroke-dasharray:4 3}
 svg.chart .pt.same,svg.chart .pt.toofew{stroke-width:2}
 ` + light.css() + "@media screen and (prefers-color-scheme: dark){\n" + dark.css() + "}\n" + `svg.chart .bar{stroke:none}
 svg.chart .bar.alt{stroke-width:1.5;stroke-dasharray:4 2}
+svg.chart .ctx{fill:none;stroke-width:1;stroke-opacity:.45}
 svg.chart .line{fill:none;stroke-width:2}
 svg.chart .spread{stroke:none;fill-opacity:.18}
 svg.chart .lead{stroke-width:1;fill:none}
@@ -348,8 +350,15 @@ func tickLatency(ns float64) string {
 }
 
 // tickNum formats an axis value compactly: 2000, 2.5k stays 2500, 1.2M.
-func tickNum(v float64) string {
-	switch a := math.Abs(v); {
+func tickNum(v float64) string { return axisNum(v, v) }
+
+// axisNum formats a value of an axis whose largest tick is top as that
+// tick is formatted: 0, 5k, 10k, not 0, 5000, 10k.
+func axisNum(v, top float64) string {
+	if v == 0 {
+		return "0"
+	}
+	switch a := math.Abs(top); {
 	case a >= 1e6:
 		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v/1e6), "0"), ".") + "M"
 	case a >= 1e4:
