@@ -117,3 +117,27 @@ func TestTableFitsWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapCutsOverlongWords: a word longer than any line (a by-id path)
+// is cut at the width, its pieces on lines of their own, and nothing of
+// it is lost; words that fit are never cut.
+func TestWrapCutsOverlongWords(t *testing.T) {
+	long := "/dev/disk/by-id/nvme-SAMSUNG_MZVL21T0HCLR-00B00_S676NF0R123456-part1" + strings.Repeat("x", 40)
+	got := wrap("Target "+long+" mounted at /mnt/data", "  Target  ", "          ", 60)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	for _, l := range lines {
+		if textWidth(l) > 60 {
+			t.Errorf("line of %d columns: %q", textWidth(l), l)
+		}
+	}
+	var joined strings.Builder
+	for _, l := range lines[1:] {
+		joined.WriteString(strings.TrimSpace(l))
+	}
+	if !strings.Contains(joined.String(), long) || lines[0] != "  Target  Target" || !strings.HasSuffix(got, " mounted at /mnt/data\n") {
+		t.Errorf("wrapped:\n%s", got)
+	}
+	if got := wrap("a few short words", "", "  ", 60); got != "a few short words\n" {
+		t.Errorf("short text wrapped as %q", got)
+	}
+}
