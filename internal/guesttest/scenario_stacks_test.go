@@ -12,7 +12,10 @@ import (
 // on the NVMe disk, applied in one command; rerun as a no-op; a disk
 // already in another array refused; and after a reboot (systemd as PID 1,
 // the fstab lines doing the mounting) everything mounted and swap active,
-// the rerun still a no-op. One call, two boots (about 40 s under TCG).
+// the rerun still a no-op; then each stack released with --wipe, and
+// release --wipe of one disk of an inactive group across two refused.
+// One call,
+// two boots (about 40 s under TCG).
 
 const stacksPlan = `version: 1
 disks:
@@ -101,6 +104,21 @@ if [ "$DISKPREP_GUEST_BOOT" = 2 ]; then
 		d=$(readlink -f $d)
 		wipefs --no-act $d $d?* 2>/dev/null | tail -n +2
 	done
+	# A group that is not active (as a release without --wipe leaves
+	# it; here one without volumes, made by hand on the whole disks,
+	# which is quicker under TCG than a prepare and a release) across two
+	# disks: release --wipe of one is refused in one line, nothing
+	# written (the fake tier removes such a group the way the refusal
+	# says; this checks what the real pvs shows is read the same way).
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	o1=$(readlink -f ${byid}OTHER1); o2=$(readlink -f ${byid}OTHER2)
+	{ pvcreate -q $o1 $o2 && vgcreate -q span $o1 $o2; } >/root/out 2>&1 || cat /root/out
+	diskprep release ${byid}OTHER1 --wipe >/root/out 2>&1
+	rc=$?
+	mark span.refused.exit; echo $rc
+	mark span.refused; cat /root/out
+	mark span.after; pvs --noheadings -o pv_name,vg_name 2>&1 | awk '{print $2}'
+	mark span.seconds; echo "$t0 $(cut -d' ' -f1 /proc/uptime)" | awk '{print $2 - $1}'
 fi
 mark end
 `
@@ -185,4 +203,16 @@ func TestScenarioStacks(t *testing.T) {
 			t.Errorf("after release --wipe, %s still shows:\n%s", k, v)
 		}
 	}
+
+	// release --wipe of a disk of an inactive group across two disks:
+	// refused in one line, nothing written.
+	refused := out["2.span.refused"]
+	if out["2.span.refused.exit"] != "3" || strings.Contains(refused, "\n") ||
+		!regexp.MustCompile(`refusing to wipe \S+: /dev/sd[a-z]+ is a physical volume of the inactive vg span, which is also on /dev/sd[a-z]+, not released: wiping only this would break the group there; to remove all of it, remove it by hand \(vgremove span, then pvremove each\)$`).MatchString(refused) {
+		t.Errorf("release --wipe of one disk of an inactive group: exit %s, %q", out["2.span.refused.exit"], refused)
+	}
+	if got := out["2.span.after"]; got != "span\nspan" {
+		t.Errorf("after the refusal, pvs shows groups %q, want span on both disks", got)
+	}
+	t.Logf("the inactive group's refusal took %s s in the guest", out["2.span.seconds"])
 }
