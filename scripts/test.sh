@@ -18,7 +18,7 @@ log() { printf '== %s\n' "$*"; }
 # program -> package (same name on Debian and the RHEL family)
 need_pkgs=()
 for pair in mkfs.xfs:xfsprogs mkfs.ext4:e2fsprogs losetup:util-linux blkid:util-linux \
-            wipefs:util-linux sgdisk:gdisk fio:fio; do
+            wipefs:util-linux sgdisk:gdisk fio:fio pvcreate:lvm2; do
 	prog=${pair%%:*} pkg=${pair#*:}
 	if ! command -v "$prog" >/dev/null 2>&1 && [ -z "$(command -v "/usr/sbin/$prog" 2>/dev/null)" ]; then
 		need_pkgs+=("$pkg")
