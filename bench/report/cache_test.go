@@ -14,10 +14,10 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 )
 
-// cacheFigures are what a bcache in front of a throttled HDD reads per
-// working set and phase: IOPS and the hit ratio (-1: none). Below the cache
-// it nears the SSD; above it, it is little better than the HDD; the skew
-// brings much of it back.
+// cacheFigures are made up (not measured), shaped like what a bcache in
+// front of a throttled HDD reads per working set and phase: IOPS and the
+// hit ratio (-1: none). Below the cache it nears the SSD; above it, it is
+// little better than the HDD; the skew brings much of it back.
 var cacheFigures = map[string]map[string][2]float64{
 	"below":      {"hdd": {160, -1}, "ssd": {21000, -1}, "cold": {170, 0.03}, "warm": {4200, 0.93}, "steady": {5100, 0.97}},
 	"near":       {"hdd": {155, -1}, "ssd": {20500, -1}, "cold": {165, 0.02}, "warm": {1400, 0.71}, "steady": {1650, 0.78}},

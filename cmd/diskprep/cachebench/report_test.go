@@ -19,9 +19,10 @@ import (
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
-// realFigures are an lvmcache over a throttled HDD per working set and
-// phase: IOPS and the kernel's hit ratio (-1: none).
-var realFigures = map[string]map[string][2]float64{
+// shapedFigures are made up, shaped like a cache over a throttled HDD (the
+// same as bench/report's cacheFigures), per working set and phase: IOPS
+// and the hit ratio (-1: none). Not a measurement.
+var shapedFigures = map[string]map[string][2]float64{
 	"ws-below":      {"hdd": {160, -1}, "ssd": {21000, -1}, "cold": {170, 0.03}, "warm": {4200, 0.93}, "steady": {5100, 0.97}},
 	"ws-near":       {"hdd": {155, -1}, "ssd": {20500, -1}, "cold": {165, 0.02}, "warm": {1400, 0.71}, "steady": {1650, 0.78}},
 	"ws-above":      {"hdd": {150, -1}, "ssd": {20500, -1}, "cold": {158, 0.01}, "warm": {290, 0.38}, "steady": {310, 0.41}},
@@ -30,7 +31,7 @@ var realFigures = map[string]map[string][2]float64{
 
 // realRun is a whole cachebench run on the fake machine whose benchmarks
 // give records as bench writes them (every repetition, its latency and
-// per-second samples), with realFigures and a wobble between repetitions.
+// per-second samples), with shapedFigures and a wobble between repetitions.
 func realRun(t *testing.T) *Result {
 	t.Helper()
 	f := &fake{volume: 3 << 30}
@@ -45,7 +46,7 @@ func realRun(t *testing.T) *Result {
 				return nil, err
 			}
 			cw := ct.Workload{Name: w.Name, RW: w.RW, BS: w.BlockBytes}
-			fig := realFigures[w.Name][phase]
+			fig := shapedFigures[w.Name][phase]
 			for i := range max(req.Repeat, 1) {
 				cw.MBps = append(cw.MBps, max(fig[0], 100)*float64(w.BlockBytes)/1e6*(1+0.02*float64(i%3-1)))
 			}
@@ -54,7 +55,7 @@ func realRun(t *testing.T) *Result {
 		n++
 		rec := ct.Record(ct.Opts{ID: ct.ID(n), Label: req.Label, Start: time.Date(2026, 11, 30, 6, n, 0, 0, time.UTC), Workloads: ws})
 		for wi := range rec.Workloads {
-			if h := realFigures[rec.Workloads[wi].Params.Name][phase][1]; h >= 0 {
+			if h := shapedFigures[rec.Workloads[wi].Params.Name][phase][1]; h >= 0 {
 				for ri := range rec.Workloads[wi].Runs {
 					rec.Workloads[wi].Runs[ri].Cache = &record.CacheIO{HitRatio: &h}
 				}
