@@ -63,6 +63,28 @@ fi
 gobin=$(go env GOPATH)/bin
 export PATH="$PATH:/usr/sbin:/sbin:$gobin"
 
+log "guest tier (internal/guesttest), in the background"
+# The guest tier (internal/guesttest: QEMU guests under TCG, CPU-bound, with
+# no loop device or mount of theirs on this machine) is the longest part: it
+# starts first, building its images while the checks below run, and runs
+# beside everything after it, which waits on disks, programs and the fuzz
+# clock much of the time. Its output comes once it has ended, at the end:
+# verbose, so a green run prints each test's time and a failing one
+# everything. On a failure before then the script still waits for it: it
+# stops its own guests, and nothing is left running.
+guest_log=$(mktemp)
+go test -v -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
+guest_pid=$!
+# shellcheck disable=SC2317 # run by the EXIT trap
+guest_wait() {
+	if [ -n "$guest_pid" ]; then
+		wait "$guest_pid" 2>/dev/null || true
+		guest_pid=''
+		cat "$guest_log"
+	fi
+	rm -f "$guest_log"
+}
+trap guest_wait EXIT
 log "gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -91,27 +113,6 @@ if command -v shellcheck >/dev/null 2>&1; then
 fi
 
 log "go test"
-# The guest tier (internal/guesttest: QEMU guests under TCG, CPU-bound, with
-# no loop device or mount of theirs on this machine) runs beside everything
-# after it, which waits on disks, programs and the fuzz clock much of the
-# time; its output comes once it has ended, at the end. On a failure before
-# then the script still waits for it: it stops its own guests, and nothing
-# is left running.
-# It runs verbose: a green run prints each test's time (the tier is most of
-# the script's), a failing one everything.
-guest_log=$(mktemp)
-go test -v -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
-guest_pid=$!
-# shellcheck disable=SC2317 # run by the EXIT trap
-guest_wait() {
-	if [ -n "$guest_pid" ]; then
-		wait "$guest_pid" 2>/dev/null || true
-		guest_pid=''
-		cat "$guest_log"
-	fi
-	rm -f "$guest_log"
-}
-trap guest_wait EXIT
 # Privileged tests share loop devices and mounts with each other, so packages
 # run one at a time (-p 1); each test cleans up what it made.
 mapfile -t host_pkgs < <(go list ./... | grep -v '/internal/guesttest$')
@@ -143,8 +144,9 @@ if [ -n "$fuzztime" ] && [ "$fuzztime" != "0" ]; then
 		for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 			before=$(find "$corpus/$target" -type f 2>/dev/null | wc -l || true)
 			# A short -fuzzminimizetime keeps the budget for fuzzing: each new
-			# interesting input is otherwise minimized for up to 60 s.
-			if out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" 2>&1); then
+			# interesting input is otherwise minimized for up to 60 s. One
+			# worker: the guest tier's QEMU, beside it, is CPU-bound too.
+			if out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s -parallel 1 "$pkg" 2>&1); then
 				printf '%s %s: %s\n' "$pkg" "$target" "$(grep -o 'execs: [0-9]*' <<<"$out" | tail -n 1)"
 				continue
 			fi
