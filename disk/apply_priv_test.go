@@ -20,7 +20,13 @@ import (
 
 var privPrograms = []string{"mkfs.xfs", "mkfs.ext4", "sgdisk", "blkid", "xfs_repair", "e2fsck", "findmnt"}
 
+// facts reads the machine's facts as prepare does: after udev, where it
+// runs (the guest), has finished the events queued so far (SettleUdev).
+// Without that a rerun in the guest right after mkfs once read udev's
+// database while its change event was being handled, saw its own
+// partition differ and refused it as mounted.
 func facts(ctx context.Context) (*hwinfo.Host, error) {
+	testenv.SettleUdev()
 	return hwinfo.Read(ctx, hwinfo.Options{All: true})
 }
 
