@@ -2,6 +2,7 @@ package guesttest
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,9 @@ import (
 // (writethrough) over the first HDD and an NVMe partition, a writecache
 // volume over the third and another, and a bcache volume (writeback) over
 // the second HDD and a third NVMe partition, under 256 MiB (make-bcache's
-// default buckets would be too few for the kernel there); the rerun is a no-op,
+// default buckets would be too few for the kernel there); the writecache
+// counts no read hit on a region never written and one per block on data
+// just written; the rerun is a no-op,
 // and so is the same lvmcache asked on the command line with the
 // existing NVMe partition as --cache-device. After a reboot (systemd as
 // PID 1, udev's bcache rule registering it, fstab mounting both) the data
@@ -73,9 +76,21 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	echo 0 >/sys/block/bcache0/bcache/sequential_cutoff
 	echo 0 >/sys/block/bcache0/bcache/writeback_running
 	dd if=/dev/urandom of=/root/data bs=1M count=16 status=none
+	# The writecache emptied first (mkfs may have filled it, and a full
+	# one writes around itself), so that the data goes into it.
+	dmsetup message wc-wc 0 flush
 	cp /root/data /srv/data && cp /root/data /srv2/data && cp /root/data /srv3/data && sync
 	sha256sum </root/data | cut -d' ' -f1 >/root/sum
 	mark dirty; cat /sys/block/bcache0/bcache/dirty_data
+	# dm-writecache's reads and read hits (status fields 8 and 9) around
+	# a read of a region never written, then of the data just written.
+	echo 3 >/proc/sys/vm/drop_caches
+	wcs() { dmsetup status wc-wc | awk '{print $8, $9}'; }
+	s0=$(wcs)
+	dd if=/dev/wc/wc of=/dev/null bs=64k count=64 skip=12000 iflag=direct status=none
+	s1=$(wcs)
+	dd if=/srv3/data of=/dev/null bs=64k iflag=direct status=none
+	mark wc.reads; echo $s0 $s1 $(wcs)
 	stamp written
 else
 	# The fstab lines are nofail: the boot does not wait for them, and
@@ -176,6 +191,21 @@ func TestScenarioCache(t *testing.T) {
 	for _, want := range []string{`"kind": "lvmcache"`, `"kind": "bcache"`, `"mode": "writeback"`, `"lvm_version": "LVM version:`, `"device": "/dev/bcache0"`, `"device": "/dev/fast/fast"`, `"kind": "writecache"`, `"device": "/dev/wc/wc"`} {
 		if !strings.Contains(out["1.apply.json"], want) {
 			t.Errorf("the result does not record %s:\n%s", want, out["1.apply.json"])
+		}
+	}
+	// dm-writecache: no hit on a region never written, a hit per block of
+	// the data just written (4 KiB blocks: 4096 reads of 16 MiB).
+	if f := strings.Fields(out["1.wc.reads"]); len(f) != 6 {
+		t.Errorf("writecache counters %q", out["1.wc.reads"])
+	} else {
+		n := make([]int64, 6)
+		for i := range f {
+			n[i], _ = strconv.ParseInt(f[i], 10, 64)
+		}
+		coldReads, coldHits, warmReads, warmHits := n[2]-n[0], n[3]-n[1], n[4]-n[2], n[5]-n[3]
+		t.Logf("writecache: cold %d reads %d hits, warm %d reads %d hits", coldReads, coldHits, warmReads, warmHits)
+		if coldReads <= 0 || coldHits != 0 || warmReads < 4096 || warmHits*10 < warmReads*9 {
+			t.Errorf("writecache: a region never written read %d blocks with %d hits, the data written %d with %d hits", coldReads, coldHits, warmReads, warmHits)
 		}
 	}
 	if d := out["1.dirty"]; d == "" || strings.HasPrefix(d, "0.0k") {
