@@ -90,10 +90,22 @@ func blkidExport(t *testing.T, path string) map[string]string {
 		}
 		t.Fatal(err)
 	}
+	return parseExport(out)
+}
+
+// parseExport reads blkid -o export's KEY=value lines. Only a label is
+// unescaped: blkid's cat -v style for bytes it does not print (M-x, ^x)
+// cannot be told from the same characters printed as they are, and a
+// UUID, type or usage is plain ASCII (an LVM UUID with "M-i" in it read
+// as byte 0xe9 failed TestRealFilesystems/lvm2 now and then).
+func parseExport(out string) map[string]string {
 	m := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = unescapeExport(v)
+			if strings.Contains(k, "LABEL") {
+				v = unescapeExport(v)
+			}
+			m[k] = v
 		}
 	}
 	return m
@@ -547,4 +559,13 @@ func partitionLoop(t *testing.T, image string, offset, size int64, ss int) strin
 		}
 	})
 	return dev
+}
+
+// blkid's export lines as they came in a failing run: the LVM UUID stays
+// as printed; a label's cat -v escapes are undone.
+func TestParseExport(t *testing.T) {
+	m := parseExport("DEVNAME=/dev/loop0\nUUID=nRiGVx-Vooe-CDZt-UDLd-H3h6-KWCM-iTTfUE\nVERSION=LVM2 001\nTYPE=LVM2_member\nUSAGE=raid\nLABEL=caf M-)\n")
+	if m["UUID"] != "nRiGVx-Vooe-CDZt-UDLd-H3h6-KWCM-iTTfUE" || m["TYPE"] != "LVM2_member" || m["USAGE"] != "raid" || m["LABEL"] != "caf \xa9" {
+		t.Errorf("%q", m)
+	}
 }
