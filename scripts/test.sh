@@ -73,9 +73,7 @@ log "guest tier (internal/guesttest), in the background"
 # everything. On a failure before then the script still waits for it: it
 # stops its own guests, and nothing is left running.
 guest_log=$(mktemp)
-# Three guests at a time on two cores: several wait much of their time
-# (bcache's 13.6 s accounting, systemd, timers) and would hold a slot idle.
-go test -v -count=1 -parallel 3 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
+go test -v -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
 guest_pid=$!
 # shellcheck disable=SC2317 # run by the EXIT trap
 guest_wait() {
