@@ -123,6 +123,16 @@ func minAttainableP(n1, n2 int) float64 {
 	return math.Min(1, 2/binom(n1+n2, n1))
 }
 
+// MinRuns is the fewest repetitions a side from which the test can call
+// a difference significant (4: 3 against 3 attain p = 0.1 at best).
+func MinRuns() int {
+	n := 1
+	for minAttainableP(n, n) > Alpha {
+		n++
+	}
+	return n
+}
+
 func binom(n, k int) float64 {
 	if k < 0 || k > n {
 		return 0

@@ -82,7 +82,7 @@ Examples:
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE`: writethrough (default; writecache is writeback only) or writeback"},
 			&cli.StringFlag{Name: "size", Usage: "the working set near the cache's size: `SIZE` (default the built cache's)"},
 			&cli.StringFlag{Name: "runtime", Value: "10s", Usage: "`DURATION` of each measured run"},
-			&cli.IntFlag{Name: "repeat", Value: 4, Usage: "`N` runs of each warm and steady phase and of the disks alone (4, the fewest compare judges significance from)"},
+			&cli.IntFlag{Name: "repeat", Value: compare.MinRuns(), Usage: "`N` runs of each warm and steady phase and of the disks alone (the default is the fewest compare judges significance from)"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy the data on both disks without asking (required)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 		},
@@ -234,8 +234,8 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if err != nil {
 		return err
 	}
-	if run.Repeat < 4 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("--repeat %d: the comparison needs 4 runs a side to judge a difference, so it says %q throughout", run.Repeat, compare.VerdictTooFew))
+	if n := compare.MinRuns(); run.Repeat < n {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--repeat %d: the comparison needs %d runs a side to judge a difference, so it says %q throughout", run.Repeat, n, compare.VerdictTooFew))
 	}
 	var c *compare.Comparison
 	if format != "json" {
