@@ -292,12 +292,7 @@ func timeSeries(id, row string, w float64, title, sub, unit string, lines []tsSe
 	if labelled {
 		endLabels(d, x1, ends, endXs, names, styles, plotTop+4, plotTop+plotH+4)
 	}
-	yn := plotTop + plotH + 18
-	for _, l := range wrapPx(unit+" per second"+bucketNote(bucket), fontTick, w-x0-10) {
-		yn += 16
-		d.text(x0, yn, "start", "muted", l)
-	}
-	d.h = yn + 10
+	d.caption(x0, plotTop+plotH+18, w-x0-10, unit+" per second"+bucketNote(bucket))
 	d.desc = unit + " per second. " + strings.Join(desc, "; ") + "."
 	return d
 }
@@ -436,12 +431,8 @@ func timePanels(d *svgDoc, y float64, unit string, lines []tsSeries, n int, maxV
 		}
 		d.f("</g>\n")
 	}
-	yn := y + 4 + float64(rows)*(nameH+plotH+underH) - 8
-	for _, l := range wrapPx(unit+" per second; one panel per column, all on the same axes; grey: the other columns"+bucketNote(bucket), fontTick, w-x0-10) {
-		yn += 16
-		d.text(x0, yn, "start", "muted", l)
-	}
-	d.h = yn + 10
+	d.caption(x0, y+4+float64(rows)*(nameH+plotH+underH)-8, w-x0-10,
+		unit+" per second; one panel per column, all on the same axes; grey: the other columns"+bucketNote(bucket))
 	d.desc = unit + " per second, one panel per column. " + strings.Join(desc, "; ") + "."
 	return d
 }
@@ -540,4 +531,14 @@ func rowTimeCharts(c *compare.Comparison, r compare.Row, id string, w float64) [
 		}
 	}
 	return out
+}
+
+// caption writes text under a chart from y on, wrapped to width, and ends
+// the drawing below it.
+func (d *svgDoc) caption(x, y, width float64, text string) {
+	for _, l := range wrapPx(text, fontTick, width) {
+		y += 16
+		d.text(x, y, "start", "muted", l)
+	}
+	d.h = y + 10
 }
