@@ -556,10 +556,10 @@ func TestPrivilegedImageRefusals(t *testing.T) {
 	if err := os.Symlink(l.Dev, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{l.Dev, link} {
+	for p, want := range map[string]string{l.Dev: "device node", link: "symbolic link"} {
 		_, err = PlanDisk(Request{Image: p, ImageSizeBytes: 400 << 20, Partitions: []PartSpec{{FS: "xfs"}}}, mustFacts(t))
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "device node") {
-			t.Errorf("%s: %v", p, err)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a refusal saying %q", p, err, want)
 		}
 	}
 }

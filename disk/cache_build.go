@@ -128,7 +128,9 @@ func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps)
 func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*ReleaseResult, error) {
 	// A cache device given as a partition stays one: the user made it
 	// (a whole disk given was partitioned by BuildCache and goes blank).
-	plan, err := PlanRelease(b.Origin, ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}}, deps)
+	// BuildCache made everything else on the two devices, in this run:
+	// the guard has nothing to ask.
+	plan, err := PlanRelease(ctx, b.Origin, ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}, Yes: true, ForceUnmount: true}, deps)
 	if err != nil {
 		return nil, fmt.Errorf("release the cache over %s: %w", b.Origin, err)
 	}

@@ -177,7 +177,7 @@ var scenarios = []scenario{
 		res := apply(t, r, plan(t, r, xfsData(r)))
 		r.effects()
 		before := r.fingerprint(t)
-		p, err := disk.PlanRelease(r.mountDir("data"), disk.ReleaseOptions{}, r.deps())
+		p, err := disk.PlanRelease(context.Background(), r.mountDir("data"), disk.ReleaseOptions{}, r.deps())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,9 +54,14 @@ type Host interface {
 	// (disk/fstab's Edit on the live machine).
 	EditFstab(path string, change fstab.Change) error
 
-	// CreateImage makes a new sparse file of size bytes; fs.ErrExist when
-	// path exists.
+	// CreateImage makes a new sparse file of size bytes, root's alone
+	// (0600), never through a link, and marks it as diskprep's (a trusted
+	// extended attribute, which only root can set); fs.ErrExist when path
+	// exists.
 	CreateImage(path string, size uint64) error
+	// ImageMade says whether the file at path (not a link to it) carries
+	// CreateImage's mark: release --remove-image deletes nothing else.
+	ImageMade(path string) bool
 	// EmptyImage drops every byte of the file at path and gives it size
 	// bytes, sparse.
 	EmptyImage(path string, size uint64) error

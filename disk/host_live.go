@@ -73,16 +73,33 @@ func (*LiveHost) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return atomicfile.Write(path, data, perm)
 }
 
+// imageMark is the extended attribute CreateImage sets: in the trusted
+// namespace, which only a process with CAP_SYS_ADMIN can write, so a file
+// another user made cannot pass for diskprep's.
+const imageMark = "trusted.diskprep.image"
+
 func (*LiveHost) CreateImage(path string, size uint64) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
 	err = f.Truncate(int64(size))
+	if err == nil {
+		// A file system without trusted attributes (some network ones)
+		// keeps the image, unmarked: release --remove-image then refuses
+		// it, the safe way round.
+		_ = unix.Fsetxattr(int(f.Fd()), imageMark, []byte("1"), 0)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+func (*LiveHost) ImageMade(path string) bool {
+	buf := make([]byte, 8)
+	n, err := unix.Lgetxattr(path, imageMark, buf)
+	return err == nil && string(buf[:n]) == "1"
 }
 
 func (*LiveHost) EmptyImage(path string, size uint64) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/diskprep/diskprep/hwinfo"
 )
@@ -69,28 +71,89 @@ func (pl Planner) InspectImage(path string) (ImageState, error) {
 // resolveImagePath names an image file as the kernel names a loop device's
 // backing file, by its real path, or a second run would not recognise it as
 // attached and attach it twice (and the image lock would not be one lock).
-// A missing file is named by its directory's real path.
+// The directories on the way are resolved; the file itself never is: root
+// does not follow a link another user may have put where an image goes.
 func resolveImagePath(h Host, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", usagef("image %s: %v", path, err)
 	}
-	fi, err := h.Lstat(abs)
+	dir := filepath.Dir(abs)
+	if real, err := h.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	real := filepath.Join(dir, filepath.Base(abs))
+	fi, err := h.Lstat(real)
 	if errors.Is(err, fs.ErrNotExist) {
-		if dir, err := h.EvalSymlinks(filepath.Dir(abs)); err == nil {
-			return filepath.Join(dir, filepath.Base(abs)), nil
-		}
-		return abs, nil
+		return real, checkImageDir(h, dir)
 	}
 	if err != nil {
 		return "", fmt.Errorf("inspect image %s: %w", abs, err)
 	}
-	real, err := h.EvalSymlinks(abs)
-	if err != nil {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", usagef("image %s is a dangling symlink", abs)
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return "", refuse(abs, fmt.Sprintf("%s is a symbolic link: diskprep opens image files only by their own path (give the file the link names, if it is yours)", abs))
+	}
+	if err := checkImageDir(h, dir); err != nil {
+		return "", err
+	}
+	if fi.Mode().IsRegular() {
+		if uid, perm, ok := owner(fi); ok && (uid != 0 || perm&0o022 != 0) {
+			return "", refuse(real, fmt.Sprintf("%s belongs to uid %d with mode %04o: an image root formats and mounts must be root's and writable by no one else (chown root:root and chmod go-w it, or let diskprep create it)", real, uid, perm))
 		}
-		return "", fmt.Errorf("inspect image %s: %w", abs, err)
 	}
 	return real, nil
+}
+
+// checkImageDir refuses a directory where another user could swap the
+// image file between the checks and its use: one they own, or one they
+// may write into without the sticky bit (in /var/tmp and /tmp, sticky, only
+// root may replace root's file).
+func checkImageDir(h Host, dir string) error {
+	fi, err := h.Stat(dir)
+	if err != nil {
+		return nil // a missing directory is the plan's to report
+	}
+	uid, perm, ok := owner(fi)
+	if !ok {
+		return nil
+	}
+	if uid != 0 || perm&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return refuse(dir, fmt.Sprintf("%s belongs to uid %d with mode %04o: another user could replace an image file in it; keep images in a directory of root's (as /var/tmp or /var/lib)", dir, uid, perm))
+	}
+	return nil
+}
+
+// owner is the file's owner and permission bits, where the Host says.
+func owner(fi fs.FileInfo) (uid uint32, perm fs.FileMode, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, fi.Mode().Perm(), true
+}
+
+// imageMountOpts are the mount options of a filesystem on an image file:
+// nosuid and nodev unless the options given say suid or dev, since the
+// file's bytes may have come from anywhere (a copied image, a file another
+// user once owned) and a setuid program or device node in them would be
+// root's to run.
+func imageMountOpts(opts string) string {
+	have := map[string]bool{}
+	for _, o := range strings.Split(opts, ",") {
+		have[o] = true
+	}
+	var add []string
+	if !have["suid"] && !have["nosuid"] {
+		add = append(add, "nosuid")
+	}
+	if !have["dev"] && !have["nodev"] {
+		add = append(add, "nodev")
+	}
+	if len(add) == 0 {
+		return opts
+	}
+	if opts == "" || opts == "defaults" {
+		return strings.Join(add, ",")
+	}
+	return opts + "," + strings.Join(add, ",")
 }

@@ -142,6 +142,12 @@ func (pl Planner) PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Pl
 	if size == 0 {
 		size = img.SizeBytes
 	}
+	req.Partitions = append([]PartSpec(nil), req.Partitions...)
+	for i := range req.Partitions {
+		if req.Partitions[i].Mount != "" {
+			req.Partitions[i].MountOpts = imageMountOpts(req.Partitions[i].MountOpts)
+		}
+	}
 	ip := &ImagePlan{Path: img.Path, SizeBytes: size, SectorBytes: req.imageSector()}
 
 	// Attached already: plan against the loop device's live facts.

@@ -399,7 +399,7 @@ func TestPlanImage(t *testing.T) {
 		t.Fatalf("plan %+v %+v", p, p.Image)
 	}
 	b := p.Bind("/dev/loop7")
-	if b.Device != "/dev/loop7" || b.Partitions[0].Name != "loop7p1" || b.Partitions[0].Mkfs[len(b.Partitions[0].Mkfs)-1] != "/dev/loop7p1" || b.Partitions[0].MountArgv[3] != "/dev/loop7p1" {
+	if b.Device != "/dev/loop7" || b.Partitions[0].Name != "loop7p1" || b.Partitions[0].Mkfs[len(b.Partitions[0].Mkfs)-1] != "/dev/loop7p1" || b.Partitions[0].MountArgv[len(b.Partitions[0].MountArgv)-2] != "/dev/loop7p1" || b.Partitions[0].MountOpts != "nosuid,nodev" {
 		t.Errorf("bound %+v", b.Partitions[0])
 	}
 	if p.Partitions[0].Path != LoopPlaceholder+"p1" {

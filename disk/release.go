@@ -28,6 +28,12 @@ type ReleaseOptions struct {
 	// last partition released (cachebench keeps the --cache-device
 	// partition it was given).
 	Keep []string
+	// Yes confirms the loss of what diskprep did not make (the guard asks
+	// for it: guard.go); the caller has asked, or was told --yes.
+	Yes bool
+	// ForceUnmount unmounts filesystems on the device released that
+	// diskprep did not mount; naming the mount point asks for it too.
+	ForceUnmount bool
 }
 
 // ReleaseResult is what Release did.
@@ -70,7 +76,25 @@ type ReleasePlan struct {
 	// Stacks is the teardown of swap areas, md arrays and volume groups
 	// on what is released; nil when there are none.
 	Stacks *StackRelease `json:"stacks,omitempty"`
-	Notes  []string      `json:"notes,omitempty"`
+	// RemoveMountPoints are the mount points prepare created, removed
+	// once unmounted when they are empty.
+	RemoveMountPoints []string `json:"remove_mount_points,omitempty"`
+	// Destroys is what a wipe destroys, device by device, with who made
+	// it; NeedsConfirmation says some of it is not diskprep's, which
+	// ApplyRelease refuses unless Confirmed.
+	Destroys          []Loss   `json:"destroys,omitempty"`
+	NeedsConfirmation bool     `json:"needs_confirmation,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
+	// Confirmed is set by the caller once the user said yes (or --yes).
+	Confirmed bool `json:"-"`
+
+	// unmountDevs are the kernel names whose mounts are concerned;
+	// pointDev names the device mounted at each point; groups maps the
+	// kernel names of a stack's members and volumes to the stack ("vg
+	// NAME", "md NAME", "bcache set UUID"), for the guard.
+	unmountDevs map[string]bool
+	pointDev    map[string]string
+	groups      map[string]string
 }
 
 // Release undoes the tail end of prepare for target (a mount point, a disk
@@ -80,7 +104,7 @@ type ReleasePlan struct {
 // touches the data on the disk. Bad targets wrap ErrUsage. It is
 // PlanRelease followed by ApplyRelease.
 func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleaseResult, error) {
-	plan, err := PlanRelease(target, opt, deps)
+	plan, err := PlanRelease(ctx, target, opt, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -88,21 +112,34 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 }
 
 // PlanRelease decides what releasing target will do. It only reads: the
-// mount table, sysfs, the fstab, diskprep's loop records and the
-// filesystems' UUIDs.
-func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
+// mount table, sysfs, the fstab, diskprep's loop records, the markers and
+// the filesystems' signatures. The guard (guard.go) refuses here what it
+// refuses at all, so a dry run is refused too.
+func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
 	a := newApplier(deps)
-	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target}
+	plan, named, err := a.planRelease(target, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.guardRelease(ctx, plan, opt, named); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, string, error) {
+	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target, groups: map[string]string{}, unmountDevs: map[string]bool{}}
+	named := ""
 	if target == "" {
-		return nil, usagef("nothing to release: give a mount point, device or image")
+		return nil, "", usagef("nothing to release: give a mount point, device or image")
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return nil, usagef("release %s: %v", target, err)
+		return nil, "", usagef("release %s: %v", target, err)
 	}
 	mounts, err := a.mounts()
 	if err != nil {
-		return nil, fmt.Errorf("read mounts: %w", err)
+		return nil, "", fmt.Errorf("read mounts: %w", err)
 	}
 
 	// Work out the devices concerned, as kernel names.
@@ -117,15 +154,15 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 		// A mount point that is gone may still have a stale fstab line.
 		fstabPoints[filepath.Clean(abs)] = true
 	case err != nil:
-		return nil, fmt.Errorf("release %s: %w", target, err)
+		return nil, "", fmt.Errorf("release %s: %w", target, err)
 	case fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0:
 		major, minor, err := a.host.DeviceNumber(abs)
 		if err != nil {
-			return nil, fmt.Errorf("release %s: %w", target, err)
+			return nil, "", fmt.Errorf("release %s: %w", target, err)
 		}
 		name, err := a.blockName(major, minor)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		disk = a.wholeDisk(name)
 		if disk != name {
@@ -141,17 +178,21 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 		if dev == "" {
 			plan.Image = real
 			if opt.RemoveImage {
-				// Asked by name and flag: the file is not in use by a loop
-				// device, so deleting it cannot pull a disk from under anyone.
+				// Asked by name and flag, not in use by a loop device: it
+				// goes when diskprep made it, and only then.
+				if err := a.madeImage(real); err != nil {
+					return nil, "", err
+				}
 				plan.RemoveImage = true
 			} else {
 				plan.Notes = append(plan.Notes, fmt.Sprintf("%s is not attached to a loop device", real))
 			}
-			return plan, nil
+			return plan, named, nil
 		}
 		disk = filepath.Base(dev)
 	case fi.IsDir():
 		point := filepath.Clean(abs)
+		named = point
 		fstabPoints[point] = true
 		for _, m := range mounts {
 			if m.point == point {
@@ -168,7 +209,7 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 			plan.Notes = append(plan.Notes, point+" is not mounted")
 		}
 	default:
-		return nil, usagef("release %s: not a mount point, block device or image file", target)
+		return nil, "", usagef("release %s: not a mount point, block device or image file", target)
 	}
 	if disk != "" {
 		plan.Device = "/dev/" + disk
@@ -179,7 +220,7 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 	var stacks StackRelease
 	plan.Stacks = &stacks
 	if err := a.addStacks(plan, devs, opt); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if stacks.empty() {
 		plan.Stacks = nil
@@ -187,6 +228,15 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 	for _, m := range mounts {
 		if _, ok := devs[m.devnum]; ok && !contains(points, m.point) {
 			points = append(points, m.point)
+		}
+	}
+	for _, name := range devs {
+		plan.unmountDevs[name] = true
+	}
+	plan.pointDev = map[string]string{}
+	for _, m := range mounts {
+		if name, ok := devs[m.devnum]; ok && contains(points, m.point) {
+			plan.pointDev[m.point] = name
 		}
 	}
 
@@ -218,13 +268,13 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 	if b, err := a.host.ReadFile(a.fstabPath); err == nil {
 		found, err := fstab.Managed(b, plan.fstabMatch)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.fstabPath, err)
+			return nil, "", fmt.Errorf("%s: %w", a.fstabPath, err)
 		}
 		for _, e := range found {
 			plan.FstabRemove = append(plan.FstabRemove, fstab.EntryLine(e))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", a.fstabPath, err)
+		return nil, "", fmt.Errorf("read %s: %w", a.fstabPath, err)
 	}
 
 	// Releasing the last mounted partition of a loop device diskprep
@@ -239,12 +289,25 @@ func PlanRelease(target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, er
 		plan.Image = a.loopBackingFile(disk)
 		if _, _, err := a.loopOwned(dev); err != nil {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("%s was not attached by diskprep: left attached", dev))
-			return plan, nil
+			return plan, named, nil
 		}
 		plan.Detach = dev
-		plan.RemoveImage = opt.RemoveImage
+		if opt.RemoveImage {
+			if err := a.madeImage(plan.Image); err != nil {
+				return nil, "", err
+			}
+			plan.RemoveImage = true
+		}
 	}
-	return plan, nil
+	return plan, named, nil
+}
+
+// madeImage refuses the removal of an image file diskprep did not create.
+func (a *applier) madeImage(path string) error {
+	if path != "" && a.host.ImageMade(path) {
+		return nil
+	}
+	return refuseRelease(path, fmt.Sprintf("%s was not created by diskprep: --remove-image deletes only an image prepare made (remove it yourself if it is yours)", path))
 }
 
 // fstabMatch is true for the fstab entries the plan removes.
@@ -265,6 +328,14 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
 	}
 	a := newApplier(deps)
+	if plan.NeedsConfirmation && !plan.Confirmed {
+		return nil, plan.confirmationNeeded()
+	}
+	// The system is checked again against facts read now: a plan may
+	// have waited at a question, or come from elsewhere.
+	if err := a.refuseSystem(ctx, plan); err != nil {
+		return nil, err
+	}
 	res := &ReleaseResult{Target: plan.Target, Device: plan.Device, Image: plan.Image, Notes: append([]string(nil), plan.Notes...)}
 	if plan.Detach == "" && plan.RemoveImage {
 		// An image file no loop device uses.
@@ -296,6 +367,20 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 		}
 		a.log.Info("unmount: finished", "point", pt)
 		res.Unmounted = append(res.Unmounted, pt)
+	}
+	for _, pt := range plan.RemoveMountPoints { // deepest first, as unmounted
+		if !contains(res.Unmounted, pt) {
+			continue
+		}
+		// Remove takes an empty directory only: files put there while
+		// nothing was mounted keep it, with a note.
+		if err := a.host.Remove(pt); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				res.Notes = append(res.Notes, fmt.Sprintf("mount point %s left in place: %v", pt, errors.Unwrap(err)))
+			}
+			continue
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("removed the mount point %s (prepare made it)", pt))
 	}
 
 	removed, err := fstab.RemoveWith(a.host.EditFstab, a.fstabPath, plan.fstabMatch)
@@ -364,6 +449,16 @@ func (p *ReleasePlan) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "would run: %s\n", st)
 		}
 		did = true
+	}
+	for _, pt := range p.RemoveMountPoints {
+		fmt.Fprintf(&b, "would remove the mount point %s (prepare made it), when empty\n", pt)
+	}
+	for _, l := range p.Destroys {
+		made := "not made by diskprep: asks first, or --yes"
+		if l.Made != "" {
+			made = "diskprep's: " + l.Made
+		}
+		fmt.Fprintf(&b, "would destroy %s (%s)\n", l, made)
 	}
 	if p.Detach != "" {
 		fmt.Fprintf(&b, "would detach %s\n", p.Detach)

@@ -34,7 +34,7 @@ func TestPrivilegedReleaseWipeInactiveGroup(t *testing.T) {
 	deps := testDeps(t)
 
 	before := hashFile(t, a.Image) + hashFile(t, b.Image)
-	_, err := PlanRelease(a.Dev, ReleaseOptions{Wipe: true}, deps)
+	_, err := PlanRelease(context.Background(), a.Dev, ReleaseOptions{Wipe: true}, deps)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "inactive vg "+span+", which is also on "+b.Dev+", not released") {
 		t.Fatalf("release %s --wipe of a group also on %s: %v", a.Dev, b.Dev, err)
 	}
@@ -45,7 +45,7 @@ func TestPrivilegedReleaseWipeInactiveGroup(t *testing.T) {
 		t.Errorf("after the refusal, pvs says:\n%s", out)
 	}
 
-	plan, err := PlanRelease(c.Dev, ReleaseOptions{Wipe: true}, deps)
+	plan, err := PlanRelease(context.Background(), c.Dev, ReleaseOptions{Wipe: true, Yes: true}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

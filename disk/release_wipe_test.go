@@ -24,7 +24,7 @@ import (
 // releaseOf plans and applies the release of target.
 func (r *stackRig) releaseOf(t *testing.T, target string, opt disk.ReleaseOptions) *disk.ReleasePlan {
 	t.Helper()
-	p, err := disk.PlanRelease(target, opt, r.deps())
+	p, err := disk.PlanRelease(context.Background(), target, opt, r.deps())
 	if err != nil {
 		t.Fatalf("plan the release of %s: %v", target, err)
 	}
@@ -57,7 +57,7 @@ func (r *stackRig) blankAt(t *testing.T, name string, parts []hosttest.Extent) {
 func (r *stackRig) refusedWipe(t *testing.T, target string, want ...string) {
 	t.Helper()
 	r.h.ResetLog()
-	_, err := disk.PlanRelease(target, disk.ReleaseOptions{Wipe: true}, r.deps())
+	_, err := disk.PlanRelease(context.Background(), target, disk.ReleaseOptions{Wipe: true}, r.deps())
 	if !errors.Is(err, disk.ErrRefused) {
 		t.Fatalf("release %s --wipe: %v, want a refusal", target, err)
 	}
@@ -95,7 +95,7 @@ func TestReleaseWipeAfterReleaseLVM(t *testing.T) {
 	}
 
 	r.h.ResetLog()
-	p, err := disk.PlanRelease("/dev/sdb", disk.ReleaseOptions{Wipe: true}, r.deps())
+	p, err := disk.PlanRelease(context.Background(), "/dev/sdb", disk.ReleaseOptions{Wipe: true}, r.deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,18 @@ func TestReleaseWipeAfterReleaseLVM(t *testing.T) {
 	var b bytes.Buffer
 	p.WriteText(&b)
 	golden.Check(t, filepath.Join("testdata", "stacks", "release-inactive-lvm-wipe.txt"), b.Bytes())
+	// The group is no longer mounted with diskprep's marker: nothing
+	// says diskprep made it, so the wipe waits for a yes.
+	if !p.NeedsConfirmation {
+		t.Error("an inactive group's wipe needs no confirmation")
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "not made by diskprep: /dev/sdb (FAKE SSD, serial FAKE0001, 2 GiB)") {
+		t.Fatalf("unconfirmed wipe of an inactive group: %v, want a refusal naming the disk", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Fatalf("an unconfirmed wipe wrote: %v", w)
+	}
+	p.Confirmed = true
 	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +145,7 @@ func TestReleaseWipeAfterReleaseLVMSpanning(t *testing.T) {
 	if _, err := r.h.Run(context.Background(), "vgchange", "--activate", "y", "fast"); err != nil {
 		t.Fatal(err)
 	}
-	r.releaseOf(t, "/dev/fast/scratch", disk.ReleaseOptions{Wipe: true})
+	r.releaseOf(t, "/dev/fast/scratch", disk.ReleaseOptions{Wipe: true, Yes: true})
 	if pvs, lvs := r.h.PVs(), r.h.LVs(); len(pvs)+len(lvs) != 0 {
 		t.Errorf("lvm still sees pvs %q, lvs %q", pvs, lvs)
 	}
@@ -200,7 +212,7 @@ func TestReleaseWipeAfterReleaseRAIDOneDisk(t *testing.T) {
 	parts := r.h.Extents("sdb")
 	r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{})
 	r.h.ResetLog()
-	p := r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{Wipe: true})
+	p := r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{Wipe: true, Yes: true})
 	if got := strings.Join(p.Stacks.MDZero, ","); got != "/dev/sdb1,/dev/sdb2" {
 		t.Errorf("superblocks zeroed: %s", got)
 	}
@@ -226,7 +238,7 @@ func TestReleaseWipeAfterReleaseBcache(t *testing.T) {
 		other string
 	}{{"sdb", sdb, "sdc"}, {"sdc", sdc, "sdb"}} {
 		r.h.ResetLog()
-		r.releaseOf(t, "/dev/"+c.disk, disk.ReleaseOptions{Wipe: true})
+		r.releaseOf(t, "/dev/"+c.disk, disk.ReleaseOptions{Wipe: true, Yes: true})
 		r.blankAt(t, c.disk, c.parts)
 		for _, e := range r.h.Writes() {
 			if strings.Contains(e.String(), c.other) {
@@ -250,7 +262,7 @@ func TestReleaseWipeAfterReleaseLVMCache(t *testing.T) {
 			if _, err := r.h.Run(context.Background(), "vgchange", "--activate", "y", "srv"); err != nil {
 				t.Fatal(err)
 			}
-			r.releaseOf(t, "/dev/srv/srv", disk.ReleaseOptions{Wipe: true})
+			r.releaseOf(t, "/dev/srv/srv", disk.ReleaseOptions{Wipe: true, Yes: true})
 			if pvs, lvs := r.h.PVs(), r.h.LVs(); len(pvs)+len(lvs) != 0 {
 				t.Errorf("lvm still sees pvs %q, lvs %q", pvs, lvs)
 			}

@@ -43,6 +43,7 @@ func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache ma
 		if link, err := a.host.Readlink(a.roots.SysPath("class/block", n, "bcache", "set")); err == nil {
 			sets[filepath.Base(link)] = true
 			members[n] = true
+			plan.groups[n] = "bcache set " + filepath.Base(link)
 		}
 	}
 	for _, bc := range sortedKeys(bcache) {
@@ -55,10 +56,13 @@ func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache ma
 			devs[n] = bc
 		}
 		members[br.Backing] = true
+		plan.groups[br.Backing] = "bcache " + bc
 		if link, err := a.host.Readlink(a.bcacheAttr(br, "cache")); err == nil {
 			br.SetUUID = filepath.Base(link)
 			sets[br.SetUUID] = true
+			plan.groups[br.Backing] = "bcache set " + br.SetUUID
 		}
+		plan.groups[bc] = plan.groups[br.Backing]
 		if b, err := a.host.ReadFile(a.bcacheAttr(br, "cache_mode")); err == nil {
 			br.Mode = selectedMode(string(b))
 		}
@@ -77,6 +81,7 @@ func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache ma
 			switch {
 			case strings.HasPrefix(name, "cache") && strings.Trim(strings.TrimPrefix(name, "cache"), "0123456789") == "":
 				members[owner] = true
+				plan.groups[owner] = "bcache set " + set
 			case strings.HasPrefix(name, "bdev"):
 				// A backing device of the set that is not released keeps
 				// it; the set stays registered, with a note.

@@ -127,7 +127,7 @@ func TestCacheKinds(t *testing.T) {
 			var progress bytes.Buffer
 			deps := r.deps()
 			deps.Progress = &progress
-			p, err := disk.PlanRelease("/dev/sdb", disk.ReleaseOptions{Wipe: true}, deps)
+			p, err := disk.PlanRelease(context.Background(), "/dev/sdb", disk.ReleaseOptions{Wipe: true}, deps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ func TestCacheReleaseKeepsData(t *testing.T) {
 			r := newCacheRig(t)
 			r.prepare(t, cacheCase(kind, "writeback"))
 			r.h.ResetLog()
-			p, err := disk.PlanRelease("/mnt/srv", disk.ReleaseOptions{}, r.deps())
+			p, err := disk.PlanRelease(context.Background(), "/mnt/srv", disk.ReleaseOptions{}, r.deps())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func TestCacheExistingPartition(t *testing.T) {
 	}
 	// The other partition in use stays: a release of the cache's
 	// partition leaves it mounted.
-	p, err := disk.PlanRelease("/mnt/srv", disk.ReleaseOptions{Wipe: true}, r.deps())
+	p, err := disk.PlanRelease(context.Background(), "/mnt/srv", disk.ReleaseOptions{Wipe: true}, r.deps())
 	if err != nil {
 		t.Fatal(err)
 	}

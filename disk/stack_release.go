@@ -157,6 +157,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 			for _, lv := range lvNames {
 				if real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv)); err == nil {
 					addDev(filepath.Base(real))
+					plan.groups[filepath.Base(real)] = "vg " + vg
 				}
 				if opt.Wipe {
 					plan.Stacks.LVRemove = append(plan.Stacks.LVRemove, vg+"/"+lv)
@@ -172,6 +173,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 				if g == vg {
 					pvs = append(pvs, pv)
 					members[filepath.Base(pv)] = true
+					plan.groups[filepath.Base(pv)] = "vg " + vg
 				}
 			}
 			sort.Strings(pvs)
@@ -183,10 +185,12 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
 	for _, md := range sortedKeys(mds) {
 		addDev(md)
+		plan.groups[md] = "md " + md
 		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.roots.DevPath(md))
 		des, _ := a.host.ReadDir(a.roots.SysPath("block", md, "slaves"))
 		for _, de := range des {
 			members[de.Name()] = true
+			plan.groups[de.Name()] = "md " + md
 			if opt.Wipe {
 				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.roots.DevPath(de.Name()))
 			}

@@ -470,7 +470,7 @@ func TestStackRelease(t *testing.T) {
 
 	// Without --wipe: unmounted, fstab lines and the mdadm.conf line gone,
 	// the array stopped and the group deactivated, the data kept.
-	p, err := disk.PlanRelease("/dev/sdb", disk.ReleaseOptions{}, r.deps())
+	p, err := disk.PlanRelease(context.Background(), "/dev/sdb", disk.ReleaseOptions{}, r.deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func TestStackRelease(t *testing.T) {
 	// With --wipe, the volume group across sdd and sde, and the swap
 	// partition on sdd: everything undone in reverse, the disks blank.
 	r.h.ResetLog()
-	p, err = disk.PlanRelease("/mnt/scratch", disk.ReleaseOptions{Wipe: true}, r.deps())
+	p, err = disk.PlanRelease(context.Background(), "/mnt/scratch", disk.ReleaseOptions{Wipe: true}, r.deps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,11 @@ var systemMounts = map[string]bool{
 	"/": true, "/boot": true, "/boot/efi": true, "/usr": true, "/var": true,
 }
 
+// IsSystemMount says whether point is one of the mount points the running
+// system stands on (/, /boot, /boot/efi, /usr, /var): its disk is the
+// system's, never prepared or released.
+func IsSystemMount(point string) bool { return systemMounts[point] }
+
 // readMountinfo indexes /proc/self/mountinfo by the "major:minor" of the
 // mounted device (proc(5)): that matches a device however its source is
 // spelled (/dev/mapper/cl-root, /dev/dm-0, a by-uuid path).

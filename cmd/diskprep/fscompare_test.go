@@ -129,7 +129,7 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 		return &disk.Result{Device: "/dev/loop9", Partitions: []disk.PartResult{{Device: "/dev/loop9p1", FS: p.Partitions[0].FS}}}, nil
 	}
 	var released []string
-	m.planRelease = func(target string, _ disk.ReleaseOptions, _ disk.Deps) (*disk.ReleasePlan, error) {
+	m.planRelease = func(_ context.Context, target string, _ disk.ReleaseOptions, _ disk.Deps) (*disk.ReleasePlan, error) {
 		return &disk.ReleasePlan{Schema: disk.ReleasePlanSchema, Target: target}, nil
 	}
 	m.applyRelease = func(ctx context.Context, p *disk.ReleasePlan, _ disk.Deps) (*disk.ReleaseResult, error) {

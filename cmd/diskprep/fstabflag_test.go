@@ -31,7 +31,7 @@ func TestHiddenFstabFlag(t *testing.T) {
 		got = append(got, d.FstabPath)
 		return &disk.Result{Schema: disk.ResultSchema, Device: p.Device}, nil
 	}
-	m.planRelease = func(target string, _ disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error) {
+	m.planRelease = func(_ context.Context, target string, _ disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error) {
 		got = append(got, d.FstabPath)
 		return &disk.ReleasePlan{Schema: disk.ReleasePlanSchema, Target: target}, nil
 	}

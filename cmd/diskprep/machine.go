@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,7 +20,7 @@ type machine struct {
 	diskDeps     func(e *env) disk.Deps
 	lockTarget   func(r disk.Request, d disk.Deps) (func(), error)
 	apply        func(ctx context.Context, p *disk.Plan, d disk.Deps) (*disk.Result, error)
-	planRelease  func(target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error)
+	planRelease  func(ctx context.Context, target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error)
 	applyRelease func(ctx context.Context, p *disk.ReleasePlan, d disk.Deps) (*disk.ReleaseResult, error)
 }
 
@@ -39,52 +35,13 @@ func liveMachine() *machine {
 		lockTarget:   disk.LockTarget,
 		apply:        disk.Apply,
 		planRelease:  disk.PlanRelease,
-		applyRelease: applyReleaseRemovingMadePoints(disk.ApplyRelease),
-	}
-}
-
-// madeMountPoints are the mount points of p that prepare created, by the
-// markers of the filesystems mounted there (read before they are unmounted).
-func madeMountPoints(p *disk.ReleasePlan) []string {
-	var made []string
-	for _, pt := range p.Unmount {
-		if m, err := hwinfo.ReadMarker(pt); err == nil && m != nil && m.MadeMountPoint {
-			made = append(made, pt)
-		}
-	}
-	return made
-}
-
-// applyReleaseRemovingMadePoints is apply followed by the removal of each
-// mount point prepare created, once unmounted, when it is empty: release
-// leaves the machine as it found it. A directory with something in it
-// (files put there while nothing was mounted) stays, and a note says so.
-func applyReleaseRemovingMadePoints(apply func(context.Context, *disk.ReleasePlan, disk.Deps) (*disk.ReleaseResult, error)) func(context.Context, *disk.ReleasePlan, disk.Deps) (*disk.ReleaseResult, error) {
-	return func(ctx context.Context, p *disk.ReleasePlan, d disk.Deps) (*disk.ReleaseResult, error) {
-		made := madeMountPoints(p)
-		res, err := apply(ctx, p, d)
-		if err != nil || res == nil {
-			return res, err
-		}
-		for _, pt := range made { // deepest first, as unmounted
-			if !slices.Contains(res.Unmounted, pt) {
-				continue
-			}
-			if err := os.Remove(pt); err != nil {
-				if !errors.Is(err, fs.ErrNotExist) {
-					res.Notes = append(res.Notes, fmt.Sprintf("mount point %s left in place: %v", pt, errors.Unwrap(err)))
-				}
-				continue
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("removed the mount point %s (prepare made it)", pt))
-		}
-		return res, nil
+		applyRelease: disk.ApplyRelease,
 	}
 }
 
 // release is PlanRelease then ApplyRelease on m.
 func (m *machine) release(ctx context.Context, target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleaseResult, error) {
-	p, err := m.planRelease(target, opt, d)
+	p, err := m.planRelease(ctx, target, opt, d)
 	if err != nil {
 		return nil, err
 	}

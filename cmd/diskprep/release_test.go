@@ -18,7 +18,7 @@ import (
 // release --dry-run needs no root: it only plans, and prints the plan.
 func TestReleaseDryRunUnprivileged(t *testing.T) {
 	m, _ := fakeMachine(t, 1000, false)
-	m.planRelease = func(target string, opt disk.ReleaseOptions, _ disk.Deps) (*disk.ReleasePlan, error) {
+	m.planRelease = func(_ context.Context, target string, opt disk.ReleaseOptions, _ disk.Deps) (*disk.ReleasePlan, error) {
 		return &disk.ReleasePlan{Schema: disk.ReleasePlanSchema, Target: target, Unmount: []string{target},
 			FstabRemove: []string{"UUID=u\t" + target + "\txfs\tdefaults,nofail\t0\t0"}, RemoveImage: opt.RemoveImage}, nil
 	}

@@ -114,6 +114,12 @@ func (h *Host) facts() *hwinfo.Host {
 					}
 				}
 				part.FSType, part.FSLabel, part.FSUUID = fsOf(&reader{d: p}, p.size)
+				for _, m := range part.Mounts {
+					if hwinfo.IsSystemMount(m.Point) {
+						d.System = true
+						d.SystemReasons = append(d.SystemReasons, m.Point+" on "+p.name)
+					}
+				}
 				if h.swaps[p.name] {
 					// hwinfo counts active swap as the running system.
 					d.System = true
@@ -123,6 +129,12 @@ func (h *Host) facts() *hwinfo.Host {
 			}
 		} else {
 			d.FSType, d.FSLabel, _ = fsOf(r, b.size)
+		}
+		for _, m := range d.Mounts {
+			if hwinfo.IsSystemMount(m.Point) {
+				d.System = true
+				d.SystemReasons = append(d.SystemReasons, m.Point+" on "+b.name)
+			}
 		}
 		out.Disks = append(out.Disks, d)
 	}

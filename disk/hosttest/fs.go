@@ -21,6 +21,8 @@ type node struct {
 	major uint32
 	minor uint32
 	kids  map[string]*node
+	uid   uint32 // owner; 0 is root
+	made  bool   // CreateImage's mark
 }
 
 func newDir() *node { return &node{mode: fs.ModeDir | 0o755, kids: map[string]*node{}} }
@@ -165,7 +167,7 @@ func (fi fileInfo) Size() int64        { return fi.n.fileSize() }
 func (fi fileInfo) Mode() fs.FileMode  { return fi.n.mode }
 func (fi fileInfo) ModTime() time.Time { return time.Time{} }
 func (fi fileInfo) IsDir() bool        { return fi.n.mode.IsDir() }
-func (fi fileInfo) Sys() any           { return nil }
+func (fi fileInfo) Sys() any           { return &syscall.Stat_t{Uid: fi.n.uid, Mode: uint32(fi.n.mode.Perm())} }
 
 type dirEntry struct{ fileInfo }
 

@@ -89,6 +89,9 @@ type mount struct {
 	point  string
 	fstype string
 	opts   string
+	// hidden is what the mount point directory held, out of sight
+	// while the filesystem is mounted over it.
+	hidden map[string]*node
 }
 
 // blockDev is a disk, a loop device or a partition of one.
@@ -110,6 +113,10 @@ type blockDev struct {
 	holders      []hwinfo.Holder
 	nextPartNode uint32
 	rotational   bool
+	// files are the root directory of its filesystem while it is not
+	// mounted (mkfs empties it): what is written into a mount point
+	// stays with the filesystem, not with the directory.
+	files map[string]*node
 }
 
 // New is an empty machine: /sys, /dev (with loop-control), /proc, an
@@ -464,6 +471,7 @@ func (h *Host) mkfs(name string, args []string, fail func(int, string) ([]byte, 
 		return fail(1, err.Error())
 	}
 	d.store.writeAt(sb.data, d.offset+sb.off)
+	d.files = nil
 	return nil, nil
 }
 
@@ -489,10 +497,16 @@ func (h *Host) mount(args []string, fail func(int, string) ([]byte, error)) ([]b
 	if err != nil {
 		return fail(32, err.Error())
 	}
-	if n, _, err := h.fs.resolve(pos[1], true); err != nil || !n.mode.IsDir() {
+	n, _, err := h.fs.resolve(pos[1], true)
+	if err != nil || !n.mode.IsDir() {
 		return fail(32, "mount point "+pos[1]+" does not exist")
 	}
-	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts})
+	files := d.files
+	if files == nil {
+		files = map[string]*node{}
+	}
+	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts, hidden: n.kids})
+	n.kids = files
 	return nil, nil
 }
 
@@ -728,8 +742,38 @@ func (h *Host) CreateImage(p string, size uint64) (err error) {
 	if _, ok := d.kids[base]; ok {
 		return &fs.PathError{Op: "open", Path: p, Err: fs.ErrExist}
 	}
-	d.kids[base] = &node{mode: 0o644, image: newSparse(), size: int64(size)}
+	d.kids[base] = &node{mode: 0o600, image: newSparse(), size: int64(size), made: true}
 	return nil
+}
+
+// ImageMade reports CreateImage's mark on the file at p, not following a
+// link.
+func (h *Host) ImageMade(p string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.record(false, "image-made", p)
+	n, _, err := h.fs.resolve(p, false)
+	return err == nil && n.made
+}
+
+// Chown gives the file at p to uid with mode perm (a file another user
+// made, or left writable), for the guard's tests.
+func (h *Host) Chown(p string, uid uint32, perm fs.FileMode) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, _, err := h.fs.resolve(p, false)
+	if err != nil {
+		panic("hosttest: chown " + p + ": " + err.Error())
+	}
+	n.uid = uid
+	n.mode = n.mode.Type() | perm
+}
+
+// Symlink makes a symbolic link at p to target.
+func (h *Host) Symlink(target, p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs.put(p, &node{mode: fs.ModeSymlink | 0o777, link: target})
 }
 
 func (h *Host) EmptyImage(p string, size uint64) (err error) {
@@ -900,7 +944,10 @@ func (h *Host) Unmount(point string) (err error) {
 		return err
 	}
 	for i := len(h.mounts) - 1; i >= 0; i-- {
-		if h.mounts[i].point == path.Clean(point) {
+		if m := h.mounts[i]; m.point == path.Clean(point) {
+			if n, _, err := h.fs.resolve(m.point, true); err == nil && m.hidden != nil {
+				m.dev.files, n.kids = n.kids, m.hidden
+			}
 			h.mounts = append(h.mounts[:i], h.mounts[i+1:]...)
 			return nil
 		}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// release --wipe of a loop device holding an XFS that diskprep never made:
+// refused without a terminal and without --yes (exit 3, one line naming
+// the device and its signature, bytes unchanged); wiped with --yes.
+func TestPrivilegedReleaseForeignWipe(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "wipefs", "losetup")
+	_, m := useTempRoot(t)
+	loop := testenv.NewLoop(t, 320<<20, testenv.LoopOptions{})
+	if _, err := testenv.Run("mkfs.xfs", "-q", "-L", "theirs", loop.Dev); err != nil {
+		t.Fatal(err)
+	}
+	hash := func() string {
+		f, err := os.Open(loop.Dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%x", h.Sum(nil))
+	}
+	before := hash()
+	for _, args := range [][]string{
+		{"release", loop.Dev, "--wipe"},
+		{"release", loop.Dev, "--wipe", "--dry-run"},
+	} {
+		code, out, errOut := runArgsOn(m, args...)
+		switch {
+		case args[len(args)-1] == "--dry-run":
+			if code != 0 || !strings.Contains(out, "would destroy "+loop.Dev) || !strings.Contains(out, `xfs label "theirs"`) || !strings.Contains(out, "not made by diskprep") {
+				t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+			}
+		default:
+			if code != exitRefused || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "not made by diskprep: "+loop.Dev) ||
+				!strings.Contains(errOut, `xfs label "theirs"`) || !strings.Contains(errOut, "--yes") {
+				t.Errorf("%v: exit %d, stderr %q; want exit 3 and one line naming the device, its xfs and --yes", args, code, errOut)
+			}
+		}
+		if after := hash(); after != before {
+			t.Fatalf("%v changed the device's bytes", args)
+		}
+	}
+	code, out, errOut := runArgsOn(m, "release", loop.Dev, "--wipe", "--yes")
+	if code != 0 {
+		t.Fatalf("release --wipe --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if sigs, _ := testenv.Run("wipefs", "--noheadings", loop.Dev); strings.TrimSpace(sigs) != "" {
+		t.Errorf("after release --wipe --yes: %s", sigs)
+	}
+}
+
+// The disk the running system is on is refused by release, dry run
+// included, whatever the flags: exit 3 and one line.
+func TestReleaseRefusesSystemDiskLive(t *testing.T) {
+	h, err := hwinfo.Read(context.Background(), hwinfo.Options{All: true})
+	if err != nil {
+		t.Skipf("no facts of this machine: %v", err)
+	}
+	var sys string
+	for _, d := range h.Disks {
+		if d.System {
+			sys = d.Path
+			break
+		}
+	}
+	if sys == "" {
+		t.Skip("no disk here holds the running system (a container)")
+	}
+	m := liveMachine()
+	for _, args := range [][]string{
+		{"release", sys, "--wipe", "--dry-run"},
+		{"release", sys, "--wipe", "--yes", "--force-unmount", "--dry-run"},
+		{"release", "/", "--dry-run"},
+	} {
+		code, out, errOut := runArgsOn(m, args...)
+		if code != exitRefused || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "running system") || out != "" {
+			t.Errorf("%v: exit %d\n%s%s; want exit 3, one line naming the running system", args, code, out, errOut)
+		}
+	}
+}
+
+// A local user's file or link where root's image goes: refused, exit 3,
+// nothing written; an image diskprep makes itself is 0600, marked, and
+// mounted nosuid,nodev.
+func TestPrivilegedImageOtherUsers(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "findmnt", "losetup")
+	_, m := useTempRoot(t)
+	dir := t.TempDir() // under the sticky /tmp, like /var/tmp
+	theirs := dir + "/theirs.img"
+	if err := os.WriteFile(theirs, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	secret := dir + "/root-only"
+	if err := os.WriteFile(secret, []byte("root's data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := dir + "/link.img"
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{theirs: "belongs to uid 65534", link: "symbolic link"} {
+		code, out, errOut := runArgsOn(m, "prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--yes")
+		if code != exitRefused || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("prepare --image %s: exit %d\n%s%s; want exit 3 saying %q", path, code, out, errOut, want)
+		}
+	}
+	if fi, err := os.Stat(theirs); err != nil || fi.Size() != 0 {
+		t.Errorf("the user's file was written: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "root's data" {
+		t.Errorf("the file behind the link was written: %q", b)
+	}
+
+	img, mnt := dir+"/ours.img", dir+"/m"
+	t.Cleanup(func() {
+		if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+			runArgsOn(m, "release", img)
+		}
+	})
+	if code, out, errOut := runArgsOn(m, "prepare", "--image", img, "--size", "64M", "--fs", "ext4", "--mount", mnt, "--yes"); code != 0 {
+		t.Fatalf("prepare --image: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(img); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("new image: %v %v, want mode 0600", fi, err)
+	}
+	opts, _ := testenv.Run("findmnt", "-n", "-o", "OPTIONS", mnt)
+	if !strings.Contains(opts, "nosuid") || !strings.Contains(opts, "nodev") {
+		t.Errorf("image mounted with %q, want nosuid,nodev", opts)
+	}
+	if code, out, errOut := runArgsOn(m, "release", img, "--remove-image"); code != 0 || !strings.Contains(out, "removed image "+img) {
+		t.Errorf("release --remove-image of diskprep's own image: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runArgsOn(m, "release", secret, "--remove-image"); code != exitRefused || !strings.Contains(errOut, "not created by diskprep") {
+		t.Errorf("release --remove-image of another file: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(secret); err != nil {
+		t.Errorf("release --remove-image removed a file diskprep did not make: %v", err)
+	}
+}

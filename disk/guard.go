@@ -1,0 +1,382 @@
+package disk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// The guard decides what release may take away, from facts read fresh
+// (README, "What diskprep will and will not destroy"):
+//
+//   - the system (what /, /boot, /boot/efi, /usr, /var and active swap sit
+//     on) is refused always, dry run too;
+//   - what diskprep made (a filesystem with its marker or its fstab line, a
+//     stack holding one, a loop device it attached) is released and wiped
+//     as asked;
+//   - anything else with a signature is destroyed only when asked: shown
+//     (model, serial, size, each signature), confirmed on a terminal or by
+//     --yes; a filesystem diskprep did not mount is unmounted only when
+//     its mount point is the one named or with ForceUnmount;
+//   - what holds no signature has nothing to lose and needs no question.
+
+// Loss is one device a release --wipe destroys: what is on it and whether
+// diskprep made it.
+type Loss struct {
+	Device     string   `json:"device"`
+	Model      string   `json:"model,omitempty"`
+	Serial     string   `json:"serial,omitempty"`
+	SizeBytes  uint64   `json:"size_bytes,omitempty"`
+	Signatures []string `json:"signatures"`
+	// Made says why the device is known as diskprep's own; empty for
+	// anything else, which needs a confirmation.
+	Made string `json:"diskprep_made,omitempty"`
+}
+
+// String is the loss for a confirmation: device, identity, signatures.
+func (l Loss) String() string {
+	var id []string
+	if l.Model != "" {
+		id = append(id, l.Model)
+	}
+	if l.Serial != "" {
+		id = append(id, "serial "+l.Serial)
+	}
+	if l.SizeBytes > 0 {
+		id = append(id, units.FormatSize(l.SizeBytes))
+	}
+	s := l.Device
+	if len(id) > 0 {
+		s += " (" + strings.Join(id, ", ") + ")"
+	}
+	return s + ": " + strings.Join(l.Signatures, "; ")
+}
+
+// facts reads the machine's disks now: Deps.Refresh, else the Host's own
+// (the recording fake has them), else the live kernel's when sys, proc
+// and dev are the live ones. Without facts the guard cannot decide, so it
+// refuses.
+func (a *applier) facts(ctx context.Context) (*hwinfo.Host, error) {
+	if a.refresh != nil {
+		return a.refresh(ctx)
+	}
+	if f, ok := a.host.(interface {
+		Facts(context.Context) (*hwinfo.Host, error)
+	}); ok {
+		return f.Facts(ctx)
+	}
+	if a.roots.Sys == "" && a.roots.Proc == "" && a.roots.Dev == "" {
+		// The live kernel (Root may only move diskprep's own files).
+		return hwinfo.Read(ctx, hwinfo.Options{All: true, Logger: a.log})
+	}
+	return nil, errors.New("no facts of this machine to decide from")
+}
+
+// refuseSystem refuses a release that would unmount, swap off, stop or
+// wipe anything the running system sits on. A swap area diskprep made
+// (its fstab line is among those removed) is released like any volume.
+func (a *applier) refuseSystem(ctx context.Context, p *ReleasePlan) error {
+	for _, pt := range p.Unmount {
+		if hwinfo.IsSystemMount(pt) {
+			return refuseRelease(p.Target, "it would unmount "+pt+", which the running system stands on")
+		}
+	}
+	h, err := a.facts(ctx)
+	if err != nil {
+		return refuseRelease(p.Target, fmt.Sprintf("cannot tell what holds the running system: %v", err))
+	}
+	ourSwap := map[string]bool{}
+	if p.Stacks != nil {
+		for _, sw := range p.Stacks.Swapoff {
+			if p.removesFstabFor(sw, a) {
+				ourSwap[filepath.Base(sw)] = true
+			}
+		}
+	}
+	concerned := p.devices()
+	for _, d := range h.Disks {
+		for _, r := range d.SystemReasons {
+			// "WHAT on DEV" or "WHAT on DEV via HOLDER": the disk, the
+			// partition and the holder are the system's.
+			_, on, ok := strings.Cut(r, " on ")
+			if !ok {
+				continue
+			}
+			dev, via, _ := strings.Cut(on, " via ")
+			if strings.HasPrefix(r, "swap on ") && (ourSwap[dev] || via != "" && ourSwap[via]) {
+				continue
+			}
+			for _, n := range []string{d.Name, dev, via} {
+				if n != "" && concerned[n] {
+					return refuseRelease(p.Target, fmt.Sprintf("%s holds the running system (%s)", "/dev/"+n, r))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func refuseRelease(subject string, reasons ...string) error {
+	return &refusal{verb: "release", subject: subject, reasons: reasons}
+}
+
+// devices are the kernel names of everything the plan takes away.
+func (p *ReleasePlan) devices() map[string]bool {
+	out := map[string]bool{}
+	add := func(paths ...string) {
+		for _, s := range paths {
+			if s != "" {
+				out[filepath.Base(s)] = true
+			}
+		}
+	}
+	add(p.Device, p.Detach)
+	for n := range p.unmountDevs {
+		out[n] = true
+	}
+	if s := p.Stacks; s != nil {
+		add(s.Swapoff...)
+		add(s.MDStop...)
+		add(s.MDZero...)
+		add(s.PVRemove...)
+		add(s.WipeSignatures...)
+		for _, b := range s.Bcache {
+			add(b.Device, b.Backing)
+		}
+	}
+	return out
+}
+
+// removesFstabFor says whether one of diskprep's fstab lines removed by
+// the plan is for the swap area or filesystem on dev.
+func (p *ReleasePlan) removesFstabFor(dev string, a *applier) bool {
+	sigs, err := a.probeDevice(dev)
+	if err != nil {
+		return false
+	}
+	ours := p.fstabUUIDsRemoved()
+	for _, s := range sigs {
+		if s.UUID != "" && ours[strings.ToLower(s.UUID)] {
+			return true
+		}
+	}
+	return false
+}
+
+// fstabUUIDsRemoved are the filesystem UUIDs of the diskprep fstab lines
+// the plan removes: those filesystems are diskprep's.
+func (p *ReleasePlan) fstabUUIDsRemoved() map[string]bool {
+	out := map[string]bool{}
+	for _, l := range p.FstabRemove {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		if k, v, ok := strings.Cut(f[0], "="); ok && strings.EqualFold(k, "UUID") {
+			out[strings.ToLower(strings.Trim(v, `"'`))] = true
+		}
+	}
+	return out
+}
+
+// marker reads diskprep's marker at a mount point through the Host; nil
+// when there is none or it is not one.
+func (a *applier) marker(point string) *Marker {
+	b, err := a.host.ReadFile(filepath.Join(point, MarkerFile))
+	if err != nil || len(b) > 1<<20 {
+		return nil
+	}
+	var m Marker
+	if json.Unmarshal(b, &m) != nil || m.Schema != MarkerSchema {
+		return nil
+	}
+	return &m
+}
+
+// guardRelease applies the guard's rules to a plan made for target: it
+// refuses the system and a foreign mount not asked for, and lists what a
+// wipe destroys with who made it. named is the mount point given as the
+// target ("" for a device or image).
+func (a *applier) guardRelease(ctx context.Context, p *ReleasePlan, opt ReleaseOptions, named string) error {
+	if err := a.refuseSystem(ctx, p); err != nil {
+		return err
+	}
+	ourUUIDs := p.fstabUUIDsRemoved()
+	ourPoints := map[string]bool{}
+	var foreign []string
+	for _, pt := range p.Unmount {
+		m := a.marker(pt)
+		if m != nil {
+			ourPoints[pt] = true
+			if m.UUID != "" {
+				ourUUIDs[strings.ToLower(m.UUID)] = true
+			}
+			if m.MadeMountPoint {
+				p.RemoveMountPoints = append(p.RemoveMountPoints, pt)
+			}
+			continue
+		}
+		if pt == named || contains(p.FstabPoints, pt) && p.removesFstabLineFor(pt) {
+			continue
+		}
+		foreign = append(foreign, pt)
+	}
+	if len(foreign) > 0 && !opt.ForceUnmount {
+		return refuseRelease(p.Target, fmt.Sprintf("%s mounted by someone else (no diskprep marker or fstab line): name the mount point (diskprep release %s) or pass --force-unmount",
+			strings.Join(foreign, ", "), foreign[0]))
+	}
+	if p.Stacks == nil || len(p.Stacks.WipeSignatures) == 0 {
+		p.Confirmed = opt.Yes
+		return nil
+	}
+	h, err := a.facts(ctx)
+	if err != nil {
+		return refuseRelease(p.Target, fmt.Sprintf("cannot read what is on the disks: %v", err))
+	}
+	// A stack is diskprep's when one of its volumes is mounted with the
+	// marker; then all its members are.
+	ownedGroups := map[string]bool{}
+	for pt := range ourPoints {
+		if g := p.groups[p.pointDev[pt]]; g != "" {
+			ownedGroups[g] = true
+		}
+	}
+	loopOurs := map[string]bool{}
+	if p.Detach != "" {
+		loopOurs[filepath.Base(p.Detach)] = true
+	}
+	madeByName := map[string]string{}
+	for _, dev := range p.Stacks.WipeSignatures {
+		name := filepath.Base(dev)
+		sigs, err := a.probeDevice(dev)
+		if err != nil {
+			return refuseRelease(p.Target, fmt.Sprintf("cannot read what is on %s: %v", dev, err))
+		}
+		if len(sigs) == 0 {
+			madeByName[name] = "blank"
+			continue
+		}
+		l := Loss{Device: dev}
+		disk, part := h.Device(name)
+		if disk != nil {
+			l.Model, l.Serial, l.SizeBytes = disk.Model, disk.Serial, disk.SizeBytes
+			if part != nil {
+				l.SizeBytes = part.SizeBytes
+			}
+		}
+		tableOnly := true
+		fsOurs := true
+		for _, s := range sigs {
+			if d := describeSignature(s); !contains(l.Signatures, d) { // a GPT's backup is the same table
+				l.Signatures = append(l.Signatures, d)
+			}
+			if s.Usage != "partition_table" {
+				tableOnly = false
+			}
+			if s.Usage == "partition_table" || s.UUID != "" && ourUUIDs[strings.ToLower(s.UUID)] {
+				continue
+			}
+			fsOurs = false
+		}
+		whole := a.wholeDisk(name)
+		switch {
+		case loopOurs[name] || loopOurs[whole]:
+			l.Made = "on a loop device diskprep attached"
+		case ownedGroups[p.groups[name]] && p.groups[name] != "":
+			l.Made = "a member of " + p.groups[name] + ", which holds a filesystem diskprep made"
+		case tableOnly && disk != nil && part == nil && partsOurs(disk, madeByName):
+			l.Made = "its partitions are diskprep's"
+		case !tableOnly && fsOurs:
+			l.Made = "its filesystem carries diskprep's marker or fstab line"
+		}
+		if l.Made != "" {
+			madeByName[name] = l.Made
+		}
+		p.Destroys = append(p.Destroys, l)
+		if l.Made == "" {
+			p.NeedsConfirmation = true
+		}
+	}
+	p.Confirmed = opt.Yes
+	return nil
+}
+
+// removesFstabLineFor says whether a diskprep fstab line for point is
+// among those removed.
+func (p *ReleasePlan) removesFstabLineFor(point string) bool {
+	for _, l := range p.FstabRemove {
+		if f := strings.Fields(l); len(f) > 1 && filepath.Clean(f[1]) == point {
+			return true
+		}
+	}
+	return false
+}
+
+// partsOurs says whether disk has partitions and every one is diskprep's
+// or blank, as decided already (partitions are wiped before their disk).
+func partsOurs(d *hwinfo.Disk, made map[string]string) bool {
+	if len(d.Partitions) == 0 {
+		return false
+	}
+	any := false
+	for _, pt := range d.Partitions {
+		m := made[pt.Name]
+		if m == "" {
+			return false
+		}
+		any = any || m != "blank"
+	}
+	return any
+}
+
+func describeSignature(s signature) string {
+	out := s.Type
+	if s.Label != "" {
+		out += fmt.Sprintf(" label %q", s.Label)
+	}
+	if s.UUID != "" {
+		out += " UUID " + s.UUID
+	}
+	return out
+}
+
+// confirmationNeeded is the refusal of a plan whose foreign losses were
+// not confirmed.
+func (p *ReleasePlan) confirmationNeeded() error {
+	return ErrReleaseNotConfirmed(p, "confirm on a terminal or pass --yes")
+}
+
+// ErrReleaseNotConfirmed is the refusal (ErrRefused) of a release that
+// would destroy what diskprep did not make, unconfirmed: it names each
+// such device and what is on it, then how to go on.
+func ErrReleaseNotConfirmed(p *ReleasePlan, how string) error {
+	var what []string
+	for _, l := range p.Destroys {
+		if l.Made == "" {
+			what = append(what, l.String())
+		}
+	}
+	sort.Strings(what)
+	return refuseWipe(p.Target, fmt.Sprintf("not made by diskprep: %s (%s)", strings.Join(what, "; "), how))
+}
+
+// ReleaseQuestion is the question put before a release that destroys what
+// diskprep did not make: each such device and what goes with it.
+func ReleaseQuestion(p *ReleasePlan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "release %s --wipe DESTROYS what diskprep did not make:\n", p.Target)
+	for _, l := range p.Destroys {
+		if l.Made == "" {
+			fmt.Fprintf(&b, "  - %s\n", l)
+		}
+	}
+	fmt.Fprintf(&b, "Continue? [y/N] ")
+	return b.String()
+}
