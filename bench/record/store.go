@@ -41,6 +41,9 @@ const MaxRecordBytes = 64 << 20
 // existing record. As root it refuses a dir another user could change
 // (CheckStore). Every error wraps ErrNotSaved and names the store.
 func Save(dir string, rec *Record) error {
+	// Cleaned as CheckStore's walk and the record's path are, so a ".."
+	// after a link means the same to all of them.
+	dir = filepath.Clean(dir)
 	notSaved := func(err error) error { return fmt.Errorf("%w in %s: %w", ErrNotSaved, dir, err) }
 	if rec.ID == "" || strings.ContainsAny(rec.ID, `/\`) || strings.HasPrefix(rec.ID, ".") {
 		return notSaved(fmt.Errorf("bad id %q", rec.ID))
