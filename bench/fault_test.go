@@ -265,3 +265,22 @@ func TestRunNoSpaceNamesLeftovers(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestRunSaveFails: a store that cannot take the record (here a path under
+// a regular file) does not lose the run: Run returns the whole record with
+// an error wrapping record.ErrNotSaved that names the store and the cause.
+func TestRunSaveFails(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(file, "results")
+	rec, err := Run(context.Background(), workload.Request{Target: t.TempDir(), Specs: []string{"rw=read,size=1M,runtime=1s"}},
+		Options{Host: syntheticHost(), ResultsDir: results, Engine: &fakeEngine{}})
+	if !errors.Is(err, record.ErrNotSaved) || !errors.Is(err, unix.ENOTDIR) || !strings.HasPrefix(err.Error(), "result not saved in "+results+": ") {
+		t.Fatalf("err %v", err)
+	}
+	if rec == nil || rec.Partial || len(rec.Workloads) != 1 || len(rec.Workloads[0].Runs) != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+}

@@ -101,7 +101,9 @@ type Progress struct {
 // the record. A test file it created is removed whatever happens.
 //
 // On cancellation it returns ctx's error; with req.KeepPartial it also returns
-// (and saves) the record so far, marked partial.
+// (and saves) the record so far, marked partial. When the save fails it
+// returns the record with an error wrapping record.ErrNotSaved (and ctx's
+// error, if any), so the caller can still show what was measured.
 func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.Record, err error) {
 	workloads, err := workload.Plan(req)
 	if err != nil {
@@ -296,7 +298,10 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 			saveErr = record.Save(opts.ResultsDir, rec)
 		}
 		if saveErr != nil {
-			return rec, errors.Join(err, saveErr)
+			if err != nil {
+				return rec, fmt.Errorf("%w; %w", saveErr, err)
+			}
+			return rec, saveErr
 		}
 	}
 	return rec, err

@@ -1,16 +1,21 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/internal/atomicfile"
+	"github.com/diskprep/diskprep/internal/units"
 )
 
 // ErrNotFound is returned by Load and Remove when no record matches an id.
@@ -19,22 +24,52 @@ var ErrNotFound = errors.New("no such result")
 // ErrAmbiguous is returned when an id prefix matches several records.
 var ErrAmbiguous = errors.New("ambiguous result id")
 
+// ErrNotSaved is wrapped by every error of Save: the record was made but
+// is not in the store, so the caller still holds the run's only copy.
+var ErrNotSaved = errors.New("result not saved")
+
+// MaxRecordBytes bounds what the store reads of one record file, and so
+// the memory a damaged or hostile file can take. A record keeps per-second
+// host, device and engine samples, some 2 KB per second measured: a long
+// --steady-state run reaches tens of MB, and 64 MiB holds about eight
+// hours of measurement. Save refuses a bigger record rather than store one
+// it could not read back.
+const MaxRecordBytes = 64 << 20
+
 // Save writes rec into the store dir as <id>.json, atomically (temp file,
-// fsync, link), creating dir if needed. It never replaces an existing record.
+// fsync, link), creating dir (0755) if needed. It never replaces an
+// existing record. As root it refuses a dir another user could change
+// (CheckStore). Every error wraps ErrNotSaved and names the store.
 func Save(dir string, rec *Record) error {
+	// Cleaned as CheckStore's walk and the record's path are, so a ".."
+	// after a link means the same to all of them.
+	dir = filepath.Clean(dir)
+	notSaved := func(err error) error { return fmt.Errorf("%w in %s: %w", ErrNotSaved, dir, err) }
 	if rec.ID == "" || strings.ContainsAny(rec.ID, `/\`) || strings.HasPrefix(rec.ID, ".") {
-		return fmt.Errorf("save result: bad id %q", rec.ID)
+		return notSaved(fmt.Errorf("bad id %q", rec.ID))
+	}
+	// Checked before MkdirAll, so nothing is made under another user's
+	// directory, and after it, as a directory another user made in the
+	// meantime (in a sticky /tmp) would pass the first check unseen.
+	if err := checkStoreOwners(dir); err != nil {
+		return notSaved(err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save result: %w", err)
+		return notSaved(err)
+	}
+	if err := checkStoreOwners(dir); err != nil {
+		return notSaved(err)
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return fmt.Errorf("save result %s: %w", rec.ID, err)
+		return notSaved(fmt.Errorf("record %s: %w", rec.ID, err))
 	}
 	b = append(b, '\n')
+	if err := fitsStore(len(b)); err != nil {
+		return notSaved(fmt.Errorf("record %s: %w", rec.ID, err))
+	}
 	if err := atomicfile.WriteNew(filepath.Join(dir, rec.ID+".json"), b, 0o644); err != nil {
-		return fmt.Errorf("save result: %w", err)
+		return notSaved(err)
 	}
 	return nil
 }
@@ -46,9 +81,30 @@ type Entry struct {
 }
 
 // List reads every record in dir, oldest first (ids sort by time). Files it
-// cannot use (unreadable, corrupt, another schema) are skipped and named in
-// the warnings; a missing dir is an empty store.
+// cannot use (unreadable, corrupt, another schema, not a regular file, a
+// symbolic link, too big) are skipped and named in the warnings; a missing
+// dir is an empty store.
 func List(dir string) ([]Entry, []string, error) {
+	entries, skips, err := list(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	for _, sk := range skips {
+		warnings = append(warnings, sk.String())
+	}
+	return entries, warnings, nil
+}
+
+// skipped is a file of the store that holds no readable record, and why.
+type skipped struct {
+	path string
+	err  error
+}
+
+func (s skipped) String() string { return fmt.Sprintf("skipped %s: %v", s.path, s.err) }
+
+func list(dir string) ([]Entry, []skipped, error) {
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -57,27 +113,43 @@ func List(dir string) ([]Entry, []string, error) {
 		return nil, nil, fmt.Errorf("list results: %w", err)
 	}
 	var out []Entry
-	var warnings []string
+	var skips []skipped
 	for _, de := range des {
 		name := de.Name()
 		if de.IsDir() || atomicfile.IsTemp(name) || !strings.HasSuffix(name, ".json") {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		rec, err := ReadFile(path)
+		// The entry's type spares opening a device or a pipe at all;
+		// readRecord checks again on what it opened.
+		if t := de.Type(); !t.IsRegular() {
+			skips = append(skips, skipped{path, notRegular(t)})
+			continue
+		}
+		rec, err := readRecord(path, false)
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("skipped %s: %v", path, err))
+			skips = append(skips, skipped{path, err})
 			continue
 		}
 		out = append(out, Entry{Path: path, Record: rec})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Record.ID < out[j].Record.ID })
-	return out, warnings, nil
+	return out, skips, nil
 }
 
-// ReadFile reads one record file, refusing documents of another schema.
+// ReadFile reads one record file named by the user, refusing documents of
+// another schema. A symbolic link is followed (the user named it), but
+// what it reaches must be a regular file within MaxRecordBytes.
 func ReadFile(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
+	return readRecord(path, true)
+}
+
+// readRecord reads the record at path as untrusted input: never blocking
+// (a named pipe, a device), regular files only, at most MaxRecordBytes
+// even when the file grows while it is read, and, unless follow, no
+// symbolic link.
+func readRecord(path string, follow bool) (*Record, error) {
+	b, err := readLimited(path, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -100,14 +172,98 @@ func ReadFile(path string) (*Record, error) {
 	return &rec, nil
 }
 
+func readLimited(path string, follow bool) ([]byte, error) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK // os.OpenFile adds O_CLOEXEC
+	if !follow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	f, err := os.OpenFile(path, flags, 0)
+	if errors.Is(err, syscall.ELOOP) && !follow {
+		return nil, errors.New("is a symbolic link, not followed in a results store")
+	}
+	if err != nil {
+		return nil, errorWithoutPath(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, errorWithoutPath(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode())
+	}
+	if fi.Size() > MaxRecordBytes {
+		return nil, tooBig(fi.Size())
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+1))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxRecordBytes+1)); err != nil {
+		return nil, errorWithoutPath(err)
+	}
+	if buf.Len() > MaxRecordBytes {
+		return nil, fmt.Errorf("grew while read: %w", tooBig(int64(buf.Len())))
+	}
+	return buf.Bytes(), nil
+}
+
+// errorWithoutPath drops the path of an *fs.PathError: the warnings and
+// errors that carry it name the file already.
+func errorWithoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// fitsStore refuses a record of size bytes that the store would not read
+// back.
+func fitsStore(size int) error {
+	if size > MaxRecordBytes {
+		return fmt.Errorf("%w (a record this big is not kept)", tooBig(int64(size)))
+	}
+	return nil
+}
+
+func tooBig(size int64) error {
+	return fmt.Errorf("%s is over the %s limit of a record", units.FormatDecimalSize(uint64(size)), units.FormatSize(MaxRecordBytes))
+}
+
+// notRegular says what a file that is not a regular one is.
+func notRegular(m fs.FileMode) error {
+	kind := "an irregular file"
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return errors.New("is a symbolic link, not followed in a results store")
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a block device"
+	}
+	return fmt.Errorf("not a regular file (%s)", kind)
+}
+
 // Load returns the record whose id is id or starts with it (a unique prefix
-// is enough, as with git commits).
+// is enough, as with git commits). When no readable record matches but a
+// file named so does, the error names that file and why it was skipped.
 func Load(dir, id string) (*Entry, error) {
-	entries, _, err := List(dir)
+	entries, skips, err := list(dir)
 	if err != nil {
 		return nil, err
 	}
 	e, err := match(entries, id)
+	if errors.Is(err, ErrNotFound) {
+		for _, sk := range skips {
+			if strings.HasPrefix(strings.TrimSuffix(filepath.Base(sk.path), ".json"), id) {
+				return nil, fmt.Errorf("result %q: cannot read %s: %w", id, sk.path, sk.err)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +298,14 @@ func match(entries []Entry, id string) (*Entry, error) {
 }
 
 // Remove deletes the record matching id (unique prefix) and returns its id.
+// As root it refuses a store another user could change (CheckStore).
 func Remove(dir, id string) (string, error) {
 	e, err := Load(dir, id)
 	if err != nil {
 		return "", err
+	}
+	if err := checkStoreOwners(dir); err != nil {
+		return "", fmt.Errorf("remove result %s: %w", e.Record.ID, err)
 	}
 	if err := os.Remove(e.Path); err != nil {
 		return "", fmt.Errorf("remove result %s: %w", e.Record.ID, err)
@@ -194,6 +354,10 @@ func Gather(sources []string, store string) ([]*Record, []string, error) {
 			if err := addDir(src); err != nil {
 				return nil, nil, err
 			}
+		case statErr == nil && !fi.Mode().IsRegular():
+			// Not opened at all: a named pipe would block, a device
+			// never end.
+			warnings = append(warnings, skipped{src, notRegular(fi.Mode())}.String())
 		case statErr == nil:
 			r, err := ReadFile(src)
 			if err != nil {

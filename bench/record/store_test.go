@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
@@ -177,5 +179,210 @@ func TestGather(t *testing.T) {
 	}
 	if _, _, err := Gather([]string{"nosuch"}, store); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nosuch is neither a file, a directory nor a result id in "+store) {
 		t.Errorf("unknown source: %v", err)
+	}
+}
+
+// listWithin runs List with a deadline, so a store file that blocks an
+// open (a named pipe) fails the test instead of hanging it.
+func listWithin(t *testing.T, dir string) ([]Entry, []string) {
+	t.Helper()
+	type result struct {
+		entries  []Entry
+		warnings []string
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		e, w, err := List(dir)
+		done <- result{e, w, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.entries, r.warnings
+	case <-time.After(10 * time.Second):
+		t.Fatalf("List(%s) still running after 10s", dir)
+		return nil, nil
+	}
+}
+
+// Files of the store are untrusted input: a named pipe is not opened for
+// long, a link (to /dev/zero, to a good record) is not followed, a file
+// over MaxRecordBytes is not read. Each is skipped with one warning naming
+// it and why; the good record is still listed.
+func TestListUntrustedFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := "20261130T061500Z-aaaa"
+	if err := Save(dir, recWithID(good)); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(good+".json", link); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"schema":"diskprep/result/v1","id":"20261130T061500Z-bbbb"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 200e6); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+
+	entries, warnings := listWithin(t, dir)
+	if len(entries) != 1 || entries[0].Record.ID != good {
+		t.Errorf("entries %v, want only %s", entries, good)
+	}
+	want := []string{
+		"skipped " + big + ": 200 MB is over the 64 MiB limit of a record",
+		"skipped " + fifo + ": not a regular file (a named pipe)",
+		"skipped " + link + ": is a symbolic link, not followed in a results store",
+		"skipped " + zero + ": is a symbolic link, not followed in a results store",
+	}
+	if strings.Join(warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// readLimited checks what it opened, not only the directory entry: a
+// named pipe or a link reaching it past List's look, or a file over the
+// limit, is refused without blocking or reading it whole.
+func TestReadRecordUntrusted(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxRecordBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path   string
+		follow bool
+		want   string
+	}{
+		{fifo, false, "not a regular file (a named pipe)"},
+		{link, false, "is a symbolic link, not followed in a results store"},
+		{link, true, "not a regular file (a named pipe)"}, // ReadFile: the user named it
+		{"/dev/zero", true, "not a regular file (a character device)"},
+		{big, false, "67.1 MB is over the 64 MiB limit of a record"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := readRecord(c.path, c.follow)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != c.want {
+				t.Errorf("readRecord(%s, follow %v): %v, want %q", c.path, c.follow, err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("readRecord(%s) still running after 10s", c.path)
+		}
+	}
+}
+
+// A record the store could not read back is not saved, and says why.
+// (Save runs fitsStore on the encoded record; encoding 64 MiB here would
+// take seconds.)
+func TestFitsStore(t *testing.T) {
+	if err := fitsStore(MaxRecordBytes); err != nil {
+		t.Errorf("a record of exactly the limit: %v", err)
+	}
+	if err := fitsStore(MaxRecordBytes + 1); err == nil || err.Error() != "67.1 MB is over the 64 MiB limit of a record (a record this big is not kept)" {
+		t.Errorf("a record over the limit: %v", err)
+	}
+}
+
+// A store that cannot be written: the error wraps ErrNotSaved and names
+// the store and the cause.
+func TestSaveFailureNamesStore(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "results")
+	err := Save(dir, recWithID("20261130T061500Z-aaaa"))
+	if !errors.Is(err, ErrNotSaved) || !errors.Is(err, syscall.ENOTDIR) || !strings.HasPrefix(err.Error(), "result not saved in "+dir+": ") {
+		t.Errorf("Save under a regular file: %v", err)
+	}
+}
+
+// Load of an id whose file is there but unreadable names the file and
+// why, not "no such result".
+func TestLoadNamesDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	if err := Save(dir, recWithID("20261130T061500Z-aaaa")); err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(dir, "20261130T061600Z-bbbb.json")
+	if err := os.WriteFile(damaged, []byte(`{"schema":"diskprep/result/v1","id":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"20261130T061600Z-bbbb", "20261130T0616"} {
+		_, err := Load(dir, id)
+		if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "cannot read "+damaged+": not a result record: unexpected end of JSON input") {
+			t.Errorf("Load(%s): %v", id, err)
+		}
+	}
+	if _, err := Load(dir, "20261130T0617"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load of a missing id: %v", err)
+	}
+}
+
+// Gather's file arguments are user-named (a link is followed) but still
+// untrusted: a named pipe or a device is skipped at once with a warning.
+func TestGatherUntrustedArguments(t *testing.T) {
+	store, dir := t.TempDir(), t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Save(dir, recWithID("20261130T061500Z-aaaa")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.Symlink(filepath.Join(dir, "20261130T061500Z-aaaa.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		recs     []*Record
+		warnings []string
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, w, err := Gather([]string{fifo, "/dev/zero", link}, store)
+		done <- result{r, w, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || len(r.recs) != 1 || r.recs[0].ID != "20261130T061500Z-aaaa" {
+			t.Errorf("Gather: %v %v", r.recs, r.err)
+		}
+		want := "skipped " + fifo + ": not a regular file (a named pipe)\nskipped /dev/zero: not a regular file (a character device)"
+		if strings.Join(r.warnings, "\n") != want {
+			t.Errorf("warnings %q, want %q", r.warnings, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Gather still running after 10s")
 	}
 }

@@ -202,17 +202,11 @@ func (o benchOptions) request() (workload.Request, error) {
 	return req, nil
 }
 
-// checkResultsDir fails when the store cannot be a directory, before a run
-// that would otherwise measure for minutes and then fail to save.
+// checkResultsDir fails when the store cannot take a record (not a
+// directory; as root, one another user could change), before a run that
+// would otherwise measure for minutes and then fail to save.
 func checkResultsDir(dir string) error {
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
-		return fmt.Errorf("results store %s is not a directory", dir)
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("results store: %w", err)
-	}
-	return nil
+	return record.CheckStore(dir)
 }
 
 func runBench(ctx context.Context, opts benchOptions, e *env) error {
@@ -246,6 +240,18 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		host.Hostname = opts.Hostname
 	}
 	rec, err := runBenchLive(ctx, req, host, e)
+	if rec != nil && errors.Is(err, record.ErrNotSaved) {
+		// Only the store failed (full, gone, refused): the numbers are
+		// shown all the same, as they are nowhere else.
+		if perr := showBenchRecord(e, format, rec); perr != nil {
+			return errors.Join(err, perr)
+		}
+		what := "the report above is this run's only copy"
+		if rec.Partial {
+			what = "interrupted; the partial report above is this run's only copy"
+		}
+		return fmt.Errorf("%w (%s)", err, what)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			if rec != nil && rec.Partial {
@@ -261,10 +267,21 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		}
 		return err
 	}
+	if err := showBenchRecord(e, format, rec); err != nil {
+		return err
+	}
+	if !e.Quiet {
+		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
+	}
+	return nil
+}
+
+// showBenchRecord prints the record of a run as `results show` shows it
+// (one renderer for both).
+func showBenchRecord(e *env, format string, rec *record.Record) error {
 	if e.Redact {
 		rec = redact.Copy(rec) // the stored record keeps the full values
 	}
-	// As `results show` shows it: one renderer for both.
 	if err := report.Record(e.Stdout, format, rec); err != nil {
 		return err
 	}
@@ -275,10 +292,34 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 			fmt.Fprintf(e.Stderr, "warning: %s\n", w)
 		}
 	}
-	if !e.Quiet {
-		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
-	}
 	return nil
+}
+
+// unsavedRecords are the runs of a command of several (fscompare,
+// cachebench) that the store did not take: the command goes on, shows
+// them with the others, and fails at the end naming them.
+type unsavedRecords struct {
+	ids  []string
+	errs []error
+}
+
+// keep turns a run measured in full whose record was not saved into a
+// success, remembering the failure.
+func (u *unsavedRecords) keep(rec *record.Record, err error) (*record.Record, error) {
+	if rec == nil || rec.Partial || !errors.Is(err, record.ErrNotSaved) {
+		return rec, err
+	}
+	u.ids = append(u.ids, rec.ID)
+	u.errs = append(u.errs, err)
+	return rec, nil
+}
+
+// err is the failure to report after the output, nil when all were saved.
+func (u *unsavedRecords) err() error {
+	if len(u.ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (not saved: %s; the report above is their only copy)", u.errs[0], strings.Join(u.ids, ", "))
 }
 
 // runBenchLive runs req with a live progress line on a terminal (bench and

@@ -183,6 +183,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		run.Progress = e.Stderr
 		deps.Progress = e.Stderr
 	}
+	var unsaved unsavedRecords
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
 		Check: func(ctx context.Context, host *hwinfo.Host) error {
@@ -220,7 +221,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			return err
 		},
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return runBenchLive(ctx, req, host, e)
+			return unsaved.keep(runBenchLive(ctx, req, host, e))
 		},
 		Resolve: func(path string) (string, error) {
 			real, err := filepath.EvalSymlinks(path)
@@ -232,7 +233,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		FlushWriteCache: func(ctx context.Context, device string) error { return disk.FlushWriteCache(ctx, device, deps) },
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, unsaved.err())
 	}
 	if n := compare.MinRuns(); run.Repeat < n {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("--repeat %d: the comparison needs %d runs a side to judge a difference, so it says %q throughout", run.Repeat, n, compare.VerdictTooFew))
@@ -256,5 +257,8 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if err := res.WriteLayout(&buf, format, c, tableLayout(e, format, opts.Output, report.Layout{})); err != nil {
 		return err
 	}
-	return writeOutput(e, opts.Output, buf.Bytes())
+	if err := writeOutput(e, opts.Output, buf.Bytes()); err != nil {
+		return errors.Join(err, unsaved.err())
+	}
+	return unsaved.err()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
@@ -59,6 +60,7 @@ var sentinels = []struct {
 	{units.ErrSyntax, exitUsage},
 	{workload.ErrUsage, exitUsage},
 	{bench.ErrRefused, exitRefused},
+	{record.ErrUnsafeStore, exitRefused},
 	{compare.ErrUsage, exitUsage},
 	{disk.ErrUsage, exitUsage},
 	{disk.ErrRefused, exitRefused},

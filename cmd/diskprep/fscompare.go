@@ -215,6 +215,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		}
 	}
 	eta := &fsETA{rounds: len(opts.FS)}
+	var unsaved unsavedRecords
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
@@ -268,11 +269,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			eta.start(slices.Index(opts.FS, req.Label), time.Now())
 			rec, err := runBenchLive(ctx, req, host, e, eta.adjust)
 			eta.finish(time.Now())
-			return rec, err
+			return unsaved.keep(rec, err)
 		},
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, unsaved.err())
 	}
 	shown := records
 	if e.Redact {
@@ -293,7 +294,10 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		}
 		fmt.Fprintf(buf, "\nRecords: %s (diskprep compare %s -o html --output report.html)\n", strings.Join(ids, ", "), strings.Join(ids, " "))
 	}
-	return writeOutput(e, opts.Output, buf.Bytes())
+	if err := writeOutput(e, opts.Output, buf.Bytes()); err != nil {
+		return errors.Join(err, unsaved.err())
+	}
+	return unsaved.err()
 }
 
 // waitDetached waits until no loop device is backed by image any more. The

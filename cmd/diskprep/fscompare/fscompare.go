@@ -125,7 +125,7 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 		if err != nil {
 			return nil, fmt.Errorf("bench %s: %w", fs, err)
 		}
-		say("%d/%d: %s saved as %s", i+1, len(opts.FS), fs, rec.ID)
+		say("%d/%d: %s done: record %s", i+1, len(opts.FS), fs, rec.ID)
 		records = append(records, rec)
 		if i == len(opts.FS)-1 && opts.Keep {
 			kept = true

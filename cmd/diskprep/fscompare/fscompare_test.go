@@ -121,7 +121,7 @@ func TestRunRoundByRound(t *testing.T) {
 	for _, line := range []string{
 		"fscompare: 1/2: preparing xfs on /var/tmp/x.img\n",
 		"fscompare: 1/2: xfs on /dev/loop9p1 mounted at " + o.Mount + "; running set quick, 5 repetition(s)\n",
-		"fscompare: 2/2: ext4 saved as id-ext4\n",
+		"fscompare: 2/2: ext4 done: record id-ext4\n",
 	} {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress lacks %q:\n%s", line, progress.String())
