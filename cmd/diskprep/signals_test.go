@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// The last line of an interruption names the signal, says what the command
+// left, adds any failure besides the interruption, and never shows the
+// cancellation's own "context canceled".
+func TestInterruptionLine(t *testing.T) {
+	hup, cancelHup := context.WithCancelCause(context.Background())
+	cancelHup(signalCause{syscall.SIGHUP})
+	plain, cancelPlain := context.WithCancel(context.Background())
+	cancelPlain()
+	canceled := fmt.Errorf("mkfs.ext4 /dev/loop3p1: %w: signal: killed", context.Canceled)
+	cleanup := errors.New("release /tmp/a.img: detach /dev/loop3: device or resource busy")
+	cases := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want string
+	}{
+		{"signal, bare cancellation", hup, context.Canceled, "interrupted by SIGHUP"},
+		{"no signal", plain, canceled, "interrupted"},
+		{"what was left", hup, interrupted("; test file removed, no result saved", canceled), "interrupted by SIGHUP; test file removed, no result saved"},
+		{"cleanup failed", hup, errors.Join(fmt.Errorf("bench xfs: %w", canceled), cleanup), "interrupted by SIGHUP; " + cleanup.Error()},
+		{"left and failed", hup, interrupted("; no result saved", errors.Join(canceled, cleanup)), "interrupted by SIGHUP; no result saved; " + cleanup.Error()},
+		{"wrapped join", hup, fmt.Errorf("fscompare: %w", errors.Join(canceled, cleanup)), "interrupted by SIGHUP; " + cleanup.Error()},
+	}
+	for _, c := range cases {
+		if got := interruptionLine(c.ctx, c.err); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// runOn ends a command cancelled by a signal with exit 128+n and one line,
+// whatever error the command returned; without a signal, with 130.
+func TestSignalExitCodes(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(signalCause{sig})
+		var out, errb bytes.Buffer
+		// inventory reads the facts first: a cancelled context ends it there.
+		code := runOn(ctx, nil, []string{"diskprep", "inventory"}, strings.NewReader(""), &out, &errb)
+		want := map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGHUP: 129, syscall.SIGTERM: 143}[sig]
+		if code != want || errb.String() != "diskprep: interrupted by "+signalName(sig)+"\n" {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line", sig, code, errb.String(), want)
+		}
+	}
+}
+
+// notifySignals cancels with the first signal as the cause; a second one
+// during the cleanup is said once and ignored, not a second cancellation
+// nor the end of the process.
+func TestSignalSecondIgnoredDuringCleanup(t *testing.T) {
+	errb := &syncBuffer{}
+	ctx, stop := notifySignals(context.Background(), errb)
+	defer stop()
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGHUP did not cancel the context")
+	}
+	if sig, ok := signalOf(ctx); !ok || sig != syscall.SIGHUP {
+		t.Fatalf("cause %v, want SIGHUP", context.Cause(ctx))
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(errb.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a second note would come now
+	want := "diskprep: SIGINT ignored: cleaning up after SIGHUP first (SIGKILL stops at once; rerunning the command then finishes the job)\n"
+	if errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+	if sig, _ := signalOf(ctx); sig != syscall.SIGHUP {
+		t.Errorf("cause became %v", sig)
+	}
+}
+
+// TestSignalBenchDirectory: a real bench in a directory on this machine's
+// own filesystem, ended by SIGHUP (a dropped ssh session) or SIGTERM once
+// its test file is laid out: exit 128+n, the last line names the signal
+// and the cleanup, and the test file is gone. Needs no root.
+func TestSignalBenchDirectory(t *testing.T) {
+	bin := faultBuild(t)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(signalName(sig), func(t *testing.T) {
+			dir, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+			p := faultStart(t, bin, "bench", dir, "--set", "quick", "--size", "16M", "--runtime", "30s", "--results", store)
+			faultWaitFor(t, "layout", faultLaidOut(dir, 16<<20))
+			sent := time.Now()
+			p.cmd.Process.Signal(sig)
+			code := p.wait(t)
+			stderr := p.stderr.String()
+			t.Logf("%v: exit %d after %s: %q", sig, code, time.Since(sent).Round(time.Millisecond), stderr)
+			want := "diskprep: interrupted by " + signalName(sig) + "; test file removed, no result saved"
+			if code != 128+int(sig) || faultLastLine(stderr) != want || strings.Contains(stderr, "context canceled") {
+				t.Errorf("exit %d, stderr %q; want %d and last line %q", code, stderr, 128+int(sig), want)
+			}
+			if left := entries(t, dir); len(left) != 0 {
+				t.Errorf("directory holds %v", left)
+			}
+			if saved := entries(t, store); len(saved) != 0 {
+				t.Errorf("store holds %v", saved)
+			}
+		})
+	}
+}
+
+// TestPrivilegedSignalPrepareImage: SIGHUP in the middle of prepare --image
+// (after the loop device is attached) ends with 129 and one line, leaves
+// no loop device on the image, and the same command run again converges;
+// release then leaves nothing attached.
+func TestPrivilegedSignalPrepareImage(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
+	bin := faultBuild(t)
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "sig.img"), filepath.Join(dir, "m")
+	attached := func() string {
+		out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img)
+		return strings.TrimSpace(out)
+	}
+	t.Cleanup(func() {
+		testenv.Run("umount", mnt)
+		for _, dev := range strings.Fields(attached()) {
+			t.Errorf("%s still attached to %s: detaching", dev, img)
+			testenv.Run("losetup", "-d", dev)
+		}
+	})
+	args := []string{"prepare", "--image", img, "--size", "64M", "--fs", "ext4", "--mount", mnt, "--yes"}
+	p := faultStart(t, bin, append(args, "-v")...)
+	faultWaitFor(t, "the loop device", func() bool { return strings.Contains(p.stderr.String(), `msg="attach image: finished"`) })
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	code := p.wait(t)
+	stderr := p.stderr.String()
+	last := faultLastLine(stderr)
+	t.Logf("exit %d, last line %q", code, last)
+	// -v logs each step's error in full; the last line is what anyone sees.
+	if code != 129 || !strings.HasPrefix(last, "diskprep: interrupted by SIGHUP") || strings.Contains(last, "context canceled") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(last, "while making image") {
+		// Interrupted inside Apply: what it made is undone.
+		if dev := attached(); dev != "" {
+			t.Errorf("%s left attached after the interruption", dev)
+		}
+		if _, err := os.Stat(img); !os.IsNotExist(err) {
+			t.Errorf("image left after an interrupted first run: %v", err)
+		}
+	}
+	cmd := faultStart(t, bin, args...)
+	if code := cmd.wait(t); code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", code, cmd.stderr)
+	}
+	if out := testenv.MustRun(t, "findmnt", "-n", "-o", "TARGET", mnt); strings.TrimSpace(out) != mnt {
+		t.Errorf("rerun: findmnt %q", out)
+	}
+	rel := faultStart(t, bin, "release", img)
+	if code := rel.wait(t); code != 0 {
+		t.Fatalf("release: exit %d\n%s%s", code, rel.stdout, rel.stderr)
+	}
+	if dev := attached(); dev != "" {
+		t.Errorf("%s still attached after release", dev)
+	}
+}
