@@ -84,7 +84,7 @@ func TestSignalSecondIgnoredDuringCleanup(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // a second note would come now
-	want := "diskprep: SIGINT ignored: cleaning up after SIGHUP first (SIGKILL stops at once; rerunning the command then finishes the job)\n"
+	want := "diskprep: SIGINT ignored: cleaning up after SIGHUP first (SIGKILL stops at once)\n"
 	if errb.String() != want {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
@@ -177,5 +177,51 @@ func TestPrivilegedSignalPrepareImage(t *testing.T) {
 	}
 	if dev := attached(); dev != "" {
 		t.Errorf("%s still attached after release", dev)
+	}
+}
+
+// TestPrivilegedSignalFSCompareImage: SIGHUP while fscompare --image
+// measures releases what it prepared and removes the image it made: exit
+// 129, one last line saying so, no loop device, mount, test file or
+// record left.
+func TestPrivilegedSignalFSCompareImage(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
+	bin := faultBuild(t)
+	dir := t.TempDir()
+	img, mnt, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "m"), filepath.Join(dir, "results")
+	t.Cleanup(func() {
+		if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
+			testenv.Run("umount", mnt)
+		}
+		out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img)
+		for _, dev := range strings.Fields(out) {
+			testenv.Run("losetup", "-d", dev)
+		}
+	})
+	p := faultStart(t, bin, "fscompare", "--image", img, "--size", "1G", "--fs", "ext4", "--mount", mnt,
+		"--runtime", "30s", "--repeat", "1", "--results", store, "--yes")
+	faultWaitFor(t, "the test file", faultLaidOut(mnt, 16<<20))
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	code := p.wait(t)
+	stderr := p.stderr.String()
+	t.Logf("exit %d, stderr:\n%s", code, stderr)
+	want := "diskprep: interrupted by SIGHUP; released " + img + ", removed the image this run made"
+	if code != 129 || faultLastLine(stderr) != want || strings.Contains(stderr, "context canceled") {
+		t.Errorf("exit %d, last line %q; want 129 and %q", code, faultLastLine(stderr), want)
+	}
+	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+		t.Errorf("%s still attached to the image", out)
+	}
+	if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
+		t.Errorf("still mounted: %s", out)
+	}
+	if _, err := os.Stat(img); !os.IsNotExist(err) {
+		t.Errorf("image left: %v", err)
+	}
+	if left := entries(t, mnt); len(left) != 0 {
+		t.Errorf("mount point holds %v", left)
+	}
+	if saved := entries(t, store); len(saved) != 0 {
+		t.Errorf("store holds %v", saved)
 	}
 }
