@@ -43,13 +43,13 @@ func signalOf(ctx context.Context) (syscall.Signal, bool) {
 // notifySignals returns ctx, cancelled with a signalCause by the first of
 // interruptSignals; the command then cleans up as on any cancellation.
 //
-// A second signal does not cut that cleanup short: half a cleanup (an image
-// removed but its loop device still attached, a mount left behind) is worse
-// than waiting a few seconds more. It is ignored, said once on stderr, and
-// SIGKILL stays the way to stop at once (a rerun then converges). Children
-// are in the terminal's process group, so a second Ctrl-C still reaches a
-// program cleanup runs; unmount and loop detach are system calls and do not
-// depend on one.
+// A second signal does not cut that cleanup short: half a cleanup (an
+// image removed but its loop device still attached, a mount left behind)
+// is worse than waiting a few seconds more. It is ignored, said once on
+// stderr, and SIGKILL stays the way to stop at once (DESIGN.md: a rerun
+// converges). Children are in the terminal's process group, so a second
+// Ctrl-C still reaches a program cleanup runs; unmount and loop detach are
+// system calls and do not depend on one.
 //
 // From the first signal on, SIGPIPE is ignored too: with the terminal or
 // the pipe reading stderr gone (ssh dropped, tee killed by the same Ctrl-C),
@@ -80,7 +80,7 @@ func notifySignals(parent context.Context, stderr io.Writer) (ctx context.Contex
 				mu.Lock()
 				if !stopped && !noted {
 					noted = true
-					fmt.Fprintf(stderr, "diskprep: %s ignored: cleaning up after %s first (SIGKILL stops at once; rerunning the command then finishes the job)\n",
+					fmt.Fprintf(stderr, "diskprep: %s ignored: cleaning up after %s first (SIGKILL stops at once)\n",
 						signalName(s.(syscall.Signal)), signalName(first.(syscall.Signal)))
 				}
 				mu.Unlock()
