@@ -225,3 +225,31 @@ func TestPrivilegedSignalFSCompareImage(t *testing.T) {
 		t.Errorf("store holds %v", saved)
 	}
 }
+
+// TestPrivilegedSignalBenchFileKept: when the test file cannot be removed
+// after a SIGHUP (its directory made immutable meanwhile), the last line
+// says why instead of claiming it was removed.
+func TestPrivilegedSignalBenchFileKept(t *testing.T) {
+	testenv.RequirePrivileged(t, "chattr")
+	bin := faultBuild(t)
+	dir, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+	t.Cleanup(func() { testenv.Run("chattr", "-i", dir) }) // before TempDir's removal
+	p := faultStart(t, bin, "bench", dir, "--set", "quick", "--size", "16M", "--runtime", "30s", "--results", store)
+	faultWaitFor(t, "layout", faultLaidOut(dir, 16<<20))
+	if out, err := testenv.Run("chattr", "+i", dir); err != nil {
+		p.cmd.Process.Kill()
+		p.wait(t)
+		testenv.Unavailable(t, "chattr +i on "+dir, false, fmt.Errorf("%w: %s", err, out))
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	code := p.wait(t)
+	last := faultLastLine(p.stderr.String())
+	t.Logf("exit %d, last line %q", code, last)
+	if code != 129 || !strings.HasPrefix(last, "diskprep: interrupted by SIGHUP; no result saved; remove test file: unlink "+dir+"/") ||
+		strings.Contains(last, "test file removed") || strings.Contains(last, "context canceled") {
+		t.Errorf("exit %d, last line %q", code, last)
+	}
+	if left := entries(t, dir); len(left) != 1 {
+		t.Errorf("directory holds %v, want the one test file", left)
+	}
+}
