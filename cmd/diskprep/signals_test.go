@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -251,5 +252,36 @@ func TestPrivilegedSignalBenchFileKept(t *testing.T) {
 	}
 	if left := entries(t, dir); len(left) != 1 {
 		t.Errorf("directory holds %v, want the one test file", left)
+	}
+}
+
+// TestSignalBenchStderrGone: SIGHUP when nothing reads stderr any more (the
+// ssh session's pipe closed, or tee killed by the same Ctrl-C): the
+// cleanup still runs to its end and the exit is 129, not a death by
+// SIGPIPE at the first line written.
+func TestSignalBenchStderrGone(t *testing.T) {
+	bin := faultBuild(t)
+	dir, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", dir, "--set", "quick", "--size", "16M", "--runtime", "30s", "--results", store)
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	faultWaitFor(t, "layout", faultLaidOut(dir, 16<<20))
+	r.Close()
+	cmd.Process.Signal(syscall.SIGHUP)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 129 {
+		t.Errorf("exit %d (%v), want 129", code, cmd.ProcessState)
+	}
+	if left := entries(t, dir); len(left) != 0 {
+		t.Errorf("directory holds %v", left)
 	}
 }
