@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -125,7 +126,9 @@ func interruptionLine(ctx context.Context, err error) string {
 // besidesInterruption lists the failures err holds other than the
 // cancellation: the parts of a joined error (errors.Join, as a cleanup
 // adds its own failure to the interruption) that are not a cancellation,
-// or err itself when it is none.
+// or err itself when it is none. A program's exit beside the cancellation
+// (disk.RunError's "context canceled: signal: killed") is the kill that
+// cancelling the context made, no failure of its own.
 func besidesInterruption(err error) []error {
 	var ie interruptedError
 	switch {
@@ -140,7 +143,9 @@ func besidesInterruption(err error) []error {
 		if j, ok := e.(interface{ Unwrap() []error }); ok {
 			var out []error
 			for _, p := range j.Unwrap() {
-				out = append(out, besidesInterruption(p)...)
+				if _, killed := p.(*exec.ExitError); !killed {
+					out = append(out, besidesInterruption(p)...)
+				}
 			}
 			return out
 		}

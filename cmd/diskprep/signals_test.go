@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -25,6 +26,13 @@ func TestInterruptionLine(t *testing.T) {
 	plain, cancelPlain := context.WithCancel(context.Background())
 	cancelPlain()
 	canceled := fmt.Errorf("mkfs.ext4 /dev/loop3p1: %w: signal: killed", context.Canceled)
+	// What the real runner returns for a program killed by the cancellation.
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancelRun)
+	_, killed := disk.ExecRunner{}.Run(runCtx, "sleep", "10")
+	if !errors.Is(killed, context.Canceled) {
+		t.Fatalf("runner: %v, want a cancellation", killed)
+	}
 	cleanup := errors.New("release /tmp/a.img: detach /dev/loop3: device or resource busy")
 	cases := []struct {
 		name string
@@ -38,6 +46,8 @@ func TestInterruptionLine(t *testing.T) {
 		{"cleanup failed", hup, errors.Join(fmt.Errorf("bench xfs: %w", canceled), cleanup), "interrupted by SIGHUP; " + cleanup.Error()},
 		{"left and failed", hup, interrupted("; no result saved", errors.Join(canceled, cleanup)), "interrupted by SIGHUP; no result saved; " + cleanup.Error()},
 		{"wrapped join", hup, fmt.Errorf("fscompare: %w", errors.Join(canceled, cleanup)), "interrupted by SIGHUP; " + cleanup.Error()},
+		{"program killed", hup, interrupted(" after making ext4", fmt.Errorf("mount /dev/loop3p1: %w", killed)), "interrupted by SIGHUP after making ext4"},
+		{"program killed, cleanup failed", hup, errors.Join(fmt.Errorf("mount: %w", killed), cleanup), "interrupted by SIGHUP; " + cleanup.Error()},
 	}
 	for _, c := range cases {
 		if got := interruptionLine(c.ctx, c.err); got != c.want {
@@ -125,9 +135,11 @@ func TestSignalBenchDirectory(t *testing.T) {
 }
 
 // TestPrivilegedSignalPrepareImage: SIGHUP in the middle of prepare --image
-// (after the loop device is attached) ends with 129 and one line, leaves
-// no loop device on the image, and the same command run again converges;
-// release then leaves nothing attached.
+// (once the loop device is attached) ends with 129 and one line, and leaves
+// no loop device on the image: a new image is removed again, an existing
+// one (the second round: made, then released) is kept and detached. The
+// same command run again converges, and release then leaves nothing
+// attached.
 func TestPrivilegedSignalPrepareImage(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
 	bin := faultBuild(t)
@@ -145,39 +157,49 @@ func TestPrivilegedSignalPrepareImage(t *testing.T) {
 		}
 	})
 	args := []string{"prepare", "--image", img, "--size", "64M", "--fs", "ext4", "--mount", mnt, "--yes"}
-	p := faultStart(t, bin, append(args, "-v")...)
-	faultWaitFor(t, "the loop device", func() bool { return strings.Contains(p.stderr.String(), `msg="attach image: finished"`) })
-	p.cmd.Process.Signal(syscall.SIGHUP)
-	code := p.wait(t)
-	stderr := p.stderr.String()
-	last := faultLastLine(stderr)
-	t.Logf("exit %d, last line %q", code, last)
-	// -v logs each step's error in full; the last line is what anyone sees.
-	if code != 129 || !strings.HasPrefix(last, "diskprep: interrupted by SIGHUP") || strings.Contains(last, "context canceled") {
-		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
-	}
-	if strings.Contains(last, "while making image") {
-		// Interrupted inside Apply: what it made is undone.
+	for _, round := range []string{"new image", "existing image"} {
+		p := faultStart(t, bin, append(args, "-v")...)
+		faultWaitFor(t, "the loop device", func() bool { return strings.Contains(p.stderr.String(), `msg="attach image: finished"`) })
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		code := p.wait(t)
+		stderr := p.stderr.String()
+		last := faultLastLine(stderr)
+		t.Logf("%s: exit %d, last line %q", round, code, last)
+		// -v logs each step's error in full; the last line is what anyone sees.
+		if code != 129 || !strings.HasPrefix(last, "diskprep: interrupted by SIGHUP") ||
+			strings.Contains(last, "context canceled") || strings.Contains(last, "signal: killed") {
+			t.Fatalf("%s: exit %d, stderr:\n%s", round, code, stderr)
+		}
+		_, statErr := os.Stat(img)
+		switch {
+		case strings.Contains(last, "while making image"):
+			if !os.IsNotExist(statErr) {
+				t.Errorf("%s: image left after the interruption: %v", round, statErr)
+			}
+		case strings.Contains(last, " is detached; run the same command again"):
+			if statErr != nil {
+				t.Errorf("%s: image gone: %v", round, statErr)
+			}
+		default:
+			t.Errorf("%s: the last line says neither the image removed nor its loop device detached", round)
+		}
 		if dev := attached(); dev != "" {
-			t.Errorf("%s left attached after the interruption", dev)
+			t.Errorf("%s: %s left attached after the interruption", round, dev)
 		}
-		if _, err := os.Stat(img); !os.IsNotExist(err) {
-			t.Errorf("image left after an interrupted first run: %v", err)
+		again := faultStart(t, bin, args...)
+		if code := again.wait(t); code != 0 {
+			t.Fatalf("%s: rerun: exit %d\n%s", round, code, again.stderr)
 		}
-	}
-	cmd := faultStart(t, bin, args...)
-	if code := cmd.wait(t); code != 0 {
-		t.Fatalf("rerun: exit %d\n%s", code, cmd.stderr)
-	}
-	if out := testenv.MustRun(t, "findmnt", "-n", "-o", "TARGET", mnt); strings.TrimSpace(out) != mnt {
-		t.Errorf("rerun: findmnt %q", out)
-	}
-	rel := faultStart(t, bin, "release", img)
-	if code := rel.wait(t); code != 0 {
-		t.Fatalf("release: exit %d\n%s%s", code, rel.stdout, rel.stderr)
-	}
-	if dev := attached(); dev != "" {
-		t.Errorf("%s still attached after release", dev)
+		if out := testenv.MustRun(t, "findmnt", "-n", "-o", "TARGET", mnt); strings.TrimSpace(out) != mnt {
+			t.Errorf("%s: rerun: findmnt %q", round, out)
+		}
+		rel := faultStart(t, bin, "release", img)
+		if code := rel.wait(t); code != 0 {
+			t.Fatalf("%s: release: exit %d\n%s%s", round, code, rel.stdout, rel.stderr)
+		}
+		if dev := attached(); dev != "" {
+			t.Errorf("%s: %s still attached after release", round, dev)
+		}
 	}
 }
 
