@@ -188,8 +188,10 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		}
 		log.Debug("test file created", "path", t.path)
 		defer func() {
-			if rmErr := tf.remove(); rmErr != nil && err == nil {
-				err = rmErr
+			// Also after an interruption: the caller must not claim a
+			// file was removed that is still there.
+			if rmErr := tf.remove(); rmErr != nil {
+				err = errors.Join(err, rmErr)
 			}
 			log.Debug("test file removed", "path", t.path)
 		}()

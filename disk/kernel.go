@@ -142,7 +142,8 @@ func (a *applier) checkKernelPartitions(p *Plan) error {
 func (a *applier) waitDeviceNode(ctx context.Context, name string) error {
 	udev := a.udevRunning()
 	if udev {
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
+		// Cut short by an interruption, it is no news: the last line says so.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}

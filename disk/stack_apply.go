@@ -294,7 +294,8 @@ func (a *applier) checkMembersFree(devs []string, use string) error {
 // makes /dev/md/NAME and /dev/VG/LV) and returns the kernel's name of it.
 func (a *applier) waitStackNode(ctx context.Context, path string) (string, error) {
 	if a.udevRunning() {
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
+		// Cut short by an interruption, it is no news: the last line says so.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}

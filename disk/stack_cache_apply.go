@@ -182,7 +182,8 @@ func (a *applier) waitPath(ctx context.Context, path string) error {
 		return nil
 	}
 	if a.udevRunning() {
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
+		// Cut short by an interruption, it is no news: the last line says so.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}

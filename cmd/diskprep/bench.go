@@ -253,14 +253,18 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		return fmt.Errorf("%w (%s)", err, what)
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
+		// A failure once ctx is done (a program killed by the same
+		// signal) is the interruption too.
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			if rec != nil && rec.Partial {
-				return fmt.Errorf("interrupted; partial result saved as %s: %w", filepath.Join(e.ResultsDir, rec.ID+".json"), err)
+				return interrupted("; partial result saved as "+filepath.Join(e.ResultsDir, rec.ID+".json"), err)
 			}
-			if fi, statErr := os.Stat(opts.Target); statErr == nil && fi.IsDir() {
-				return fmt.Errorf("interrupted; test file removed, no result saved: %w", err)
+			// A test file that could not be removed is a failure besides
+			// the interruption, and the last line names it.
+			if fi, statErr := os.Stat(opts.Target); statErr == nil && fi.IsDir() && besidesInterruption(err) == nil {
+				return interrupted("; test file removed, no result saved", err)
 			}
-			return fmt.Errorf("interrupted; no result saved: %w", err)
+			return interrupted("; no result saved", err)
 		}
 		if errors.Is(err, workload.ErrUsage) {
 			return usageErr(err)

@@ -132,14 +132,15 @@ func faultLoopExt4(t *testing.T, size int64) string {
 	return testenv.Mount(t, loop.Dev)
 }
 
-// TestPrivilegedBenchSignals: SIGINT and SIGTERM during a measurement end
-// the process with 130 and one line, the test file removed and nothing
-// saved; with --keep-partial what was measured is saved, marked partial.
+// TestPrivilegedBenchSignals: SIGINT, SIGTERM and SIGHUP during a
+// measurement end the process with 128+n and one line naming the signal,
+// the test file removed and nothing saved; with --keep-partial what was
+// measured is saved, marked partial.
 func TestPrivilegedBenchSignals(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.ext4", "mount", "umount")
 	bin := faultBuild(t)
 	mnt := faultLoopExt4(t, 64<<20)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			store := filepath.Join(t.TempDir(), "results")
 			p := faultStart(t, bin, "bench", mnt, "--workload", "rw=randread,bs=4k,size=8M,runtime=30s", "--results", store)
@@ -148,7 +149,7 @@ func TestPrivilegedBenchSignals(t *testing.T) {
 			p.cmd.Process.Signal(sig)
 			code := p.wait(t)
 			t.Logf("%v: exit %d after %s: %s", sig, code, time.Since(sent).Round(time.Millisecond), strings.TrimSpace(p.stderr.String()))
-			if code != 130 || p.stderr.String() != "diskprep: interrupted; test file removed, no result saved: context canceled\n" {
+			if code != 128+int(sig) || p.stderr.String() != "diskprep: interrupted by "+signalName(sig)+"; test file removed, no result saved\n" {
 				t.Errorf("exit %d, stderr %q", code, p.stderr)
 			}
 			if left := entries(t, mnt); strings.Join(left, ",") != "lost+found" {
@@ -166,7 +167,7 @@ func TestPrivilegedBenchSignals(t *testing.T) {
 		faultWaitFor(t, "the workload", func() bool { return strings.Contains(p.stderr.String(), `msg="workload started"`) })
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		// No test file on a device: the message does not claim one.
-		if code := p.wait(t); code != 130 || faultLastLine(p.stderr.String()) != "diskprep: interrupted; no result saved: context canceled" {
+		if code := p.wait(t); code != 143 || faultLastLine(p.stderr.String()) != "diskprep: interrupted by SIGTERM; no result saved" {
 			t.Errorf("exit %d, stderr ends %q", code, faultLastLine(p.stderr.String()))
 		}
 		if saved := entries(t, store); len(saved) != 0 {
@@ -184,7 +185,7 @@ func TestPrivilegedBenchSignals(t *testing.T) {
 		p.cmd.Process.Signal(syscall.SIGINT)
 		code := p.wait(t)
 		saved := faultStoreRecords(t, store)
-		if code != 130 || len(saved) != 1 || !strings.Contains(faultLastLine(p.stderr.String()), "interrupted; partial result saved as "+saved[0].Path) {
+		if code != 130 || len(saved) != 1 || faultLastLine(p.stderr.String()) != "diskprep: interrupted by SIGINT; partial result saved as "+saved[0].Path {
 			t.Fatalf("exit %d, %d records, stderr ends %q", code, len(saved), faultLastLine(p.stderr.String()))
 		}
 		rec := saved[0].Record

@@ -184,6 +184,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		deps.Progress = e.Stderr
 	}
 	var unsaved unsavedRecords
+	released := false // by the cleanup after a failure or an interruption
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
 		Check: func(ctx context.Context, host *hwinfo.Host) error {
@@ -218,6 +219,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}
+			released = cleanup && err == nil
 			return err
 		},
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
@@ -233,6 +235,12 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		FlushWriteCache: func(ctx context.Context, device string) error { return disk.FlushWriteCache(ctx, device, deps) },
 	})
 	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			if released {
+				return interrupted("; released the cache, both disks left signature-free", err)
+			}
+			return interrupted("", err)
+		}
 		return errors.Join(err, unsaved.err())
 	}
 	if n := compare.MinRuns(); run.Repeat < n {

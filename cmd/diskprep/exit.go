@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 
 	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
@@ -19,8 +20,12 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitRefused     = 3
-	exitInterrupted = 130
+	exitInterrupted = 130 // cancelled without a signal (tests); SIGINT's 128+2 too
 )
+
+// exitSignal is the exit code of a command ended by sig: 128+n, as a shell
+// reports a process killed by it (130 SIGINT, 129 SIGHUP, 143 SIGTERM).
+func exitSignal(sig syscall.Signal) int { return 128 + int(sig) }
 
 // usageError marks a bad invocation (exit 2).
 type usageError struct{ err error }

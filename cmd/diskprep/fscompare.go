@@ -209,11 +209,13 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	// An image this run makes holds nothing but what it makes: it needs no
 	// question (disk.NeedConfirmation) and goes at the end, so the next run
 	// makes it anew, unasked, as the README's first command does twice.
+	madeImage := false
 	if opts.Image != "" && !opts.Keep {
 		if _, err := os.Lstat(opts.Image); errors.Is(err, os.ErrNotExist) {
-			defer removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
+			madeImage = true
 		}
 	}
+	released := false // by the cleanup after a failure or an interruption
 	eta := &fsETA{rounds: len(opts.FS)}
 	var unsaved unsavedRecords
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
@@ -257,6 +259,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}
+			released = cleanup && err == nil
 			return err
 		},
 		Settled: func(ctx context.Context) error {
@@ -272,7 +275,22 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			return unsaved.keep(rec, err)
 		},
 	})
+	removed := madeImage && removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
 	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			var done []string
+			if released {
+				done = append(done, "released "+releaseTarget)
+			}
+			if removed {
+				done = append(done, "removed the image this run made")
+			}
+			detail := ""
+			if len(done) > 0 {
+				detail = "; " + strings.Join(done, ", ")
+			}
+			return interrupted(detail, err)
+		}
 		return errors.Join(err, unsaved.err())
 	}
 	shown := records
@@ -336,8 +354,8 @@ func waitDetached(ctx context.Context, image string, m *machine, e *env) error {
 
 // removeMadeImage deletes the image fscompare made, once no loop device
 // uses it (a failed release may have left it attached: then it stays, and
-// release --remove-image takes it later).
-func removeMadeImage(ctx context.Context, image string, m *machine, e *env, progress io.Writer) {
+// release --remove-image takes it later), and reports whether it did.
+func removeMadeImage(ctx context.Context, image string, m *machine, e *env, progress io.Writer) bool {
 	say := func(format string, args ...any) {
 		if progress != nil {
 			fmt.Fprintf(progress, "fscompare: "+format+"\n", args...)
@@ -345,20 +363,21 @@ func removeMadeImage(ctx context.Context, image string, m *machine, e *env, prog
 	}
 	abs, err := filepath.Abs(image)
 	if err != nil {
-		return
+		return false
 	}
 	host, err := m.readFacts(context.WithoutCancel(ctx), e.Root, e)
 	if err != nil || slices.ContainsFunc(host.Disks, func(d hwinfo.Disk) bool { return d.LoopBackingFile == abs }) {
 		say("%s is still attached: kept (diskprep release %s --remove-image removes it)", image, image)
-		return
+		return false
 	}
 	if err := os.Remove(image); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			say("remove %s: %v", image, err)
 		}
-		return
+		return false
 	}
 	say("removed %s (made by this run)", image)
+	return true
 }
 
 // fsETA makes the live line of each round cover the whole comparison:

@@ -14,9 +14,10 @@ import (
 	"github.com/diskprep/diskprep/disk"
 )
 
-// Issue 13 item 3: Ctrl-C (or SIGTERM: both cancel the context main
-// makes) at the "Continue? [y/N]" question ends the command at once with
-// exit 130, nothing applied, however long the question would have waited.
+// Issue 13 item 3: Ctrl-C (or SIGTERM, SIGHUP: each cancels the context
+// main makes) at the "Continue? [y/N]" question ends the command at once
+// as interrupted, nothing applied, however long the question would have
+// waited.
 func TestInterruptAtPrompt(t *testing.T) {
 	m, applied := fakeMachine(t, 0, false)
 	e, _, _ := testEnv("", "")
@@ -69,7 +70,8 @@ func (s *syncBuffer) String() string {
 }
 
 // An interruption during prepare ends in one line saying what the disk was
-// left with and how to go on, exit 130.
+// left with and how to go on, exit 130 (a cancellation without a signal:
+// signals_test.go has the signals' own codes).
 func TestInterruptDuringPrepareSaysState(t *testing.T) {
 	cases := []struct {
 		name string

@@ -5,17 +5,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := notifySignals(context.Background(), os.Stderr)
 	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	// The last line is written and the exit code decided: a signal from
+	// now on changes neither.
+	signal.Ignore(interruptSignals...)
 	stop()
 	os.Exit(code)
 }
@@ -36,6 +38,16 @@ func runOn(ctx context.Context, m *machine, args []string, stdin io.Reader, stdo
 	}
 	if err == nil {
 		return 0
+	}
+	// An interruption ends the same way whatever the command and however
+	// its error is made: the command has cleaned up, one line says so.
+	sig, signalled := signalOf(ctx)
+	if signalled || errors.Is(err, context.Canceled) || errors.As(err, new(interruptedError)) {
+		fmt.Fprintf(stderr, "diskprep: %s\n", interruptionLine(ctx, err))
+		if signalled {
+			return exitSignal(sig)
+		}
+		return exitInterrupted
 	}
 	code := exitCode(err)
 	switch {

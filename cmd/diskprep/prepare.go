@@ -442,7 +442,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		for _, r := range results {
 			r.WriteText(e.Stderr)
 		}
-		if errors.Is(err, context.Canceled) && lastPlan != nil {
+		if (errors.Is(err, context.Canceled) || ctx.Err() != nil) && lastPlan != nil {
 			e.Logger.Debug("interrupted", "err", err)
 			return interruptedState(lastPlan, lastRes, err)
 		}

@@ -9,10 +9,10 @@ import (
 	"github.com/diskprep/diskprep/disk"
 )
 
-// confirm shows the disk and what will be lost, and reads y/N. Ctrl-C or
-// SIGTERM while it waits (ctx cancelled) returns at once with an error
-// wrapping context.Canceled (exit 130), nothing changed; the read itself
-// cannot be interrupted, so it runs aside and is left behind.
+// confirm shows the disk and what will be lost, and reads y/N. A signal
+// while it waits (ctx cancelled) returns at once with an interruption,
+// nothing changed; the read itself cannot be interrupted, so it runs aside
+// and is left behind.
 func confirm(ctx context.Context, e *env, p *disk.Plan) (bool, error) {
 	p.WriteText(e.Stderr)
 	fmt.Fprint(e.Stderr, disk.ConfirmationPrompt(p))
@@ -22,7 +22,7 @@ func confirm(ctx context.Context, e *env, p *disk.Plan) (bool, error) {
 	answer, err := readLine(ctx, e.Stdin)
 	if err != nil {
 		fmt.Fprintln(e.Stderr) // the prompt's line is left open
-		return false, fmt.Errorf("interrupted at the question: nothing was changed: %w", err)
+		return false, interrupted(" at the question: nothing was changed", err)
 	}
 	return disk.Confirmed(answer), nil
 }
@@ -60,26 +60,19 @@ func readLine(ctx context.Context, r io.Reader) (string, error) {
 	}
 }
 
-// interruptedError is an interruption of prepare told as the state the
-// disk was left in; it unwraps to the cause (context.Canceled: exit 130).
-type interruptedError struct {
-	msg string
-	err error
-}
-
-func (e interruptedError) Error() string { return e.msg }
-func (e interruptedError) Unwrap() error { return e.err }
-
 // interruptedState says, in one line, what an interrupted Apply of p left
 // on the disk (res is what Apply returned with its error, nil when it got
-// no further than its checks) and how to go on. Mounts made by the run
-// were undone by Apply, so nothing it made is mounted.
+// no further than its checks) and how to go on. Apply undid the mounts it
+// made and the loop device it attached, and removed an image it created.
 func interruptedState(p *disk.Plan, res *disk.Result, err error) error {
 	target := p.Device
 	if p.Image != nil {
 		target = "image " + p.Image.Path
 	}
 	const again = "run the same command again to continue"
+	if p.Image != nil && p.Image.Create {
+		return interrupted(fmt.Sprintf(" while making image %s: it is removed again, no loop device left; %s", p.Image.Path, again), err)
+	}
 	var made, fstab []string
 	if res != nil {
 		for _, pr := range res.Partitions {
@@ -94,11 +87,11 @@ func interruptedState(p *disk.Plan, res *disk.Result, err error) error {
 	var msg string
 	switch {
 	case res == nil || (!res.TableWritten && len(res.Wiped) == 0 && len(made) == 0):
-		msg = fmt.Sprintf("interrupted before anything was written to %s: nothing changed on it; %s", target, again)
+		msg = fmt.Sprintf(" before anything was written to %s: nothing changed on it", target)
 	case !res.TableWritten && len(made) == 0:
-		msg = fmt.Sprintf("interrupted after wiping the signatures on %s, before writing the partition table: it is blank; %s", target, again)
+		msg = fmt.Sprintf(" after wiping the signatures on %s, before writing the partition table: it is blank", target)
 	case len(made) == 0:
-		msg = fmt.Sprintf("interrupted after writing the partition table on %s; nothing is formatted; %s", target, again)
+		msg = fmt.Sprintf(" after writing the partition table on %s; nothing is formatted", target)
 	default:
 		rest := "nothing is mounted"
 		if len(made) < len(p.Partitions) {
@@ -107,7 +100,10 @@ func interruptedState(p *disk.Plan, res *disk.Result, err error) error {
 		if len(fstab) > 0 {
 			rest += "; /etc/fstab has the line for " + strings.Join(fstab, ", ")
 		}
-		msg = fmt.Sprintf("interrupted after making %s; %s; %s", strings.Join(made, ", "), rest, again)
+		msg = fmt.Sprintf(" after making %s; %s", strings.Join(made, ", "), rest)
 	}
-	return interruptedError{msg: msg, err: err}
+	if res != nil && res.LoopAttached {
+		msg += "; its loop device " + res.Device + " is detached"
+	}
+	return interrupted(msg+"; "+again, err)
 }

@@ -299,7 +299,11 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 	built := dev != ""
 	defer func() {
 		if built && err != nil {
-			say("releasing the cache after the failure")
+			if ctx.Err() != nil {
+				say("releasing the cache after the interruption")
+			} else {
+				say("releasing the cache after the failure")
+			}
 			if rerr := deps.Release(context.WithoutCancel(ctx), true); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("release the cache: %w", rerr))
 			}
