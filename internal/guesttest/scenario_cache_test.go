@@ -239,10 +239,13 @@ func TestScenarioCache(t *testing.T) {
 			t.Errorf("boot %s: prepare --cache with the NVMe partition (exit %s) is not a no-op:\n%s", boot, out[boot+".cli.exit"], out[boot+".cli"])
 		}
 	}
-	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all /dev/nvme0n1p3"} {
+	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all /dev/nvme0n1p3", "(diskprep's: a member of bcache set "} {
 		if !strings.Contains(out["2.release.dry"], want) {
 			t.Errorf("release --dry-run does not say %q:\n%s", want, out["2.release.dry"])
 		}
+	}
+	if strings.Contains(out["2.release.dry"], "not made by diskprep") {
+		t.Errorf("release --dry-run of diskprep's own bcache asks first:\n%s", out["2.release.dry"])
 	}
 	if out["2.release.bc.exit"] != "0" || !strings.Contains(out["2.release.bc"], "of dirty data left to write back") {
 		t.Errorf("release --wipe of the bcache (exit %s) did not flush with progress:\n%s", out["2.release.bc.exit"], out["2.release.bc"])

@@ -172,7 +172,7 @@ points() {
 		echo "@@ ${PFX:-}$p.again"; echo $rc; grep -c 'already prepared as asked' /root/out; grep '^Prepared ' /root/out
 		echo "@@ ${PFX:-}$p.reset"
 		for id in "$@"; do
-			diskprep release "$byid$id" --wipe >/root/rel 2>&1 || { echo "release $id:"; cat /root/rel; }
+			diskprep release "$byid$id" --wipe --yes >/root/rel 2>&1 || { echo "release $id:"; cat /root/rel; }
 		done
 		leftovers "$@"
 		echo "@@ ${PFX:-}$p.seconds"; echo "$start $(cut -d' ' -f1 /proc/uptime)" | awk '{printf "%.0f\n", $2 - $1}'

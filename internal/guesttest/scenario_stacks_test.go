@@ -188,10 +188,15 @@ func TestScenarioStacks(t *testing.T) {
 
 	// release --wipe of each stack: dry run first, then the real thing,
 	// in reverse; nothing of the stacks left, every disk signature-free.
-	for _, want := range []string{"would unmount /data", "would run: mdadm --stop /dev/md", "would run: mdadm --zero-superblock", "would run: wipefs --all"} {
+	for _, want := range []string{"would unmount /data", "would run: mdadm --stop /dev/md", "would run: mdadm --zero-superblock", "would run: wipefs --all", "(diskprep's: a member of md "} {
 		if !strings.Contains(out["2.release.dry"], want) {
 			t.Errorf("release --dry-run does not say %q:\n%s", want, out["2.release.dry"])
 		}
+	}
+	// The guard knows the array as diskprep's on the real kernel: no
+	// question, no --yes.
+	if strings.Contains(out["2.release.dry"], "not made by diskprep") {
+		t.Errorf("release --dry-run of diskprep's own array asks first:\n%s", out["2.release.dry"])
 	}
 	for _, k := range []string{"raid", "lvm", "nvme"} {
 		if out["2.release."+k+".exit"] != "0" {
