@@ -45,8 +45,9 @@ type Deps struct {
 	FstabPath string
 	// Refresh re-reads the host facts just before writing, to re-check the
 	// fingerprint and that nothing got mounted or stacked on the disk since
-	// planning. Nil skips that re-check (the O_EXCL open and the on-disk
-	// size and table id are still checked).
+	// planning. Nil is hwinfo.Read on the live machine (Host and the
+	// kernel roots unset); with another Host, nil skips that re-check (the
+	// O_EXCL open and the on-disk size and table id are still checked).
 	Refresh func(ctx context.Context) (*hwinfo.Host, error)
 	// Now dates the records diskprep writes; nil is time.Now.
 	Now func() time.Time
@@ -72,6 +73,13 @@ func newApplier(d Deps) *applier {
 	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
+		if a.refresh == nil && d.Roots.Sys == "" && d.Roots.Proc == "" && d.Roots.Dev == "" {
+			// On the live machine the facts are always re-read before
+			// writing, whoever calls.
+			a.refresh = func(ctx context.Context) (*hwinfo.Host, error) {
+				return hwinfo.Read(ctx, hwinfo.Options{All: true, Logger: a.log})
+			}
+		}
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // The guard's rules for release, on the recording fake: the system is
@@ -211,5 +212,25 @@ func TestGuardRemoveImageOnlyMade(t *testing.T) {
 	}
 	if _, err := h.Lstat("/var/tmp/theirs.img"); err != nil {
 		t.Errorf("the other image is gone: %v", err)
+	}
+}
+
+// release --wipe holds the device lock of each disk it wipes: another
+// diskprep at work on one of them (a prepare) makes it refuse, unwritten.
+func TestGuardReleaseWipeTakesTheLock(t *testing.T) {
+	h := foreignHost(t)
+	var roots hwinfo.Roots
+	h.LockedBy(roots.DeviceLockPath("8:16"), "4242")
+	ctx := context.Background()
+	p, err := disk.PlanRelease(ctx, "/dev/sdb", disk.ReleaseOptions{Wipe: true, Yes: true}, disk.Deps{Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = disk.ApplyRelease(ctx, p, disk.Deps{Host: h})
+	if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "pid 4242") {
+		t.Fatalf("release --wipe of a locked disk: %v, want a refusal naming the holder", err)
+	}
+	if w := h.Writes(); len(w) > 0 {
+		t.Errorf("wrote %v under another's lock", w)
 	}
 }

@@ -302,6 +302,38 @@ func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, 
 	return plan, named, nil
 }
 
+// lockWiped takes the device lock of every whole disk the plan wipes
+// something on, in name order, and gives back the function that drops
+// them all.
+func (a *applier) lockWiped(p *ReleasePlan) (func(), error) {
+	var unlocks []func()
+	unlock := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	if p.Stacks == nil {
+		return unlock, nil
+	}
+	disks := map[string]bool{}
+	for _, d := range append(append(append([]string(nil), p.Stacks.WipeSignatures...), p.Stacks.MDZero...), p.Stacks.PVRemove...) {
+		disks[a.wholeDisk(filepath.Base(d))] = true
+	}
+	for _, d := range sortedKeys(disks) {
+		devnum, err := a.readDevnum(a.roots.SysPath("class/block", d, "dev"))
+		if err != nil {
+			continue // gone already: nothing to write there
+		}
+		u, err := a.lockDevice("/dev/"+d, devnum)
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		unlocks = append(unlocks, u)
+	}
+	return unlock, nil
+}
+
 // madeImage refuses the removal of an image file diskprep did not create.
 func (a *applier) madeImage(path string) error {
 	if path != "" && a.host.ImageMade(path) {
@@ -331,6 +363,14 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 	if plan.NeedsConfirmation && !plan.Confirmed {
 		return nil, plan.confirmationNeeded()
 	}
+	// The disks a wipe writes are locked, as prepare locks its disk, from
+	// the guard's last look to the end: a prepare of one of them started
+	// meanwhile is refused, not run into the middle of the teardown.
+	unlock, err := a.lockWiped(plan)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	// The system is checked again against facts read now: a plan may
 	// have waited at a question, or come from elsewhere.
 	if err := a.refuseSystem(ctx, plan); err != nil {

@@ -536,6 +536,14 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 			return err
 		}
 	}
+	if len(s.WipeSignatures) > 0 && a.udevRunning() {
+		// udev answers each wipe by probing the disk again; the next
+		// command reads its facts from udev's database, which must
+		// show the disks blank by then.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
+			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		}
+	}
 	return nil
 }
 

@@ -186,7 +186,14 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	var unsaved unsavedRecords
 	released := false // by the cleanup after a failure or an interruption
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
-		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
+		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
+			if e.Root == "" || e.Root == "/" {
+				// udev's database may not yet show a wipe made just
+				// before (a release --wipe of the same disks, say).
+				disk.SettleUdev(ctx, deps)
+			}
+			return m.readFacts(ctx, e.Root, &factsEnv)
+		},
 		Check: func(ctx context.Context, host *hwinfo.Host) error {
 			reqs, st, err := build.Requests()
 			if err != nil {

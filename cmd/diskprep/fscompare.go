@@ -219,7 +219,14 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	eta := &fsETA{rounds: len(opts.FS)}
 	var unsaved unsavedRecords
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
-		Facts: func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) },
+		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
+			if e.Root == "" || e.Root == "/" {
+				// udev's database may not yet show a wipe made just
+				// before (a release --wipe of the same disks, say).
+				disk.SettleUdev(ctx, deps)
+			}
+			return m.readFacts(ctx, e.Root, &factsEnv)
+		},
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			req := dreq
 			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
