@@ -365,12 +365,31 @@ func (h *Host) File(p string) []byte {
 
 // MountOther mounts a file system diskprep did not make (another disk's)
 // at point, creating the directory.
-func (h *Host) MountOther(source string, point string) {
+func (h *Host) MountOther(source string, point string) { h.MountOtherAs(source, point, "ext4", "rw") }
+
+// MountOtherAs is MountOther with the file system type and mount options
+// ("ro" for a read-only mount) given.
+func (h *Host) MountOtherAs(source, point, fstype, opts string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.fs.mkdirAll(point)
 	other := &blockDev{name: strings.TrimPrefix(source, "/dev/"), major: 253, minor: 99}
-	h.mounts = append(h.mounts, mount{dev: other, point: path.Clean(point), fstype: "ext4", opts: "rw"})
+	h.mounts = append(h.mounts, mount{dev: other, point: path.Clean(point), fstype: fstype, opts: opts})
+}
+
+// Symlink makes the symbolic link p to target, making p's parent
+// directories.
+func (h *Host) Symlink(target, p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs.put(p, &node{mode: fs.ModeSymlink | 0o777, link: target})
+}
+
+// Mkdir makes the directory p and its parents.
+func (h *Host) Mkdir(p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs.mkdirAll(p)
 }
 
 // Mounted lists the mount points and what is mounted there ("/data /dev/sdb1").
