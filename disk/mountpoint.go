@@ -39,7 +39,7 @@ var kernelFS = map[string]bool{
 
 // systemMountPoint says why point (absolute and clean) is one of the
 // system's own directories, "" when it is not. own are more trees that are
-// diskprep's (its state directory, the results store).
+// diskprep's (its state directory, the results store), absolute and clean.
 func systemMountPoint(point string, own []string) string {
 	for _, d := range systemDirs {
 		if point == d {
@@ -52,8 +52,8 @@ func systemMountPoint(point string, own []string) string {
 		}
 	}
 	for _, t := range own {
-		if t != "" && within(point, filepath.Clean(t)) {
-			return fmt.Sprintf("mount point %s is in %s, diskprep's own", point, filepath.Clean(t))
+		if within(point, t) {
+			return fmt.Sprintf("mount point %s is in %s, diskprep's own", point, t)
 		}
 	}
 	return ""
@@ -65,9 +65,17 @@ func within(p, dir string) bool {
 }
 
 // ownTrees are the directories diskprep keeps its own data in, under pl's
-// roots, and those it was given.
+// roots, and those it was given, as given and resolved (a results store
+// reached through a link is still diskprep's).
 func (pl Planner) ownTrees() []string {
-	return append([]string{pl.Roots.StateDir()}, pl.Protect...)
+	var out []string
+	for _, t := range append([]string{pl.Roots.StateDir()}, pl.Protect...) {
+		if !filepath.IsAbs(t) {
+			continue // the command makes them absolute
+		}
+		out = append(out, filepath.Clean(t), pl.resolveMountPoint(t))
+	}
+	return out
 }
 
 // resolveMountPoint is point cleaned and, as far as it exists, with its

@@ -219,7 +219,9 @@ func placeholderDisk(size, sector uint64) hwinfo.Disk {
 }
 
 // Validate checks the request on its own, without host facts: what is
-// wrong with it is a usage error (ErrUsage) whatever the machine.
+// wrong with it is a usage error (ErrUsage) whatever the machine, but for
+// a mount point that is one of the system's own directories, a refusal
+// (ErrRefused) whatever the machine.
 func (r Request) Validate() error { return validate(&r) }
 
 func validate(req *Request) error {

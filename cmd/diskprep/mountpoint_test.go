@@ -37,6 +37,22 @@ func TestPrepareMountPointInResults(t *testing.T) {
 	if code != 3 || !strings.Contains(errOut, "diskprep's own") {
 		t.Errorf("exit %d %q", code, errOut)
 	}
+	// Given relative, and reached through a link.
+	t.Chdir(results)
+	code, _, errOut = runArgsOn(m, "--results", "rel", "prepare", "/dev/sdb", "--fs", "xfs", "--mount", results+"/rel/x", "--dry-run")
+	if code != 3 || !strings.Contains(errOut, "is in "+results+"/rel, diskprep's own") {
+		t.Errorf("relative results: exit %d %q", code, errOut)
+	}
+	if err := os.Mkdir(filepath.Join(results, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(results, "real"), filepath.Join(results, "link")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runArgsOn(m, "--results", results+"/link", "prepare", "/dev/sdb", "--fs", "xfs", "--mount", results+"/real/x", "--dry-run")
+	if code != 3 || !strings.Contains(errOut, "diskprep's own") {
+		t.Errorf("linked results: exit %d %q", code, errOut)
+	}
 }
 
 // Over a directory that holds files: refused, unless --mount-over, when

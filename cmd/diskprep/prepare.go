@@ -373,7 +373,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 			}
 		}
 	}
-	pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.ResultsDir}}
+	pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
 	plans, err := pl.PlanAll(reqs, host)
 	if err != nil {
 		return err
