@@ -1,6 +1,7 @@
 package disk_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,10 @@ func TestMountPointSystemDirectories(t *testing.T) {
 		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "mount point") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: got %v, want a one-line refusal", p, err)
 		}
+	}
+	err := req("/var/tmp/x/../../../../etc").Validate()
+	if want := "mount point /etc is in /etc, the system's own (/var/tmp/x/../../../../etc, cleaned)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want it to say %q", err, want)
 	}
 	for _, p := range allowed {
 		if err := req(p).Validate(); err != nil {
@@ -268,6 +273,44 @@ func TestCheckLabel(t *testing.T) {
 		err := disk.CheckLabel(c.fs, c.label)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s %q: got %v, want %q", c.fs, c.label, err, c.want)
+		}
+	}
+}
+
+// A rerun is "already prepared as asked": the mount point holds the
+// file system's own files (the marker), and that is no refusal. Once
+// released, the directory is empty again (the marker is in the file
+// system, not the directory), and prepare mounts there anew.
+func TestPlanMountPointRerunAndAfterRelease(t *testing.T) {
+	h, pl := mountRig(t)
+	ctx := context.Background()
+	deps := disk.Deps{Host: h, Refresh: h.Facts}
+	req := disk.Request{Device: "/dev/sdb", Partitions: []disk.PartSpec{{FS: "xfs", Mount: "/srv/data"}}}
+	for round := range 3 {
+		p, err := pl.PlanDisk(req, h.FactsNow())
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if round == 1 && !p.Unchanged {
+			t.Errorf("rerun: plan changes something: %+v", p.Partitions[0])
+		}
+		if _, err := disk.Apply(ctx, p, deps); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if h.File("/srv/data/"+disk.MarkerFile) == nil {
+			t.Fatalf("round %d: no marker in the mounted file system", round)
+		}
+		if round == 1 {
+			rp, err := disk.PlanRelease("/srv/data", disk.ReleaseOptions{}, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := disk.ApplyRelease(ctx, rp, deps); err != nil {
+				t.Fatal(err)
+			}
+			if des, err := h.ReadDir("/srv/data"); err != nil || len(des) != 0 {
+				t.Fatalf("after release /srv/data holds %v (%v)", des, err)
+			}
 		}
 	}
 }

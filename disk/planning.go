@@ -274,6 +274,7 @@ func validate(req *Request) error {
 			if !filepath.IsAbs(ps.Mount) {
 				return usagef("partition %d: mount point %q is not an absolute path", n, ps.Mount)
 			}
+			given := ps.Mount
 			ps.Mount = filepath.Clean(ps.Mount)
 			if strings.ContainsAny(ps.Mount, "\n\t ") {
 				return usagef("partition %d: mount point %q is not usable for a data disk", n, ps.Mount)
@@ -281,6 +282,9 @@ func validate(req *Request) error {
 			// Checked here already, without the host, so that even a
 			// bad request is told the reason that matters most.
 			if why := systemMountPoint(ps.Mount, nil); why != "" {
+				if given != ps.Mount {
+					why += fmt.Sprintf(" (%s, cleaned)", given)
+				}
 				return refuse(orNone(req.Device+req.Image), fmt.Sprintf("partition %d: %s", n, why))
 			}
 			if j, dup := mounts[ps.Mount]; dup {

@@ -89,6 +89,9 @@ type mount struct {
 	point  string
 	fstype string
 	opts   string
+	// covered is the directory the mount hides, back in place once
+	// unmounted; nil for MountOther's, which hide nothing.
+	covered *node
 }
 
 // blockDev is a disk, a loop device or a partition of one.
@@ -110,6 +113,10 @@ type blockDev struct {
 	holders      []hwinfo.Holder
 	nextPartNode uint32
 	rotational   bool
+	// files is the root directory of the file system on the device,
+	// seen at its mount point while mounted; nil until first mounted
+	// after mkfs.
+	files *node
 }
 
 // New is an empty machine: /sys, /dev (with loop-control), /proc, an
@@ -483,6 +490,7 @@ func (h *Host) mkfs(name string, args []string, fail func(int, string) ([]byte, 
 		return fail(1, err.Error())
 	}
 	d.store.writeAt(sb.data, d.offset+sb.off)
+	d.files = nil
 	return nil, nil
 }
 
@@ -508,10 +516,21 @@ func (h *Host) mount(args []string, fail func(int, string) ([]byte, error)) ([]b
 	if err != nil {
 		return fail(32, err.Error())
 	}
-	if n, _, err := h.fs.resolve(pos[1], true); err != nil || !n.mode.IsDir() {
+	n, rp, err := h.fs.resolve(pos[1], true)
+	if err != nil || !n.mode.IsDir() {
 		return fail(32, "mount point "+pos[1]+" does not exist")
 	}
-	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts})
+	// What the directory holds is hidden while mounted; the file
+	// system's own files show there instead, as on a real machine.
+	parent, base, err := h.fs.parent(rp)
+	if err != nil || base == "" {
+		return fail(32, "mount point "+pos[1]+" cannot be mounted over")
+	}
+	if d.files == nil {
+		d.files = newDir()
+	}
+	parent.kids[base] = d.files
+	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts, covered: n})
 	return nil, nil
 }
 
@@ -919,7 +938,12 @@ func (h *Host) Unmount(point string) (err error) {
 		return err
 	}
 	for i := len(h.mounts) - 1; i >= 0; i-- {
-		if h.mounts[i].point == path.Clean(point) {
+		if m := h.mounts[i]; m.point == path.Clean(point) {
+			if m.covered != nil {
+				if parent, base, err := h.fs.parent(m.point); err == nil {
+					parent.kids[base] = m.covered
+				}
+			}
 			h.mounts = append(h.mounts[:i], h.mounts[i+1:]...)
 			return nil
 		}
