@@ -22,8 +22,8 @@ func TestLoadExample(t *testing.T) {
 		Version: 1,
 		Disks: []DiskPlan{
 			{
-				Line: 36,
-				Select: Selector{Line: 37, Serial: "X3G7ABCDE", Model: "TOSHIBA DT01ACA300", Size: "2.5T-3T",
+				Line: 40,
+				Select: Selector{Line: 41, Serial: "X3G7ABCDE", Model: "TOSHIBA DT01ACA300", Size: "2.5T-3T",
 					SizeMin: 5 << 39, SizeMax: 3 << 40},
 				Partitions: []disk.PartSpec{
 					{SizeBytes: 100 << 30, FS: "xfs", Label: "data", Mount: "/data", MountOpts: "noatime",
@@ -32,8 +32,8 @@ func TestLoadExample(t *testing.T) {
 				},
 			},
 			{
-				Line:   55,
-				Select: Selector{Line: 55, ByID: "nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R123456A"},
+				Line:   59,
+				Select: Selector{Line: 59, ByID: "nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R123456A"},
 				Partitions: []disk.PartSpec{
 					{FS: "xfs", Label: "fast", Mount: "/fast", MountOpts: "noatime", Persist: true},
 				},
