@@ -699,6 +699,11 @@ func TestPrivilegedPreflightRefusals(t *testing.T) {
 			mnt := t.TempDir()
 			req := Request{Device: l.Dev, Partitions: []PartSpec{{FS: "ext4", Mount: mnt, Persist: true}}}
 			want := "already a mount point"
+			// Taken after planning, which refuses it too (TestPlanMountPoint).
+			plan, err := PlanDisk(req, mustFacts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if name == "mount point taken" {
 				testenv.MustRun(t, "mount", "-t", "tmpfs", "none", mnt)
 				t.Cleanup(func() { unix.Unmount(mnt, 0) })
@@ -710,10 +715,6 @@ func TestPrivilegedPreflightRefusals(t *testing.T) {
 				}
 			}
 			before := hashFile(t, l.Image)
-			plan, err := PlanDisk(req, mustFacts(t))
-			if err != nil {
-				t.Fatal(err)
-			}
 			_, err = Apply(ctx, plan, deps)
 			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("got %v, want a refusal naming %q", err, want)

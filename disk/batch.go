@@ -12,9 +12,14 @@ import (
 // error names the request's origin in the plan file (file:line) when it
 // has one.
 func PlanAll(reqs []Request, host *hwinfo.Host) ([]*Plan, error) {
+	return Planner{}.PlanAll(reqs, host)
+}
+
+// PlanAll is the package's PlanAll on pl's machine.
+func (pl Planner) PlanAll(reqs []Request, host *hwinfo.Host) ([]*Plan, error) {
 	plans := make([]*Plan, len(reqs))
 	for i, r := range reqs {
-		p, err := PlanDisk(r, host)
+		p, err := pl.PlanDisk(r, host)
 		if err != nil {
 			if r.Origin != "" {
 				return nil, fmt.Errorf("%s: %w", r.Origin, err)

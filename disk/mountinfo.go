@@ -7,6 +7,8 @@ type mountEntry struct {
 	point  string
 	fstype string
 	source string
+	// opts and superOpts are the per-mount and the superblock options.
+	opts, superOpts string
 }
 
 // mounts reads the live mount table (release and the pre-mount check need
@@ -21,7 +23,7 @@ func readMounts(h Host, roots hwinfo.Roots) ([]mountEntry, error) {
 	entries, _ := hwinfo.ParseMountinfo(string(b))
 	out := make([]mountEntry, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, mountEntry{devnum: e.MajMin, point: e.Point, fstype: e.FSType, source: e.Source})
+		out = append(out, mountEntry{devnum: e.MajMin, point: e.Point, fstype: e.FSType, source: e.Source, opts: e.MountOptions, superOpts: e.SuperOptions})
 	}
 	return out, nil
 }

@@ -65,6 +65,9 @@ type PartSpec struct {
 	Mount     string   `json:"mount,omitempty"`      // mount point; empty: not mounted
 	MountOpts string   `json:"mount_opts,omitempty"` // comma separated, as mount -o
 	Persist   bool     `json:"persist,omitempty"`    // add an fstab line (needs Mount)
+	// MountOver allows mounting over a directory that is not empty,
+	// hiding what it holds while mounted (--mount-over).
+	MountOver bool `json:"mount_over,omitempty"`
 	// Use gives the partition to a stack instead of a filesystem:
 	// "raid:NAME" (a member of the md array NAME) or "lvm:VG" (a physical
 	// volume of the volume group VG). FS is empty then. FS "swap" is a swap
@@ -176,6 +179,8 @@ type PartPlan struct {
 	// MountArgv is the argv to run; nil when not mounting or already mounted
 	// there. For swap it is swapon's, nil when the area is active.
 	MountArgv []string `json:"mount_argv,omitempty"`
+	// MountOver: mounting over a non-empty directory was asked.
+	MountOver bool `json:"mount_over,omitempty"`
 
 	Persist   bool   `json:"persist,omitempty"`
 	FstabLine string `json:"fstab_line,omitempty"`

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode"
 
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
@@ -60,6 +59,9 @@ type Planner struct {
 	// Roots are where sysfs, /dev, /proc and /etc (mdadm.conf) are read
 	// when planning stacks; the zero value is the live machine.
 	Roots hwinfo.Roots
+	// Protect are more directories no mount point may be or lie in:
+	// diskprep's results store (its state directory always is one).
+	Protect []string
 }
 
 func (pl Planner) host() Host {
@@ -223,7 +225,9 @@ func placeholderDisk(size, sector uint64) hwinfo.Disk {
 }
 
 // Validate checks the request on its own, without host facts: what is
-// wrong with it is a usage error (ErrUsage) whatever the machine.
+// wrong with it is a usage error (ErrUsage) whatever the machine, but for
+// a mount point that is one of the system's own directories, a refusal
+// (ErrRefused) whatever the machine.
 func (r Request) Validate() error { return validate(&r) }
 
 func validate(req *Request) error {
@@ -259,7 +263,7 @@ func validate(req *Request) error {
 			}
 			continue
 		}
-		fs, ok := filesystems[ps.FS]
+		_, ok := filesystems[ps.FS]
 		if !ok {
 			return usagef("partition %d: unknown filesystem %q: use xfs, ext4 or swap", n, ps.FS)
 		}
@@ -269,21 +273,25 @@ func validate(req *Request) error {
 		if ps.SizeBytes == 0 && i != len(req.Partitions)-1 {
 			return usagef("partition %d: only the last partition may take the rest of the disk", n)
 		}
-		if len(ps.Label) > fs.maxLabel {
-			return usagef("partition %d: label %q is longer than the %d bytes %s allows", n, ps.Label, fs.maxLabel, ps.FS)
-		}
-		for _, r := range ps.Label {
-			if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '\'' {
-				return usagef("partition %d: label %q: use letters, digits, '-', '_' or '.'", n, ps.Label)
-			}
+		if err := CheckLabel(ps.FS, ps.Label); err != nil {
+			return usagef("partition %d: %v", n, err)
 		}
 		if ps.Mount != "" {
 			if !filepath.IsAbs(ps.Mount) {
 				return usagef("partition %d: mount point %q is not an absolute path", n, ps.Mount)
 			}
+			given := ps.Mount
 			ps.Mount = filepath.Clean(ps.Mount)
-			if ps.Mount == "/" || strings.ContainsAny(ps.Mount, "\n\t ") {
+			if strings.ContainsAny(ps.Mount, "\n\t ") {
 				return usagef("partition %d: mount point %q is not usable for a data disk", n, ps.Mount)
+			}
+			// Checked here already, without the host, so that even a
+			// bad request is told the reason that matters most.
+			if why := systemMountPoint(ps.Mount, nil); why != "" {
+				if given != ps.Mount {
+					why += fmt.Sprintf(" (%s, cleaned)", given)
+				}
+				return refuse(orNone(req.Device+req.Image), fmt.Sprintf("partition %d: %s", n, why))
 			}
 			if j, dup := mounts[ps.Mount]; dup {
 				return usagef("partitions %d and %d both mount at %s", j, n, ps.Mount)
@@ -293,16 +301,35 @@ func validate(req *Request) error {
 		if ps.Persist && ps.Mount == "" && ps.FS != "swap" {
 			return usagef("partition %d: --persist needs a mount point (--mount)", n)
 		}
-		if ps.MountOpts != "" && (strings.ContainsAny(ps.MountOpts, " \t\n") || strings.HasPrefix(ps.MountOpts, ",") || strings.HasSuffix(ps.MountOpts, ",") || strings.Contains(ps.MountOpts, ",,")) {
-			return usagef("partition %d: mount options %q: want a comma separated list such as noatime,discard", n, ps.MountOpts)
-		}
 		if ps.MountOpts != "" && ps.Mount == "" {
 			return usagef("partition %d: mount options given but no mount point", n)
+		}
+		if ps.MountOver && ps.Mount == "" {
+			return usagef("partition %d: --mount-over given but no mount point", n)
+		}
+		if err := CheckMountOptions(ps.FS, ps.MountOpts); err != nil {
+			return usagef("partition %d: %v", n, err)
 		}
 		for _, o := range ps.MkfsOpts {
 			if o == "" {
 				return usagef("partition %d: empty mkfs option", n)
 			}
+		}
+	}
+	return nil
+}
+
+// CheckLabel checks a file system label (also the GPT partition name):
+// at most the bytes mkfs takes for fs, and only ASCII letters, digits,
+// '-', '_' and '.', which every tool, /dev/disk/by-label and an fstab
+// LABEL= take as they are.
+func CheckLabel(fs, label string) error {
+	if max := filesystems[fs].maxLabel; len(label) > max {
+		return fmt.Errorf("label %q is %d bytes, longer than the %d %s allows", label, len(label), max, fs)
+	}
+	for _, r := range label {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("label %q: %q is not allowed: use letters, digits, '-', '_' or '.'", label, r)
 		}
 	}
 	return nil
@@ -429,8 +456,9 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			Use:        ps.Use,
 			FSLabel:    ps.Label,
 			MkfsOpts:   ps.MkfsOpts,
-			MountPoint: ps.Mount,
+			MountPoint: pl.resolveMountPoint(ps.Mount),
 			MountOpts:  ps.MountOpts,
+			MountOver:  ps.MountOver,
 			Persist:    ps.Persist,
 		}
 	}
@@ -496,6 +524,24 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			case pp.MountPoint != "":
 				pp.MountArgv = mountArgv(*pp)
 			}
+		}
+	}
+	var mounts []mountEntry
+	for _, pp := range p.Partitions {
+		if pp.MountPoint == "" || pp.FS == "swap" {
+			continue
+		}
+		if mounts == nil {
+			if mounts, err = readMounts(pl.host(), pl.Roots); err != nil {
+				return nil, fmt.Errorf("read mounts: %w", err)
+			}
+		}
+		note, err := pl.checkMountPoint(subject, pp.MountPoint, pp.MountArgv == nil, pp.MountOver, mounts)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			p.Notes = append(p.Notes, note)
 		}
 	}
 	p.Unchanged = p.Table == nil

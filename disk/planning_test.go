@@ -316,7 +316,6 @@ func TestPlanBadInput(t *testing.T) {
 		"long xfs label":   {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", Label: "thirteen-char"}}},
 		"label space":      {Device: "sdb", Partitions: []PartSpec{{FS: "ext4", Label: "a b"}}},
 		"relative mount":   {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", Mount: "data"}}},
-		"root mount":       {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", Mount: "/"}}},
 		"persist no mount": {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", Persist: true}}},
 		"bad opts":         {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", Mount: "/d", MountOpts: "a,,b"}}},
 		"dup mount":        {Device: "sdb", Partitions: []PartSpec{{FS: "xfs", SizeBytes: gib, Mount: "/d"}, {FS: "xfs", Mount: "/d/"}}},

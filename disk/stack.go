@@ -96,6 +96,8 @@ type VolumeSpec struct {
 	MountOpts string   `json:"mount_opts,omitempty"`
 	MkfsOpts  []string `json:"mkfs_opts,omitempty"`
 	Persist   bool     `json:"persist,omitempty"`
+	// MountOver allows mounting over a non-empty directory (PartSpec's).
+	MountOver bool `json:"mount_over,omitempty"`
 }
 
 // StackPlan is everything ApplyStacks will do, decided up front, after the
@@ -178,6 +180,7 @@ type VolumePlan struct {
 	MountPoint string   `json:"mount_point,omitempty"`
 	MountOpts  string   `json:"mount_opts,omitempty"`
 	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
+	MountOver  bool     `json:"mount_over,omitempty"`
 	FstabLine  string   `json:"fstab_line,omitempty"`
 }
 
@@ -275,12 +278,15 @@ func (r StackRequest) Validate(reqs []Request) error {
 	known := map[string]bool{}
 	mounts := map[string]string{}
 	checkVolume := func(origin, what string, v VolumeSpec) error {
-		ps := PartSpec{FS: v.FS, Label: v.Label, Mount: v.Mount, MountOpts: v.MountOpts, MkfsOpts: v.MkfsOpts, Persist: v.Persist, SizeBytes: 1}
+		ps := PartSpec{FS: v.FS, Label: v.Label, Mount: v.Mount, MountOpts: v.MountOpts, MkfsOpts: v.MkfsOpts, Persist: v.Persist, MountOver: v.MountOver, SizeBytes: 1}
 		if v.FS == "swap" {
 			return at(origin, "%s: swap belongs on a partition (fs: swap), not on a stack", what)
 		}
 		probe := Request{Device: "x", Partitions: []PartSpec{ps}}
 		if err := validate(&probe); err != nil {
+			if r := Reasons(err); len(r) > 0 {
+				return withOrigin(origin, refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
+			}
 			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
 		}
 		if m := probe.Partitions[0].Mount; m != "" {
@@ -480,12 +486,12 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
 		if v.MountPoint == "" {
 			continue
 		}
-		if v.MountArgv != nil {
-			for _, m := range mounts {
-				if filepath.Clean(m.point) == v.MountPoint {
-					return refuse(v.Device, fmt.Sprintf("%s is already a mount point (of %s)", v.MountPoint, m.source))
-				}
-			}
+		note, err := pl.checkMountPoint(v.Device, v.MountPoint, v.MountArgv == nil, v.MountOver, mounts)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			sp.Notes = append(sp.Notes, note)
 		}
 		if !v.Persist {
 			continue
@@ -599,7 +605,7 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 		}
 	}
 	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
-		MountPoint: cleanMount(a.Volume.Mount), MountOpts: a.Volume.MountOpts, Persist: a.Volume.Persist}
+		MountPoint: pl.resolveMountPoint(a.Volume.Mount), MountOpts: a.Volume.MountOpts, MountOver: a.Volume.MountOver, Persist: a.Volume.Persist}
 	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
 	if vol.FS == "xfs" && ap.SizeBytes < minStripedXFSBytes {
 		geometry = ""
@@ -653,13 +659,6 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 	}
 	ap.Volume = vol
 	return ap, nil
-}
-
-func cleanMount(m string) string {
-	if m == "" {
-		return ""
-	}
-	return filepath.Clean(m)
 }
 
 // checkArray refuses a running array that is not the one asked for: other
@@ -938,7 +937,7 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 	for _, lv := range g.Volumes {
 		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: roundUp(lv.SizeBytes, lvmExtentBytes)}
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
-			MountPoint: cleanMount(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, Persist: lv.Volume.Persist}
+			MountPoint: pl.resolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
 			if lv.SizeBytes != 0 && size != lp.SizeBytes {
 				return gp, withOrigin(lv.Origin, refuse(lp.Path, fmt.Sprintf("%s has %s, not the %s asked (diskprep does not resize)", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))))

@@ -373,7 +373,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		}
 	}
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
-		MountPoint: cleanMount(c.Volume.Mount), MountOpts: c.Volume.MountOpts, Persist: c.Volume.Persist}
+		MountPoint: pl.resolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	convert := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", clv, "--cachemode", cp.Mode, vg + "/" + lv}
 	if cp.Kind == CacheKindWritecache {
 		convert = []string{"lvconvert", "--yes", "--type", "writecache", "--cachevol", clv, vg + "/" + lv}
@@ -615,7 +615,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		cp.Steps = append(cp.Steps, CacheStep{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
 	}
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
-		MountPoint: cleanMount(c.Volume.Mount), MountOpts: c.Volume.MountOpts, Persist: c.Volume.Persist}
+		MountPoint: pl.resolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	node := ""
 	if link, err := h.Readlink(filepath.Join(odir, "dev")); err == nil {
 		node = filepath.Base(link)

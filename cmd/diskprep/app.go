@@ -114,6 +114,15 @@ func commands() []*cli.Command {
 	}
 }
 
+// resultsTree is the results store as an absolute path, for the planner
+// to keep mount points out of.
+func (e *env) resultsTree() string {
+	if abs, err := filepath.Abs(e.ResultsDir); err == nil {
+		return abs
+	}
+	return e.ResultsDir
+}
+
 func defaultResultsDir() string {
 	if os.Geteuid() == 0 {
 		return "/var/lib/diskprep/results"

@@ -132,7 +132,7 @@ COMP_WORDS=(diskprep prepare --mo); COMP_CWORD=2; _diskprep; printf '%s\n' "${CO
 		if got := strings.Fields(parts[1]); !slices.Equal(got, compare.ByNames) {
 			t.Errorf("--by completes to %q", got)
 		}
-		if got := strings.Fields(parts[2]); !slices.Equal(got, []string{"--mount", "--mount-opt"}) {
+		if got := strings.Fields(parts[2]); !slices.Equal(got, []string{"--mount", "--mount-opt", "--mount-over"}) {
 			t.Errorf("--mo completes to %q", got)
 		}
 	})
@@ -162,7 +162,7 @@ complete -C 'diskprep prepare --mo'`)
 		if got := strings.Fields(parts[1]); !slices.Equal(got, want) {
 			t.Errorf("fish --by completes to %q, want %q", got, want)
 		}
-		if got := strings.Fields(parts[2]); !slices.Equal(got, []string{"--mount", "--mount-opt"}) {
+		if got := strings.Fields(parts[2]); !slices.Equal(got, []string{"--mount", "--mount-opt", "--mount-over"}) {
 			t.Errorf("fish --mo completes to %q", got)
 		}
 	})

@@ -230,7 +230,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			req := dreq
 			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
-			plan, err := disk.PlanDisk(req, host)
+			plan, err := (disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}).PlanDisk(req, host)
 			if err != nil {
 				return nil, fmt.Errorf("prepare %s: %w", fs, err)
 			}

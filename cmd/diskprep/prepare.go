@@ -43,6 +43,7 @@ type prepareOptions struct {
 	MkfsOpts      []string
 	PartitionSize string
 	Persist       bool
+	MountOver     bool
 	Wipe          bool
 	DryRun        bool
 	Yes           bool
@@ -73,6 +74,18 @@ locked by another diskprep, or carries a partition table or signature (unless
 the question, and without a terminal --yes is required. Running the same
 prepare again on a disk already prepared as asked changes nothing.
 
+The mount point is refused (exit 3, nothing written) when it is /, lies in
+/etc, /usr, /boot, /bin, /sbin, /lib*, /proc, /sys, /dev or diskprep's own
+state and results, is /root, /tmp, /run, /var or one of /var's own
+directories (/var/lib, /var/log, /var/tmp ...; a new directory below them,
+such as /var/lib/libvirt/images, is fine), leads there by a symbolic link,
+is another filesystem's mount point, is not a directory, cannot be created
+(under a file, on a read-only filesystem), or is a directory that is not
+empty: mounting there would hide its files, which --mount-over allows.
+Mount options other than those mount(8) and the filesystem take (bind,
+remount, loop and the like), or that cannot be written in an fstab line,
+are bad input (exit 2).
+
 --dry-run prints exactly the plan that would be carried out (-o json for the
 machine-readable plan) and needs no root when the facts are readable.
 
@@ -89,8 +102,9 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fs", Usage: "filesystem: `xfs` or ext4"},
 			&cli.StringFlag{Name: "label", Usage: "GPT partition name and filesystem `LABEL` (xfs <= 12, ext4 <= 16 bytes)"},
-			&cli.StringFlag{Name: "mount", Usage: "mount the filesystem at `DIR` (created if missing)"},
-			&cli.StringFlag{Name: "mount-opt", Usage: "mount `OPTIONS`, comma separated (noatime,discard)"},
+			&cli.StringFlag{Name: "mount", Usage: "mount the filesystem at `DIR` (created if missing; never a system directory)"},
+			&cli.StringFlag{Name: "mount-opt", Usage: "mount `OPTIONS`, comma separated (noatime,discard): those mount(8) and the filesystem take"},
+			&cli.BoolFlag{Name: "mount-over", Usage: "mount even over a --mount DIR that is not empty, hiding what it holds while mounted"},
 			&cli.GenericFlag{Name: "mkfs-opt", Value: &appendValue{}, Usage: "extra mkfs `ARG`, repeatable, passed as given (--mkfs-opt=-m --mkfs-opt=reflink=1)"},
 			&cli.BoolFlag{Name: "persist", Usage: "add an /etc/fstab line (by UUID, defaults,nofail); needs --mount"},
 			&cli.StringFlag{Name: "partition-size", Usage: "make the partition `SIZE` instead of the whole disk"},
@@ -120,7 +134,7 @@ Examples:
 				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
 				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
-				Persist: c.Bool("persist"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
+				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
@@ -143,7 +157,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 		return nil, nil
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
-		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
+		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
 		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
 	}
@@ -166,7 +180,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 	case len(o.Devices) == 0:
 		return nil, st, usageErr(errors.New("--raid and --lvm need the member DEVICEs"))
 	}
-	vol := disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist}
+	vol := disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	use := ""
 	if o.Raid != "" {
 		level, err := strconv.Atoi(o.Raid)
@@ -229,7 +243,7 @@ func (o prepareOptions) cacheRequest() ([]disk.Request, disk.StackRequest, error
 		return nil, st, usageErr(errors.New("--partition-size is for a single disk: the origin gets the whole disk"))
 	}
 	b := disk.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
-		Volume: disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist},
+		Volume: disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver},
 		Wipe:   o.Wipe, NoDiscard: o.NoDiscard}
 	return b.Requests()
 }
@@ -246,7 +260,7 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	case o.FS == "":
 		return nil, usageErr(errors.New("--fs is required: xfs or ext4"))
 	}
-	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist}
+	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if o.PartitionSize != "" {
 		n, err := units.ParseSize(o.PartitionSize)
 		if err != nil {
@@ -359,13 +373,14 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 			}
 		}
 	}
-	plans, err := disk.PlanAll(reqs, host)
+	pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
+	plans, err := pl.PlanAll(reqs, host)
 	if err != nil {
 		return err
 	}
 	var sp *disk.StackPlan
 	if !stacks.Empty() {
-		if sp, err = (disk.Planner{Host: deps.Host, Roots: deps.Roots}).PlanStacks(stacks, plans, reqs, host); err != nil {
+		if sp, err = pl.PlanStacks(stacks, plans, reqs, host); err != nil {
 			return err
 		}
 	}

@@ -89,9 +89,9 @@ type mount struct {
 	point  string
 	fstype string
 	opts   string
-	// hidden is what the mount point directory held, out of sight
-	// while the filesystem is mounted over it.
-	hidden map[string]*node
+	// covered is the directory the mount hides, back in place once
+	// unmounted; nil for MountOther's, which hide nothing.
+	covered *node
 }
 
 // blockDev is a disk, a loop device or a partition of one.
@@ -113,10 +113,10 @@ type blockDev struct {
 	holders      []hwinfo.Holder
 	nextPartNode uint32
 	rotational   bool
-	// files are the root directory of its filesystem while it is not
-	// mounted (mkfs empties it): what is written into a mount point
-	// stays with the filesystem, not with the directory.
-	files map[string]*node
+	// files is the root directory of the file system on the device,
+	// seen at its mount point while mounted; nil until first mounted
+	// after mkfs.
+	files *node
 }
 
 // New is an empty machine: /sys, /dev (with loop-control), /proc, an
@@ -372,12 +372,31 @@ func (h *Host) File(p string) []byte {
 
 // MountOther mounts a file system diskprep did not make (another disk's)
 // at point, creating the directory.
-func (h *Host) MountOther(source string, point string) {
+func (h *Host) MountOther(source string, point string) { h.MountOtherAs(source, point, "ext4", "rw") }
+
+// MountOtherAs is MountOther with the file system type and mount options
+// ("ro" for a read-only mount) given.
+func (h *Host) MountOtherAs(source, point, fstype, opts string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.fs.mkdirAll(point)
 	other := &blockDev{name: strings.TrimPrefix(source, "/dev/"), major: 253, minor: 99}
-	h.mounts = append(h.mounts, mount{dev: other, point: path.Clean(point), fstype: "ext4", opts: "rw"})
+	h.mounts = append(h.mounts, mount{dev: other, point: path.Clean(point), fstype: fstype, opts: opts})
+}
+
+// Symlink makes the symbolic link p to target, making p's parent
+// directories.
+func (h *Host) Symlink(target, p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs.put(p, &node{mode: fs.ModeSymlink | 0o777, link: target})
+}
+
+// Mkdir makes the directory p and its parents.
+func (h *Host) Mkdir(p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs.mkdirAll(p)
 }
 
 // Mounted lists the mount points and what is mounted there ("/data /dev/sdb1").
@@ -497,16 +516,21 @@ func (h *Host) mount(args []string, fail func(int, string) ([]byte, error)) ([]b
 	if err != nil {
 		return fail(32, err.Error())
 	}
-	n, _, err := h.fs.resolve(pos[1], true)
+	n, rp, err := h.fs.resolve(pos[1], true)
 	if err != nil || !n.mode.IsDir() {
 		return fail(32, "mount point "+pos[1]+" does not exist")
 	}
-	files := d.files
-	if files == nil {
-		files = map[string]*node{}
+	// What the directory holds is hidden while mounted; the file
+	// system's own files show there instead, as on a real machine.
+	parent, base, err := h.fs.parent(rp)
+	if err != nil || base == "" {
+		return fail(32, "mount point "+pos[1]+" cannot be mounted over")
 	}
-	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts, hidden: n.kids})
-	n.kids = files
+	if d.files == nil {
+		d.files = newDir()
+	}
+	parent.kids[base] = d.files
+	h.mounts = append(h.mounts, mount{dev: d, point: path.Clean(pos[1]), fstype: fstype, opts: opts, covered: n})
 	return nil, nil
 }
 
@@ -769,13 +793,6 @@ func (h *Host) Chown(p string, uid uint32, perm fs.FileMode) {
 	n.mode = n.mode.Type() | perm
 }
 
-// Symlink makes a symbolic link at p to target.
-func (h *Host) Symlink(target, p string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.fs.put(p, &node{mode: fs.ModeSymlink | 0o777, link: target})
-}
-
 func (h *Host) EmptyImage(p string, size uint64) (err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -945,8 +962,10 @@ func (h *Host) Unmount(point string) (err error) {
 	}
 	for i := len(h.mounts) - 1; i >= 0; i-- {
 		if m := h.mounts[i]; m.point == path.Clean(point) {
-			if n, _, err := h.fs.resolve(m.point, true); err == nil && m.hidden != nil {
-				m.dev.files, n.kids = n.kids, m.hidden
+			if m.covered != nil {
+				if parent, base, err := h.fs.parent(m.point); err == nil {
+					parent.kids[base] = m.covered
+				}
 			}
 			h.mounts = append(h.mounts[:i], h.mounts[i+1:]...)
 			return nil

@@ -21,7 +21,8 @@
 //	      - size: 100G          # a size, or "rest" (last partition only)
 //	        fs: xfs             # xfs or ext4
 //	        label: data         # GPT name and fs label: xfs <= 12, ext4 <= 16 bytes
-//	        mount: /data        # absolute; optional
+//	        mount: /data        # absolute; optional; never a system directory
+//	        mount_over: false   # mount over a non-empty directory, hiding its files
 //	        options: noatime    # mount options, comma separated (needs mount)
 //	        mkfs_options: ["-m", "reflink=1"]   # extra mkfs arguments, as given
 //	        persist: true       # add an /etc/fstab line (needs mount; swap: a swap line)
@@ -461,7 +462,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			}
 			for j, vn := range vols {
 				vw := fmt.Sprintf("%s.volumes[%d]", what, j)
-				vf, err := p.fields(vn, vw, "name", "size", "fs", "label", "mount", "options", "mkfs_options", "persist")
+				vf, err := p.fields(vn, vw, "name", "size", "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist")
 				if err != nil {
 					return err
 				}
@@ -599,6 +600,9 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			reqs = append(reqs, disk.Request{Device: fmt.Sprintf("disks[%d] (line %d)", i, d.Line), Partitions: d.Partitions})
 		}
 		if err := (disk.StackRequest{Caches: plan.Cache}).Validate(reqs); err != nil {
+			if errors.Is(err, disk.ErrRefused) {
+				return err
+			}
 			return &planError{msg: err.Error(), err: err}
 		}
 	}
@@ -607,7 +611,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 
 // volume reads a stack's filesystem mapping.
 func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool) (disk.VolumeSpec, error) {
-	f, err := p.fields(n, what, "fs", "label", "mount", "options", "mkfs_options", "persist")
+	f, err := p.fields(n, what, "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist")
 	if err != nil {
 		return disk.VolumeSpec{}, err
 	}
@@ -639,7 +643,7 @@ func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string
 		}
 		mounts[ps.Mount] = n.Line
 	}
-	return disk.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist}, nil
+	return disk.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver}, nil
 }
 
 func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {
@@ -776,7 +780,7 @@ func parseSizeRange(s string) (lo, hi uint64, err error) {
 	return lo, hi, nil
 }
 
-var partitionKeys = []string{"size", "fs", "label", "mount", "options", "mkfs_options", "persist", "use"}
+var partitionKeys = []string{"size", "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist", "use"}
 
 // labelLimits are the filesystems' label lengths in bytes (mkfs.xfs -L
 // takes 12, mkfs.ext4 -L 16).
@@ -833,7 +837,7 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 		case fs != "":
 			return ps, p.errf(fn, "%s.fs: a partition with use: %s has no fs of its own (give it to the %s entry)", what, use, kind)
 		}
-		for _, k := range []string{"label", "mount", "options", "mkfs_options", "persist"} {
+		for _, k := range []string{"label", "mount", "mount_over", "options", "mkfs_options", "persist"} {
 			if _, ok := f[k]; ok && k != "label" {
 				return ps, p.errf(f[k], "%s.%s: a partition with use: %s has no %s (give it to the %s entry)", what, k, use, k, kind)
 			}
@@ -858,8 +862,8 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 	if err != nil {
 		return ps, err
 	}
-	if max := labelLimits[fs]; len(label) > max {
-		return ps, p.errf(ln, "%s.label: %q is %d bytes; %s labels hold at most %d", what, label, len(label), fs, max)
+	if err := disk.CheckLabel(fs, label); err != nil {
+		return ps, p.errf(ln, "%s.label: %v", what, err)
 	}
 	ps.Label = label
 
@@ -874,11 +878,9 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 		if !strings.HasPrefix(mount, "/") {
 			return ps, p.errf(mn, "%s.mount: %q: want an absolute path", what, mount)
 		}
-		mount = filepath.Clean(mount)
-		if mount == "/" {
-			return ps, p.errf(mn, "%s.mount: refusing to mount a data disk on /", what)
-		}
-		ps.Mount = mount
+		// The system's own directories (/ among them) are disk's to
+		// refuse, as for the command line: a refusal, not bad input.
+		ps.Mount = filepath.Clean(mount)
 	}
 
 	opts, on, err := str("options")
@@ -889,10 +891,18 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 		if mount == "" {
 			return ps, p.errf(on, "%s.options: mount options need \"mount\"", what)
 		}
-		if strings.ContainsAny(opts, " \t") {
-			return ps, p.errf(on, "%s.options: %q: comma separated, without blanks", what, opts)
+		if err := disk.CheckMountOptions(fs, opts); err != nil {
+			return ps, p.errf(on, "%s.options: %v", what, err)
 		}
 		ps.MountOpts = opts
+	}
+	if on, ok := f["mount_over"]; ok {
+		if ps.MountOver, err = p.boolean(on, what+".mount_over"); err != nil {
+			return ps, err
+		}
+		if ps.MountOver && mount == "" {
+			return ps, p.errf(on, "%s.mount_over: needs \"mount\"", what)
+		}
 	}
 
 	if mo, ok := f["mkfs_options"]; ok {

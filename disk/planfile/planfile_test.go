@@ -22,8 +22,8 @@ func TestLoadExample(t *testing.T) {
 		Version: 1,
 		Disks: []DiskPlan{
 			{
-				Line: 36,
-				Select: Selector{Line: 37, Serial: "X3G7ABCDE", Model: "TOSHIBA DT01ACA300", Size: "2.5T-3T",
+				Line: 40,
+				Select: Selector{Line: 41, Serial: "X3G7ABCDE", Model: "TOSHIBA DT01ACA300", Size: "2.5T-3T",
 					SizeMin: 5 << 39, SizeMax: 3 << 40},
 				Partitions: []disk.PartSpec{
 					{SizeBytes: 100 << 30, FS: "xfs", Label: "data", Mount: "/data", MountOpts: "noatime",
@@ -32,8 +32,8 @@ func TestLoadExample(t *testing.T) {
 				},
 			},
 			{
-				Line:   55,
-				Select: Selector{Line: 55, ByID: "nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R123456A"},
+				Line:   59,
+				Select: Selector{Line: 59, ByID: "nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R123456A"},
 				Partitions: []disk.PartSpec{
 					{FS: "xfs", Label: "fast", Mount: "/fast", MountOpts: "noatime", Persist: true},
 				},
@@ -95,13 +95,17 @@ func TestParseErrors(t *testing.T) {
 		{"size is a list", head + "      - {size: [1G], fs: xfs}\n", "plan.yaml:5: disks[0].partitions[0].size: want a single value, got a list"},
 		{"missing fs", head + "      - {size: rest}\n", `plan.yaml:5: disks[0].partitions[0]: missing "fs"`},
 		{"fs btrfs", head + "      - size: rest\n        fs: btrfs\n", `plan.yaml:6: disks[0].partitions[0].fs: "btrfs": want xfs, ext4 or swap`},
-		{"xfs label too long", head + "      - {size: rest, fs: xfs, label: abcdefghijklm}\n", "plan.yaml:5: disks[0].partitions[0].label: \"abcdefghijklm\" is 13 bytes; xfs labels hold at most 12"},
-		{"ext4 label too long", head + "      - {size: rest, fs: ext4, label: abcdefghijklmnopq}\n", "ext4 labels hold at most 16"},
+		{"xfs label too long", head + "      - {size: rest, fs: xfs, label: abcdefghijklm}\n", "plan.yaml:5: disks[0].partitions[0].label: label \"abcdefghijklm\" is 13 bytes, longer than the 12 xfs allows"},
+		{"ext4 label too long", head + "      - {size: rest, fs: ext4, label: abcdefghijklmnopq}\n", "longer than the 16 ext4 allows"},
+		{"label with #", head + "      - {size: rest, fs: ext4, label: \"a#b\"}\n", `plan.yaml:5: disks[0].partitions[0].label: label "a#b": '#' is not allowed: use letters, digits, '-', '_' or '.'`},
 		{"label control char", head + "      - {size: rest, fs: ext4, label: \"a\\tb\"}\n", "plan.yaml:5: disks[0].partitions[0].label: control characters"},
 		{"relative mount", head + "      - {size: rest, fs: xfs, mount: data}\n", `plan.yaml:5: disks[0].partitions[0].mount: "data": want an absolute path`},
-		{"mount on root", head + "      - {size: rest, fs: xfs, mount: /.}\n", "plan.yaml:5: disks[0].partitions[0].mount: refusing to mount a data disk on /"},
 		{"options without mount", head + "      - {size: rest, fs: xfs, options: noatime}\n", `plan.yaml:5: disks[0].partitions[0].options: mount options need "mount"`},
-		{"options with blanks", head + "      - {size: rest, fs: xfs, mount: /d, options: \"noatime, nodev\"}\n", "comma separated, without blanks"},
+		{"options with blanks", head + "      - {size: rest, fs: xfs, mount: /d, options: \"noatime, nodev\"}\n", "cannot be written in an fstab line"},
+		{"options bind", head + "      - {size: rest, fs: xfs, mount: /d, options: \"noatime,bind\"}\n", `plan.yaml:5: disks[0].partitions[0].options: mount option "bind" is refused: it mounts a directory, not the file system`},
+		{"options unknown", head + "      - {size: rest, fs: xfs, mount: /d, options: data=journal}\n", `mount option "data=journal" is not one mount(8) or xfs takes`},
+		{"mount_over without mount", head + "      - {size: rest, fs: xfs, mount_over: true}\n", `plan.yaml:5: disks[0].partitions[0].mount_over: needs "mount"`},
+		{"mount_over not a bool", head + "      - {size: rest, fs: xfs, mount: /d, mount_over: maybe}\n", "mount_over"},
 		{"persist without mount", head + "      - size: rest\n        fs: xfs\n        persist: true\n", `plan.yaml:7: disks[0].partitions[0].persist: an fstab line needs "mount"`},
 		{"mkfs_options string", head + "      - {size: rest, fs: xfs, mkfs_options: \"-m reflink=1\"}\n", "plan.yaml:5: disks[0].partitions[0].mkfs_options: want a list"},
 		{"mkfs_options nested", head + "      - {size: rest, fs: xfs, mkfs_options: [[-m]]}\n", "plan.yaml:5: disks[0].partitions[0].mkfs_options[0]: want a single value"},
@@ -162,5 +166,18 @@ func TestLoadTooLarge(t *testing.T) {
 	}
 	if _, err := Load(path); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "not a plan file") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// mount_over reaches the partition's and a stack volume's spec.
+func TestParseMountOver(t *testing.T) {
+	y := "version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - {size: 1G, fs: xfs, mount: /srv/old, mount_over: true}\n      - {size: rest, use: lvm:vg}\n" +
+		"lvm:\n  - vg: vg\n    volumes:\n      - {name: a, size: rest, fs: ext4, mount: /srv/full, mount_over: true}\n"
+	p, err := Parse("plan.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Disks[0].Partitions[0].MountOver || !p.LVM[0].Volumes[0].Volume.MountOver {
+		t.Errorf("mount_over lost: %+v %+v", p.Disks[0].Partitions[0], p.LVM[0].Volumes[0].Volume)
 	}
 }
