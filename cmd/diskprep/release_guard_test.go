@@ -13,14 +13,14 @@ import (
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
-// release --wipe of a loop device holding an XFS that diskprep never made:
+// release --wipe of a loop device holding an ext4 that diskprep never made:
 // refused without a terminal and without --yes (exit 3, one line naming
 // the device and its signature, bytes unchanged); wiped with --yes.
 func TestPrivilegedReleaseForeignWipe(t *testing.T) {
-	testenv.RequirePrivileged(t, "mkfs.xfs", "wipefs", "losetup")
+	testenv.RequirePrivileged(t, "mkfs.ext4", "wipefs", "losetup")
 	_, m := useTempRoot(t)
-	loop := testenv.NewLoop(t, 320<<20, testenv.LoopOptions{})
-	if _, err := testenv.Run("mkfs.xfs", "-q", "-L", "theirs", loop.Dev); err != nil {
+	loop := testenv.NewLoop(t, 32<<20, testenv.LoopOptions{})
+	if _, err := testenv.Run("mkfs.ext4", "-q", "-L", "theirs", loop.Dev); err != nil {
 		t.Fatal(err)
 	}
 	hash := func() string {
@@ -43,13 +43,13 @@ func TestPrivilegedReleaseForeignWipe(t *testing.T) {
 		code, out, errOut := runArgsOn(m, args...)
 		switch {
 		case args[len(args)-1] == "--dry-run":
-			if code != 0 || !strings.Contains(out, "would destroy "+loop.Dev) || !strings.Contains(out, `xfs label "theirs"`) || !strings.Contains(out, "not made by diskprep") {
+			if code != 0 || !strings.Contains(out, "would destroy "+loop.Dev) || !strings.Contains(out, `ext4 label "theirs"`) || !strings.Contains(out, "not made by diskprep") {
 				t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
 			}
 		default:
 			if code != exitRefused || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "not made by diskprep: "+loop.Dev) ||
-				!strings.Contains(errOut, `xfs label "theirs"`) || !strings.Contains(errOut, "--yes") {
-				t.Errorf("%v: exit %d, stderr %q; want exit 3 and one line naming the device, its xfs and --yes", args, code, errOut)
+				!strings.Contains(errOut, `ext4 label "theirs"`) || !strings.Contains(errOut, "--yes") {
+				t.Errorf("%v: exit %d, stderr %q; want exit 3 and one line naming the device, its ext4 and --yes", args, code, errOut)
 			}
 		}
 		if after := hash(); after != before {

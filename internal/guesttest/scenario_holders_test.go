@@ -14,7 +14,7 @@ import (
 // same afterwards (sha256 in the guest); the inventory shows each holder.
 // Then a disk holds the root file system through LVM: diskprep, run in a
 // mount namespace whose / is that logical volume, marks it the system disk
-// and refuses it.
+// and refuses it; release --wipe of it is refused too, dry run or not.
 //
 // The disks are small (32 MiB): hashing runs at about 20 MB/s under TCG.
 // One boot (about 25 s).
@@ -70,6 +70,8 @@ mark inv.stderr; cat /root/err
 	mkfs.ext4 -q /dev/vgroot/root && mkdir -p /mnt/newroot && mount /dev/vgroot/root /mnt/newroot &&
 	mkdir -p /mnt/newroot/proc /mnt/newroot/sys /mnt/newroot/dev /mnt/newroot/run /mnt/newroot/oldroot /mnt/newroot/bin /mnt/newroot/tmp &&
 	cp /usr/local/bin/diskprep /mnt/newroot/bin/; } >/dev/null || echo "root setup failed"
+# The LVM label and metadata (the first MiB): what a release would wipe.
+dd if=$root bs=1M count=1 2>/dev/null | sha256sum >/root/rootsum
 unshare -m sh -c '
 	mount --rbind /dev /mnt/newroot/dev && mount --rbind /sys /mnt/newroot/sys &&
 	mount --rbind /run /mnt/newroot/run && mount -t proc proc /mnt/newroot/proc &&
@@ -79,6 +81,10 @@ unshare -m sh -c '
 	while read -r l; do echo "$l"; done </proc/self/mountinfo >/tmp/mountinfo
 	/bin/diskprep prepare '$root' --fs ext4 --wipe --yes >/dev/null 2>/tmp/prep.err
 	echo $? >/tmp/prep.exit
+	/bin/diskprep release '$root' --wipe --dry-run >/dev/null 2>/tmp/reldry.err
+	echo $? >/tmp/reldry.exit
+	/bin/diskprep release '$root' --wipe --yes --force-unmount >/dev/null 2>/tmp/rel.err
+	echo $? >/tmp/rel.exit
 
 '
 rc=$?
@@ -90,6 +96,11 @@ mark rootinv.stderr; cat inv.err
 mark rootinv.mountinfo; cat mountinfo
 mark rootprep.exit; cat prep.exit
 mark rootprep.stderr; cat prep.err
+mark rootrel.dry.exit; cat reldry.exit
+mark rootrel.dry.stderr; cat reldry.err
+mark rootrel.exit; cat rel.exit
+mark rootrel.stderr; cat rel.err
+mark rootrel.sum; dd if=$root bs=1M count=1 2>/dev/null | sha256sum | cmp -s - /root/rootsum && echo same
 mark end
 `
 
@@ -194,5 +205,15 @@ func TestScenarioHolders(t *testing.T) {
 	}
 	if out["rootprep.exit"] != "3" || !regexp.MustCompile(`^diskprep: refusing to prepare `+names["root"]+`: `+names["root"]+` holds the running system \(`).MatchString(out["rootprep.stderr"]) {
 		t.Errorf("prepare --wipe of the disk under /: exit %s, stderr %q; want 3, holds the running system", out["rootprep.exit"], out["rootprep.stderr"])
+	}
+	// release --wipe of it, dry run or not, whatever the flags: refused,
+	// its LVM label and metadata the same bytes.
+	for _, k := range []string{"rootrel.dry", "rootrel"} {
+		if out[k+".exit"] != "3" || !regexp.MustCompile(`^diskprep: refusing to release `+names["root"]+`: .*running system`).MatchString(out[k+".stderr"]) || strings.Count(out[k+".stderr"], "\n") != 0 {
+			t.Errorf("%s of the disk under /: exit %s, stderr %q; want 3, one line naming the running system", k, out[k+".exit"], out[k+".stderr"])
+		}
+	}
+	if out["rootrel.sum"] != "same" {
+		t.Errorf("release --wipe of the disk under / changed its first MiB")
 	}
 }
