@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -79,6 +80,63 @@ func (a *applier) facts(ctx context.Context) (*hwinfo.Host, error) {
 	return nil, errors.New("no facts of this machine to decide from")
 }
 
+// refuseSystemEarly refuses a target the running system stands on before
+// anything else is read of it: where / is on a stack, that stack's tools
+// may not even be at hand. Swap is left to refuseSystem, which knows
+// diskprep's own.
+func (a *applier) refuseSystemEarly(ctx context.Context, target string) error {
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return nil // the plan reports it
+	}
+	if hwinfo.IsSystemMount(filepath.Clean(abs)) {
+		return refuseRelease(target, "it would unmount "+filepath.Clean(abs)+", which the running system stands on")
+	}
+	fi, err := a.host.Stat(abs)
+	if err != nil || fi.Mode()&fs.ModeDevice == 0 || fi.Mode()&fs.ModeCharDevice != 0 {
+		return nil
+	}
+	major, minor, err := a.host.DeviceNumber(abs)
+	if err != nil {
+		return nil
+	}
+	name, err := a.blockName(major, minor)
+	if err != nil {
+		return nil
+	}
+	h, err := a.facts(ctx)
+	if err != nil {
+		return refuseRelease(target, fmt.Sprintf("cannot tell what holds the running system: %v", err))
+	}
+	return refuseIfSystem(h, target, map[string]bool{name: true}, nil, false)
+}
+
+// refuseIfSystem refuses when a device in concerned is, or holds, what the
+// running system stands on; with swap false, active swap is not looked at,
+// and the swap areas in ourSwap never are.
+func refuseIfSystem(h *hwinfo.Host, target string, concerned, ourSwap map[string]bool, swap bool) error {
+	for _, d := range h.Disks {
+		for _, r := range d.SystemReasons {
+			// "WHAT on DEV" or "WHAT on DEV via HOLDER": the disk, the
+			// partition and the holder are the system's.
+			_, on, ok := strings.Cut(r, " on ")
+			if !ok {
+				continue
+			}
+			dev, via, _ := strings.Cut(on, " via ")
+			if strings.HasPrefix(r, "swap on ") && (!swap || ourSwap[dev] || via != "" && ourSwap[via]) {
+				continue
+			}
+			for _, n := range []string{d.Name, dev, via} {
+				if n != "" && concerned[n] {
+					return refuseRelease(target, fmt.Sprintf("%s holds the running system (%s)", "/dev/"+n, r))
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // refuseSystem refuses a release that would unmount, swap off, stop or
 // wipe anything the running system sits on. A swap area diskprep made
 // (its fstab line is among those removed) is released like any volume.
@@ -100,27 +158,7 @@ func (a *applier) refuseSystem(ctx context.Context, p *ReleasePlan) error {
 			}
 		}
 	}
-	concerned := p.devices()
-	for _, d := range h.Disks {
-		for _, r := range d.SystemReasons {
-			// "WHAT on DEV" or "WHAT on DEV via HOLDER": the disk, the
-			// partition and the holder are the system's.
-			_, on, ok := strings.Cut(r, " on ")
-			if !ok {
-				continue
-			}
-			dev, via, _ := strings.Cut(on, " via ")
-			if strings.HasPrefix(r, "swap on ") && (ourSwap[dev] || via != "" && ourSwap[via]) {
-				continue
-			}
-			for _, n := range []string{d.Name, dev, via} {
-				if n != "" && concerned[n] {
-					return refuseRelease(p.Target, fmt.Sprintf("%s holds the running system (%s)", "/dev/"+n, r))
-				}
-			}
-		}
-	}
-	return nil
+	return refuseIfSystem(h, p.Target, p.devices(), ourSwap, true)
 }
 
 func refuseRelease(subject string, reasons ...string) error {

@@ -117,6 +117,9 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 // refuses at all, so a dry run is refused too.
 func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
 	a := newApplier(deps)
+	if err := a.refuseSystemEarly(ctx, target); err != nil {
+		return nil, err
+	}
 	plan, named, err := a.planRelease(target, opt)
 	if err != nil {
 		return nil, err
