@@ -67,6 +67,10 @@ type applier struct {
 	progress  io.Writer
 	// madePoints are the mount points this run created.
 	madePoints map[string]bool
+	// keepFacts has the guard read the facts once (a release's planning),
+	// into factsRead.
+	keepFacts bool
+	factsRead *hwinfo.Host
 }
 
 func newApplier(d Deps) *applier {

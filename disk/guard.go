@@ -60,11 +60,23 @@ func (l Loss) String() string {
 	return s + ": " + strings.Join(l.Signatures, "; ")
 }
 
-// facts reads the machine's disks now: Deps.Refresh, else the Host's own
+// facts reads the machine's disks (once for a whole plan, when keepFacts:
+// under TCG a read takes seconds): Deps.Refresh, else the Host's own
 // (the recording fake has them), else the live kernel's when sys, proc
 // and dev are the live ones. Without facts the guard cannot decide, so it
 // refuses.
 func (a *applier) facts(ctx context.Context) (*hwinfo.Host, error) {
+	if a.factsRead != nil {
+		return a.factsRead, nil
+	}
+	h, err := a.readFacts(ctx)
+	if err == nil && a.keepFacts {
+		a.factsRead = h
+	}
+	return h, err
+}
+
+func (a *applier) readFacts(ctx context.Context) (*hwinfo.Host, error) {
 	if a.refresh != nil {
 		return a.refresh(ctx)
 	}

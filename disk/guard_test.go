@@ -164,7 +164,7 @@ func TestGuardImageFiles(t *testing.T) {
 		path  string
 		want  string
 	}{
-		{"another user's file", func(h *hosttest.Host) { h.AddImage("/var/tmp/u.img", 400<<20); h.Chown("/var/tmp/u.img", 1000, 0o644) }, "/var/tmp/u.img", "belongs to uid 1000"},
+		{"another user's file", func(h *hosttest.Host) { h.AddImage("/var/tmp/u.img", 400<<20); h.Chown("/var/tmp/u.img", 4242, 0o644) }, "/var/tmp/u.img", "belongs to uid 4242"},
 		{"writable by others", func(h *hosttest.Host) { h.AddImage("/var/tmp/w.img", 400<<20); h.Chown("/var/tmp/w.img", 0, 0o666) }, "/var/tmp/w.img", "writable by no one else"},
 		{"a link", func(h *hosttest.Host) {
 			h.AddImage("/etc/shadow.img", 400<<20)
@@ -172,7 +172,7 @@ func TestGuardImageFiles(t *testing.T) {
 		}, "/var/tmp/l.img", "symbolic link"},
 		{"another user's directory", func(h *hosttest.Host) {
 			h.MkdirAll("/home/u", 0o755)
-			h.Chown("/home/u", 1000, 0o755)
+			h.Chown("/home/u", 4242, 0o755)
 		}, "/home/u/new.img", "another user could replace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -91,13 +92,17 @@ func resolveImagePath(h Host, path string) (string, error) {
 		return "", fmt.Errorf("inspect image %s: %w", abs, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
+		if st, err := h.Stat(real); err == nil && st.Mode()&fs.ModeDevice != 0 {
+			// A by-id link to a disk, most likely: say what to type.
+			return "", refuse(abs, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", abs, abs))
+		}
 		return "", refuse(abs, fmt.Sprintf("%s is a symbolic link: diskprep opens image files only by their own path (give the file the link names, if it is yours)", abs))
 	}
 	if err := checkImageDir(h, dir); err != nil {
 		return "", err
 	}
 	if fi.Mode().IsRegular() {
-		if uid, perm, ok := owner(fi); ok && (uid != 0 || perm&0o022 != 0) {
+		if uid, perm, ok := owner(fi); ok && (!trustedOwner(uid) || perm&0o022 != 0) {
 			return "", refuse(real, fmt.Sprintf("%s belongs to uid %d with mode %04o: an image root formats and mounts must be root's and writable by no one else (chown root:root and chmod go-w it, or let diskprep create it)", real, uid, perm))
 		}
 	}
@@ -117,11 +122,15 @@ func checkImageDir(h Host, dir string) error {
 	if !ok {
 		return nil
 	}
-	if uid != 0 || perm&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+	if !trustedOwner(uid) || perm&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return refuse(dir, fmt.Sprintf("%s belongs to uid %d with mode %04o: another user could replace an image file in it; keep images in a directory of root's (as /var/tmp or /var/lib)", dir, uid, perm))
 	}
 	return nil
 }
+
+// trustedOwner says whether a file of uid's may be used: root's, or the
+// user's own when diskprep runs as that user (a dry run).
+func trustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 
 // owner is the file's owner and permission bits, where the Host says.
 func owner(fi fs.FileInfo) (uid uint32, perm fs.FileMode, ok bool) {

@@ -117,6 +117,7 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 // refuses at all, so a dry run is refused too.
 func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
 	a := newApplier(deps)
+	a.keepFacts = true
 	if err := a.refuseSystemEarly(ctx, target); err != nil {
 		return nil, err
 	}
