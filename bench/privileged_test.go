@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
+
+	"golang.org/x/sys/unix"
 )
 
 // liveHost reads the live inventory, loop devices included, as the command does.
@@ -291,5 +295,67 @@ func TestPrivilegedSectorAlignment(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(record.Warnings(rec), "\n"), "O_DIRECT is off") {
 		t.Errorf("warnings %q", record.Warnings(rec))
+	}
+}
+
+// Writes to a block device hold it from the busy check to the end: a
+// device another diskprep holds is refused, and while the writes run the
+// kernel refuses to mount it.
+func TestPrivilegedDeviceWriteClaims(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4")
+	loop := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
+	testenv.MustRun(t, "mkfs.ext4", "-F", "-q", loop.Dev)
+	host := liveHost(t)
+	var st unix.Stat_t
+	if err := unix.Stat(loop.Dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	var roots hwinfo.Roots
+	lockPath := roots.DeviceLockPath(fmt.Sprintf("%d:%d", unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))))
+	os.MkdirAll(filepath.Dir(lockPath), 0o700)
+	held := exec.Command("flock", "-x", "-o", lockPath, "sleep", "30")
+	if err := held.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := roots.LockHeld(lockPath); ok || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	req := workload.Request{Target: loop.Dev, AllowDeviceWrite: true, Specs: []string{"rw=write,bs=4k,size=8M,runtime=3s"}}
+	_, err := Run(context.Background(), req, Options{Host: host})
+	held.Process.Kill()
+	held.Wait()
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), " by another diskprep") && !strings.Contains(err.Error(), "another diskprep (pid") {
+		t.Fatalf("write to a device another diskprep holds: %v, want a refusal", err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), req, Options{Host: host})
+		done <- err
+	}()
+	mnt := t.TempDir()
+	var mountErr string
+	for i := 0; i < 50 && mountErr == ""; i++ {
+		time.Sleep(40 * time.Millisecond)
+		if f, err := os.OpenFile(loop.Dev, os.O_RDONLY|unix.O_EXCL, 0); err == nil {
+			f.Close()
+			continue // not claimed yet
+		}
+		out, err := exec.Command("mount", "-t", "ext4", loop.Dev, mnt).CombinedOutput()
+		if err == nil {
+			exec.Command("umount", mnt).Run()
+			t.Fatal("mounted the device while a bench wrote to it")
+		}
+		mountErr = string(out)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if mountErr == "" {
+		t.Fatal("the bench never showed its claim on the device")
 	}
 }

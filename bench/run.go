@@ -141,6 +141,13 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if err := checkPrecondition(req, t); err != nil {
 		return nil, err
 	}
+	if t.ident.Kind == record.KindDevice && t.haveDev && (req.Precondition || anyWrites(workloads)) {
+		release, err := t.claimDevice()
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	if req.SteadyState {
 		repeat = record.SteadyMaxRounds
 	}
