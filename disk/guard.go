@@ -239,7 +239,17 @@ func (p *ReleasePlan) fstabUUIDsRemoved() map[string]bool {
 // marker reads diskprep's marker at a mount point through the Host; nil
 // when there is none or it is not one.
 func (a *applier) marker(point string) *Marker {
-	b, err := a.host.ReadFile(filepath.Join(point, MarkerFile))
+	path := filepath.Join(point, MarkerFile)
+	// diskprep writes it as root; one a user put in a filesystem of
+	// theirs (a stick they mounted) vouches for nothing.
+	fi, err := a.host.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	if uid, perm, ok := owner(fi); ok && (uid != 0 || perm&0o022 != 0) {
+		return nil
+	}
+	b, err := a.host.ReadFile(path)
 	if err != nil || len(b) > 1<<20 {
 		return nil
 	}

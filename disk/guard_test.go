@@ -234,3 +234,30 @@ func TestGuardReleaseWipeTakesTheLock(t *testing.T) {
 		t.Errorf("wrote %v under another's lock", w)
 	}
 }
+
+// A marker file another user put in a filesystem of theirs vouches for
+// nothing: the filesystem is still not diskprep's.
+func TestGuardMarkerOfAnotherUser(t *testing.T) {
+	h := foreignHost(t)
+	ctx := context.Background()
+	if err := h.MkdirAll("/media/stick", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Run(ctx, "mount", "-t", "xfs", "/dev/sdb", "/media/stick"); err != nil {
+		t.Fatal(err)
+	}
+	marker := "/media/stick/" + disk.MarkerFile
+	h.SetFile(marker, []byte(`{"schema":"`+disk.MarkerSchema+`","fs":"xfs","uuid":"0b5e5a1e-0000-4000-8000-00000000000b"}`))
+	h.Chown(marker, 4242, 0o644)
+	h.ResetLog()
+	_, err := disk.PlanRelease(ctx, "/dev/sdb", disk.ReleaseOptions{Wipe: true, Yes: true}, disk.Deps{Host: h})
+	if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "mounted by someone else") {
+		t.Fatalf("release of a stick with a planted marker: %v, want it treated as another's mount", err)
+	}
+	// Root's own marker is diskprep's.
+	h.Chown(marker, 0, 0o644)
+	p, err := disk.PlanRelease(ctx, "/dev/sdb", disk.ReleaseOptions{Wipe: true}, disk.Deps{Host: h})
+	if err != nil || p.NeedsConfirmation {
+		t.Fatalf("release of diskprep's own marked filesystem: %v, needs confirmation %v", err, p != nil && p.NeedsConfirmation)
+	}
+}
