@@ -286,6 +286,11 @@ func (a *applier) guardRelease(ctx context.Context, p *ReleasePlan, opt ReleaseO
 		if pt == named || contains(p.FstabPoints, pt) && p.removesFstabLineFor(pt) {
 			continue
 		}
+		if p.Detach != "" && a.wholeDisk(p.pointDev[pt]) == filepath.Base(p.Detach) {
+			// On a loop device diskprep attached: its own, marker
+			// written or not yet (a prepare killed just after mount).
+			continue
+		}
 		foreign = append(foreign, pt)
 	}
 	if len(foreign) > 0 && !opt.ForceUnmount {
