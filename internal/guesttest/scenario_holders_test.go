@@ -209,7 +209,7 @@ func TestScenarioHolders(t *testing.T) {
 	// release --wipe of it, dry run or not, whatever the flags: refused,
 	// its LVM label and metadata the same bytes.
 	for _, k := range []string{"rootrel.dry", "rootrel"} {
-		if out[k+".exit"] != "3" || !regexp.MustCompile(`^diskprep: refusing to release `+names["root"]+`: .*running system`).MatchString(out[k+".stderr"]) || strings.Count(out[k+".stderr"], "\n") != 0 {
+		if out[k+".exit"] != "3" || !regexp.MustCompile(`^diskprep: refusing to release /dev/`+names["root"]+`: .*running system`).MatchString(out[k+".stderr"]) || strings.Count(out[k+".stderr"], "\n") != 0 {
 			t.Errorf("%s of the disk under /: exit %s, stderr %q; want 3, one line naming the running system", k, out[k+".exit"], out[k+".stderr"])
 		}
 	}
