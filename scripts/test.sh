@@ -73,7 +73,7 @@ log "guest tier (internal/guesttest), in the background"
 # everything. On a failure before then the script still waits for it: it
 # stops its own guests, and nothing is left running.
 guest_log=$(mktemp)
-go test -v -count=1 -timeout 30m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
+go test -v -count=1 -timeout 50m "$@" ./internal/guesttest/ >"$guest_log" 2>&1 &
 guest_pid=$!
 # shellcheck disable=SC2317 # run by the EXIT trap
 guest_wait() {

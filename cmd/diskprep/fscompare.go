@@ -206,6 +206,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
+	if opts.Image != "" && !opts.Keep {
+		if err := releaseKilledRun(ctx, opts.Image, m, deps, &factsEnv, run.Progress); err != nil {
+			return err
+		}
+	}
 	// An image this run makes holds nothing but what it makes: it needs no
 	// question (disk.NeedConfirmation) and goes at the end, so the next run
 	// makes it anew, unasked, as the README's first command does twice.
@@ -427,4 +432,57 @@ func (f *fsETA) adjust(p bench.Progress, now time.Time) bench.Progress {
 		p.ETA += time.Duration(left) * per
 	}
 	return p
+}
+
+// releaseKilledRun undoes what an fscompare killed outright (SIGKILL, a
+// power cut of the ssh host) left of image: attached, mounted at its
+// temporary directory, the image diskprep made. A live fscompare holds
+// the image's lock, so only a dead one's leftovers match; those are
+// released (the image removed when diskprep made it) and the directory
+// removed, so the command runs again as it is.
+func releaseKilledRun(ctx context.Context, image string, m *machine, deps disk.Deps, e *env, progress io.Writer) error {
+	real, err := filepath.Abs(image)
+	if err != nil {
+		return nil
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(real)); err == nil {
+		real = filepath.Join(dir, filepath.Base(real))
+	}
+	if _, held := deps.Roots.LockHeld(deps.Roots.ImageLockPath(real)); held {
+		return nil // a live run's: prepare refuses it, naming the pid
+	}
+	host, err := m.readFacts(ctx, e.Root, e)
+	if err != nil {
+		return nil // the plan reads the facts again and says what is wrong
+	}
+	tmpPrefix := filepath.Join(os.TempDir(), "diskprep-fscompare-")
+	var points []string
+	for _, d := range host.Disks {
+		if d.LoopBackingFile != real {
+			continue
+		}
+		for _, p := range d.Partitions {
+			for _, mt := range p.Mounts {
+				if strings.HasPrefix(mt.Point, tmpPrefix) {
+					points = append(points, mt.Point)
+				}
+			}
+		}
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "an earlier fscompare of %s ended without cleaning up (mounted at %s): releasing it first\n", image, strings.Join(points, ", "))
+	}
+	if _, err := m.release(ctx, image, disk.ReleaseOptions{RemoveImage: true}, deps); err != nil {
+		// Not diskprep's image after all: keep it, release the rest.
+		if _, err := m.release(ctx, image, disk.ReleaseOptions{}, deps); err != nil {
+			return fmt.Errorf("release what an earlier fscompare left of %s: %w (diskprep release %s)", image, err, image)
+		}
+	}
+	for _, p := range points {
+		os.Remove(p) // empty once unmounted; a directory with files stays
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -157,5 +159,58 @@ func TestPrivilegedImageOtherUsers(t *testing.T) {
 	}
 	if _, err := os.Stat(secret); err != nil {
 		t.Errorf("release --remove-image removed a file diskprep did not make: %v", err)
+	}
+}
+
+// fscompare killed outright (SIGKILL: no cleanup at all) leaves its image
+// attached and mounted at its temporary directory; the same command run
+// again releases that first and completes, and leaves nothing behind.
+func TestPrivilegedFSCompareAfterSIGKILL(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
+	bin := faultBuild(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	img, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "results")
+	t.Cleanup(func() {
+		out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img)
+		for _, dev := range strings.Fields(out) {
+			testenv.UnmountAll(t, dev)
+			testenv.Run("losetup", "-d", dev)
+		}
+	})
+	args := []string{"fscompare", "--image", img, "--size", "1G", "--fs", "ext4", "--repeat", "1", "--results", store, "--yes"}
+	p := exec.Command(bin, append(args, "--runtime", "30s")...)
+	p.Env = append(os.Environ(), "TMPDIR="+tmp)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	faultWaitFor(t, "the test file", func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "diskprep-fscompare-*"))
+		for _, d := range dirs {
+			if faultLaidOut(d, 16<<20)() {
+				return true
+			}
+		}
+		return false
+	})
+	p.Process.Kill()
+	p.Wait()
+	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) == "" {
+		t.Fatal("the killed run left nothing attached: the test shows nothing")
+	}
+
+	again := exec.Command(bin, append(args, "--runtime", "1s")...)
+	again.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := again.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "an earlier fscompare of "+img+" ended without cleaning up") {
+		t.Fatalf("the same command after SIGKILL: %v\n%s", err, out)
+	}
+	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+		t.Errorf("%s still attached to the image", out)
+	}
+	if _, err := os.Stat(img); !os.IsNotExist(err) {
+		t.Errorf("image left: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "diskprep-fscompare-*")); len(left) != 0 {
+		t.Errorf("temporary mount points left: %v", left)
 	}
 }
