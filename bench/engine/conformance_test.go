@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/diskprep/diskprep/bench/engine/uring"
 	"github.com/diskprep/diskprep/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -549,5 +552,46 @@ func TestDiskStatsAgreeOnLoop(t *testing.T) {
 	p.BlockSize = 512
 	if _, err := Run(context.Background(), p); !errors.Is(err, ErrParams) {
 		t.Errorf("bs 512 on a 4096-byte-sector device with O_DIRECT: %v, want ErrParams", err)
+	}
+}
+
+// An io_uring I/O the kernel cancels (-ECANCELED, seen from io-wq under
+// QEMU's TCG) moved no data: it is submitted again as it was, and only an
+// I/O cancelled time after time fails the run.
+func TestURingCancelledIOSubmittedAgain(t *testing.T) {
+	if _, err := uring.New(4); err != nil {
+		t.Skipf("io_uring: %v", err)
+	}
+	e := suiteEnv{engine: EngineIOUring, path: layoutTarget(t, filepath.Join(t.TempDir(), "testfile"))}
+	var mu sync.Mutex
+	issued, n := 0, 0
+	perJob := map[int]int{}
+	p := e.params(RandRead)
+	p.Direct = false
+	p.hooks.io = func(int, int64, bool) { mu.Lock(); issued++; mu.Unlock() }
+	p.hooks.completed = func(job int, res int32) int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		perJob[job]++
+		// One in 11 of a job's completions: more than the queue depth
+		// apart, so the one submitted again is not cancelled again.
+		if perJob[job]%11 == 0 {
+			return -int32(syscall.ECANCELED)
+		}
+		return res
+	}
+	res := mustRun(t, p)
+	if res.Read.IOs != uint64(issued) {
+		t.Errorf("%d I/Os counted, %d issued: a cancelled one was lost or counted twice", res.Read.IOs, issued)
+	}
+	if n <= issued {
+		t.Errorf("%d completions for %d I/Os: nothing was submitted again", n, issued)
+	}
+
+	// Cancelled every time: an error naming it.
+	p.hooks.completed = func(int, int32) int32 { return -int32(syscall.ECANCELED) }
+	if _, err := Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Errorf("every I/O cancelled: %v, want an error", err)
 	}
 }

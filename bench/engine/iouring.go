@@ -34,7 +34,13 @@ func (j *job) runURing(sh *shared, depth int) {
 		submitted int64
 		off       int64
 		read      bool
+		cancelled int // times in a row the kernel cancelled this I/O
 	}
+	// An I/O the kernel cancelled (-ECANCELED: seen under QEMU's TCG,
+	// from io-wq) moved no data; it is submitted again as it was, a few
+	// times, before it counts as an error.
+	const maxCancelled = 3
+	var again []int
 	slots := make([]slot, depth)
 	free := make([]int, depth)
 	for i := range free {
@@ -54,17 +60,36 @@ func (j *job) runURing(sh *shared, depth int) {
 			c := r.CQE(head + i)
 			s := int(c.UserData)
 			sl := &slots[s]
-			if c.Res != want && j.err == nil {
-				var err error
-				if c.Res < 0 {
-					err = syscall.Errno(-c.Res)
+			res := c.Res
+			if j.hooks.completed != nil {
+				res = j.hooks.completed(j.id, res)
+			}
+			if res == -int32(syscall.ECANCELED) && sl.cancelled < maxCancelled {
+				inflight--
+				if j.err == nil && !sh.stop.Load() {
+					sl.cancelled++
+					again = append(again, s)
+					continue
 				}
-				j.err = ioError(sl.read, sl.off, int(max(c.Res, 0)), int(want), err)
+				// The run is stopping: dropped, neither counted nor an
+				// error of its own.
+				sl.cancelled = 0
+				free[nfree] = s
+				nfree++
+				continue
+			}
+			if res != want && j.err == nil {
+				var err error
+				if res < 0 {
+					err = syscall.Errno(-res)
+				}
+				j.err = ioError(sl.read, sl.off, int(max(res, 0)), int(want), err)
 				sh.stop.Store(true)
 				stopping = true
-			} else if c.Res == want {
+			} else if res == want {
 				j.account(sh, now, now-sl.submitted, sl.read)
 			}
+			sl.cancelled = 0
 			free[nfree] = s
 			nfree++
 			inflight--
@@ -78,22 +103,39 @@ func (j *job) runURing(sh *shared, depth int) {
 		}
 		nfresh := 0
 		pending := 0
-		for !stopping && nfree > 0 {
-			off, ok := j.gen.next()
-			if !ok {
-				if !sh.timeBased {
-					stopping = true
-					break
+		for len(again) > 0 && sh.stop.Load() {
+			// The run is stopping (an error, an interruption): not
+			// submitted again, the slot is free once more.
+			free[nfree] = again[len(again)-1]
+			nfree++
+			again = again[:len(again)-1]
+		}
+		for (len(again) > 0 || !stopping && nfree > 0) && nfresh < len(fresh) {
+			var s int
+			var off int64
+			var read bool
+			if len(again) > 0 {
+				s = again[len(again)-1]
+				again = again[:len(again)-1]
+				off, read = slots[s].off, slots[s].read
+			} else {
+				var ok bool
+				off, ok = j.gen.next()
+				if !ok {
+					if !sh.timeBased {
+						stopping = true
+						break
+					}
+					j.gen.newPass()
+					continue
 				}
-				j.gen.newPass()
-				continue
+				read = j.isRead()
+				if j.hooks.io != nil {
+					j.hooks.io(j.id, off, read)
+				}
+				nfree--
+				s = free[nfree]
 			}
-			read := j.isRead()
-			if j.hooks.io != nil {
-				j.hooks.io(j.id, off, read)
-			}
-			nfree--
-			s := free[nfree]
 			e := r.GetSQE()
 			e.Fd = fd
 			e.Off = uint64(off)
@@ -113,15 +155,10 @@ func (j *job) runURing(sh *shared, depth int) {
 			slots[s].off, slots[s].read = off, read
 			inflight++
 			pending++
-			if nfresh < len(fresh) {
-				fresh[nfresh] = s
-			}
+			fresh[nfresh] = s // stamped and submitted in batches of at most 64
 			nfresh++
-			if nfresh == len(fresh) {
-				break // stamp and submit in batches of at most 64
-			}
 		}
-		if inflight == 0 {
+		if inflight == 0 && len(again) == 0 {
 			break
 		}
 		t := nanotime()

@@ -120,6 +120,9 @@ type hooks struct {
 	// open stands in for unix.Open when the jobs open the target (a test
 	// refuses O_DIRECT with it, as some file systems do).
 	open func(path string, flags int, mode uint32) (int, error)
+	// completed rewrites an io_uring completion's result as it is reaped
+	// (a test makes the kernel's -ECANCELED with it).
+	completed func(job int, res int32) int32
 }
 
 // Snapshot is a live progress view.
