@@ -372,6 +372,10 @@ func TestRealGPT(t *testing.T) {
 			if _, err := f.WriteAt([]byte{0x5a}, int64(ss)+60); err != nil {
 				t.Fatal(err)
 			}
+			// On the device before anything reads it, whichever way.
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
 			tbl, err := readTablePath(t, l.Dev, 0)
 			if err != nil {
 				t.Fatalf("primary corrupt, backup intact: %v", err)
@@ -384,6 +388,9 @@ func TestRealGPT(t *testing.T) {
 			compareWithTools(t, l.Dev)
 
 			if _, err := f.WriteAt([]byte("garbage!"), size-int64(ss)+16); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
 			if tbl, err := readTablePath(t, l.Dev, 0); !errors.Is(err, ErrCorruptTable) {
