@@ -402,10 +402,7 @@ func partsOurs(d *hwinfo.Disk, made map[string]string) bool {
 }
 
 func describeSignature(s signature) string {
-	out := s.Type
-	if s.Label != "" {
-		out += fmt.Sprintf(" label %q", s.Label)
-	}
+	out := s.Type + labelSuffix(s.Label)
 	if s.UUID != "" {
 		out += " UUID " + s.UUID
 	}
