@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 )
 
 // Repetition converts an engine result into the record's form: rates and
@@ -29,6 +31,26 @@ func repetitionOf(res *engine.Result, index int, start time.Time) record.Repetit
 	}
 	r.EngineCPUNSPerIO = r.CPUNSPerIO()
 	return r
+}
+
+// stalled keeps a direction the workload does that completed no I/O in
+// the measured window: its zero is a measurement (the device stalled for
+// the whole window), not a direction the workload lacks, and it says so.
+func stalled(r *record.Repetition, w workload.Workload, elapsed time.Duration) {
+	none := func(d **record.DirResult, dir string) {
+		if *d != nil {
+			return
+		}
+		*d = &record.DirResult{RuntimeMS: ms(elapsed), Samples: []record.Sample{}}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no %s completed in the %s measured: the device stalled for all of it (its zero IOPS is in the results)",
+			w.Name, dir, elapsed.Round(time.Millisecond)))
+	}
+	if w.Reads() && (w.RW != "randrw" || w.RWMixRead > 0) {
+		none(&r.Read, "read")
+	}
+	if w.Writes() && (w.RW != "randrw" || w.RWMixRead < 100) {
+		none(&r.Write, "write")
+	}
 }
 
 func dirOf(d engine.DirResult, elapsed time.Duration) *record.DirResult {

@@ -513,6 +513,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
 	one.HostSamples, one.DeviceSamples = hostSamples, devSamples
+	stalled(&one, w, res.Elapsed)
 	if cacheBefore != nil {
 		select {
 		case <-ctx.Done():

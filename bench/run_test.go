@@ -206,6 +206,9 @@ func TestRunCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+				if n < 2 && p.RW.Writes() {
+					return syntheticResult(0, 100, uint64(p.BlockSize), 1), nil
+				}
 				if n < 2 {
 					return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
 				}
