@@ -369,14 +369,7 @@ func (a *applier) recheckFacts(ctx context.Context, p *Plan) error {
 	if diff := fp.diff(p.Fingerprint); diff != "" {
 		return refuse(p.Device, fmt.Sprintf("%s changed since planning: %s", p.Device, diff))
 	}
-	st := compareExisting(d, p.Partitions)
-	if d.System && !(st.kind == layoutMatches && len(d.SystemReasons) > 0 && swapsArePlanned(d.SystemReasons, p.Partitions, st)) {
-		return refuse(p.Device, fmt.Sprintf("%s now holds the running system", d.Name))
-	}
-	if busy := inUse(d, p.Partitions, st); len(busy) > 0 {
-		return refuse(p.Device, busy...)
-	}
-	return nil
+	return admitLayout(p.Device, d, p.Partitions, compareExisting(d, p.Partitions), true)
 }
 
 // writeTable checks the disk is still what was planned, wipes (if asked)
@@ -411,7 +404,7 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 		for _, s := range sigs {
 			ev = append(ev, fmt.Sprintf("%s signature at offset %d", s.Type, s.Offset))
 		}
-		return refuse(p.Device, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", p.Device, strings.Join(ev, ", ")))
+		return notEmpty(p.Device, p.Device, ev)
 	}
 	for _, s := range sigs {
 		a.log.Info("wipe signature: started", "device", p.Device, "type", s.Type, "offset", s.Offset, "bytes", len(s.Magic))
@@ -494,7 +487,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 			if sigs, err := a.probeDevice(pp.Path); err != nil {
 				return pr, err
 			} else if len(sigs) > 0 {
-				return pr, refuse(pp.Path, fmt.Sprintf("%s already holds a %s signature (pass --wipe to destroy it)", pp.Path, sigs[0].Type))
+				return pr, notEmpty(pp.Path, pp.Path, []string{sigs[0].Type + " signature"})
 			}
 		}
 		if err := a.do(ctx, "make filesystem", pp.Mkfs); err != nil {

@@ -54,42 +54,6 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 	return st
 }
 
-// inUse lists why the disk cannot be written now (hwinfo's in-use check:
-// mounts, swap and holders of the disk and its partitions, followed through
-// stacked holders). With a matching layout, a planned partition already
-// mounted where asked is the expected state, not a reason.
-func inUse(d *hwinfo.Disk, planned []PartPlan, st existingState) []string {
-	expected := func(u hwinfo.Use) bool {
-		if st.kind != layoutMatches || u.Device == d.Name {
-			return false
-		}
-		for i, pp := range planned {
-			ex := st.parts[i]
-			if ex.Name != u.Device {
-				continue
-			}
-			switch {
-			case pp.Use != "" && ownStack(pp.Use, ex.Holders):
-				// Its own array or volume group, built already: what is
-				// mounted on that is the stack plan's to check.
-				return true
-			case pp.FS == "swap" && u.Kind == hwinfo.UseSwap && u.Via == "":
-				return true
-			case u.Kind == hwinfo.UseMounted && u.Via == "" && pp.MountPoint != "" && pp.MountPoint == cleanPoint(u.Point):
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	for _, u := range d.Uses() {
-		if !expected(u) {
-			out = append(out, u.String())
-		}
-	}
-	return out
-}
-
 // describeContents lists what is on a disk, for refusals and confirmations.
 func describeContents(d *hwinfo.Disk) []string {
 	var out []string

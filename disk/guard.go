@@ -14,8 +14,26 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// The guard decides what release may take away, from facts read fresh
-// (README, "What diskprep will and will not destroy"):
+// The guard decides what prepare may write and what release may take
+// away, from facts read fresh (README, "What diskprep will and will not
+// destroy"). Every refusal of a disk for what is on it or what holds it is
+// here; the callers are the decision points: planning (PlanDisk, stack and
+// cache members), apply's last look before it writes (under the device
+// lock and an exclusive open), and release.
+//
+// For prepare:
+//
+//   - a stack (md, dm, bcache) is not a disk: refused;
+//   - the system (what /, /boot, /boot/efi, /usr, /var and active swap sit
+//     on, through any stack) is refused always, dry run too; the swap
+//     partitions of a rerun of the same plan excepted;
+//   - a read-only disk is refused;
+//   - anything mounted, swapped on or held by a stack other than the
+//     plan's own is refused;
+//   - anything with a signature is destroyed only with --wipe (and the
+//     confirmation of cmd), else refused naming what is there.
+//
+// For release:
 //
 //   - the system (what /, /boot, /boot/efi, /usr, /var and active swap sit
 //     on) is refused always, dry run too;
@@ -27,6 +45,179 @@ import (
 //     --yes; a filesystem diskprep did not mount is unmounted only when
 //     its mount point is the one named or with ForceUnmount;
 //   - what holds no signature has nothing to lose and needs no question.
+
+// admitDisk refuses, whatever the layout asked, what prepare must never
+// write: not a disk, the running system (unless all it is, is swap on the
+// request's own swap partitions, judged by admitLayout once the layout is
+// known to match), a read-only disk.
+func admitDisk(subject string, d *hwinfo.Disk, specs []PartSpec) error {
+	if len(d.StackedOn) > 0 || d.Transport == "bcache" {
+		// Like md and dm devices, which the inventory does not even list:
+		// diskprep partitions disks, not the kernel's stacks over them.
+		what := d.Name + " is a " + d.Transport + " device"
+		if len(d.StackedOn) > 0 {
+			what += " stacked on " + strings.Join(d.StackedOn, ", ")
+		}
+		return refuse(subject, what+", not a disk")
+	}
+	if d.System && !(len(d.SystemReasons) > 0 && onlyPlannedSwap(d.SystemReasons, d.Name, specs)) {
+		return refuse(subject, systemReason(d))
+	}
+	if d.ReadOnly {
+		return refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
+	}
+	return nil
+}
+
+// admitLayout refuses a disk, its existing layout compared with the plan,
+// that is the system (a rerun's own swap excepted) or in use. now says it
+// is apply's last look, after planning admitted it.
+func admitLayout(subject string, d *hwinfo.Disk, planned []PartPlan, st existingState, now bool) error {
+	if d.System && !(st.kind == layoutMatches && len(d.SystemReasons) > 0 && swapsArePlanned(d.SystemReasons, planned, st)) {
+		if now {
+			return refuse(subject, fmt.Sprintf("%s now holds the running system", d.Name))
+		}
+		return refuse(subject, systemReason(d))
+	}
+	if busy := inUse(d, planned, st); len(busy) > 0 {
+		return refuse(subject, busy...)
+	}
+	return nil
+}
+
+// admitMember refuses an existing partition p of disk d given to a stack (use, as
+// "cache:NAME"): read-only, mounted, swapped on or held by another stack,
+// or holding a signature not the stack's own unless wipe.
+func admitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) error {
+	if p.ReadOnly || d.ReadOnly {
+		return refuse(p.Name, fmt.Sprintf("%s is read-only", p.Name))
+	}
+	var busy []string
+	if !ownStack(use, p.Holders) {
+		for _, m := range p.Mounts {
+			busy = append(busy, fmt.Sprintf("%s is mounted at %s", p.Name, m.Point))
+		}
+		if p.Swap {
+			busy = append(busy, p.Name+" is active swap")
+		}
+		for _, h := range p.Holders {
+			busy = append(busy, fmt.Sprintf("%s is held by %s %s", p.Name, h.Kind, h.Name))
+		}
+	}
+	if len(busy) > 0 {
+		return refuse(p.Name, busy...)
+	}
+	if p.FSType != "" && !memberOf(use, p.FSType, p.FSLabel) && !wipe {
+		return refuse(p.Name, fmt.Sprintf("%s holds %s%s (pass --wipe to destroy it)", p.Name, p.FSType, labelSuffix(p.FSLabel)))
+	}
+	return nil
+}
+
+// notEmpty is the refusal of a device holding what; --wipe destroys it.
+func notEmpty(subject, dev string, what []string) error {
+	if len(what) == 1 && strings.HasSuffix(what[0], " signature") {
+		return refuse(subject, fmt.Sprintf("%s already holds a %s (pass --wipe to destroy it)", dev, what[0]))
+	}
+	return refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", dev, strings.Join(what, ", ")))
+}
+
+func systemReason(d *hwinfo.Disk) string {
+	why := strings.Join(d.SystemReasons, ", ")
+	if why == "" {
+		why = "/, /boot or swap"
+	}
+	return fmt.Sprintf("%s holds the running system (%s)", d.Name, why)
+}
+
+// onlyPlannedSwap says whether every reason the disk is the system's is
+// an active swap partition ("swap on sdb1", directly, not via a holder)
+// whose number the request asks to be swap.
+func onlyPlannedSwap(reasons []string, disk string, specs []PartSpec) bool {
+	for _, r := range reasons {
+		part, ok := strings.CutPrefix(r, "swap on ")
+		if !ok || strings.Contains(part, " ") {
+			return false
+		}
+		found := false
+		for i, ps := range specs {
+			found = found || ps.FS == "swap" && PartitionName(disk, i+1) == part
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// swapsArePlanned says, for a matching layout, whether each swap area of
+// the reasons is a planned swap partition with a swap signature.
+func swapsArePlanned(reasons []string, planned []PartPlan, st existingState) bool {
+	for _, r := range reasons {
+		part := strings.TrimPrefix(r, "swap on ")
+		ok := false
+		for i, pp := range planned {
+			ok = ok || pp.FS == "swap" && st.parts[i].Name == part && st.parts[i].FSType == "swap"
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// inUse lists why the disk cannot be written now (hwinfo's in-use check:
+// mounts, swap and holders of the disk and its partitions, followed through
+// stacked holders). With a matching layout, a planned partition already
+// mounted where asked is the expected state, not a reason.
+func inUse(d *hwinfo.Disk, planned []PartPlan, st existingState) []string {
+	expected := func(u hwinfo.Use) bool {
+		if st.kind != layoutMatches || u.Device == d.Name {
+			return false
+		}
+		for i, pp := range planned {
+			ex := st.parts[i]
+			if ex.Name != u.Device {
+				continue
+			}
+			switch {
+			case pp.Use != "" && ownStack(pp.Use, ex.Holders):
+				// Its own array or volume group, built already: what is
+				// mounted on that is the stack plan's to check.
+				return true
+			case pp.FS == "swap" && u.Kind == hwinfo.UseSwap && u.Via == "":
+				return true
+			case u.Kind == hwinfo.UseMounted && u.Via == "" && pp.MountPoint != "" && pp.MountPoint == cleanPoint(u.Point):
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, u := range d.Uses() {
+		if !expected(u) {
+			out = append(out, u.String())
+		}
+	}
+	return out
+}
+
+// checkMembersFree re-checks, right before mdadm or pvcreate writes its
+// superblock, that each member holds nothing but, at most, the remains of
+// the same stack from an interrupted run.
+func (a *applier) checkMembersFree(devs []string, use string) error {
+	for _, dev := range devs {
+		sigs, err := a.probeDevice(dev)
+		if err != nil {
+			return err
+		}
+		for _, s := range sigs {
+			if !memberOf(use, s.Type, s.Label) {
+				return refuse(dev, fmt.Sprintf("%s holds a %s signature%s since planning", dev, s.Type, labelSuffix(s.Label)))
+			}
+		}
+	}
+	return nil
+}
 
 // Loss is one device a release --wipe destroys: what is on it and whether
 // diskprep made it.

@@ -384,24 +384,8 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	if img != nil {
 		subject = img.Path
 	}
-	if len(d.StackedOn) > 0 || d.Transport == "bcache" {
-		// Like md and dm devices, which the inventory does not even list:
-		// diskprep partitions disks, not the kernel's stacks over them.
-		what := d.Name + " is a " + d.Transport + " device"
-		if len(d.StackedOn) > 0 {
-			what += " stacked on " + strings.Join(d.StackedOn, ", ")
-		}
-		return nil, refuse(subject, what+", not a disk")
-	}
-	// Swap areas count as the running system; those of this very plan
-	// (a rerun: fs: swap partitions diskprep made and swapped on) are
-	// judged once the layout is known to match.
-	ownSwapOnly := d.System && len(d.SystemReasons) > 0 && onlyPlannedSwap(d.SystemReasons, d.Name, req.Partitions)
-	if d.System && !ownSwapOnly {
-		return nil, refuse(subject, systemReason(d))
-	}
-	if d.ReadOnly {
-		return nil, refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
+	if err := admitDisk(subject, d, req.Partitions); err != nil {
+		return nil, err
 	}
 	fp := Fingerprint{Serial: d.Serial, WWN: d.WWN, SizeBytes: d.SizeBytes, TableType: d.PartitionTable, TableID: d.PartitionTableID}
 	if req.Expect != nil {
@@ -423,8 +407,8 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		// A disk in use is refused for that first: what holds it (an LVM
 		// volume group, an array) matters more than a plan that does not
 		// fit, which would hide it.
-		if busy := inUse(d, nil, existingState{kind: layoutDiffers}); len(busy) > 0 {
-			return nil, refuse(subject, busy...)
+		if err := admitLayout(subject, d, nil, existingState{kind: layoutDiffers}, false); err != nil {
+			return nil, err
 		}
 		return nil, refuse(subject, err.Error())
 	}
@@ -464,11 +448,8 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	}
 
 	state := compareExisting(d, p.Partitions)
-	if ownSwapOnly && (state.kind != layoutMatches || !swapsArePlanned(d.SystemReasons, p.Partitions, state)) {
-		return nil, refuse(subject, systemReason(d))
-	}
-	if busy := inUse(d, p.Partitions, state); len(busy) > 0 {
-		return nil, refuse(subject, busy...)
+	if err := admitLayout(subject, d, p.Partitions, state, false); err != nil {
+		return nil, err
 	}
 	switch state.kind {
 	case layoutMatches:
@@ -497,7 +478,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		}
 	case layoutDiffers:
 		if !req.Wipe {
-			return nil, refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", d.Name, strings.Join(describeContents(d), ", ")))
+			return nil, notEmpty(subject, d.Name, describeContents(d))
 		}
 		fallthrough
 	default:
@@ -558,50 +539,6 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		p.Unchanged = false
 	}
 	return p, nil
-}
-
-func systemReason(d *hwinfo.Disk) string {
-	why := strings.Join(d.SystemReasons, ", ")
-	if why == "" {
-		why = "/, /boot or swap"
-	}
-	return fmt.Sprintf("%s holds the running system (%s)", d.Name, why)
-}
-
-// onlyPlannedSwap says whether every reason the disk is the system's is
-// an active swap partition ("swap on sdb1", directly, not via a holder)
-// whose number the request asks to be swap.
-func onlyPlannedSwap(reasons []string, disk string, specs []PartSpec) bool {
-	for _, r := range reasons {
-		part, ok := strings.CutPrefix(r, "swap on ")
-		if !ok || strings.Contains(part, " ") {
-			return false
-		}
-		found := false
-		for i, ps := range specs {
-			found = found || ps.FS == "swap" && PartitionName(disk, i+1) == part
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// swapsArePlanned says, for a matching layout, whether each swap area of
-// the reasons is a planned swap partition with a swap signature.
-func swapsArePlanned(reasons []string, planned []PartPlan, st existingState) bool {
-	for _, r := range reasons {
-		part := strings.TrimPrefix(r, "swap on ")
-		ok := false
-		for i, pp := range planned {
-			ok = ok || pp.FS == "swap" && st.parts[i].Name == part && st.parts[i].FSType == "swap"
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func diskPath(d *hwinfo.Disk) string {

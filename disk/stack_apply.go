@@ -272,24 +272,6 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 	return res, nil
 }
 
-// checkMembersFree re-checks, right before mdadm or pvcreate writes its
-// superblock, that each member holds nothing but, at most, the remains of
-// the same stack from an interrupted run.
-func (a *applier) checkMembersFree(devs []string, use string) error {
-	for _, dev := range devs {
-		sigs, err := a.probeDevice(dev)
-		if err != nil {
-			return err
-		}
-		for _, s := range sigs {
-			if !memberOf(use, s.Type, s.Label) {
-				return refuse(dev, fmt.Sprintf("%s holds a %s signature%s since planning", dev, s.Type, labelSuffix(s.Label)))
-			}
-		}
-	}
-	return nil
-}
-
 // waitStackNode waits for the node of a new array or logical volume (udev
 // makes /dev/md/NAME and /dev/VG/LV) and returns the kernel's name of it.
 func (a *applier) waitStackNode(ctx context.Context, path string) (string, error) {

@@ -277,29 +277,9 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 		return cacheMember{}, usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
 	case origin.plan != nil && d.Name == filepath.Base(origin.plan.Device):
 		return cacheMember{}, usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
-	case p.ReadOnly || d.ReadOnly:
-		return cacheMember{}, refuse(p.Name, fmt.Sprintf("%s is read-only", p.Name))
 	}
-	use := "cache:" + c.Name
-	var busy []string
-	for _, m := range p.Mounts {
-		if !ownStack(use, p.Holders) {
-			busy = append(busy, fmt.Sprintf("%s is mounted at %s", p.Name, m.Point))
-		}
-	}
-	if p.Swap && !ownStack(use, p.Holders) {
-		busy = append(busy, p.Name+" is active swap")
-	}
-	if len(p.Holders) > 0 && !ownStack(use, p.Holders) {
-		for _, h := range p.Holders {
-			busy = append(busy, fmt.Sprintf("%s is held by %s %s", p.Name, h.Kind, h.Name))
-		}
-	}
-	if len(busy) > 0 {
-		return cacheMember{}, refuse(p.Name, busy...)
-	}
-	if p.FSType != "" && !memberOf(use, p.FSType, p.FSLabel) && !wipe {
-		return cacheMember{}, refuse(p.Name, fmt.Sprintf("%s holds %s%s (pass --wipe to destroy it)", p.Name, p.FSType, labelSuffix(p.FSLabel)))
+	if err := admitMember(d, p, "cache:"+c.Name, wipe); err != nil {
+		return cacheMember{}, err
 	}
 	return cacheMember{path: p.Path, size: p.SizeBytes, ex: p, disk: d}, nil
 }
