@@ -468,6 +468,9 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 	if err := pl.checkVolumePoints(sp, mounts); err != nil {
 		return nil, err
 	}
+	if err := pl.checkKernel(context.Background(), sp); err != nil {
+		return nil, err
+	}
 	return sp, nil
 }
 

@@ -471,3 +471,46 @@ func TestReleaseCacheKeepsAGivenPartition(t *testing.T) {
 		})
 	}
 }
+
+// A kernel without what a cache kind needs (no dm-cache module, say) is
+// refused when planning, naming what is missing, before anything is
+// written; a kind whose modules are there still plans.
+func TestCacheKernelLacksFeature(t *testing.T) {
+	for _, c := range []struct{ kind, module, what string }{
+		{"", "dm-cache", "the dm-cache target"},
+		{"writecache", "dm-writecache", "the dm-writecache target"},
+		{"writecache", "dm-mod", "device-mapper"},
+		{"bcache", "bcache", "bcache"},
+	} {
+		t.Run(c.kind+"-"+c.module, func(t *testing.T) {
+			r := newCacheRig(t)
+			r.h.NoModule(c.module)
+			_, _, err := r.plan(cacheCase(c.kind, "writeback"))
+			if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "this kernel lacks "+c.what+" (no module "+c.module+" for this kernel)") {
+				t.Fatalf("plan: %v", err)
+			}
+			if w := r.h.Writes(); len(w) > 0 {
+				t.Errorf("planning wrote: %v", w)
+			}
+		})
+	}
+	r := newCacheRig(t)
+	r.h.NoModule("dm-cache")
+	if _, _, err := r.plan(cacheCase("bcache", "writeback")); err != nil {
+		t.Errorf("bcache without dm-cache: %v", err)
+	}
+}
+
+// Without make-bcache a bcache plan stops when planning, not after the
+// partition tables are written.
+func TestCacheBcacheToolsCheckedWhenPlanning(t *testing.T) {
+	r := newCacheRig(t)
+	r.h.Missing("make-bcache")
+	_, _, err := r.plan(cacheCase("bcache", "writeback"))
+	if !errors.Is(err, disk.ErrMissingProgram) || !strings.Contains(err.Error(), "bcache-tools") {
+		t.Fatalf("plan: %v", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("planning wrote: %v", w)
+	}
+}

@@ -253,6 +253,22 @@ func (h *Host) lvchange(args []string, fail func(int, string) ([]byte, error)) (
 }
 
 func (h *Host) modprobe(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	dry, quiet := false, false
+	for _, m := range args {
+		dry = dry || m == "-n" || m == "--dry-run"
+		quiet = quiet || m == "-q" || m == "--quiet"
+	}
+	for _, m := range args {
+		if h.noMod[m] && quiet {
+			return fail(1, "")
+		}
+		if h.noMod[m] {
+			return fail(1, "modprobe: FATAL: Module "+m+" not found in directory /lib/modules/6.1.0-fake")
+		}
+	}
+	if dry {
+		return nil, nil
+	}
 	for _, m := range args {
 		if m == "bcache" {
 			h.fs.mkdirAll("/sys/fs/bcache")

@@ -60,6 +60,7 @@ type Host struct {
 	locks   map[string]string // lock path -> pid of another diskprep holding it
 	held    map[string]int    // locks this process holds
 	missing map[string]bool   // programs not installed
+	noMod   map[string]bool   // kernel modules this kernel has not
 	fail    map[string]error  // "unmount /data" -> the error that effect returns
 	nextDM  uint32
 	crashAt int // CrashAfter; -1: off
@@ -124,7 +125,7 @@ type blockDev struct {
 // init that is not systemd.
 func New() *Host {
 	h := &Host{fs: newVFS(), devs: map[string]*blockDev{}, locks: map[string]string{}, held: map[string]int{},
-		missing: map[string]bool{}, fail: map[string]error{}, crashAt: -1}
+		missing: map[string]bool{}, noMod: map[string]bool{}, fail: map[string]error{}, crashAt: -1}
 	for _, d := range []string{"/sys/block", "/sys/class/block", "/sys/dev/block", "/sys/devices/virtual/block", "/dev", "/proc/1", "/etc", "/run/diskprep", "/mnt", "/var/tmp"} {
 		h.fs.mkdirAll(d)
 	}
@@ -332,6 +333,15 @@ func (h *Host) Missing(prog string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.missing[prog] = true
+}
+
+// NoModule makes module (modprobe's name: "dm-cache", "bcache") one this
+// kernel neither has nor can load: modprobe fails on it, as on a kernel
+// built without it or a machine without its package of modules.
+func (h *Host) NoModule(module string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noMod[module] = true
 }
 
 // Fail makes the effect op with first argument arg return err

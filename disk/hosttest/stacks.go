@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +68,8 @@ func stackReadOnly(name string, args []string) bool {
 		return len(args) > 0 && (args[0] == "--version" || args[0] == "--detail")
 	case "lvm":
 		return len(args) > 0 && args[0] == "version"
+	case "modprobe":
+		return slices.Contains(args, "--dry-run") || slices.Contains(args, "-n")
 	}
 	return false
 }
