@@ -1,6 +1,7 @@
 package guesttest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,14 @@ import (
 // inventory has them. Sizes and runtimes are small for TCG: 64 MiB and 1 s
 // per workload, one repetition.
 //
-// One boot (about 45 s under TCG).
+// Before that fscompare, the same command is started with a store of its
+// own and sent SIGHUP, as a dropped ssh session does, once its first test
+// file is being laid out (issue 19): it must end with 129 and one line
+// saying it was interrupted and released the disk, leave nothing mounted,
+// no loop device, no fstab change, no temporary mount point and no record;
+// the fscompare after it, unchanged, is the rerun that must converge.
+//
+// One boot (about 35-55 s under TCG; the SIGHUP run adds 4-8 s of it).
 
 var benchDisks = []string{
 	"nvme:1G:serial=NVME0001",
@@ -30,6 +38,34 @@ rc=$?
 mark bench.exit; echo $rc
 mark bench; cat /root/out
 mark bench.stderr; cat /root/err
+# SIGHUP (a dropped ssh session) in the middle of the same fscompare: once
+# its first test file is being laid out on the mounted xfs (at most 120 s),
+# then what it left. The fscompare after it, unchanged, must converge.
+tmp=${TMPDIR:-/tmp}
+hup0=$(date +%s.%N)
+diskprep fscompare $sata --fs xfs,ext4 --set quick --runtime 1s --repeat 1 --yes -o json --results /root/res-hup >/root/hup.out 2>/root/hup.err &
+hup=$!
+i=0
+until ls "$tmp"/diskprep-fscompare-*/diskprep-bench.*.tmp >/dev/null 2>&1 || [ $i -ge 600 ] || ! kill -0 $hup 2>/dev/null; do
+	sleep 0.2; i=$((i+1))
+done
+mark hup.mid; ls "$tmp"/diskprep-fscompare-*/diskprep-bench.*.tmp 2>/dev/null
+mark hup.mounted; grep "^$sata" /proc/mounts
+kill -HUP $hup
+(sleep 120; kill -KILL $hup) >/dev/null 2>&1 &
+dog=$!
+wait $hup
+rc=$?
+kill $dog 2>/dev/null
+mark hup.exit; echo $rc
+mark hup.stderr; cat /root/hup.err
+mark hup.stdout; cat /root/hup.out
+mark hup.records; diskprep results list -o json --results /root/res-hup | sed -n 's/^ *"id": "\(.*\)",$/\1/p'
+mark hup.mounts; grep "^$sata" /proc/mounts
+mark hup.loops; losetup -a
+mark hup.fstab; diff /root/fstab.before /etc/fstab
+mark hup.tmpdirs; ls -d "$tmp"/diskprep-fscompare-* 2>/dev/null
+mark hup.seconds; echo "$hup0 $(date +%s.%N)"
 diskprep fscompare $sata --fs xfs,ext4 --set quick --runtime 1s --repeat 1 --yes -o json --results /root/res-fs >/root/out 2>/root/err
 rc=$?
 mark fscompare.exit; echo $rc
@@ -185,11 +221,15 @@ func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
 	moved("bench", rec, "read", "randread")
 	observed("bench", rec, "/dev/nvme0n1")
 
-	// fscompare on the SATA disk: a record per filesystem, the first too.
-	if out["fscompare.exit"] != "0" {
-		t.Fatalf("fscompare: exit %s\n%s", out["fscompare.exit"], out["fscompare.stderr"])
-	}
+	// SIGHUP mid-fscompare (issue 19): 129, one line saying so, nothing left.
 	sata := strings.TrimPrefix(out["sata"], "/dev/")
+	hupped(t, out)
+
+	// fscompare on the SATA disk, the same command run again as it is: a
+	// record per filesystem, the first too.
+	if out["fscompare.exit"] != "0" {
+		t.Fatalf("fscompare after the SIGHUP one (the same command again, must converge): exit %s\n%s", out["fscompare.exit"], out["fscompare.stderr"])
+	}
 	var recs []recordJSON
 	for k, v := range out {
 		if strings.HasPrefix(k, "record.") {
@@ -218,5 +258,48 @@ func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
 	}
 	if out["left.mounts"] != "" || out["left.fstab"] != "" {
 		t.Errorf("fscompare left %s mounted or /etc/fstab changed:\n%s\n%s", sata, out["left.mounts"], out["left.fstab"])
+	}
+}
+
+// hupped checks what the fscompare sent SIGHUP mid-run gave and left.
+func hupped(t *testing.T, out map[string]string) {
+	t.Helper()
+	sata := out["sata"]
+	if secs := strings.Fields(out["hup.seconds"]); len(secs) == 2 {
+		from, _ := strconv.ParseFloat(secs[0], 64)
+		to, _ := strconv.ParseFloat(secs[1], 64)
+		t.Logf("fscompare with SIGHUP: %.1fs of guest time, exit %s, stderr:\n%s", to-from, out["hup.exit"], out["hup.stderr"])
+	}
+	if out["hup.mid"] == "" || !strings.Contains(out["hup.mounted"], "/diskprep-fscompare-") {
+		t.Fatalf("fscompare was not mid-run when sent SIGHUP (no test file on a mounted %s within 120 s): test files %q, mounts %q\nstderr:\n%s",
+			sata, out["hup.mid"], out["hup.mounted"], out["hup.stderr"])
+	}
+	if out["hup.exit"] != "129" {
+		t.Errorf("fscompare sent SIGHUP: exit %s, want 129 (128+SIGHUP)\nstderr:\n%s", out["hup.exit"], out["hup.stderr"])
+	}
+	// The progress lines ("fscompare: ...") come before; the command's own
+	// word on the interruption is one line, the last.
+	lines := strings.Split(out["hup.stderr"], "\n")
+	want := "diskprep: interrupted by SIGHUP; released " + sata
+	if last := lines[len(lines)-1]; last != want {
+		t.Errorf("fscompare sent SIGHUP: last line of stderr %q, want %q\nstderr:\n%s", last, want, out["hup.stderr"])
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(l, "fscompare: ") || strings.Contains(l, "context canceled") {
+			t.Errorf("fscompare sent SIGHUP: stderr line %q is neither progress nor the last line\nstderr:\n%s", l, out["hup.stderr"])
+		}
+	}
+	if out["hup.stdout"] != "" || out["hup.records"] != "" {
+		t.Errorf("fscompare sent SIGHUP printed %q and saved records %q, want neither", out["hup.stdout"], out["hup.records"])
+	}
+	for _, left := range []struct{ key, what string }{
+		{"hup.mounts", sata + " (or a partition of it) mounted"},
+		{"hup.loops", "loop devices"},
+		{"hup.fstab", "an /etc/fstab changed from the copy taken before"},
+		{"hup.tmpdirs", "temporary mount points"},
+	} {
+		if out[left.key] != "" {
+			t.Errorf("fscompare sent SIGHUP left %s:\n%s", left.what, out[left.key])
+		}
 	}
 }
