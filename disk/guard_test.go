@@ -170,6 +170,15 @@ func TestGuardImageFiles(t *testing.T) {
 			h.AddImage("/etc/shadow.img", 400<<20)
 			h.Symlink("/etc/shadow.img", "/var/tmp/l.img")
 		}, "/var/tmp/l.img", "symbolic link"},
+		{"root's link to a disk", func(h *hosttest.Host) {
+			h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: 2 << 30})
+			h.Symlink("/dev/sdb", "/var/tmp/by-id.img")
+		}, "/var/tmp/by-id.img", "is a device node, not an image file (use prepare /var/tmp/by-id.img)"},
+		{"another user's link to a disk", func(h *hosttest.Host) {
+			h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: 2 << 30})
+			h.Symlink("/dev/sdb", "/var/tmp/d.img")
+			h.Chown("/var/tmp/d.img", 4242, 0o777)
+		}, "/var/tmp/d.img", "/var/tmp/d.img is a symbolic link"},
 		{"another user's directory", func(h *hosttest.Host) {
 			h.MkdirAll("/home/u", 0o755)
 			h.Chown("/home/u", 4242, 0o755)
@@ -212,6 +221,37 @@ func TestGuardRemoveImageOnlyMade(t *testing.T) {
 	}
 	if _, err := h.Lstat("/var/tmp/theirs.img"); err != nil {
 		t.Errorf("the other image is gone: %v", err)
+	}
+}
+
+// release follows root's links (/dev/disk/by-id), never another user's:
+// through a link of theirs in /var/tmp, that user would choose which of
+// diskprep's images root detaches and removes.
+func TestGuardReleaseOtherUsersLink(t *testing.T) {
+	h := hosttest.New()
+	h.Mkdir("/var/lib")
+	if err := h.CreateImage("/var/lib/ours.img", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	h.Symlink("/var/lib/ours.img", "/var/tmp/theirs.img")
+	h.Chown("/var/tmp/theirs.img", 4242, 0o777)
+	h.Symlink("/var/lib/ours.img", "/root/ours.img")
+	h.ResetLog()
+	ctx := context.Background()
+	for _, opt := range []disk.ReleaseOptions{{RemoveImage: true}, {}} {
+		_, err := disk.PlanRelease(ctx, "/var/tmp/theirs.img", opt, disk.Deps{Host: h})
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/var/tmp/theirs.img is a symbolic link of uid 4242's") {
+			t.Fatalf("release %+v through another user's link: %v, want a refusal naming the link and its owner", opt, err)
+		}
+	}
+	if w := h.Writes(); len(w) > 0 {
+		t.Errorf("the refusal wrote %v", w)
+	}
+	if _, err := disk.Release(ctx, "/root/ours.img", disk.ReleaseOptions{RemoveImage: true}, disk.Deps{Host: h}); err != nil {
+		t.Fatalf("release through root's link: %v", err)
+	}
+	if _, err := h.Lstat("/var/lib/ours.img"); err == nil {
+		t.Error("release --remove-image through root's link left the image")
 	}
 }
 

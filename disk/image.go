@@ -92,9 +92,13 @@ func resolveImagePath(h Host, path string) (string, error) {
 		return "", fmt.Errorf("inspect image %s: %w", abs, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		if st, err := h.Stat(real); err == nil && st.Mode()&fs.ModeDevice != 0 {
-			// A by-id link to a disk, most likely: say what to type.
-			return "", refuse(abs, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", abs, abs))
+		// Root's link to a disk is a by-id link, most likely: say what to
+		// type. Another user's is not followed, not even to say where
+		// it leads.
+		if uid, _, ok := owner(fi); !ok || trustedOwner(uid) {
+			if st, err := h.Stat(real); err == nil && st.Mode()&fs.ModeDevice != 0 {
+				return "", refuse(abs, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", abs, abs))
+			}
 		}
 		return "", refuse(abs, fmt.Sprintf("%s is a symbolic link: diskprep opens image files only by their own path (give the file the link names, if it is yours)", abs))
 	}

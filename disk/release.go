@@ -141,6 +141,14 @@ func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, 
 	if err != nil {
 		return nil, "", usagef("release %s: %v", target, err)
 	}
+	// Through a link of theirs (in /tmp, say), another user would choose
+	// what root unmounts, detaches or removes: diskprep's own image
+	// elsewhere. Root's links (/dev/disk/by-id) are followed.
+	if li, err := a.host.Lstat(abs); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if uid, _, ok := owner(li); ok && !trustedOwner(uid) {
+			return nil, "", refuseRelease(abs, fmt.Sprintf("%s is a symbolic link of uid %d's: root does not follow another user's link (give the path it names, if that is what you mean)", abs, uid))
+		}
+	}
 	mounts, err := a.mounts()
 	if err != nil {
 		return nil, "", fmt.Errorf("read mounts: %w", err)

@@ -21,14 +21,17 @@ var ErrUnsafeStore = errors.New("refused for safety")
 // changeable by another user.
 func CheckStore(dir string) error {
 	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
+	if err == nil && !fi.IsDir() {
 		return fmt.Errorf("results store %s is not a directory", dir)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("results store: %w", err)
 	}
+	// The owners before stat's own error: with fs.protected_symlinks the
+	// kernel answers root's stat through another user's link in /tmp with
+	// EACCES, and the refusal says why and what to do.
 	if err := checkStoreOwners(dir); err != nil {
 		return fmt.Errorf("results store %s: %w", dir, err)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("results store: %w", err)
 	}
 	return nil
 }

@@ -93,58 +93,44 @@ func TestOwnersOKOwner(t *testing.T) {
 // As root, for real: Save, CheckStore and Remove refuse a store in, or
 // reached through a link owned by, another user (nobody, 65534), and
 // create nothing there; a store only root can change takes the record,
-// made 0755.
+// made 0755. That user's directory and links are made by a process of
+// theirs, in a sticky world-writable directory as /tmp is, and refused
+// with the kernel's fs.protected_symlinks off and on alike.
 func TestPrivilegedStoreOwners(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "privileged test: needs root to chown")
-	}
-	const nobody = 65534
-	base := t.TempDir()
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	const nobody = testenv.Nobody
+	base := testenv.SharedDir(t)
 	userDir := filepath.Join(base, "user")
 	rootOnly := filepath.Join(base, "root-only")
-	for _, d := range []string{userDir, rootOnly} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chown(userDir, nobody, nobody); err != nil {
+	if err := os.Mkdir(rootOnly, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// The user's link into root's directory, from their own directory and
-	// from root's.
+	// from the shared one.
 	userLink := filepath.Join(userDir, "results")
-	if err := os.Symlink(rootOnly, userLink); err != nil {
-		t.Fatal(err)
-	}
 	strayLink := filepath.Join(base, "stray")
-	if err := os.Symlink(rootOnly, strayLink); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(strayLink, nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
+	testenv.AsNobody(t, base, `mkdir -m 700 user && ln -s "$1" user/results && ln -s "$1" stray`, rootOnly)
 	rec := recWithID("20261130T061500Z-aaaa")
-	for _, c := range []struct{ dir, want string }{
-		{filepath.Join(userDir, "new"), userDir + " is owned by uid 65534"},
-		{userLink, userDir + " is owned by uid 65534"},
-		{strayLink, strayLink + " is a symbolic link owned by uid 65534"},
-	} {
-		err := Save(c.dir, rec)
-		if !errors.Is(err, ErrUnsafeStore) || !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), "result not saved in "+c.dir+": "+c.want+"; root writes records only where no other user can change the path") {
-			t.Errorf("Save(%s): %v", c.dir, err)
+	testenv.ProtectedSymlinks(t, func(t *testing.T) {
+		for _, c := range []struct{ dir, want string }{
+			{filepath.Join(userDir, "new"), userDir + " is owned by uid 65534"},
+			{userLink, userDir + " is owned by uid 65534"},
+			{strayLink, strayLink + " is a symbolic link owned by uid 65534"},
+			{filepath.Join(strayLink, "new"), strayLink + " is a symbolic link owned by uid 65534"},
+		} {
+			err := Save(c.dir, rec)
+			if !errors.Is(err, ErrUnsafeStore) || !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), "result not saved in "+c.dir+": "+c.want+"; root writes records only where no other user can change the path") {
+				t.Errorf("Save(%s): %v", c.dir, err)
+			}
+			if err := CheckStore(c.dir); !errors.Is(err, ErrUnsafeStore) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("CheckStore(%s): %v", c.dir, err)
+			}
 		}
-		if err := CheckStore(c.dir); !errors.Is(err, ErrUnsafeStore) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("CheckStore(%s): %v", c.dir, err)
+		for _, d := range []string{userDir, rootOnly} {
+			if des, _ := os.ReadDir(d); len(des) > 1 || (len(des) == 1 && des[0].Name() != "results") {
+				t.Errorf("%s holds %v after the refusals", d, des)
+			}
 		}
-	}
-	for _, d := range []string{userDir, rootOnly} {
-		if des, _ := os.ReadDir(d); len(des) > 1 || (len(des) == 1 && des[0].Name() != "results") {
-			t.Errorf("%s holds %v after the refusals", d, des)
-		}
-	}
+	})
 
 	good := filepath.Join(rootOnly, "store")
 	if err := Save(good, rec); err != nil {

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
@@ -97,45 +101,73 @@ func TestReleaseRefusesSystemDiskLive(t *testing.T) {
 	}
 }
 
-// A local user's file or link where root's image goes: refused, exit 3,
-// nothing written; an image diskprep makes itself is 0600, marked, and
-// mounted nosuid,nodev.
+// A local user's file or link where root's image goes, planted by a
+// process of that user's (uid 65534) in a sticky world-writable directory
+// as /tmp is: their own file, their link to a file only root may read, and
+// their link to a device node. prepare --image and fscompare --image, run
+// as root by the built binary, refuse each (exit 3, one line), with the
+// kernel's fs.protected_symlinks off and on, and write nothing: the user's
+// file stays empty and theirs, the bytes behind the links are unchanged,
+// nothing is attached or mounted. release --remove-image removes neither
+// the user's file nor root's. An image diskprep makes itself in the same
+// directory is 0600, and mounted nosuid,nodev.
 func TestPrivilegedImageOtherUsers(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.ext4", "findmnt", "losetup")
+	bin := faultBuild(t)
 	_, m := useTempRoot(t)
-	dir := t.TempDir() // under the sticky /tmp, like /var/tmp
-	theirs := dir + "/theirs.img"
-	if err := os.WriteFile(theirs, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(theirs, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	secret := dir + "/root-only"
+	shared := testenv.SharedDir(t) // a /tmp of the test's own
+	private := t.TempDir()         // 0700: only root enters
+	secret := filepath.Join(private, "root-only")
 	if err := os.WriteFile(secret, []byte("root's data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link := dir + "/link.img"
-	if err := os.Symlink(secret, link); err != nil {
-		t.Fatal(err)
+	loop := testenv.NewLoop(t, 8<<20, testenv.LoopOptions{})
+	writeDevice(t, loop.Dev, strings.Repeat("diskprep image guard test ", 1<<10))
+	sums := map[string]string{secret: hashDevice(t, secret), loop.Dev: hashDevice(t, loop.Dev)}
+	theirs, link, devLink := shared+"/theirs.img", shared+"/link.img", shared+"/dev.img"
+	testenv.AsNobody(t, shared, `: >theirs.img && ln -s "$1" link.img && ln -s "$2" dev.img`, secret, loop.Dev)
+
+	store, tmp := filepath.Join(t.TempDir(), "results"), t.TempDir()
+	var cases []badCase
+	theirLink := " is a symbolic link of uid 65534's: root does not follow another user's link"
+	for _, c := range []struct{ path, want, release string }{
+		{theirs, theirs + " belongs to uid 65534 with mode 0644", theirs + " was not created by diskprep"},
+		{link, link + " is a symbolic link: diskprep opens image files only by their own path", link + theirLink},
+		{devLink, devLink + " is a symbolic link: diskprep opens image files only by their own path", devLink + theirLink},
+	} {
+		cases = append(cases,
+			badCase{"prepare " + filepath.Base(c.path), []string{"prepare", "--image", c.path, "--size", "64M", "--fs", "ext4", "--yes"}, exitRefused, c.want},
+			badCase{"fscompare " + filepath.Base(c.path), []string{"fscompare", "--image", c.path, "--size", "64M", "--fs", "ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, c.want},
+			badCase{"release " + filepath.Base(c.path), []string{"release", c.path, "--remove-image"}, exitRefused, c.release},
+		)
 	}
-	if err := os.Lchown(link, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string]string{theirs: "belongs to uid 65534", link: "symbolic link"} {
-		code, out, errOut := runArgsOn(m, "prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--yes")
-		if code != exitRefused || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("prepare --image %s: exit %d\n%s%s; want exit 3 saying %q", path, code, out, errOut, want)
+	testenv.ProtectedSymlinks(t, func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before, beforePrivate := takeSnapshot(t, shared), takeSnapshot(t, private)
+				code, stdout, stderr := runBuilt(t, bin, tmp, c.args...)
+				checkOutcome(t, c, code, stdout, stderr)
+				if d := before.diff(takeSnapshot(t, shared)) + beforePrivate.diff(takeSnapshot(t, private)); d != "" {
+					t.Errorf("changed:\n%s", d)
+				}
+				checkUntouched(t, sums)
+				if out, _ := testenv.Run("findmnt", "-n", "-S", loop.Dev); out != "" {
+					t.Errorf("%s mounted: %s", loop.Dev, out)
+				}
+				if left := entries(t, tmp); len(left) != 0 {
+					t.Errorf("TMPDIR holds %v", left)
+				}
+				if _, err := os.Lstat(store); !os.IsNotExist(err) {
+					t.Errorf("fscompare made its results store: %v", err)
+				}
+			})
 		}
-	}
-	if fi, err := os.Stat(theirs); err != nil || fi.Size() != 0 {
+	})
+	if fi, err := os.Stat(theirs); err != nil || fi.Size() != 0 || fi.Sys().(*syscall.Stat_t).Uid != testenv.Nobody {
 		t.Errorf("the user's file was written: %v %v", fi, err)
 	}
-	if b, _ := os.ReadFile(secret); string(b) != "root's data" {
-		t.Errorf("the file behind the link was written: %q", b)
-	}
 
-	img, mnt := dir+"/ours.img", dir+"/m"
+	img, mnt := shared+"/ours.img", t.TempDir()+"/m"
 	t.Cleanup(func() {
 		if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
 			runArgsOn(m, "release", img)
@@ -157,9 +189,36 @@ func TestPrivilegedImageOtherUsers(t *testing.T) {
 	if code, _, errOut := runArgsOn(m, "release", secret, "--remove-image"); code != exitRefused || !strings.Contains(errOut, "not created by diskprep") {
 		t.Errorf("release --remove-image of another file: exit %d %s", code, errOut)
 	}
-	if _, err := os.Stat(secret); err != nil {
-		t.Errorf("release --remove-image removed a file diskprep did not make: %v", err)
+	checkUntouched(t, sums)
+}
+
+// checkUntouched fails t when a file or device of root's no longer holds
+// the bytes it held: sums maps its path to its hashDevice sum.
+func checkUntouched(t *testing.T, sums map[string]string) {
+	t.Helper()
+	for path, sum := range sums {
+		if hashDevice(t, path) != sum {
+			t.Errorf("the bytes of %s changed", path)
+		}
 	}
+}
+
+// runBuilt runs the built binary as the test's user (root) with TMPDIR
+// set to tmp, as main runs: its exit code, stdout and stderr.
+func runBuilt(t *testing.T, bin, tmp string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run %s: %v", bin, err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
 // fscompare killed outright (SIGKILL: no cleanup at all) leaves its image

@@ -169,19 +169,16 @@ func TestPrivilegedBenchStoreFull(t *testing.T) {
 // As root, a store another user could change is refused before anything
 // is measured or imported: exit 3, one line saying why and how to fix it.
 // Reading such a store is allowed (its files are untrusted input anyway).
+// The other user is a process of uid 65534's: it makes its own directory,
+// with records in it, in a sticky world-writable directory as /tmp is.
 func TestPrivilegedUnsafeStore(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "privileged test: needs root to chown")
-	}
-	userDir := filepath.Join(t.TempDir(), "user")
-	if err := os.Mkdir(userDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shared := testenv.SharedDir(t)
+	staging := filepath.Join(t.TempDir(), "records")
+	xfs, _ := storeQuick(t, staging)
+	openUp(t, staging)
+	testenv.AsNobody(t, shared, `mkdir user && cp -R "$1" user/results`, staging)
+	userDir := filepath.Join(shared, "user")
 	store := filepath.Join(userDir, "results")
-	xfs, _ := storeQuick(t, store)
-	if err := os.Chown(userDir, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
 	target := t.TempDir()
 	fioFile := filepath.Join("..", "..", "bench", "fio", "testdata", "fio-3.33-randread.json")
 	want := "diskprep: results store " + store + ": " + userDir + " is owned by uid 65534; root writes records only where no other user can change the path (make it root's and not group- or world-writable, or choose another --results): refused for safety\n"
@@ -206,4 +203,55 @@ func TestPrivilegedUnsafeStore(t *testing.T) {
 	if code, _, stderr := runCLIWithin(t, "--results", store, "results", "rm", xfs.ID); code != exitRefused || !strings.Contains(stderr, "owned by uid 65534") {
 		t.Errorf("results rm in another user's store: exit %d %s", code, stderr)
 	}
+	if _, err := os.Stat(filepath.Join(store, xfs.ID+".json")); err != nil {
+		t.Errorf("the refused rm removed the record: %v", err)
+	}
+}
+
+// As root, --results naming another user's link (uid 65534's, in a sticky
+// world-writable directory as /tmp is) into a directory only root may
+// enter is refused, by the built binary, before anything is measured or
+// imported: exit 3, one line naming the link and its owner, and nothing
+// written behind it; with the kernel's fs.protected_symlinks off (the
+// check alone) and on (the kernel refuses root the link too: the answer
+// must be the same refusal, not its EACCES).
+func TestPrivilegedStoreLinkOtherUser(t *testing.T) {
+	shared := testenv.SharedDir(t)
+	bin := faultBuild(t)
+	rootOnly := filepath.Join(t.TempDir(), "root-only")
+	if err := os.Mkdir(rootOnly, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testenv.AsNobody(t, shared, `ln -s "$1" results && ln -s "$1/store" store`, rootOnly)
+	target, tmp := t.TempDir(), t.TempDir()
+	fioFile, err := filepath.Abs(filepath.Join("..", "..", "bench", "fio", "testdata", "fio-3.33-randread.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []badCase
+	for _, link := range []string{"results", "store"} { // the directory, and a store yet to be made in it
+		dir := filepath.Join(shared, link)
+		want := dir + " is a symbolic link owned by uid 65534; root writes records only where no other user can change the path"
+		cases = append(cases,
+			badCase{"bench " + link, []string{"--results", dir, "bench", target, "--workload", "rw=read,size=1M,runtime=1s"}, exitRefused, "results store " + dir + ": " + want},
+			badCase{"import " + link, []string{"--results", dir, "results", "import", fioFile}, exitRefused, "result not saved in " + dir + ": " + want},
+		)
+	}
+	testenv.ProtectedSymlinks(t, func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before := takeSnapshot(t, shared)
+				code, stdout, stderr := runBuilt(t, bin, tmp, c.args...)
+				checkOutcome(t, c, code, stdout, stderr)
+				if d := before.diff(takeSnapshot(t, shared)); d != "" {
+					t.Errorf("changed:\n%s", d)
+				}
+				for _, d := range []string{rootOnly, target, tmp} {
+					if left := entries(t, d); len(left) != 0 {
+						t.Errorf("%s holds %v", d, left)
+					}
+				}
+			})
+		}
+	})
 }

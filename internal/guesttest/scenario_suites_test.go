@@ -43,7 +43,7 @@ var suites = []struct {
 	{name: "crash", pkg: "./internal/crashtest", tags: "crashtest", bin: "diskprep-crashtest",
 		run: `^(TestPrepareDeviceKilled|TestPrepareImageKilled)$/^(gpt-backup|partitions-registered|mkfs\+5ms|fstab-replaced)$`},
 	{name: "cmd", pkg: "./cmd/diskprep", bin: "diskprep",
-		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestReleaseRefusesSystemDiskLive)$`},
+		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
 }
 
 const suitesScript = `set -u
@@ -52,6 +52,9 @@ const suitesScript = `set -u
 echo 1 >/proc/sys/fs/protected_symlinks
 mount "$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_SUITES1)" /mnt || exit 1
 mkdir -p /mnt/tmp
+# The local user of the privileged tests (uid 65534, a process of its own)
+# plants its files and links under TMPDIR: it reaches it as it does /tmp.
+chmod 0755 /mnt && chmod 1777 /mnt/tmp
 export TMPDIR=/mnt/tmp DISKPREP_REQUIRE_PRIVILEGED=1
 suite() { # name package binary run
 	mkdir -p "/mnt/src/$2"
