@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/diskprep/diskprep/bench/record"
@@ -64,7 +65,6 @@ const (
 type Options struct {
 	By      string // "" = label when labels differ, else the first of fs, host, device that differs, else record
 	Latency bool   // add a p99 latency line per row
-	Seed    uint64 // bootstrap seed (0 is a fine, fixed seed)
 	// Baseline names the group every other is compared against; "" keeps
 	// the first group (the records' order) as the baseline.
 	Baseline string
@@ -78,9 +78,15 @@ type Comparison struct {
 	// Split names the facts an automatic grouping split columns by
 	// further, so that no column pools different hosts, targets or sets:
 	// host, fs, device, target, set.
-	Split       []string `json:"split_by,omitempty"`
-	Method      string   `json:"method"`
-	Alpha       float64  `json:"alpha"`
+	Split  []string `json:"split_by,omitempty"`
+	Method string   `json:"method"`
+	Alpha  float64  `json:"alpha"`
+	// Tested counts the cells whose change was tested; Selected those
+	// Benjamini–Hochberg kept at Alpha; CILevel is every interval's level
+	// (1 - max(Selected,1)·Alpha/Tested: false-coverage adjusted).
+	Tested      int      `json:"tested"`
+	Selected    int      `json:"selected"`
+	CILevel     float64  `json:"ci_level"`
 	Metrics     []string `json:"metrics"`
 	Environment []Field  `json:"environment"` // identity shared by every record
 	Groups      []Group  `json:"groups"`
@@ -153,8 +159,9 @@ type Value struct {
 	Median float64   `json:"median"`
 	Min    float64   `json:"min"`
 	Max    float64   `json:"max"`
-	// ChangePct is (median/baseline median - 1) * 100; nil for the
-	// baseline and when either side is missing or zero.
+	// ChangePct is (ratio - 1) * 100, the ratio Hodges–Lehmann's: the
+	// median of the ratios of each run to each baseline run; nil for the
+	// baseline and when the baseline is zero.
 	ChangePct *float64 `json:"change_pct,omitempty"`
 	Verdict   string   `json:"verdict"`
 	// Better is true when a significant change is an improvement (higher
@@ -162,8 +169,11 @@ type Value struct {
 	Better bool     `json:"better,omitempty"`
 	P      *float64 `json:"p,omitempty"`
 	Exact  bool     `json:"p_exact,omitempty"`
-	// CILowPct and CIHighPct bound the change with 95% confidence
-	// (bootstrap of the ratio of medians).
+	// Q is P corrected for the comparison's many cells (Benjamini–Hochberg).
+	Q *float64 `json:"q,omitempty"`
+	// CILowPct and CIHighPct bound the change at CILevel (the test's own
+	// interval, Lehmann's, false-coverage adjusted across the cells).
+	CILevel   float64  `json:"ci_level,omitempty"`
 	CILowPct  *float64 `json:"ci_low_pct,omitempty"`
 	CIHighPct *float64 `json:"ci_high_pct,omitempty"`
 }
@@ -171,13 +181,28 @@ type Value struct {
 // LowerIsBetter says whether smaller values of metric are improvements.
 func LowerIsBetter(metric string) bool { return metric == MetricLatP99 }
 
-// MethodText names the statistics behind the verdicts, for every output.
-func MethodText() string {
-	return fmt.Sprintf("verdicts: two-sided Mann–Whitney U test on the pooled repetitions (exact, ties included, up to %d arrangements; "+
+// MethodText names the statistics behind the verdicts, for every output:
+// m cells tested, of which selected were called a change, and the level of
+// every interval.
+func MethodText(m, selected int, level float64) string {
+	s := fmt.Sprintf("verdicts: two-sided Mann–Whitney U test on the pooled repetitions (exact, ties included, up to %d arrangements; "+
 		"normal approximation with tie correction beyond), α=%.2f; with too few repetitions to ever reach p<α "+
 		"(fewer than 4 per side, or 3 against fewer than 5) a cell says %q. "+
-		"Intervals: 95%% percentile bootstrap of the ratio of medians (%d resamples, fixed seed)",
-		exactLimit, Alpha, VerdictTooFew, BootstrapResamples)
+		"Change: the Hodges–Lehmann ratio (the median of every run's ratio to every baseline run); "+
+		"interval: the ratios the same test does not reject (Lehmann), so a change is called only when its interval excludes none",
+		exactLimit, Alpha, VerdictTooFew)
+	if m > 1 {
+		s += fmt.Sprintf(". %d cells tested at once: p-values corrected by Benjamini–Hochberg (%d selected), intervals at the matching false-coverage level %s (Benjamini–Yekutieli)",
+			m, selected, LevelText(level))
+	} else {
+		s += fmt.Sprintf(", at the %s level", LevelText(level))
+	}
+	return s
+}
+
+// LevelText is an interval's level as a percentage: "95%", "99.4%".
+func LevelText(level float64) string {
+	return strconv.FormatFloat(math.Floor(level*1000+1e-9)/10, 'f', -1, 64) + "%"
 }
 
 // Compare groups recs and lines them up. recs are in the order the caller
@@ -193,7 +218,7 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if !slices.Contains(ByNames, by) {
 		return nil, usageError{fmt.Errorf("unknown --by %q (valid: %s)", by, strings.Join(ByNames, ", "))}
 	}
-	c := &Comparison{By: by, AutoBy: auto, Method: MethodText(), Alpha: Alpha, Metrics: []string{MetricMBps, MetricIOPS}}
+	c := &Comparison{By: by, AutoBy: auto, Alpha: Alpha, Metrics: []string{MetricMBps, MetricIOPS}}
 	if opts.Latency {
 		c.Metrics = append(c.Metrics, MetricLatP99)
 	}
@@ -216,6 +241,7 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 		}
 	}
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
+	decide(c)
 	c.Warnings = append(c.Warnings, hostChecks(c)...)
 	c.Notes = notes(c.Groups)
 	var own []string
@@ -412,7 +438,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 			}
 			diffRows[diff] = append(diffRows[diff], row.Name)
 		}
-		judge(&row, c, opts)
+		judge(&row, c)
 		warnings = append(warnings, rowChecks(row.Name, c, b.members)...)
 		out = append(out, row)
 	}
@@ -605,7 +631,7 @@ func valueOf(metric string, vs []float64) Value {
 
 // judge sets each non-baseline cell's change and verdict against the
 // baseline (the first group, or the first that has the row), and trims the metrics to the ones asked for.
-func judge(row *Row, c *Comparison, opts Options) {
+func judge(row *Row, c *Comparison) {
 	for gi := range row.Cells {
 		cell := &row.Cells[gi]
 		if !cell.Present {
@@ -618,7 +644,7 @@ func judge(row *Row, c *Comparison, opts Options) {
 	bi := slices.IndexFunc(row.Cells, func(cell Cell) bool { return cell.Present })
 	row.Baseline = max(bi, 0)
 	base := row.Cells[row.Baseline]
-	for mi, metric := range c.Metrics {
+	for mi := range c.Metrics {
 		for gi := range row.Cells {
 			cell := &row.Cells[gi]
 			if !cell.Present {
@@ -630,8 +656,8 @@ func judge(row *Row, c *Comparison, opts Options) {
 				continue
 			}
 			b := base.Metrics[mi]
-			if b.Median != 0 {
-				ch := (v.Median/b.Median - 1) * 100
+			if r := hodgesLehmann(pairRatios(b.Values, v.Values)); !math.IsInf(r, 0) && !math.IsNaN(r) {
+				ch := (r - 1) * 100
 				v.ChangePct = &ch
 			}
 			n1, n2 := len(b.Values), len(v.Values)
@@ -641,17 +667,59 @@ func judge(row *Row, c *Comparison, opts Options) {
 			}
 			_, p, exact := mannWhitney(b.Values, v.Values)
 			v.P, v.Exact = &p, exact
-			if lo, hi, ok := bootstrapRatioCI(b.Values, v.Values, seedFor(opts.Seed, row.Name, metric, c.Groups[gi].Name)); ok {
-				lo, hi = (lo-1)*100, (hi-1)*100
-				v.CILowPct, v.CIHighPct = &lo, &hi
+			v.Verdict = "" // decide calls it, once every cell has its p
+		}
+	}
+}
+
+// decide gives every tested cell its verdict and interval, all cells of
+// the comparison at once: Benjamini–Hochberg selects at Alpha, each
+// interval is at the false-coverage level that goes with it, and a change
+// is called better or worse only when selected and its interval excludes
+// no change (by the test's inversion the two agree but for ties).
+func decide(c *Comparison) {
+	type tested struct {
+		v    *Value
+		base []float64
+		mi   int
+	}
+	var cells []tested
+	var ps []float64
+	for ri := range c.Rows {
+		row := &c.Rows[ri]
+		for gi := range row.Cells {
+			cell := &row.Cells[gi]
+			for mi := range cell.Metrics {
+				v := &cell.Metrics[mi]
+				if !cell.Present || v.P == nil || v.Verdict != "" {
+					continue
+				}
+				cells = append(cells, tested{v, row.Cells[row.Baseline].Metrics[mi].Values, mi})
+				ps = append(ps, *v.P)
 			}
-			if p < Alpha {
-				v.Verdict = VerdictSignificant
-				up := v.Median > b.Median
-				v.Better = up != LowerIsBetter(metric)
-			} else {
-				v.Verdict = VerdictSame
-			}
+		}
+	}
+	q, selected := benjaminiHochberg(ps, Alpha)
+	c.Tested, c.Selected = len(cells), selected
+	c.CILevel = 1 - Alpha
+	if len(cells) > 0 {
+		c.CILevel = 1 - float64(max(selected, 1))*Alpha/float64(len(cells))
+	}
+	c.Method = MethodText(c.Tested, c.Selected, c.CILevel)
+	cut := float64(selected) * Alpha / float64(max(len(cells), 1))
+	for i, t := range cells {
+		v := t.v
+		v.Q = &q[i]
+		v.Verdict = VerdictSame
+		_, lo, hi, ok := shiftInterval(t.base, v.Values, c.CILevel)
+		if !ok {
+			continue
+		}
+		lo, hi = (lo-1)*100, (hi-1)*100
+		v.CILevel, v.CILowPct, v.CIHighPct = c.CILevel, &lo, &hi
+		if selected > 0 && *v.P <= cut && (lo > 0 || hi < 0) {
+			v.Verdict = VerdictSignificant
+			v.Better = (lo > 0) != LowerIsBetter(c.Metrics[t.mi])
 		}
 	}
 }

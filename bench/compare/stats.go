@@ -2,7 +2,6 @@ package compare
 
 import (
 	"math"
-	"math/rand/v2"
 	"sort"
 
 	"github.com/diskprep/diskprep/bench/record"
@@ -10,10 +9,6 @@ import (
 
 // Alpha is the significance level of every verdict.
 const Alpha = 0.05
-
-// BootstrapResamples is the number of resamples behind each confidence
-// interval: enough for stable 2.5/97.5 percentiles, cheap for a few repeats.
-const BootstrapResamples = 2000
 
 // exactLimit bounds the number of rank arrangements enumerated for an exact
 // Mann–Whitney p-value; beyond it the normal approximation is good anyway
@@ -144,37 +139,6 @@ func binom(n, k int) float64 {
 	return math.Round(r)
 }
 
-// bootstrapRatioCI is the 95% percentile bootstrap interval of
-// median(b)/median(a), from BootstrapResamples resamples drawn with a PCG
-// seeded by seed, so the same input always gives the same interval.
-func bootstrapRatioCI(a, b []float64, seed uint64) (lo, hi float64, ok bool) {
-	if len(a) == 0 || len(b) == 0 {
-		return 0, 0, false
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	ratios := make([]float64, 0, BootstrapResamples)
-	ra := make([]float64, len(a))
-	rb := make([]float64, len(b))
-	for range BootstrapResamples {
-		for i := range ra {
-			ra[i] = a[rng.IntN(len(a))]
-		}
-		for i := range rb {
-			rb[i] = b[rng.IntN(len(b))]
-		}
-		ma := median(ra)
-		if ma == 0 {
-			continue
-		}
-		ratios = append(ratios, median(rb)/ma)
-	}
-	if len(ratios) < BootstrapResamples/2 {
-		return 0, 0, false
-	}
-	sort.Float64s(ratios)
-	return quantile(ratios, 0.025), quantile(ratios, 0.975), true
-}
-
 // median is the record's median (record.Median), so a comparison's cell and
 // the record's own summary agree on what the middle of the runs is.
 func median(values []float64) float64 { return record.Median(values) }
@@ -191,19 +155,4 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	f := pos - float64(i)
 	return sorted[i]*(1-f) + sorted[i+1]*f
-}
-
-// seedFor derives a per-cell seed (FNV-1a over the cell's names) so each
-// cell's interval depends on its own data only, not on the table's order.
-func seedFor(base uint64, parts ...string) uint64 {
-	h := uint64(14695981039346656037) ^ base
-	for _, p := range parts {
-		for i := 0; i < len(p); i++ {
-			h ^= uint64(p[i])
-			h *= 1099511628211
-		}
-		h ^= 0xff
-		h *= 1099511628211
-	}
-	return h
 }

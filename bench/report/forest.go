@@ -198,16 +198,16 @@ func tickPct(p float64) string {
 }
 
 // changeChart is the forest plot: per metric, workload and non-baseline
-// group, the change against the baseline as a point with its 95%
-// interval, on a log-ratio axis (halving and doubling equally far from
+// group, the change against the baseline as a point with its interval
+// (at the comparison's level), on a log-ratio axis (halving and doubling equally far from
 // the zero line), over the baseline's own run-to-run spread shaded.
 func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 	secs, iopsAlike := changeSections(c)
 	d := &svgDoc{id: id, w: w, kind: "change"}
 	base := c.Groups[0].Name
 	d.title = "Change against " + base
-	sub := "Each point is a column's median change against the baseline with its 95% interval; the shaded band is the baseline's own run-to-run spread (min–max). " +
-		"Filled: a real change (Mann–Whitney p<0.05); hollow grey: no significant difference or too few runs to judge."
+	sub := "Each point is a column's change against the baseline (Hodges–Lehmann) with its " + compare.LevelText(c.CILevel) + " interval; the shaded band is the baseline's own run-to-run spread (min–max). " +
+		"Filled: a real change (Mann–Whitney, Benjamini–Hochberg corrected, interval clear of zero); hollow grey: no significant difference or too few runs to judge."
 	if iopsAlike {
 		sub += " IOPS change exactly as MB/s (same block sizes): not drawn twice."
 	}

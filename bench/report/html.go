@@ -71,8 +71,8 @@ func pageHead(b *strings.Builder, title, extraCSS string) {
 func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 	if len(c.Groups) > 1 {
 		b.WriteString("<h2>What changed</h2>\n")
-		fmt.Fprintf(b, "<figure>\n%s<figcaption>Change of each workload against %s, with its 95%% interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
-			changeChart(c, "change", svgWide).svg(false), esc(c.Groups[0].Name))
+		fmt.Fprintf(b, "<figure>\n%s<figcaption>Change of each workload against %s, with its %s interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
+			changeChart(c, "change", svgWide).svg(false), esc(c.Groups[0].Name), compare.LevelText(c.CILevel))
 	}
 	b.WriteString("<h2>Results</h2>\n<div class=\"table-wrap\">\n")
 	if l.stacked(c) {

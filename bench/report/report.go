@@ -128,7 +128,7 @@ func changeText(v compare.Value) string {
 			why = append(why, pValue(*v.P))
 		}
 		if v.CILowPct != nil && v.CIHighPct != nil {
-			why = append(why, fmt.Sprintf("95%% CI %s to %s", pct(*v.CILowPct), pct(*v.CIHighPct)))
+			why = append(why, fmt.Sprintf("%s CI %s to %s", compare.LevelText(v.CILevel), pct(*v.CILowPct), pct(*v.CIHighPct)))
 		}
 		if len(why) > 0 {
 			s += " (" + strings.Join(why, ", ") + ")"
