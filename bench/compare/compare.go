@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/hwinfo"
@@ -59,6 +61,9 @@ const (
 	VerdictSame        = "no significant difference"
 	VerdictTooFew      = "n too small to judge"
 	VerdictMissing     = "missing"
+	// VerdictUnstable: a side's repetitions drifted during the run (a
+	// trend in run order), so the difference says nothing either way.
+	VerdictUnstable = "unstable"
 )
 
 // Options steer a comparison.
@@ -84,9 +89,12 @@ type Comparison struct {
 	// Tested counts the cells whose change was tested; Selected those
 	// Benjamini–Hochberg kept at Alpha; CILevel is every interval's level
 	// (1 - max(Selected,1)·Alpha/Tested: false-coverage adjusted).
-	Tested      int      `json:"tested"`
-	Selected    int      `json:"selected"`
-	CILevel     float64  `json:"ci_level"`
+	Tested   int     `json:"tested"`
+	Selected int     `json:"selected"`
+	CILevel  float64 `json:"ci_level"`
+	// Drifted counts the sides (a column's runs of a workload) whose
+	// repetitions trended during the run (Mann–Kendall, corrected).
+	Drifted     int      `json:"drifted,omitempty"`
 	Metrics     []string `json:"metrics"`
 	Environment []Field  `json:"environment"` // identity shared by every record
 	Groups      []Group  `json:"groups"`
@@ -176,6 +184,10 @@ type Value struct {
 	CILevel   float64  `json:"ci_level,omitempty"`
 	CILowPct  *float64 `json:"ci_low_pct,omitempty"`
 	CIHighPct *float64 `json:"ci_high_pct,omitempty"`
+	// DriftPct is how far the side that drifted (DriftIn, a group) moved
+	// during its runs (Sen's slope over the run), set on an unstable cell.
+	DriftPct *float64 `json:"drift_pct,omitempty"`
+	DriftIn  string   `json:"drift_in,omitempty"`
 }
 
 // LowerIsBetter says whether smaller values of metric are improvements.
@@ -191,6 +203,7 @@ func MethodText(m, selected int, level float64) string {
 		"Change: the Hodges–Lehmann ratio (the median of every run's ratio to every baseline run); "+
 		"interval: the ratios the same test does not reject (Lehmann), so a change is called only when its interval excludes none",
 		exactLimit, Alpha, VerdictTooFew)
+	s += ". Drift: each column's repetitions in run order, tested for a trend (Mann–Kendall, Benjamini–Hochberg across them); a cell whose side drifted says " + strconv.Quote(VerdictUnstable) + " with how far (Sen's slope)"
 	if m > 1 {
 		s += fmt.Sprintf(". %d cells tested at once: p-values corrected by Benjamini–Hochberg (%d selected), intervals at the matching false-coverage level %s (Benjamini–Yekutieli)",
 			m, selected, LevelText(level))
@@ -573,8 +586,15 @@ func rowNames(built []*rowBuild) []string {
 // gather pools every repetition of a row's members in one group.
 func gather(members []member) (Cell, paramSet) {
 	var cell Cell
-	var bw, iops, p99 []float64
-	var pct [4][]float64
+	// Each repetition's figures with its start, put in run order below:
+	// the drift test reads them so.
+	type run struct {
+		start         time.Time
+		bw, iops, p99 float64
+		pct           [4]float64
+		pctOf         []int
+	}
+	var runs []run
 	var ps paramSet
 	for _, m := range members {
 		wr, dir := m.wr, m.dir
@@ -586,31 +606,33 @@ func gather(members []member) (Cell, paramSet) {
 			ps = ps.merge(paramsOf(wr.Params))
 		}
 		n := 0
-		for _, run := range wr.Measured() {
-			d := run.Dir(dir)
+		for _, rep := range wr.Measured() {
+			d := rep.Dir(dir)
 			if d == nil {
 				continue
 			}
 			n++
-			bw = append(bw, d.BWBytesPerS/1e6)
-			iops = append(iops, d.IOPS)
-			p99 = append(p99, d.LatNS.P99/1e3)
-			for i, v := range []float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999} {
-				pct[i] = append(pct[i], v)
-			}
+			runs = append(runs, run{start: rep.Start, bw: d.BWBytesPerS / 1e6, iops: d.IOPS, p99: d.LatNS.P99 / 1e3,
+				pct: [4]float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999}, pctOf: []int{0, 1, 2, 3}})
 		}
 		if n == 0 {
 			// A record with a summary but no repetitions (trimmed
 			// by hand): its median counts as one value.
-			bw = append(bw, s.BWBytesPerS.Median/1e6)
-			iops = append(iops, s.IOPS.Median)
-			p99 = append(p99, s.LatP99NS.Median/1e3)
-			pct[0] = append(pct[0], s.LatP50NS.Median)
-			pct[2] = append(pct[2], s.LatP99NS.Median)
+			runs = append(runs, run{start: m.rec.Start, bw: s.BWBytesPerS.Median / 1e6, iops: s.IOPS.Median, p99: s.LatP99NS.Median / 1e3,
+				pct: [4]float64{s.LatP50NS.Median, 0, s.LatP99NS.Median, 0}, pctOf: []int{0, 2}})
 		}
 	}
-	if len(bw) == 0 {
+	if len(runs) == 0 {
 		return cell, nil
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
+	var bw, iops, p99 []float64
+	var pct [4][]float64
+	for _, r := range runs {
+		bw, iops, p99 = append(bw, r.bw), append(iops, r.iops), append(p99, r.p99)
+		for _, i := range r.pctOf {
+			pct[i] = append(pct[i], r.pct[i])
+		}
 	}
 	cell.Present, cell.N = true, len(bw)
 	cell.Metrics = []Value{valueOf(MetricMBps, bw), valueOf(MetricIOPS, iops), valueOf(MetricLatP99, p99)}
@@ -672,17 +694,21 @@ func judge(row *Row, c *Comparison) {
 	}
 }
 
+// tested is one cell decide judges: its value, the baseline's values,
+// the metric's index and both groups' names.
+type tested struct {
+	v              *Value
+	base           []float64
+	mi             int
+	name, baseName string
+}
+
 // decide gives every tested cell its verdict and interval, all cells of
 // the comparison at once: Benjamini–Hochberg selects at Alpha, each
 // interval is at the false-coverage level that goes with it, and a change
 // is called better or worse only when selected and its interval excludes
 // no change (by the test's inversion the two agree but for ties).
 func decide(c *Comparison) {
-	type tested struct {
-		v    *Value
-		base []float64
-		mi   int
-	}
 	var cells []tested
 	var ps []float64
 	for ri := range c.Rows {
@@ -694,13 +720,15 @@ func decide(c *Comparison) {
 				if !cell.Present || v.P == nil || v.Verdict != "" {
 					continue
 				}
-				cells = append(cells, tested{v, row.Cells[row.Baseline].Metrics[mi].Values, mi})
+				cells = append(cells, tested{v: v, base: row.Cells[row.Baseline].Metrics[mi].Values, mi: mi,
+					name: c.Groups[gi].Name, baseName: c.Groups[row.Baseline].Name})
 				ps = append(ps, *v.P)
 			}
 		}
 	}
 	q, selected := benjaminiHochberg(ps, Alpha)
 	c.Tested, c.Selected = len(cells), selected
+	drifted := driftedSides(c, cells2values(cells))
 	c.CILevel = 1 - Alpha
 	if len(cells) > 0 {
 		c.CILevel = 1 - float64(max(selected, 1))*Alpha/float64(len(cells))
@@ -722,6 +750,55 @@ func decide(c *Comparison) {
 			v.Better = (lo > 0) != LowerIsBetter(c.Metrics[t.mi])
 		}
 	}
+	for _, t := range cells {
+		for _, side := range []struct {
+			vs   []float64
+			name string
+		}{{t.base, t.baseName}, {t.v.Values, t.name}} {
+			d, ok := drifted[&side.vs[0]]
+			if !ok || t.v.DriftPct != nil && math.Abs(*t.v.DriftPct) >= math.Abs(d) {
+				continue
+			}
+			t.v.Verdict, t.v.Better = VerdictUnstable, false
+			t.v.DriftPct, t.v.DriftIn = &d, side.name
+		}
+	}
+}
+
+func cells2values(cells []tested) [][]float64 {
+	var out [][]float64
+	for _, t := range cells {
+		out = append(out, t.base, t.v.Values)
+	}
+	return out
+}
+
+// driftedSides tests each side's values (in run order) for a trend, all
+// sides of the comparison at once (Benjamini–Hochberg at Alpha), and
+// returns the drift of those that moved, by their first value's address
+// (a baseline is one side however many cells it is compared with).
+func driftedSides(c *Comparison, sides [][]float64) map[*float64]float64 {
+	var keys [][]float64
+	var ps []float64
+	seen := map[*float64]bool{}
+	for _, vs := range sides {
+		if len(vs) == 0 || seen[&vs[0]] {
+			continue
+		}
+		seen[&vs[0]] = true
+		_, p := mannKendall(vs)
+		keys, ps = append(keys, vs), append(ps, p)
+	}
+	_, selected := benjaminiHochberg(ps, Alpha)
+	out := map[*float64]float64{}
+	cut := float64(selected) * Alpha / float64(max(len(ps), 1))
+	for i, vs := range keys {
+		if selected > 0 && ps[i] <= cut {
+			out[&vs[0]] = driftPct(vs)
+		}
+	}
+	c.Drifted = len(out)
+	return out
 }
 
 // recordWarnings carries the records' own warnings (page cache, noisy

@@ -43,7 +43,7 @@ func TestChangeChartMarks(t *testing.T) {
 	if got := strings.Count(s, `class="ci worse"`); got != want["worse"] {
 		t.Errorf("%d intervals of worse points, want %d", got, want["worse"])
 	}
-	for _, rule := range []string{"svg.chart .ci.same,svg.chart .ci.toofew{stroke-dasharray:4 3}", "svg.chart .pt.same,svg.chart .pt.toofew{fill:#ffffff"} {
+	for _, rule := range []string{"svg.chart .ci.same,svg.chart .ci.toofew,svg.chart .ci.unstable{stroke-dasharray:4 3}", "svg.chart .pt.same,svg.chart .pt.toofew,svg.chart .pt.unstable{fill:#ffffff"} {
 		if !strings.Contains(chartCSS, rule) {
 			t.Errorf("chart styles lack %q", rule)
 		}
@@ -132,5 +132,18 @@ func TestTicks(t *testing.T) {
 	}
 	if ticks, top := linearTicks(6558, 4); top != 8000 || len(ticks) != 5 {
 		t.Errorf("linear ticks %v top %v", ticks, top)
+	}
+}
+
+// An unstable cell says which side drifted and how far, in the table and
+// in the change chart, where it is a hollow square of its own.
+func TestUnstableCellShown(t *testing.T) {
+	d := -23.5
+	v := compare.Value{Metric: compare.MetricMBps, Verdict: compare.VerdictUnstable, DriftPct: &d, DriftIn: "ext4"}
+	if got := changeText(v); got != "unstable: ext4 drifted -23.5% during its runs" {
+		t.Errorf("table: %q", got)
+	}
+	if w, cls := changeWords(v); w != "unstable: ext4 drifted -23.5%" || cls != "same" || pointClass(v) != "unstable" {
+		t.Errorf("chart: %q %q %q", w, cls, pointClass(v))
 	}
 }

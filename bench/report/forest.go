@@ -93,6 +93,11 @@ func changeWords(v compare.Value) (string, string) {
 			s = pct(*v.ChangePct) + ": " + s
 		}
 		return s, "same"
+	case compare.VerdictUnstable:
+		if v.DriftPct != nil {
+			return fmt.Sprintf("unstable: %s drifted %s", v.DriftIn, pct(*v.DriftPct)), "same"
+		}
+		return "unstable", "same"
 	case compare.VerdictTooFew:
 		if v.ChangePct != nil {
 			return pct(*v.ChangePct) + ": too few runs to judge", "same"
@@ -114,6 +119,8 @@ func pointClass(v compare.Value) string {
 		return "worse"
 	case compare.VerdictSame:
 		return "same"
+	case compare.VerdictUnstable:
+		return "unstable"
 	}
 	return "toofew"
 }
@@ -283,7 +290,9 @@ func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 				if e.v.ChangePct != nil {
 					px := x(1 + *e.v.ChangePct/100)
 					tip := esc(fmt.Sprintf("%s, %s, %s: %s", e.row, e.group, s.metric, changeText(e.v)))
-					if pc == "toofew" {
+					if pc == "unstable" {
+						inner.f(`<rect class="pt unstable" x="%.1f" y="%.1f" width="10" height="10"><title>%s</title></rect>`+"\n", px-5, cy-5, tip)
+					} else if pc == "toofew" {
 						inner.f(`<polygon class="pt toofew" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f"><title>%s</title></polygon>`+"\n", px, cy-6, px+6, cy, px, cy+6, px-6, cy, tip)
 					} else {
 						inner.f(`<circle class="pt %s" cx="%.1f" cy="%.1f" r="5.5"><title>%s</title></circle>`+"\n", pc, px, cy, tip)
@@ -313,7 +322,7 @@ func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 	y += 6
 	d.text(x0, y+4, "start", "muted", fitText("change against "+base+", log scale (−50% and +100% are equally far from 0)", fontTick, false, w-x0-10))
 	y += 18
-	y = changeLegend(d, y)
+	y = changeLegend(d, y, c.Drifted > 0)
 	d.h = y + 6
 	d.desc = strings.Join(desc, "; ") + "."
 	return d
@@ -330,10 +339,13 @@ func metricTitle(metric string) string {
 }
 
 // changeLegend explains the marks, wrapped to the chart's width.
-func changeLegend(d *svgDoc, y float64) float64 {
+func changeLegend(d *svgDoc, y float64, unstable bool) float64 {
 	items := []struct{ cls, text string }{
 		{"better", "better (p<0.05)"}, {"worse", "worse (p<0.05)"}, {"same", "no significant difference"},
 		{"toofew", "too few runs to judge"}, {"band", "baseline's run-to-run spread"},
+	}
+	if unstable {
+		items = append(items, struct{ cls, text string }{"unstable", "unstable: drifted during its runs"})
 	}
 	x := 10.0
 	y += 6
@@ -347,6 +359,8 @@ func changeLegend(d *svgDoc, y float64) float64 {
 			d.f(`<rect class="band" x="%.1f" y="%.1f" width="14" height="12"/>`+"\n", x, y-6)
 		case "toofew":
 			d.f(`<polygon class="pt toofew" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`+"\n", x+7, y-6, x+13, y, x+7, y+6, x+1, y)
+		case "unstable":
+			d.f(`<rect class="pt unstable" x="%.1f" y="%.1f" width="10" height="10"/>`+"\n", x+2, y-5)
 		default:
 			d.f(`<circle class="pt %s" cx="%.1f" cy="%.1f" r="5.5"/>`+"\n", it.cls, x+7, y)
 		}

@@ -109,6 +109,12 @@ func changeText(v compare.Value) string {
 			s += " (" + pValue(*v.P) + ")"
 		}
 		return s
+	case compare.VerdictUnstable:
+		s := "unstable"
+		if v.DriftPct != nil {
+			s += fmt.Sprintf(": %s drifted %s during its runs", v.DriftIn, pct(*v.DriftPct))
+		}
+		return s
 	case compare.VerdictTooFew:
 		if v.ChangePct == nil {
 			return compare.VerdictTooFew

@@ -59,7 +59,7 @@ func (t theme) css() string {
 	fmt.Fprintf(&b, "svg.chart .range{stroke:%s}\n", t.fg)
 	fmt.Fprintf(&b, "svg.chart .pt.better,svg.chart .ci.better{fill:%s;stroke:%s} svg.chart text.better{fill:%s}\n", t.better, t.better, t.better)
 	fmt.Fprintf(&b, "svg.chart .pt.worse,svg.chart .ci.worse{fill:%s;stroke:%s} svg.chart text.worse{fill:%s}\n", t.worse, t.worse, t.worse)
-	fmt.Fprintf(&b, "svg.chart .pt.same,svg.chart .pt.toofew{fill:%s;stroke:%s} svg.chart .ci.same,svg.chart .ci.toofew{stroke:%s} svg.chart text.same{fill:%s}\n", t.bg, t.same, t.same, t.same)
+	fmt.Fprintf(&b, "svg.chart .pt.same,svg.chart .pt.toofew,svg.chart .pt.unstable{fill:%s;stroke:%s} svg.chart .ci.same,svg.chart .ci.toofew,svg.chart .ci.unstable{stroke:%s} svg.chart text.same{fill:%s}\n", t.bg, t.same, t.same, t.same)
 	for i, c := range t.series {
 		fmt.Fprintf(&b, "svg.chart .s%d{fill:%s;stroke:%s}\n", i, c, c)
 	}
@@ -85,8 +85,8 @@ svg.chart .axis,svg.chart .grid{stroke-width:1}
 svg.chart .zero{stroke-width:1.5}
 svg.chart .range{stroke-width:1.5}
 svg.chart .ci{stroke-width:2;fill:none}
-svg.chart .ci.same,svg.chart .ci.toofew{stroke-dasharray:4 3}
-svg.chart .pt.same,svg.chart .pt.toofew{stroke-width:2}
+svg.chart .ci.same,svg.chart .ci.toofew,svg.chart .ci.unstable{stroke-dasharray:4 3}
+svg.chart .pt.same,svg.chart .pt.toofew,svg.chart .pt.unstable{stroke-width:2}
 ` + light.css() + "@media screen and (prefers-color-scheme: dark){\n" + dark.css() + "}\n" + `svg.chart .bar{stroke:none}
 svg.chart .bar.alt{stroke-width:1.5;stroke-dasharray:4 2}
 svg.chart .ctx{fill:none;stroke-width:1;stroke-opacity:.45}
