@@ -4,7 +4,8 @@ package disk
 // shown, the other fields the effect on the host that carries it out.
 // Plan, StackPlan and ReleasePlan each build their list in one place
 // (Actions), which the dry run prints and which Apply, ApplyStacks and
-// ApplyRelease follow step for step.
+// ApplyRelease follow step for step; a test holds every run on the
+// recording fake to it (dryrun_test.go).
 type Action struct {
 	Text string
 	// Op is the Host effect that carries the action out (the Op
@@ -44,6 +45,31 @@ const (
 	OpUnmount     = "unmount"
 	OpWriteSys    = "write-sys"
 )
+
+// ActionPlan is a plan a dry run lists: Plan, StackPlan, ReleasePlan.
+type ActionPlan interface {
+	Actions() []Action
+}
+
+// PlanRecorder is a Host that keeps a record of its effects (the
+// recording fake, disk/hosttest). Apply, ApplyStacks and ApplyRelease
+// tell it the plan they carry out before their first effect and how they
+// ended after their last, so that each run can be held to its dry run.
+type PlanRecorder interface {
+	BeginPlan(p ActionPlan)
+	EndPlan(err error)
+}
+
+// recordPlan tells h, when it keeps a record, that p is carried out from
+// now on; the function returned tells it how that ended.
+func recordPlan(h Host, p ActionPlan) func(error) {
+	r, ok := h.(PlanRecorder)
+	if !ok {
+		return func(error) {}
+	}
+	r.BeginPlan(p)
+	return r.EndPlan
+}
 
 // steps is the text of each action, as the dry run prints them.
 func steps(actions []Action) []string {

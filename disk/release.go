@@ -359,11 +359,13 @@ func (p *ReleasePlan) fstabMatch(e fstab.Entry) bool {
 
 // ApplyRelease carries out plan and nothing else, stopping at the first
 // step that fails (the result says what was done until then).
-func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseResult, error) {
+func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *ReleaseResult, err error) {
 	if plan == nil || plan.Schema != ReleasePlanSchema {
 		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
 	}
 	a := newApplier(deps)
+	ended := recordPlan(a.host, plan)
+	defer func() { ended(err) }()
 	if plan.NeedsConfirmation && !plan.Confirmed {
 		return nil, plan.confirmationNeeded()
 	}

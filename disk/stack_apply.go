@@ -103,6 +103,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
 	}
 	a := newApplier(deps)
+	ended := recordPlan(a.host, sp) // runs last, after the undo of a failure
+	defer func() { ended(err) }()
 	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
 	var undo []func()
 	defer func() {
