@@ -112,6 +112,10 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 		return nil, fmt.Errorf("apply: not a %s plan", PlanSchema)
 	}
 	a := newApplier(deps)
+	// Registered first, so it runs last: the undo of a failure is part
+	// of the run.
+	ended := recordPlan(a.host, plan)
+	defer func() { ended(err) }()
 	res = &Result{Schema: ResultSchema, Device: plan.Device, Notes: append([]string(nil), plan.Notes...)}
 	var undo []func()
 	defer func() {

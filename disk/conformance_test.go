@@ -28,8 +28,9 @@ import (
 // developer machine) and against a real loop device (the privileged tier),
 // with the same steps and the same assertions. On the fake it also checks
 // the exact ordered effect log against testdata/effects/<scenario>.log
-// (go test -run Conformance -update rewrites them), and that a refusal
-// wrote nothing.
+// (go test -run Conformance -update rewrites them), that a refusal
+// wrote nothing, and that every run did what its dry run lists, no more
+// and no less (dryrun_test.go).
 
 // rig is one machine the scenarios run on.
 type rig interface {
@@ -440,6 +441,7 @@ type fakeRig struct {
 
 func newFakeRig(t *testing.T) *fakeRig {
 	h := hosttest.New()
+	holdToDryRuns(t, h)
 	h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: diskSize, Model: "FAKE DISK", Serial: "FAKE0001", WWN: "0x5000000000000001"})
 	h.SetFile("/mnt/.keep", nil)
 	return &fakeRig{h: h}

@@ -23,23 +23,33 @@ func foreignHost(t *testing.T) *hosttest.Host {
 	h := hosttest.New()
 	h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: 2 << 30, Model: "FAKE SSD", Serial: "THEIRS01"})
 	h.AddDisk(hosttest.Disk{Name: "sdc", Minor: 32, SizeBytes: 2 << 30, Model: "FAKE SSD", Serial: "BOOT0001"})
-	ctx := context.Background()
-	for _, argv := range [][]string{
-		{"mkfs.xfs", "-L", "theirs", "-m", "uuid=0b5e5a1e-0000-4000-8000-00000000000b", "/dev/sdb"},
-		{"mkfs.ext4", "-L", "boot", "-U", "0b5e5a1e-0000-4000-8000-00000000000c", "/dev/sdc"},
-	} {
-		if _, err := h.Run(ctx, argv[0], argv[1:]...); err != nil {
-			t.Fatalf("%v: %v", argv, err)
-		}
-	}
-	if err := h.MkdirAll("/boot", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Run(ctx, "mount", "-t", "ext4", "/dev/sdc", "/boot"); err != nil {
-		t.Fatal(err)
-	}
+	holdToDryRuns(t, h)
+	byOthers(t, h,
+		[]string{"mkfs.xfs", "-L", "theirs", "-m", "uuid=0b5e5a1e-0000-4000-8000-00000000000b", "/dev/sdb"},
+		[]string{"mkfs.ext4", "-L", "boot", "-U", "0b5e5a1e-0000-4000-8000-00000000000c", "/dev/sdc"},
+		[]string{"mkdir", "-p", "/boot"},
+		[]string{"mount", "-t", "ext4", "/dev/sdc", "/boot"})
 	h.ResetLog()
 	return h
+}
+
+// byOthers runs each argv on h as someone else would (mkdir -p by
+// MkdirAll): the machine as the test finds it, not diskprep's doing.
+func byOthers(t *testing.T, h *hosttest.Host, argvs ...[]string) {
+	t.Helper()
+	h.ByOthers(func() {
+		for _, argv := range argvs {
+			var err error
+			if argv[0] == "mkdir" {
+				err = h.MkdirAll(argv[len(argv)-1], 0o755)
+			} else {
+				_, err = h.Run(context.Background(), argv[0], argv[1:]...)
+			}
+			if err != nil {
+				t.Fatalf("%v: %v", argv, err)
+			}
+		}
+	})
 }
 
 func TestGuardReleaseRefusesTheSystem(t *testing.T) {
@@ -108,12 +118,7 @@ func TestGuardReleaseForeignWipeNeedsConfirmation(t *testing.T) {
 func TestGuardReleaseForeignMount(t *testing.T) {
 	h := foreignHost(t)
 	ctx := context.Background()
-	if err := h.MkdirAll("/srv/theirs", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Run(ctx, "mount", "-t", "xfs", "/dev/sdb", "/srv/theirs"); err != nil {
-		t.Fatal(err)
-	}
+	byOthers(t, h, []string{"mkdir", "-p", "/srv/theirs"}, []string{"mount", "-t", "xfs", "/dev/sdb", "/srv/theirs"})
 	h.ResetLog()
 	deps := disk.Deps{Host: h}
 
@@ -145,9 +150,7 @@ func TestGuardReleaseForeignMount(t *testing.T) {
 		if sigs := h.Signatures("sdb"); len(sigs) == 0 {
 			t.Errorf("release %s without --wipe lost the filesystem", c.target)
 		}
-		if _, err := h.Run(ctx, "mount", "-t", "xfs", "/dev/sdb", "/srv/theirs"); err != nil {
-			t.Fatal(err)
-		}
+		byOthers(t, h, []string{"mount", "-t", "xfs", "/dev/sdb", "/srv/theirs"})
 	}
 }
 
@@ -203,10 +206,13 @@ func TestGuardImageFiles(t *testing.T) {
 // release --remove-image deletes only an image diskprep created.
 func TestGuardRemoveImageOnlyMade(t *testing.T) {
 	h := hosttest.New()
+	holdToDryRuns(t, h)
 	h.AddImage("/var/tmp/theirs.img", 1<<20)
-	if err := h.CreateImage("/var/tmp/ours.img", 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	h.ByOthers(func() { // as prepare --image would have
+		if err := h.CreateImage("/var/tmp/ours.img", 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	})
 	h.ResetLog()
 	ctx := context.Background()
 	_, err := disk.PlanRelease(ctx, "/var/tmp/theirs.img", disk.ReleaseOptions{RemoveImage: true}, disk.Deps{Host: h})
@@ -280,12 +286,7 @@ func TestGuardReleaseWipeTakesTheLock(t *testing.T) {
 func TestGuardMarkerOfAnotherUser(t *testing.T) {
 	h := foreignHost(t)
 	ctx := context.Background()
-	if err := h.MkdirAll("/media/stick", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Run(ctx, "mount", "-t", "xfs", "/dev/sdb", "/media/stick"); err != nil {
-		t.Fatal(err)
-	}
+	byOthers(t, h, []string{"mkdir", "-p", "/media/stick"}, []string{"mount", "-t", "xfs", "/dev/sdb", "/media/stick"})
 	marker := "/media/stick/" + disk.MarkerFile
 	h.SetFile(marker, []byte(`{"schema":"`+disk.MarkerSchema+`","fs":"xfs","uuid":"0b5e5a1e-0000-4000-8000-00000000000b"}`))
 	h.Chown(marker, 4242, 0o644)

@@ -58,6 +58,7 @@ func TestMountPointSystemDirectories(t *testing.T) {
 func mountRig(t *testing.T) (*hosttest.Host, disk.Planner) {
 	t.Helper()
 	h := hosttest.New()
+	holdToDryRuns(t, h)
 	h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: 2 << 30, Model: "FAKE", Serial: "S1"})
 	h.Mkdir("/srv")
 	return h, disk.Planner{Host: h, Protect: []string{"/srv/results/"}}

@@ -367,11 +367,13 @@ func (p *ReleasePlan) fstabMatch(e fstab.Entry) bool {
 
 // ApplyRelease carries out plan and nothing else, stopping at the first
 // step that fails (the result says what was done until then).
-func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseResult, error) {
+func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *ReleaseResult, err error) {
 	if plan == nil || plan.Schema != ReleasePlanSchema {
 		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
 	}
 	a := newApplier(deps)
+	ended := recordPlan(a.host, plan)
+	defer func() { ended(err) }()
 	if plan.NeedsConfirmation && !plan.Confirmed {
 		return nil, plan.confirmationNeeded()
 	}
@@ -481,29 +483,59 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (*ReleaseRe
 	return res, nil
 }
 
-// WriteText renders the plan for people: what release would do.
-func (p *ReleasePlan) WriteText(w io.Writer) error {
-	var b strings.Builder
-	did := false
-	for _, pt := range p.Unmount {
-		fmt.Fprintf(&b, "would unmount %s\n", pt)
-		did = true
-	}
-	for _, l := range p.FstabRemove {
-		fmt.Fprintf(&b, "would remove from fstab: %s\n", l)
-		did = true
+// Actions lists, in order, what ApplyRelease will do: the steps the dry
+// run prints ("would ..."), each with the effect that carries it out.
+func (p *ReleasePlan) Actions() []Action {
+	var s []Action
+	if p.Detach == "" && p.RemoveImage {
+		// An image file no loop device uses: that is all.
+		return []Action{{Text: "remove image " + p.Image, Op: OpRemove, Path: p.Image}}
 	}
 	if p.Stacks != nil {
 		for _, sw := range p.Stacks.Swapoff {
-			fmt.Fprintf(&b, "would swapoff %s (first)\n", sw)
+			s = append(s, Action{Text: "swapoff " + sw, Op: OpRun, Argv: []string{"swapoff", sw}})
 		}
-		for _, st := range p.Stacks.steps() {
-			fmt.Fprintf(&b, "would run: %s\n", st)
-		}
-		did = true
+	}
+	for _, pt := range p.Unmount {
+		s = append(s, Action{Text: "unmount " + pt, Op: OpUnmount, Path: pt})
 	}
 	for _, pt := range p.RemoveMountPoints {
-		fmt.Fprintf(&b, "would remove the mount point %s (prepare made it), when empty\n", pt)
+		s = append(s, Action{Text: "remove the mount point " + pt + " (prepare made it), when empty", Op: OpRemove, Path: pt, Maybe: true})
+	}
+	for i, l := range p.FstabRemove {
+		a := Action{Text: "remove from fstab: " + l}
+		if i == 0 {
+			a.Op = OpEditFstab // one edit takes every line out
+		}
+		s = append(s, a)
+	}
+	if len(p.FstabRemove) > 0 {
+		a := daemonReload("only when systemd is PID 1")
+		a.Text = "run: " + a.Text
+		s = append(s, a)
+	}
+	if p.Stacks != nil {
+		for _, a := range p.Stacks.actions() {
+			a.Text = "run: " + a.Text
+			s = append(s, a)
+		}
+	}
+	if p.Detach != "" {
+		s = append(s, Action{Text: "detach " + p.Detach, Op: OpDetachLoop, Path: p.Detach})
+		if p.RemoveImage {
+			s = append(s, Action{Text: "remove image " + p.Image, Op: OpRemove, Path: p.Image})
+		}
+	}
+	return s
+}
+
+// WriteText renders the plan for people: what release would do, in the
+// order it does it.
+func (p *ReleasePlan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	actions := p.Actions()
+	for _, a := range actions {
+		fmt.Fprintf(&b, "would %s\n", a.Text)
 	}
 	for _, l := range p.Destroys {
 		made := "not made by diskprep: asks first, or --yes"
@@ -512,22 +544,13 @@ func (p *ReleasePlan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "would destroy %s (%s)\n", l, made)
 	}
-	if p.Detach != "" {
-		fmt.Fprintf(&b, "would detach %s\n", p.Detach)
-		did = true
-	}
-	if p.Image != "" {
-		if p.RemoveImage {
-			fmt.Fprintf(&b, "would remove image %s\n", p.Image)
-			did = true
-		} else {
-			fmt.Fprintf(&b, "image kept at %s\n", p.Image)
-		}
+	if p.Image != "" && !p.RemoveImage {
+		fmt.Fprintf(&b, "image kept at %s\n", p.Image)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if !did {
+	if len(actions) == 0 {
 		fmt.Fprintf(&b, "nothing to release for %s\n", p.Target)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -34,6 +34,16 @@ func (r *stackRig) releaseOf(t *testing.T, target string, opt disk.ReleaseOption
 	return p
 }
 
+// byHand runs argv on the machine as its user would type it, not diskprep.
+func (r *stackRig) byHand(t *testing.T, argv ...string) {
+	t.Helper()
+	r.h.ByOthers(func() {
+		if _, err := r.h.Run(context.Background(), argv[0], argv[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // blankAt asserts that nothing is found on disk, nor in its bytes where
 // each of the partitions in parts was (a prepare of the same plan, or the
 // kernel reading a table made again, would find it there).
@@ -142,9 +152,7 @@ func TestReleaseWipeAfterReleaseLVMSpanning(t *testing.T) {
 	}
 
 	// What the refusal says to do removes all of it, from both disks.
-	if _, err := r.h.Run(context.Background(), "vgchange", "--activate", "y", "fast"); err != nil {
-		t.Fatal(err)
-	}
+	r.byHand(t, "vgchange", "--activate", "y", "fast")
 	r.releaseOf(t, "/dev/fast/scratch", disk.ReleaseOptions{Wipe: true, Yes: true})
 	if pvs, lvs := r.h.PVs(), r.h.LVs(); len(pvs)+len(lvs) != 0 {
 		t.Errorf("lvm still sees pvs %q, lvs %q", pvs, lvs)
@@ -177,9 +185,7 @@ func TestReleaseWipeGroupMissingPV(t *testing.T) {
 	r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{})
 	// What release --wipe of sdc did before: its own signatures only.
 	for _, d := range []string{"/dev/sdc1", "/dev/sdc"} {
-		if _, err := r.h.Run(context.Background(), "wipefs", "--all", d); err != nil {
-			t.Fatal(err)
-		}
+		r.byHand(t, "wipefs", "--all", d)
 	}
 	if got := strings.Join(r.h.PVs(), ","); got != "/dev/sdb1 fast,[unknown] fast" {
 		t.Fatalf("pvs after sdc's wipe: %s", got)
@@ -259,9 +265,7 @@ func TestReleaseWipeAfterReleaseLVMCache(t *testing.T) {
 			sdb, sdc := r.h.Extents("sdb"), r.h.Extents("sdc")
 			r.releaseOf(t, "/mnt/srv", disk.ReleaseOptions{})
 			r.refusedWipe(t, "/dev/sdb", "/dev/sdb1 is a physical volume of the inactive vg srv, which is also on /dev/sdc1, not released", "vgchange --activate y srv")
-			if _, err := r.h.Run(context.Background(), "vgchange", "--activate", "y", "srv"); err != nil {
-				t.Fatal(err)
-			}
+			r.byHand(t, "vgchange", "--activate", "y", "srv")
 			r.releaseOf(t, "/dev/srv/srv", disk.ReleaseOptions{Wipe: true, Yes: true})
 			if pvs, lvs := r.h.PVs(), r.h.LVs(); len(pvs)+len(lvs) != 0 {
 				t.Errorf("lvm still sees pvs %q, lvs %q", pvs, lvs)

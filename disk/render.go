@@ -3,6 +3,7 @@ package disk
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/diskprep/diskprep/internal/units"
@@ -10,59 +11,114 @@ import (
 
 // Steps lists, in order, what Apply will do, one line each as a person
 // would type it. WriteText prints them; Apply carries out exactly these.
-func (p *Plan) Steps() []string {
-	var s []string
+func (p *Plan) Steps() []string { return steps(p.Actions()) }
+
+// Actions lists, in order, what Apply will do: the steps the dry run
+// prints, each with the effect that carries it out.
+func (p *Plan) Actions() []Action {
+	var s []Action
 	if im := p.Image; im != nil {
 		switch {
 		case im.Create:
-			s = append(s, fmt.Sprintf("create sparse image %s (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)))
+			s = append(s, Action{Text: fmt.Sprintf("create sparse image %s (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)), Op: OpCreateImage, Path: im.Path})
 		case im.Recreate:
-			s = append(s, fmt.Sprintf("recreate image %s empty and sparse (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)))
+			s = append(s, Action{Text: fmt.Sprintf("recreate image %s empty and sparse (%s)", im.Path, units.FormatSizeBoth(im.SizeBytes)), Op: OpEmptyImage, Path: im.Path})
 		}
 		if im.Attach {
-			s = append(s, fmt.Sprintf("attach %s to a free loop device (%d-byte sectors, partition scan) as %s", im.Path, im.SectorBytes, LoopPlaceholder))
+			s = append(s, Action{Text: fmt.Sprintf("attach %s to a free loop device (%d-byte sectors, partition scan) as %s", im.Path, im.SectorBytes, LoopPlaceholder), Op: OpAttachLoop, Path: im.Path})
 		}
 	}
 	if t := p.Table; t != nil {
 		if p.Wipe {
-			s = append(s, fmt.Sprintf("wipe every signature on %s (as wipefs -a)", p.Device))
+			// Apply zeroes the signatures it finds when it looks, right
+			// before the table: those Destroys lists, or none left.
+			s = append(s, Action{Text: fmt.Sprintf("wipe every signature on %s (as wipefs -a)", p.Device), Op: OpWriteDevice, Path: p.Device, Maybe: true})
 		}
-		s = append(s, fmt.Sprintf("write GPT on %s: disk GUID %s, %d-byte sectors, partitions aligned to %s, usable LBA %d-%d, protective MBR",
-			p.Device, t.DiskGUID, t.SectorBytes, units.FormatSize(t.AlignBytes), t.FirstUsableLBA, t.LastUsableLBA))
+		s = append(s, Action{Text: fmt.Sprintf("write GPT on %s: disk GUID %s, %d-byte sectors, partitions aligned to %s, usable LBA %d-%d, protective MBR",
+			p.Device, t.DiskGUID, t.SectorBytes, units.FormatSize(t.AlignBytes), t.FirstUsableLBA, t.LastUsableLBA),
+			Op: OpWriteDevice, Path: p.Device, Regions: t.regions()})
 		for _, pp := range p.Partitions {
-			s = append(s, fmt.Sprintf("  partition %d: LBA %d-%d (%s at %s), name %q, type %s, GUID %s",
-				pp.Number, pp.StartLBA, pp.EndLBA, units.FormatSize(pp.SizeBytes), units.FormatSize(pp.StartBytes), pp.Label, pp.TypeGUID, pp.PartGUID))
+			s = append(s, Action{Text: fmt.Sprintf("  partition %d: LBA %d-%d (%s at %s), name %q, type %s, GUID %s",
+				pp.Number, pp.StartLBA, pp.EndLBA, units.FormatSize(pp.SizeBytes), units.FormatSize(pp.StartBytes), pp.Label, pp.TypeGUID, pp.PartGUID)})
 		}
 	}
-	s = append(s, fmt.Sprintf("make the kernel see %s (re-read the table, else BLKPG) and check start/size in /sys/class/block", partNames(p)))
+	how := "re-read the table, else BLKPG"
+	if p.Table == nil {
+		// Without a new table the kernel is told only what it lacks.
+		how += "; nothing when it sees them"
+	}
+	s = append(s, Action{Text: fmt.Sprintf("make the kernel see %s (%s) and check start/size in /sys/class/block", partNames(p), how),
+		Op: OpPartitions, Path: p.Device, Maybe: p.Table == nil})
 	for _, pp := range p.Partitions {
 		if pp.Discard != nil {
-			s = append(s, QuoteArgv(pp.Discard)+" (TRIM the new space; --no-discard skips it)")
+			s = append(s, Action{Text: QuoteArgv(pp.Discard) + " (TRIM the new space; --no-discard skips it)", Op: OpRun, Argv: pp.Discard})
 		}
 		if pp.Use != "" {
-			s = append(s, fmt.Sprintf("%s is a member of %s (see the stack steps)", pp.Path, pp.Use))
+			s = append(s, Action{Text: fmt.Sprintf("%s is a member of %s (see the stack steps)", pp.Path, pp.Use)})
 			continue
 		}
-		if pp.Mkfs != nil {
-			s = append(s, QuoteArgv(pp.Mkfs))
+		if pp.FS == "swap" {
+			if pp.Mkfs != nil {
+				s = append(s, Action{Text: QuoteArgv(pp.Mkfs), Op: OpRun, Argv: pp.Mkfs})
+			}
+			if pp.MountArgv != nil {
+				s = append(s, Action{Text: QuoteArgv(pp.MountArgv) + " (unless active)", Op: OpRun, Argv: pp.MountArgv, Maybe: true})
+			}
+			if pp.Persist {
+				s = append(s, ensureFstab(pp.FstabLine, pp.Mkfs == nil))
+			}
+			continue
 		}
-		if pp.MountArgv != nil && pp.FS == "swap" {
-			s = append(s, QuoteArgv(pp.MountArgv)+" (unless active)")
-		} else if pp.MountArgv != nil {
-			s = append(s, "mkdir -p "+quote(pp.MountPoint))
-			s = append(s, QuoteArgv(pp.MountArgv))
-		}
-		if pp.MountPoint != "" && (pp.Mkfs != nil || pp.MountArgv != nil) {
-			s = append(s, fmt.Sprintf("write %s/%s", strings.TrimSuffix(pp.MountPoint, "/"), MarkerFile))
-		}
-		if pp.Persist {
-			s = append(s, fmt.Sprintf("ensure in fstab: %s", pp.FstabLine))
-		}
+		s = append(s, fileSystemActions(pp.Mkfs, pp.MountPoint, pp.MountArgv, pp.Persist, pp.FstabLine)...)
 	}
 	if p.persists() {
-		s = append(s, "systemctl daemon-reload (only when systemd is PID 1 and fstab changed)")
+		s = append(s, daemonReload("only when systemd is PID 1 and fstab changed"))
 	}
 	return s
+}
+
+// fileSystemActions are the steps of a file system on a partition or a
+// stack's volume: mkfs, the mount, diskprep's marker and the fstab line.
+func fileSystemActions(mkfs []string, point string, mount []string, persist bool, fstabLine string) []Action {
+	var s []Action
+	if mkfs != nil {
+		s = append(s, Action{Text: QuoteArgv(mkfs), Op: OpRun, Argv: mkfs})
+	}
+	if mount != nil {
+		s = append(s, Action{Text: "mkdir -p " + quote(point), Op: OpMkdir, Path: point, Maybe: true})
+		s = append(s, Action{Text: QuoteArgv(mount), Op: OpRun, Argv: mount})
+	}
+	if point != "" {
+		// A new file system gets a new marker; one found mounted keeps
+		// the marker it has, and gets one when a run stopped before it.
+		marker := filepath.Join(point, MarkerFile)
+		a := Action{Text: "write " + marker, Op: OpWriteFile, Path: marker}
+		if mkfs == nil {
+			a.Text, a.Maybe = "write "+marker+" (unless it is there)", true
+		}
+		s = append(s, a)
+	}
+	if persist {
+		s = append(s, ensureFstab(fstabLine, mkfs == nil))
+	}
+	return s
+}
+
+// ensureFstab adds line unless it is there, which a line naming a new file
+// system's UUID cannot be.
+func ensureFstab(line string, mayBeThere bool) Action {
+	return Action{Text: "ensure in fstab: " + line, Op: OpEditFstab, Maybe: mayBeThere}
+}
+
+func daemonReload(when string) Action {
+	return Action{Text: "systemctl daemon-reload (" + when + ")", Op: OpRun, Argv: []string{"systemctl", "daemon-reload"}, Maybe: true}
+}
+
+// regions are the bytes a GPT occupies: the protective MBR, the primary
+// header and entries before the first usable LBA, the backup entries and
+// header after the last.
+func (t *TablePlan) regions() [][2]uint64 {
+	return [][2]uint64{{0, t.FirstUsableLBA * t.SectorBytes}, {(t.LastUsableLBA + 1) * t.SectorBytes, t.TotalSectors * t.SectorBytes}}
 }
 
 func (p *Plan) persists() bool {

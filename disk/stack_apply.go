@@ -103,6 +103,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
 	}
 	a := newApplier(deps)
+	ended := recordPlan(a.host, sp) // runs last, after the undo of a failure
+	defer func() { ended(err) }()
 	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
 	var undo []func()
 	defer func() {
@@ -351,60 +353,61 @@ func (sp *StackPlan) volumes() []VolumePlan {
 }
 
 // Steps lists, in order, what ApplyStacks will do, one line each.
-func (sp *StackPlan) Steps() []string {
-	var s []string
+func (sp *StackPlan) Steps() []string { return steps(sp.Actions()) }
+
+// Actions lists, in order, what ApplyStacks will do: the steps the dry
+// run prints, each with the effect that carries it out.
+func (sp *StackPlan) Actions() []Action {
+	var s []Action
 	vol := func(v VolumePlan) {
-		if v.Mkfs != nil {
-			s = append(s, QuoteArgv(v.Mkfs))
-		}
-		if v.MountArgv != nil {
-			s = append(s, "mkdir -p "+quote(v.MountPoint), QuoteArgv(v.MountArgv))
-		}
-		if v.MountPoint != "" && (v.Mkfs != nil || v.MountArgv != nil) {
-			s = append(s, fmt.Sprintf("write %s/%s", strings.TrimSuffix(v.MountPoint, "/"), MarkerFile))
-		}
-		if v.Persist {
-			s = append(s, "ensure in fstab: "+v.FstabLine)
-		}
+		s = append(s, fileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
 	}
+	run := func(argv []string) Action { return Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv} }
 	for _, ap := range sp.Arrays {
 		if ap.Create != nil {
-			s = append(s, QuoteArgv(ap.Create))
+			s = append(s, run(ap.Create))
 		} else {
-			s = append(s, fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", ")))
+			s = append(s, Action{Text: fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", "))})
 		}
 		if ap.Wipe != nil {
-			s = append(s, QuoteArgv(ap.Wipe)+" (what the members held before shows through a new array)")
+			a := run(ap.Wipe)
+			a.Text += " (what the members held before shows through a new array)"
+			s = append(s, a)
 		}
-		s = append(s, fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine))
+		// A new array's UUID is new: its line cannot be there yet.
+		s = append(s, Action{Text: fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine), Op: OpWriteFile, Path: sp.MdadmConf, Maybe: ap.Create == nil})
 		vol(ap.Volume)
 	}
 	for _, gp := range sp.Groups {
 		for _, argv := range gp.PVCreate {
-			s = append(s, QuoteArgv(argv))
+			s = append(s, run(argv))
 		}
 		if gp.VGCreate != nil {
-			s = append(s, QuoteArgv(gp.VGCreate))
+			s = append(s, run(gp.VGCreate))
 		}
 		for _, lp := range gp.Volumes {
 			if lp.Create != nil {
-				s = append(s, QuoteArgv(lp.Create))
+				s = append(s, run(lp.Create))
 			}
 			vol(lp.Volume)
 		}
 	}
 	for _, cp := range sp.Caches {
 		if len(cp.Steps) == 0 {
-			s = append(s, fmt.Sprintf("%s cache %s exists as asked (%s)", cp.Kind, cp.Name, cp.Existing))
+			s = append(s, Action{Text: fmt.Sprintf("%s cache %s exists as asked (%s)", cp.Kind, cp.Name, cp.Existing)})
 		}
 		for _, st := range cp.Steps {
-			s = append(s, st.String())
+			if st.Argv != nil {
+				s = append(s, run(st.Argv))
+			} else {
+				s = append(s, Action{Text: st.String(), Op: OpWriteSys, Path: st.Path, Value: st.Value})
+			}
 		}
 		vol(cp.Volume)
 	}
 	for _, v := range sp.volumes() {
 		if v.Persist {
-			s = append(s, "systemctl daemon-reload (only when systemd is PID 1 and fstab changed)")
+			s = append(s, daemonReload("only when systemd is PID 1 and fstab changed"))
 			break
 		}
 	}

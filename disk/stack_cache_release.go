@@ -160,26 +160,32 @@ func (a *applier) addLVMCaches(plan *ReleasePlan, lvm *lvmState, vgs map[string]
 	return nil
 }
 
-// bcacheSteps renders the bcache teardown for the dry run.
-func (s StackRelease) bcacheSteps() []string {
-	var out []string
+// bcacheActions are the bcache teardown's steps, in the order
+// releaseBcache carries them out.
+func (s StackRelease) bcacheActions() []Action {
+	var out []Action
+	write := func(path, value, why string) {
+		out = append(out, Action{Text: "echo " + value + " > " + path + why, Op: OpWriteSys, Path: path, Value: value})
+	}
 	for _, b := range s.Bcache {
 		dir := "/sys/class/block/" + b.Backing + "/bcache/"
 		if b.Wipe {
-			out = append(out, "wipefs --all /dev/"+b.Device)
+			argv := []string{"wipefs", "--all", "/dev/" + b.Device}
+			out = append(out, Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv})
 		}
 		if b.SetUUID != "" {
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
-				out = append(out, "echo writethrough > "+dir+"cache_mode")
+				write(dir+"cache_mode", CacheModeWritethrough, "")
 			}
-			out = append(out, "echo 0 > "+dir+"writeback_percent", "echo 0 > "+dir+"writeback_delay")
-			out = append(out, "echo 1 > "+dir+"detach (bcache writes the dirty blocks back to "+b.Backing+" first)")
-			out = append(out, "wait for "+dir+"dirty_data to reach 0 and the cache to be detached")
+			write(dir+"writeback_percent", "0", "")
+			write(dir+"writeback_delay", "0", "")
+			write(dir+"detach", "1", " (bcache writes the dirty blocks back to "+b.Backing+" first)")
+			out = append(out, Action{Text: "wait for " + dir + "dirty_data to reach 0 and the cache to be detached"})
 		}
-		out = append(out, "echo 1 > "+dir+"stop")
+		write(dir+"stop", "1", "")
 	}
 	for _, set := range s.BcacheSets {
-		out = append(out, "echo 1 > /sys/fs/bcache/"+set+"/unregister")
+		write("/sys/fs/bcache/"+set+"/unregister", "1", "")
 	}
 	return out
 }

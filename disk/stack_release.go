@@ -547,38 +547,46 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 	return nil
 }
 
-// stackSteps renders the teardown for the dry run.
-func (s StackRelease) steps() []string {
-	out := s.bcacheSteps()
+// actions are the teardown's steps, in the order applyStackRelease
+// carries them out.
+func (s StackRelease) actions() []Action {
+	out := s.bcacheActions()
+	run := func(text string, argv ...string) {
+		out = append(out, Action{Text: text, Op: OpRun, Argv: argv})
+	}
 	for _, lv := range s.SplitCache {
-		out = append(out, "lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)")
+		run("lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--splitcache", lv)
 	}
 	for _, lv := range s.Uncache {
-		out = append(out, "lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)")
+		run("lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--uncache", lv)
 	}
 	for _, vg := range s.Deactivate {
-		out = append(out, "vgchange --activate n "+vg)
+		run("vgchange --activate n "+vg, "vgchange", "--activate", "n", vg)
 	}
 	for _, lv := range s.LVRemove {
-		out = append(out, "lvremove --yes "+lv)
+		run("lvremove --yes "+lv, "lvremove", "--yes", lv)
 	}
 	for _, vg := range s.VGRemove {
-		out = append(out, "vgremove "+vg)
+		run("vgremove "+vg, "vgremove", vg)
 	}
 	for _, pv := range s.PVRemove {
-		out = append(out, "pvremove "+pv)
+		run("pvremove "+pv, "pvremove", pv)
 	}
 	for _, md := range s.MDStop {
-		out = append(out, "mdadm --stop "+md)
+		run("mdadm --stop "+md, "mdadm", "--stop", md)
 	}
 	for _, m := range s.MDZero {
-		out = append(out, "mdadm --zero-superblock "+m)
+		run("mdadm --zero-superblock "+m, "mdadm", "--zero-superblock", m)
 	}
-	for _, l := range s.MdadmConfRemove {
-		out = append(out, "remove from "+s.MdadmConf+": "+l)
+	for i, l := range s.MdadmConfRemove {
+		a := Action{Text: "remove from " + s.MdadmConf + ": " + l}
+		if i == 0 {
+			a.Op, a.Path = OpWriteFile, s.MdadmConf // one write takes every line out
+		}
+		out = append(out, a)
 	}
 	for _, d := range s.WipeSignatures {
-		out = append(out, "wipefs --all "+d)
+		run("wipefs --all "+d, "wipefs", "--all", d)
 	}
 	return out
 }

@@ -34,6 +34,7 @@ func newStackRig(t *testing.T, disks ...string) *stackRig {
 	h := hosttest.New()
 	h.SetFile("/mnt/.keep", nil)
 	h.SetFile("/etc/mdadm/.keep", nil) // Debian's layout
+	holdToDryRuns(t, h)
 	for i, name := range disks {
 		h.AddDisk(hosttest.Disk{Name: name, Minor: uint32(16 * (i + 1)), SizeBytes: stackDisk, Model: "FAKE SSD", Serial: fmt.Sprintf("FAKE%04d", i+1)})
 	}

@@ -27,7 +27,8 @@ func TestReleaseDryRunUnprivileged(t *testing.T) {
 		return nil, fmt.Errorf("not allowed")
 	}
 	code, out, errOut := runArgsOn(m, "release", "--dry-run", "/data")
-	if code != 0 || out != "would unmount /data\nwould remove from fstab: UUID=u\t/data\txfs\tdefaults,nofail\t0\t0\ndry run: nothing was changed\n" {
+	if code != 0 || out != "would unmount /data\nwould remove from fstab: UUID=u\t/data\txfs\tdefaults,nofail\t0\t0\n"+
+		"would run: systemctl daemon-reload (only when systemd is PID 1)\ndry run: nothing was changed\n" {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runArgsOn(m, "-o", "json", "release", "/data", "-n")

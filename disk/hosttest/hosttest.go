@@ -65,6 +65,15 @@ type Host struct {
 	nextDM  uint32
 	crashAt int // CrashAfter; -1: off
 
+	// The plans run (planrun.go): all, those under way (innermost
+	// last), the writes made outside any, and where the last effect
+	// was kept besides the log.
+	runs      []*PlanRun
+	open      []*PlanRun
+	unplanned []Effect
+	lastKept  *[]Effect
+	others    int // ByOthers under way
+
 	// The storage stacks (stacks.go): arrays and logical volumes by
 	// kernel name, LVM's physical volumes by node, active swap areas.
 	stacks     map[string]*stackDev
@@ -137,17 +146,23 @@ func New() *Host {
 	return h
 }
 
-var _ disk.Host = (*Host)(nil)
+var (
+	_ disk.Host         = (*Host)(nil)
+	_ disk.PlanRecorder = (*Host)(nil)
+)
 
 func (h *Host) record(write bool, op string, args ...string) {
 	if write && h.crashAt >= 0 {
 		if h.crashAt == 0 {
 			h.crashAt = -1
+			h.crash()
 			panic(Crash{Before: Effect{Op: op, Args: args, Write: true}})
 		}
 		h.crashAt--
 	}
-	h.log = append(h.log, Effect{Op: op, Args: args, Write: write})
+	e := Effect{Op: op, Args: args, Write: write}
+	h.log = append(h.log, e)
+	h.keep(e)
 }
 
 // Crash is what the fake panics with at the point CrashAfter chose: the
@@ -177,6 +192,9 @@ func (h *Host) failed(err error) error {
 			msg = pe.Err.Error()
 		}
 		h.log[len(h.log)-1].Err = msg
+		if k := h.lastKept; k != nil && len(*k) > 0 {
+			(*k)[len(*k)-1].Err = msg
+		}
 	}
 	return err
 }
