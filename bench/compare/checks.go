@@ -88,7 +88,7 @@ func hostChecks(c *Comparison) []string {
 // rowChecks are the caveats of one row across its columns that the
 // numbers alone do not show: a steady-state result against a fresh one,
 // and differences the engine's own run-to-run cost could explain.
-func rowChecks(row string, c *Comparison, members map[int][]member) []string {
+func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []string, engineBound []int) {
 	var out []string
 	kinds := map[string][]string{}
 	var order []string
@@ -120,8 +120,8 @@ func rowChecks(row string, c *Comparison, members map[int][]member) []string {
 		}
 		out = append(out, fmt.Sprintf("%s: compares a steady-state result with a fresh one (%s): a fresh SSD is faster than it stays; run both with --steady-state (after --precondition)", row, strings.Join(parts, "; ")))
 	}
-	out = append(out, engineSpread(row, c, members)...)
-	return out
+	ws, bound := engineSpread(row, c, members)
+	return append(out, ws...), bound
 }
 
 // engineSpread says when two columns differ by less time per I/O than the
@@ -129,11 +129,10 @@ func rowChecks(row string, c *Comparison, members map[int][]member) []string {
 // an I/O takes jobs/IOPS seconds of which the engine's CPU time is a part:
 // a change in that no larger than the spread of that part may be the
 // engine's, not the device's.
-func engineSpread(row string, c *Comparison, members map[int][]member) []string {
+func engineSpread(row string, c *Comparison, members map[int][]member) (out []string, bound []int) {
 	mi := slices.Index(c.Metrics, MetricIOPS)
-	var out []string
 	if mi < 0 || len(members[0]) == 0 {
-		return nil
+		return nil, nil
 	}
 	stats := func(gi int) (iops float64, jobs int, lo, hi float64, ok bool) {
 		var vals []float64
@@ -156,7 +155,7 @@ func engineSpread(row string, c *Comparison, members map[int][]member) []string 
 	}
 	bIOPS, bJobs, bLo, bHi, ok := stats(0)
 	if !ok || bIOPS <= 0 {
-		return nil
+		return nil, nil
 	}
 	for gi := 1; gi < len(c.Groups); gi++ {
 		oIOPS, oJobs, oLo, oHi, ok := stats(gi)
@@ -166,9 +165,10 @@ func engineSpread(row string, c *Comparison, members map[int][]member) []string 
 		diff := math.Abs(float64(oJobs)*1e9/oIOPS - float64(bJobs)*1e9/bIOPS)
 		spread := math.Max(bHi-bLo, oHi-oLo)
 		if diff > 0 && diff <= spread {
-			out = append(out, fmt.Sprintf("%s: %s and %s differ by %.0f ns per I/O per job, within the engine's own run-to-run spread of CPU time per I/O (%.0f ns): the difference may be the engine's, not the device's",
+			out = append(out, fmt.Sprintf("%s: %s and %s differ by %.0f ns per I/O per job, within the engine's own run-to-run spread of CPU time per I/O (%.0f ns): the difference may be the engine's, not the device's, so it is not judged",
 				row, c.Groups[gi].Name, c.Groups[0].Name, diff, spread))
+			bound = append(bound, gi)
 		}
 	}
-	return out
+	return out, bound
 }

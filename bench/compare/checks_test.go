@@ -57,9 +57,9 @@ func TestEngineSpread(t *testing.T) {
 		}
 		return r
 	}
-	base := mk(1, "a", []float64{100, 100, 100})
+	base := mk(1, "a", []float64{100, 100, 100, 100, 100})
 	// 100.2 MB/s: 20 µs less per I/O, within the 30 µs spread.
-	near := mk(2, "b", []float64{100.2, 100.2, 100.2})
+	near := mk(2, "b", []float64{100.2, 100.2, 100.2, 100.2, 100.2})
 	c, err := Compare([]*record.Record{base, near}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,13 +67,22 @@ func TestEngineSpread(t *testing.T) {
 	if !hasWarning(c, "seqread: b and a differ by") || !hasWarning(c, "within the engine's own run-to-run spread of CPU time per I/O (30000 ns)") {
 		t.Errorf("no engine-spread warning: %q", c.Warnings)
 	}
+	// Not judged: a difference the engine could make is no verdict.
+	for _, m := range []string{MetricMBps, MetricIOPS} {
+		if v := cellOf(t, c, "seqread", 1, m); v.Verdict != VerdictEngineBound || v.Better || v.P == nil {
+			t.Errorf("%s: %+v, want %q", m, v, VerdictEngineBound)
+		}
+	}
 	// 110 MB/s: about 950 µs less per I/O, far beyond the engine's spread.
-	far := mk(3, "c", []float64{110, 110, 110})
+	far := mk(3, "c", []float64{110, 110, 110, 110, 110})
 	c, err = Compare([]*record.Record{base, far}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hasWarning(c, "run-to-run spread") {
 		t.Errorf("a 10%% difference blamed on the engine: %q", c.Warnings)
+	}
+	if v := cellOf(t, c, "seqread", 1, MetricMBps); v.Verdict != VerdictSignificant || !v.Better {
+		t.Errorf("a 10%% faster column: %+v", v)
 	}
 }

@@ -64,6 +64,9 @@ const (
 	// VerdictUnstable: a side's repetitions drifted during the run (a
 	// trend in run order), so the difference says nothing either way.
 	VerdictUnstable = "unstable"
+	// VerdictEngineBound: the columns differ by less time per I/O than
+	// the engine's own CPU cost per I/O varies: not the device's to judge.
+	VerdictEngineBound = "engine-bound"
 )
 
 // Options steer a comparison.
@@ -136,6 +139,9 @@ type Row struct {
 	// Baseline is the index of the group the row's changes are against:
 	// 0, or the first group that has the row when the baseline lacks it.
 	Baseline int `json:"baseline_group"`
+	// NoiseFloor is what the row's run-to-run spread lets it tell apart;
+	// nil with fewer than 2 runs a column.
+	NoiseFloor *NoiseFloor `json:"noise_floor,omitempty"`
 }
 
 // Cell is one row in one group.
@@ -452,7 +458,16 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 			diffRows[diff] = append(diffRows[diff], row.Name)
 		}
 		judge(&row, c)
-		warnings = append(warnings, rowChecks(row.Name, c, b.members)...)
+		ws, bound := rowChecks(row.Name, c, b.members)
+		warnings = append(warnings, ws...)
+		for _, gi := range bound {
+			for mi := range row.Cells[gi].Metrics {
+				if v := &row.Cells[gi].Metrics[mi]; v.Verdict == "" {
+					v.Verdict = VerdictEngineBound
+				}
+			}
+		}
+		row.NoiseFloor = noiseFloor(&row)
 		out = append(out, row)
 	}
 	for _, key := range missingOrder {

@@ -93,6 +93,11 @@ func changeWords(v compare.Value) (string, string) {
 			s = pct(*v.ChangePct) + ": " + s
 		}
 		return s, "same"
+	case compare.VerdictEngineBound:
+		if v.ChangePct != nil {
+			return pct(*v.ChangePct) + ": engine-bound, not judged", "same"
+		}
+		return "engine-bound, not judged", "same"
 	case compare.VerdictUnstable:
 		if v.DriftPct != nil {
 			return fmt.Sprintf("unstable: %s drifted %s", v.DriftIn, pct(*v.DriftPct)), "same"

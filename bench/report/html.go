@@ -95,6 +95,13 @@ func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 		}
 		b.WriteString("</ul>\n")
 	}
+	if lines := noiseLines(c); len(lines) > 0 {
+		b.WriteString("<h3>Noise floor</h3>\n<ul>\n")
+		for _, l := range lines {
+			fmt.Fprintf(b, "<li>%s</li>\n", esc(l))
+		}
+		b.WriteString("</ul>\n")
+	}
 	fmt.Fprintf(b, "<p class=\"method\">MB/s is 10<sup>6</sup> bytes/s; values are medians over repetitions with (min–max). Method: %s.</p>\n", esc(c.Method))
 
 	b.WriteString("<h2>Environment</h2>\n")

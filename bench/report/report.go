@@ -109,6 +109,12 @@ func changeText(v compare.Value) string {
 			s += " (" + pValue(*v.P) + ")"
 		}
 		return s
+	case compare.VerdictEngineBound:
+		s := "not judged: within the engine's own spread"
+		if v.ChangePct != nil {
+			s = pct(*v.ChangePct) + " (" + s + ")"
+		}
+		return s
 	case compare.VerdictUnstable:
 		s := "unstable"
 		if v.DriftPct != nil {

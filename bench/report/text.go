@@ -179,9 +179,41 @@ func writeNotes(b *strings.Builder, c *compare.Comparison, heading, bullet strin
 			b.WriteString(wrap(n, bullet, indent, width))
 		}
 	}
+	if lines := noiseLines(c); len(lines) > 0 {
+		fmt.Fprintf(b, "\n%sNoise floor\n", heading)
+		if heading != "" {
+			b.WriteString("\n")
+		}
+		indent := strings.Repeat(" ", textWidth(bullet))
+		for _, l := range lines {
+			b.WriteString(wrap(l, bullet, indent, width))
+		}
+	}
 	b.WriteString("\n")
 	b.WriteString(wrap("MB/s is 10^6 bytes/s; values are medians over repetitions with (min–max).", "", "", width))
 	b.WriteString(wrap("Method: "+c.Method+".", "", "", width))
+}
+
+// noiseLines says each row's noise floor, rows that read the same in one
+// line: "seq1m-read, rnd4k-read: with 5 runs a column ...".
+func noiseLines(c *compare.Comparison) []string {
+	var order []string
+	rows := map[string][]string{}
+	for _, r := range c.Rows {
+		if r.NoiseFloor == nil {
+			continue
+		}
+		s := r.NoiseFloor.String()
+		if _, ok := rows[s]; !ok {
+			order = append(order, s)
+		}
+		rows[s] = append(rows[s], r.Name)
+	}
+	out := make([]string, len(order))
+	for i, s := range order {
+		out[i] = cappedList(rows[s], 4) + ": " + s
+	}
+	return out
 }
 
 // Markdown writes the same table as Table, pasteable into a post or an
