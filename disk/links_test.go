@@ -139,3 +139,43 @@ func TestGuardCacheDeviceLink(t *testing.T) {
 		})
 	}
 }
+
+// An image whose directory is reached through another user's link is
+// refused, however the sysctl would have the kernel follow it: that user
+// would choose the directory root's image is made, formatted and mounted
+// in. Root's link to a directory is followed.
+func TestGuardImageDirectoryLink(t *testing.T) {
+	req := func(p string) disk.Request {
+		return disk.Request{Image: p, ImageSizeBytes: 400 << 20, Partitions: []disk.PartSpec{{FS: "ext4", Mount: "/mnt/s"}}}
+	}
+	h := linkHost(t)
+	h.Mkdir("/root/somewhere")
+	h.Chown("/root", 0, 0o700)
+	h.Symlink("/root/somewhere", "/tmp/userdir")
+	h.Chown("/tmp/userdir", 4242, 0o777)
+	h.Symlink("/root/somewhere", "/var/imgs")
+	h.ResetLog()
+	for _, path := range []string{"/tmp/userdir/new.img", "/tmp/userdir/./new.img"} {
+		_, err := disk.Planner{Host: h}.PlanDisk(req(path), h.FactsNow())
+		want := "/tmp/userdir is a link owned by uid 4242; give the path itself (/root/somewhere/new.img)"
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("plan %s: %v, want a refusal saying %q", path, err, want)
+		}
+		unlock, err := disk.LockTarget(req(path), disk.Deps{Host: h})
+		if err == nil {
+			unlock()
+			t.Errorf("lock %s: taken", path)
+		}
+		_, err = disk.PlanRelease(context.Background(), path, disk.ReleaseOptions{RemoveImage: true}, disk.Deps{Host: h})
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/tmp/userdir is a link owned by uid 4242") {
+			t.Errorf("release %s: %v", path, err)
+		}
+	}
+	if w := h.Writes(); len(w) > 0 {
+		t.Errorf("the refusals wrote %v", w)
+	}
+	p, err := disk.Planner{Host: h}.PlanDisk(req("/var/imgs/new.img"), h.FactsNow())
+	if err != nil || p.Image == nil || p.Image.Path != "/root/somewhere/new.img" {
+		t.Errorf("plan through root's link: %v %+v", err, p)
+	}
+}

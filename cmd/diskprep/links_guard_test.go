@@ -86,3 +86,68 @@ func TestPrivilegedDeviceLinkOtherUser(t *testing.T) {
 	}
 	checkUntouched(t, sums)
 }
+
+// The same user links a directory of theirs in /tmp to a directory only
+// root may enter: an image, or a results store, named through that link
+// (a directory on the path, not the file itself) is refused, exit 3 and
+// one line naming the link and its owner, with fs.protected_symlinks off
+// and on; root's file there keeps its bytes and nothing is made there.
+func TestPrivilegedImageDirLinkOtherUser(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "findmnt", "losetup")
+	bin := faultBuild(t)
+	shared := testenv.SharedDir(t)
+	private := filepath.Join(t.TempDir(), "private") // root's alone
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rootImg := filepath.Join(private, "root.img")
+	if err := os.WriteFile(rootImg, []byte(strings.Repeat("root's image ", 1<<12)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{rootImg: hashDevice(t, rootImg)}
+	testenv.AsNobody(t, shared, `ln -s "$1" userdir`, private)
+	userdir := filepath.Join(shared, "userdir")
+	why := userdir + " is a link owned by uid 65534; "
+
+	store, tmp, target := filepath.Join(t.TempDir(), "results"), t.TempDir(), t.TempDir()
+	var cases []badCase
+	for _, img := range []string{"new.img", "root.img"} {
+		path := filepath.Join(userdir, img)
+		want := "refusing to prepare " + path + ": " + why + "give the path itself (" + filepath.Join(private, img) + ")"
+		cases = append(cases,
+			badCase{"prepare " + img, []string{"prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--wipe", "--yes"}, exitRefused, want},
+			badCase{"prepare dry run " + img, []string{"prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--wipe", "--dry-run"}, exitRefused, want},
+			badCase{"fscompare " + img, []string{"fscompare", "--image", path, "--size", "64M", "--fs", "ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, want},
+		)
+	}
+	cases = append(cases,
+		badCase{"release", []string{"release", filepath.Join(userdir, "root.img"), "--remove-image"}, exitRefused,
+			"refusing to release " + filepath.Join(userdir, "root.img") + ": " + why + "give the path itself (" + rootImg + ")"},
+		badCase{"results", []string{"--results", filepath.Join(userdir, "results"), "bench", target, "--workload", "rw=read,size=1M,runtime=1s"}, exitRefused,
+			"results store " + filepath.Join(userdir, "results") + ": " + userdir + " is a symbolic link owned by uid 65534"},
+	)
+	testenv.ProtectedSymlinks(t, func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before, beforePrivate := takeSnapshot(t, shared), takeSnapshot(t, private)
+				code, stdout, stderr := runBuilt(t, bin, tmp, c.args...)
+				checkOutcome(t, c, code, stdout, stderr)
+				if d := before.diff(takeSnapshot(t, shared)) + beforePrivate.diff(takeSnapshot(t, private)); d != "" {
+					t.Errorf("changed:\n%s", d)
+				}
+				checkUntouched(t, sums)
+				if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", rootImg); strings.TrimSpace(out) != "" {
+					t.Errorf("%s attached to %s", rootImg, out)
+				}
+				for _, d := range []string{tmp, target} {
+					if left := entries(t, d); len(left) != 0 {
+						t.Errorf("%s holds %v", d, left)
+					}
+				}
+				if _, err := os.Lstat(store); !os.IsNotExist(err) {
+					t.Errorf("the results store was made: %v", err)
+				}
+			})
+		}
+	})
+}
