@@ -49,6 +49,12 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", path, err)
 	}
+	// Through a link of theirs (in /tmp, say), another user would choose
+	// the device root reads (and, asked to, writes) or the directory its
+	// test file goes in. Root's links (/dev/disk/by-id) are followed.
+	if _, err := hwinfo.FollowTrustedLinks(nil, abs); errors.Is(err, hwinfo.ErrUntrustedLink) {
+		return nil, &linkRefusal{target: path, err: err}
+	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, workload.Usagef("target %s does not exist", path)
@@ -80,6 +86,17 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	t.identify(host)
 	return t, nil
 }
+
+// linkRefusal is the refusal (ErrRefused) of a target named through
+// another user's link: it names the link and its owner.
+type linkRefusal struct {
+	target string
+	err    error
+}
+
+func (e *linkRefusal) Error() string        { return "refusing to bench " + e.target + ": " + e.err.Error() }
+func (e *linkRefusal) Unwrap() error        { return e.err }
+func (e *linkRefusal) Is(target error) bool { return target == ErrRefused }
 
 // where names the target in an error: the path given and, when that is
 // not the device itself, the device under it ("/mnt/data (sdb1)",

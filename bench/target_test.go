@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,5 +100,57 @@ func TestFindMount(t *testing.T) {
 	}
 	if _, ok := findMount(roots, "/dev/sdz", 8, 200, true, true); ok {
 		t.Error("unmounted device found mounted")
+	}
+}
+
+// A target named through a link another user made or could replace is
+// refused (ErrRefused) before anything is read of what it names, the
+// link and why in one line; the caller's own link, where no one else can
+// change it, is followed.
+func TestResolveTargetLinks(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, open, sticky := filepath.Join(dir, "real"), filepath.Join(dir, "open"), filepath.Join(dir, "sticky")
+	for _, d := range []string{real, open, sticky} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{filepath.Join(dir, "own"), filepath.Join(open, "l"), filepath.Join(sticky, "l")} {
+		if err := os.Symlink(real, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tg, err := resolveTarget(filepath.Join(dir, "own"), "x", nil, hwinfo.Roots{}); err != nil || tg.ident.Kind != record.KindDir {
+		t.Errorf("own link: %v", err)
+	}
+	refused := func(path, why string) {
+		t.Helper()
+		_, err := resolveTarget(path, "x", nil, hwinfo.Roots{})
+		want := "refusing to bench " + path + ": " + why + "; give the path itself (" + real + ")"
+		if !errors.Is(err, ErrRefused) || err.Error() != want {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
+	}
+	l := filepath.Join(open, "l")
+	refused(l, l+" is a link in "+open+", which other users may write (mode 0777)")
+	if os.Geteuid() != 0 {
+		t.Skip("another user's link needs root to make")
+	}
+	l = filepath.Join(sticky, "l")
+	if err := os.Lchown(l, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	refused(l, l+" is a link owned by uid 65534")
+	if entries, _ := os.ReadDir(real); len(entries) != 0 {
+		t.Errorf("the directory the links name holds %v", entries)
 	}
 }

@@ -63,7 +63,9 @@ func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (Reque
 	c := &st.Caches[0]
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
-		if real, err := pl.host().EvalSymlinks(c.CacheDevice); err == nil {
+		// Another user's link is refused by the stack plan
+		// (existingCacheDevice), which takes what is not a disk here.
+		if real, err := followUserPath(pl.host(), "", c.CacheDevice, c.CacheDevice); err == nil {
 			d, p = host.Device(real)
 		}
 	}

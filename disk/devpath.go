@@ -1,19 +1,50 @@
 package disk
 
+import (
+	"errors"
+
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
 type pathState struct {
 	Block    bool
 	Resolved string // symlinks followed
 }
 
-// statDevicePath reports what a device argument is on h's machine.
+// statDevicePath reports what a device argument is on h's machine; a path
+// through another user's link is refused (followUserPath) before anything
+// is read of what it names.
 func statDevicePath(h Host, path string) (pathState, error) {
+	real, err := followUserPath(h, "", path, path)
+	if err != nil {
+		if isRefusal(err) {
+			return pathState{}, err
+		}
+		real = path
+	}
 	if _, err := h.Stat(path); err != nil {
 		return pathState{}, err
 	}
 	_, _, derr := h.DeviceNumber(path)
-	r, err := h.EvalSymlinks(path)
-	if err != nil {
-		r = path
+	return pathState{Block: derr == nil, Resolved: real}, nil
+}
+
+// followUserPath is path, one the user gave (a device, a release target,
+// an image's directory), with its links followed by
+// hwinfo.FollowTrustedLinks, the one rule for every command: a link
+// another user made or could replace is refused, naming it and its owner,
+// as a refusal to verb subject ("" is prepare). Other errors (a part
+// missing) are FollowTrustedLinks', for the caller's own stat to report.
+func followUserPath(h Host, verb, subject, path string) (string, error) {
+	real, err := hwinfo.FollowTrustedLinks(h, path)
+	var le *hwinfo.LinkError
+	if errors.As(err, &le) {
+		return "", &refusal{verb: verb, subject: subject, reasons: []string{le.Error()}}
 	}
-	return pathState{Block: derr == nil, Resolved: r}, nil
+	return real, err
+}
+
+func isRefusal(err error) bool {
+	var r *refusal
+	return errors.As(err, &r)
 }

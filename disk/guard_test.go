@@ -246,7 +246,7 @@ func TestGuardReleaseOtherUsersLink(t *testing.T) {
 	ctx := context.Background()
 	for _, opt := range []disk.ReleaseOptions{{RemoveImage: true}, {}} {
 		_, err := disk.PlanRelease(ctx, "/var/tmp/theirs.img", opt, disk.Deps{Host: h})
-		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/var/tmp/theirs.img is a symbolic link of uid 4242's") {
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "refusing to release /var/tmp/theirs.img: /var/tmp/theirs.img is a link owned by uid 4242; give the path itself (/var/lib/ours.img)") {
 			t.Fatalf("release %+v through another user's link: %v, want a refusal naming the link and its owner", opt, err)
 		}
 	}

@@ -72,18 +72,31 @@ func (pl Planner) InspectImage(path string) (ImageState, error) {
 // resolveImagePath names an image file as the kernel names a loop device's
 // backing file, by its real path, or a second run would not recognise it as
 // attached and attach it twice (and the image lock would not be one lock).
-// The directories on the way are resolved; the file itself never is: root
-// does not follow a link another user may have put where an image goes.
+// The directories on the way are resolved, through no link another user
+// made or could replace (hwinfo.FollowTrustedLinks, as for a device); the
+// file itself never is: root does not follow a link another user may have
+// put where an image goes.
 func resolveImagePath(h Host, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", usagef("image %s: %v", path, err)
 	}
 	dir := filepath.Dir(abs)
-	if real, err := h.EvalSymlinks(dir); err == nil {
+	real, err := hwinfo.FollowTrustedLinks(h, dir)
+	var le *hwinfo.LinkError
+	switch {
+	case errors.As(err, &le):
+		// What to give instead is the image in the directory the link
+		// names, never the directory itself.
+		le.Device = false
+		if le.Target != "" {
+			le.Target = filepath.Join(le.Target, filepath.Base(abs))
+		}
+		return "", refuse(abs, le.Error())
+	case err == nil:
 		dir = real
 	}
-	real := filepath.Join(dir, filepath.Base(abs))
+	real = filepath.Join(dir, filepath.Base(abs))
 	fi, err := h.Lstat(real)
 	if errors.Is(err, fs.ErrNotExist) {
 		return real, checkImageDir(h, dir)

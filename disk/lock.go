@@ -124,6 +124,9 @@ func LockTarget(req Request, deps Deps) (unlock func(), err error) {
 	if !strings.HasPrefix(dev, "/") {
 		dev = "/dev/" + dev
 	}
+	if _, err := followUserPath(a.host, "", req.Device, dev); isRefusal(err) {
+		return nil, err // refused before the lock: planning would refuse it too
+	}
 	devnum, err := a.devNumber(dev)
 	if err != nil {
 		return func() {}, nil

@@ -362,6 +362,9 @@ func (pl Planner) resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, err
 		path = "/dev/" + name
 	}
 	st, err := statDevicePath(pl.host(), path)
+	if isRefusal(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, usagef("device %s does not exist", name)
 	}

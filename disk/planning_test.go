@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/hwinfo"
 )
@@ -304,6 +306,43 @@ func (h *statHost) DeviceNumber(p string) (uint32, uint32, error) {
 }
 
 func (h *statHost) EvalSymlinks(p string) (string, error) { return h.paths[p].Resolved, nil }
+
+// Lstat and Readlink show each path of the table that resolves elsewhere
+// as root's link there, what it resolves to as a node, and the
+// directories above them as root's.
+func (h *statHost) Lstat(p string) (fs.FileInfo, error) {
+	mode := fs.FileMode(0)
+	for path, st := range h.paths {
+		switch {
+		case p == path && st.Resolved != path:
+			return statHostInfo{fs.ModeSymlink | 0o777}, nil
+		case p == path || p == st.Resolved:
+			mode = fs.ModeDevice | 0o660
+		case mode == 0 && (within(path, p) || within(st.Resolved, p)):
+			mode = fs.ModeDir | 0o755
+		}
+	}
+	if mode == 0 {
+		return nil, fs.ErrNotExist
+	}
+	return statHostInfo{mode}, nil
+}
+
+func (h *statHost) Readlink(p string) (string, error) {
+	if st, ok := h.paths[p]; ok && st.Resolved != p {
+		return st.Resolved, nil
+	}
+	return "", fs.ErrInvalid
+}
+
+type statHostInfo struct{ mode fs.FileMode }
+
+func (i statHostInfo) Name() string       { return "" }
+func (i statHostInfo) Size() int64        { return 0 }
+func (i statHostInfo) Mode() fs.FileMode  { return i.mode }
+func (i statHostInfo) ModTime() time.Time { return time.Time{} }
+func (i statHostInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i statHostInfo) Sys() any           { return &syscall.Stat_t{} }
 
 func TestPlanBadInput(t *testing.T) {
 	h := hostWith(blankDisk("sdb", 20*gib, 512, 512, 0))

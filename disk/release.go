@@ -118,6 +118,15 @@ func Release(ctx context.Context, target string, opt ReleaseOptions, deps Deps) 
 func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps Deps) (*ReleasePlan, error) {
 	a := newApplier(deps)
 	a.keepFacts = true
+	// Through a link of theirs (in /tmp, say), another user would choose
+	// what root unmounts, detaches, wipes or removes: diskprep's own image
+	// elsewhere, a disk. Refused before anything is read of what it names;
+	// root's links (/dev/disk/by-id) are followed.
+	if target != "" {
+		if _, err := followUserPath(a.host, "release", target, target); isRefusal(err) {
+			return nil, err
+		}
+	}
 	if err := a.refuseSystemEarly(ctx, target); err != nil {
 		return nil, err
 	}
@@ -140,14 +149,6 @@ func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, 
 	abs, err := filepath.Abs(target)
 	if err != nil {
 		return nil, "", usagef("release %s: %v", target, err)
-	}
-	// Through a link of theirs (in /tmp, say), another user would choose
-	// what root unmounts, detaches or removes: diskprep's own image
-	// elsewhere. Root's links (/dev/disk/by-id) are followed.
-	if li, err := a.host.Lstat(abs); err == nil && li.Mode()&fs.ModeSymlink != 0 {
-		if uid, _, ok := owner(li); ok && !trustedOwner(uid) {
-			return nil, "", refuseRelease(abs, fmt.Sprintf("%s is a symbolic link of uid %d's: root does not follow another user's link (give the path it names, if that is what you mean)", abs, uid))
-		}
 	}
 	mounts, err := a.mounts()
 	if err != nil {

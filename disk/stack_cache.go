@@ -266,7 +266,11 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 	}
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
-		if real, err := pl.host().EvalSymlinks(c.CacheDevice); err == nil {
+		real, err := followUserPath(pl.host(), "", c.CacheDevice, c.CacheDevice)
+		if isRefusal(err) {
+			return cacheMember{}, err
+		}
+		if err == nil {
 			d, p = host.Device(real)
 		}
 	}

@@ -63,6 +63,8 @@ TARGET is a directory (a test file is made there, filled with real data, and
 removed afterwards, also on Ctrl-C), a regular file (used in place, must be at
 least --size), or a block device (read workloads only, unless
 --allow-device-write; a mounted or system device is never written).
+A TARGET named through a symbolic link another user owns or could replace
+is refused (exit 3): give the path it leads to.
 A run killed outright (SIGKILL, power loss) leaves its test file,
 diskprep-bench.<id>.tmp; the next run in that directory names it as a
 warning: remove it with rm. The record is written whole or not at all.

@@ -233,7 +233,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			return unsaved.keep(runBenchLive(ctx, req, host, e))
 		},
 		Resolve: func(path string) (string, error) {
-			real, err := filepath.EvalSymlinks(path)
+			real, err := hwinfo.FollowTrustedLinks(nil, path)
 			if err != nil {
 				return "", err
 			}

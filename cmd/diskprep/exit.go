@@ -11,6 +11,7 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -69,6 +70,7 @@ var sentinels = []struct {
 	{compare.ErrUsage, exitUsage},
 	{disk.ErrUsage, exitUsage},
 	{disk.ErrRefused, exitRefused},
+	{hwinfo.ErrUntrustedLink, exitRefused},
 }
 
 func exitCode(err error) int {

@@ -445,7 +445,11 @@ func releaseKilledRun(ctx context.Context, image string, m *machine, deps disk.D
 	if err != nil {
 		return nil
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(real)); err == nil {
+	dir, err := hwinfo.FollowTrustedLinks(nil, filepath.Dir(real))
+	switch {
+	case errors.Is(err, hwinfo.ErrUntrustedLink):
+		return nil // nothing of root's is released through it: the plan refuses it
+	case err == nil:
 		real = filepath.Join(dir, filepath.Base(real))
 	}
 	if _, held := deps.Roots.LockHeld(deps.Roots.ImageLockPath(real)); held {

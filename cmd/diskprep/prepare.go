@@ -70,9 +70,13 @@ adds an /etc/fstab line by UUID with defaults,nofail.
 It refuses (exit 3, nothing written) a disk that holds the system, is
 mounted, used as swap or held by LVM/MD/dm-crypt, is read-only, too small,
 locked by another diskprep, or carries a partition table or signature (unless
---wipe). It shows the disk and what would be destroyed and asks; --yes skips
-the question, and without a terminal --yes is required. Running the same
-prepare again on a disk already prepared as asked changes nothing.
+--wipe). It refuses a device or image named through a symbolic link
+another user owns or could replace, anywhere on its path
+(/tmp/x -> /dev/sdb: give /dev/sdb itself); root's own links, as
+/dev/disk/by-id's, are followed. It shows the disk and what would be
+destroyed and asks; --yes skips the question, and without a terminal
+--yes is required. Running the same prepare again on a disk already
+prepared as asked changes nothing.
 
 The mount point is refused (exit 3, nothing written) when it is /, lies in
 /etc, /usr, /boot, /bin, /sbin, /lib*, /proc, /sys, /dev or diskprep's own

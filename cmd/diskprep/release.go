@@ -49,8 +49,9 @@ not make (no marker, no fstab line of its own, not in a stack holding one)
 is shown with its model, serial, size and signatures and destroyed only
 once confirmed on a terminal or with --yes; without either, exit 3 and
 nothing is written. --remove-image removes only an image prepare created.
-A target named through another user's symbolic link (one in /tmp, say) is
-refused, exit 3: root follows its own links only, as /dev/disk/by-id's.
+A target named through a symbolic link another user owns or could replace
+(one in /tmp, say, or a directory on its path) is refused, exit 3: root
+follows its own links only, as /dev/disk/by-id's.
 
 --dry-run prints what release would unmount, which fstab lines it would
 remove, what it would detach and destroy (-o json for the machine-readable

@@ -43,7 +43,7 @@ var suites = []struct {
 	{name: "crash", pkg: "./internal/crashtest", tags: "crashtest", bin: "diskprep-crashtest",
 		run: `^(TestPrepareDeviceKilled|TestPrepareImageKilled)$/^(gpt-backup|partitions-registered|mkfs\+5ms|fstab-replaced)$`},
 	{name: "cmd", pkg: "./cmd/diskprep", bin: "diskprep",
-		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
+		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestPrivilegedDeviceLinkOtherUser|TestPrivilegedImageDirLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
 }
 
 const suitesScript = `set -u

@@ -459,7 +459,13 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 func deviceSize(host *hwinfo.Host, path string, resolve func(string) (string, error)) (uint64, error) {
 	name := path
 	if resolve != nil {
-		if n, err := resolve(path); err == nil {
+		n, err := resolve(path)
+		switch {
+		case errors.Is(err, hwinfo.ErrUntrustedLink):
+			// Another user's link chooses no disk to destroy: refused
+			// first, before either disk is read or written.
+			return 0, fmt.Errorf("refusing to cachebench %s: %w", path, err)
+		case err == nil:
 			name = n
 		}
 	}
