@@ -179,3 +179,27 @@ func TestGuardImageDirectoryLink(t *testing.T) {
 		t.Errorf("plan through root's link: %v %+v", err, p)
 	}
 }
+
+// A mount point reached through another user's link is refused when
+// planning: the link could be turned onto /etc between the check and the
+// mount. Root's own link in root's directory is followed.
+func TestGuardMountPointLink(t *testing.T) {
+	h := linkHost(t)
+	h.Mkdir("/srv/data")
+	h.Symlink("/srv/data", "/tmp/m")
+	h.Chown("/tmp/m", 4242, 0o777)
+	h.Symlink("/srv", "/tmp/rootlink")
+	h.ResetLog()
+	req := disk.Request{Device: "/dev/sdb", Partitions: []disk.PartSpec{{FS: "ext4", Mount: "/tmp/m/sub"}}}
+	_, err := disk.Planner{Host: h}.PlanDisk(req, h.FactsNow())
+	if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "refusing to prepare sdb: /tmp/m is a link owned by uid 4242; give the path itself") {
+		t.Errorf("mount through another user's link: %v", err)
+	}
+	req.Partitions[0].Mount = "/tmp/rootlink/data"
+	if p, err := (disk.Planner{Host: h}).PlanDisk(req, h.FactsNow()); err != nil || p.Partitions[0].MountPoint != "/srv/data" {
+		t.Errorf("mount through root's link: %v", err)
+	}
+	if w := h.Writes(); len(w) > 0 {
+		t.Errorf("planning wrote %v", w)
+	}
+}

@@ -89,6 +89,9 @@ func (pl Planner) resolveMountPoint(point string) string {
 	}
 	point = filepath.Clean(point)
 	h := pl.host()
+	if _, err := followUserPath(h, "", "", point); isRefusal(err) {
+		return point // through another user's link: checkMountPoint refuses it
+	}
 	dir, rest := point, ""
 	for {
 		if real, err := h.EvalSymlinks(dir); err == nil {
@@ -115,6 +118,11 @@ func (pl Planner) resolveMountPoint(point string) string {
 func (pl Planner) checkMountPoint(subject, point string, mounted, over bool, mounts []mountEntry) (note string, err error) {
 	if point == "" {
 		return "", nil
+	}
+	// Another user's link on the way could be turned elsewhere (onto
+	// /etc) between this check and the mount: refused, as for devices.
+	if _, err := followUserPath(pl.host(), "", subject, filepath.Clean(point)); isRefusal(err) {
+		return "", err
 	}
 	real := pl.resolveMountPoint(point)
 	for _, p := range []string{filepath.Clean(point), real} {
