@@ -20,6 +20,7 @@ const (
 type existingState struct {
 	kind  layoutKind
 	parts []*hwinfo.Partition // layoutMatches: the existing partition for each planned one
+	why   string              // layoutDiffers: the first difference found
 }
 
 // compareExisting tells an empty disk, one already prepared as planned (or
@@ -28,9 +29,16 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 	if d.PartitionTable == "" && d.FSType == "" && len(d.Partitions) == 0 {
 		return existingState{kind: layoutEmpty}
 	}
-	differs := existingState{kind: layoutDiffers}
-	if d.PartitionTable != "gpt" || d.FSType != "" || len(d.Partitions) != len(planned) {
-		return differs
+	differs := func(format string, args ...any) existingState {
+		return existingState{kind: layoutDiffers, why: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case d.PartitionTable != "gpt":
+		return differs("its partition table is %s, not gpt", orNone(d.PartitionTable))
+	case d.FSType != "":
+		return differs("it holds %s on the whole disk", d.FSType)
+	case len(d.Partitions) != len(planned):
+		return differs("it has %d partitions, the plan %d", len(d.Partitions), len(planned))
 	}
 	st := existingState{kind: layoutMatches, parts: make([]*hwinfo.Partition, len(planned))}
 	for i, pp := range planned {
@@ -41,13 +49,18 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 			}
 		}
 		switch {
-		case ex == nil,
-			ex.StartBytes != pp.StartBytes || ex.SizeBytes != pp.SizeBytes,
-			ex.PartLabel != "" && ex.PartLabel != pp.Label || ex.PartLabel == "" && pp.Label != "" && ex.PartUUID != "",
-			ex.PartType != "" && !strings.EqualFold(ex.PartType, pp.TypeGUID),
-			pp.Use == "" && ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel),
-			pp.Use != "" && ex.FSType != "" && !memberOf(pp.Use, ex.FSType, ex.FSLabel):
-			return differs
+		case ex == nil:
+			return differs("it has no partition %d", pp.Number)
+		case ex.StartBytes != pp.StartBytes || ex.SizeBytes != pp.SizeBytes:
+			return differs("%s is %d bytes at %d, the plan's %d at %d", ex.Name, ex.SizeBytes, ex.StartBytes, pp.SizeBytes, pp.StartBytes)
+		case ex.PartLabel != "" && ex.PartLabel != pp.Label || ex.PartLabel == "" && pp.Label != "" && ex.PartUUID != "":
+			return differs("%s is named %q, the plan's %q", ex.Name, ex.PartLabel, pp.Label)
+		case ex.PartType != "" && !strings.EqualFold(ex.PartType, pp.TypeGUID):
+			return differs("%s has type %s, the plan's %s", ex.Name, ex.PartType, pp.TypeGUID)
+		case pp.Use == "" && ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel):
+			return differs("%s holds %s%s, the plan's %s%s", ex.Name, ex.FSType, labelSuffix(ex.FSLabel), pp.FS, labelSuffix(pp.FSLabel))
+		case pp.Use != "" && ex.FSType != "" && !memberOf(pp.Use, ex.FSType, ex.FSLabel):
+			return differs("%s holds %s%s, not a member of %s", ex.Name, ex.FSType, labelSuffix(ex.FSLabel), pp.Use)
 		}
 		st.parts[i] = ex
 	}

@@ -80,6 +80,11 @@ func admitLayout(subject string, d *hwinfo.Disk, planned []PartPlan, st existing
 		return refuse(subject, systemReason(d))
 	}
 	if busy := inUse(d, planned, st); len(busy) > 0 {
+		if st.why != "" && planned != nil {
+			// In use by what may be this plan's own file systems: say
+			// why the disk does not read as prepared as asked.
+			busy = append(busy, "the disk differs from the plan: "+st.why)
+		}
 		return refuse(subject, busy...)
 	}
 	return nil
