@@ -89,11 +89,11 @@ func (p *prober) fillAll(ctx context.Context, r *reader, disks []Disk, pend []pe
 // its table and the signatures at the start of each partition. It runs
 // concurrently with other disks, so it logs but does not warn.
 func (p *prober) fill(r *reader, d *Disk) error {
-	f, c, err := openUncached(r.path(d.Path))
+	f, err := os.OpenFile(r.path(d.Path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", d.Path, unwrapPath(err))
 	}
-	defer c.Close()
+	defer f.Close()
 	size := int64(d.SizeBytes)
 	sector := int(d.LogicalSectorBytes)
 	if sector == 0 {
