@@ -724,7 +724,7 @@ type tested struct {
 // is called better or worse only when selected and its interval excludes
 // no change (by the test's inversion the two agree but for ties).
 func decide(c *Comparison) {
-	var cells []tested
+	var cells, iops []tested
 	var ps []float64
 	for ri := range c.Rows {
 		row := &c.Rows[ri]
@@ -735,6 +735,13 @@ func decide(c *Comparison) {
 				if !cell.Present || v.P == nil || v.Verdict != "" {
 					continue
 				}
+				if c.Metrics[mi] == MetricIOPS && slices.Contains(c.Metrics, MetricMBps) {
+					// The same runs' MB/s over a fixed block size:
+					// the same test, judged below with MB/s's family.
+					iops = append(iops, tested{v: v, base: row.Cells[row.Baseline].Metrics[mi].Values, mi: mi,
+						name: c.Groups[gi].Name, baseName: c.Groups[row.Baseline].Name})
+					continue
+				}
 				cells = append(cells, tested{v: v, base: row.Cells[row.Baseline].Metrics[mi].Values, mi: mi,
 					name: c.Groups[gi].Name, baseName: c.Groups[row.Baseline].Name})
 				ps = append(ps, *v.P)
@@ -743,16 +750,30 @@ func decide(c *Comparison) {
 	}
 	q, selected := benjaminiHochberg(ps, Alpha)
 	c.Tested, c.Selected = len(cells), selected
-	drifted := driftedSides(c, cells2values(cells))
+	drifted := driftedSides(c, cells2values(cells), cells2values(iops))
 	c.CILevel = 1 - Alpha
 	if len(cells) > 0 {
 		c.CILevel = 1 - float64(max(selected, 1))*Alpha/float64(len(cells))
 	}
 	c.Method = MethodText(c.Tested, c.Selected, c.CILevel)
 	cut := float64(selected) * Alpha / float64(max(len(cells), 1))
-	for i, t := range cells {
+	for i := range iops {
+		// q of the MB/s cell with the same p (the same runs): found by
+		// value, the IOPS cell holding its own copy of p.
+		for j, t := range cells {
+			if *t.v.P == *iops[i].v.P {
+				qi := q[j]
+				iops[i].v.Q = &qi
+				break
+			}
+		}
+	}
+	all := append(append([]tested(nil), cells...), iops...)
+	for i, t := range all {
 		v := t.v
-		v.Q = &q[i]
+		if i < len(cells) {
+			v.Q = &q[i]
+		}
 		v.Verdict = VerdictSame
 		_, lo, hi, ok := shiftInterval(t.base, v.Values, c.CILevel)
 		if !ok {
@@ -765,7 +786,7 @@ func decide(c *Comparison) {
 			v.Better = (lo > 0) != LowerIsBetter(c.Metrics[t.mi])
 		}
 	}
-	for _, t := range cells {
+	for _, t := range all {
 		for _, side := range []struct {
 			vs   []float64
 			name string
@@ -789,10 +810,11 @@ func cells2values(cells []tested) [][]float64 {
 }
 
 // driftedSides tests each side's values (in run order) for a trend, all
-// sides of the comparison at once (Benjamini–Hochberg at Alpha), and
+// sides of the comparison at once (Benjamini–Hochberg at Alpha; twins by
+// the same cut), and
 // returns the drift of those that moved, by their first value's address
 // (a baseline is one side however many cells it is compared with).
-func driftedSides(c *Comparison, sides [][]float64) map[*float64]float64 {
+func driftedSides(c *Comparison, sides, twins [][]float64) map[*float64]float64 {
 	var keys [][]float64
 	var ps []float64
 	seen := map[*float64]bool{}
@@ -813,6 +835,17 @@ func driftedSides(c *Comparison, sides [][]float64) map[*float64]float64 {
 		}
 	}
 	c.Drifted = len(out)
+	// The IOPS twins of MB/s sides (the same runs) are judged by the same
+	// cut, outside the family, which they would only double.
+	for _, vs := range twins {
+		if len(vs) == 0 || seen[&vs[0]] {
+			continue
+		}
+		seen[&vs[0]] = true
+		if _, p := mannKendall(vs); selected > 0 && p <= cut {
+			out[&vs[0]] = driftPct(vs)
+		}
+	}
 	return out
 }
 

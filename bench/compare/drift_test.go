@@ -71,7 +71,10 @@ func TestDriftMakesCellUnstable(t *testing.T) {
 	if v.Verdict != VerdictUnstable || v.DriftPct == nil || *v.DriftPct > -20 || v.DriftIn != "b" || v.Better {
 		t.Fatalf("cell %+v drift %v", v, deref(v.DriftPct))
 	}
-	if c.Drifted != 2 || !strings.Contains(c.Method, "Mann–Kendall") { // its MB/s and its IOPS
+	if iops := cellOf(t, c, "seqread", 1, MetricIOPS); iops.Verdict != VerdictUnstable {
+		t.Errorf("the IOPS of the same runs: %+v", iops)
+	}
+	if c.Drifted != 1 || !strings.Contains(c.Method, "Mann–Kendall") { // MB/s; IOPS is its twin
 		t.Errorf("drifted %d, method %q", c.Drifted, c.Method)
 	}
 	// The same values shuffled out of their trend: a verdict again.

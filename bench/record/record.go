@@ -31,12 +31,15 @@ type Record struct {
 	Repeat      int       `json:"repeat"`
 	// RepeatAuto: --repeat auto, Repeat is then the most runs allowed and
 	// each workload's RepeatStop says when and why it stopped.
-	RepeatAuto bool             `json:"repeat_auto,omitempty"`
-	Partial    bool             `json:"partial,omitempty"` // interrupted, kept with --keep-partial
-	Host       Host             `json:"host"`
-	Target     Target           `json:"target"`
-	Workloads  []WorkloadResult `json:"workloads"`
-	Warnings   []string         `json:"warnings,omitempty"`
+	RepeatAuto bool `json:"repeat_auto,omitempty"`
+	Partial    bool `json:"partial,omitempty"` // interrupted, kept with --keep-partial
+	// Order is how the repetitions were taken beside other conditions':
+	// OrderInterleaved for rounds merged by MergeRounds; empty is blocked.
+	Order     string           `json:"order,omitempty"`
+	Host      Host             `json:"host"`
+	Target    Target           `json:"target"`
+	Workloads []WorkloadResult `json:"workloads"`
+	Warnings  []string         `json:"warnings,omitempty"`
 	// Precondition is the device fill --precondition did before the
 	// workloads (observe.go); nil when none was asked.
 	Precondition *Precondition `json:"precondition,omitempty"`

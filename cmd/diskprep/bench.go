@@ -54,7 +54,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "benchmark a directory, file or block device and record the result",
-		ArgsUsage: "TARGET",
+		ArgsUsage: "TARGET [TARGET...]",
 		Description: `Bench runs a built-in workload set (or --workload SPECs) with diskprep's own
 I/O engine (O_DIRECT, sync or io_uring; no fio needed), prints a table and
 stores one record with the host's and the disk's identity in the results store.
@@ -68,6 +68,12 @@ is refused (exit 3): give the path it leads to.
 A run killed outright (SIGKILL, power loss) leaves its test file,
 diskprep-bench.<id>.tmp; the next run in that directory names it as a
 warning: remove it with rm. The record is written whole or not at all.
+
+Several TARGETs are compared: each round runs every workload once on each
+target in turn (the first rotating: A B, B A, ...), --repeat rounds, so that
+load or caches that drift during the run fall on every target alike; each
+target's rounds are saved as one record (labelled by --label a,b,...) and
+their comparison is printed, as compare --by label prints it.
 
 Sets: ` + setList() + `
 
@@ -86,6 +92,7 @@ Examples:
   diskprep bench /mnt/data --set fileserver --repeat 3 --label xfs
   diskprep bench /mnt/data --set cdm --size 4G -o markdown >> post.md
   diskprep bench /mnt/data --workload rw=randread,bs=4k,iodepth=32,runtime=30s
+  diskprep bench /mnt/a /mnt/b --label xfs,ext4 --repeat 5   # interleaved
   diskprep bench /dev/sdb --set nvme                 # reads only
   diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data
   diskprep bench /dev/nvme1n1 --set nvme --allow-device-write --precondition --steady-state`,
@@ -101,7 +108,7 @@ Examples:
 			&cli.IntFlag{Name: "iodepth", Usage: "I/Os in flight (`N`) per job", DefaultText: "the set's"},
 			&cli.StringFlag{Name: "engine", Usage: "I/O `ENGINE`: auto, sync or io_uring"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each workload `N` times, or auto[:MAX]: until the 95% interval of its median is within ±3.5% (at least 3, at most MAX runs, default 10); report median, min and max"},
-			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm)"},
+			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm); with several targets one each, comma-separated"},
 			&cli.StringFlag{Name: "hostname", Usage: "record the host as `NAME` instead of its own hostname (e.g. an Ansible inventory alias); the record says so"},
 			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
 			&cli.BoolFlag{Name: "keep-partial", Usage: "on interruption, save what was measured, marked partial"},
@@ -110,8 +117,8 @@ Examples:
 			&cli.BoolFlag{Name: "precondition", Usage: "first write the whole raw device twice with 128 KiB sequential writes (SNIA PTS; needs --allow-device-write, destroys its data)"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
-			if c.NArg() != 1 {
-				return usageErr(fmt.Errorf("bench takes one TARGET (a directory, file or block device), got %d arguments", c.NArg()))
+			if c.NArg() < 1 {
+				return usageErr(errors.New("bench takes a TARGET (a directory, file or block device), or several to compare"))
 			}
 			// 0 is what an absent --jobs reads as; given, it is a typo.
 			for _, f := range []string{"jobs", "iodepth"} {
@@ -142,6 +149,13 @@ Examples:
 			var err error
 			if opts.Repeat, opts.RepeatAuto, err = workload.ParseRepeat("--repeat", c.String("repeat")); err != nil {
 				return err
+			}
+			if c.NArg() > 1 {
+				labels, err := interleavedTargets(c.Args().Slice(), opts.Label, opts)
+				if err != nil {
+					return usageErr(err)
+				}
+				return runBenchInterleaved(c.Context, opts, c.Args().Slice(), labels, e)
 			}
 			return runBench(c.Context, opts, e)
 		}),

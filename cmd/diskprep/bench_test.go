@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
@@ -45,8 +47,10 @@ func TestBenchBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no target", []string{"bench"}, 2, "one TARGET"},
-		{"two targets", []string{"bench", target, target}, 2, "one TARGET"},
+		{"no target", []string{"bench"}, 2, "a TARGET"},
+		{"one target twice", []string{"bench", target, target}, 2, "a label of its own"},
+		{"labels short", []string{"bench", target, file, "--label", "a"}, 2, "names 1 labels for 2 targets"},
+		{"targets repeat auto", []string{"bench", target, file, "--label", "a,b", "--repeat", "auto"}, 2, "not auto"},
 		{"missing target", []string{"bench", filepath.Join(target, "nope")}, 2, "does not exist"},
 		{"unknown set", []string{"bench", target, "--set", "turbo"}, 2, `unknown workload set "turbo"`},
 		{"unknown key", []string{"bench", target, "--workload", "rw=read,colour=blue"}, 2, `unknown key "colour"`},
@@ -79,6 +83,55 @@ func TestBenchBadInput(t *testing.T) {
 				t.Errorf("left behind: %v", left)
 			}
 		})
+	}
+}
+
+// Two targets are benchmarked in rounds, in turn, the first rotating:
+// one record each, its runs' starts alternating with the other's, and
+// their comparison by label on stdout.
+func TestBenchInterleaved(t *testing.T) {
+	a, b, results := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "results")
+	code, stdout, stderr := runCLI(t, "bench", a, b, "--label", "a,b", "--repeat", "4",
+		"--workload", "name=rr,rw=randread,bs=4k,size=4M,runtime=100ms", "--results", results)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "Comparison of a vs b, by label") || strings.Count(stderr, "bench: round ") != 8 || !strings.Contains(stderr, "(4 rounds, interleaved)") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	listed, _, err := record.List(results)
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("store: %d records, %v", len(listed), err)
+	}
+	var recs []*record.Record
+	for _, e := range listed {
+		recs = append(recs, e.Record)
+	}
+	type run struct {
+		label string
+		at    time.Time
+	}
+	var runs []run
+	for _, r := range recs {
+		if r.Order != record.OrderInterleaved || r.Repeat != 4 || len(r.Workloads) != 1 || len(r.Workloads[0].Runs) != 4 {
+			t.Fatalf("record %s: order %q repeat %d", r.ID, r.Order, r.Repeat)
+		}
+		for _, x := range r.Workloads[0].Runs {
+			runs = append(runs, run{r.Label, x.Start})
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].at.Before(runs[j].at) })
+	var order string
+	for _, r := range runs {
+		order += r.label
+	}
+	if order != "abbaabba" {
+		t.Errorf("runs took the order %s, want abbaabba", order)
+	}
+	for _, d := range []string{a, b} {
+		if left := entries(t, d); len(left) != 0 {
+			t.Errorf("left in %s: %v", d, left)
+		}
 	}
 }
 

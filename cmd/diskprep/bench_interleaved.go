@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/diskprep/diskprep/bench/compare"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/report"
+	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// interleavedTargets checks bench's several TARGETs and their --label
+// (one a target, comma-separated; the targets themselves when absent) and
+// what does not go with taking them in turns.
+func interleavedTargets(targets []string, labels string, o benchOptions) ([]string, error) {
+	names := targets
+	if labels != "" {
+		names = strings.Split(labels, ",")
+		if len(names) != len(targets) {
+			return nil, fmt.Errorf("--label %s names %d labels for %d targets: give one a target, comma-separated", labels, len(names), len(targets))
+		}
+	}
+	for i, n := range names {
+		if strings.TrimSpace(n) == "" || slices.Contains(names[:i], n) {
+			return nil, fmt.Errorf("--label %s: each target needs a label of its own", labels)
+		}
+	}
+	switch {
+	case o.RepeatAuto:
+		return nil, errors.New("several targets take their rounds in turn: give --repeat N, not auto")
+	case o.SteadyState || o.Precondition:
+		return nil, errors.New("--steady-state and --precondition take one target at a time")
+	case o.KeepPartial:
+		return nil, errors.New("--keep-partial takes one target at a time")
+	}
+	return names, nil
+}
+
+// runBenchInterleaved benchmarks several targets in rounds: each round
+// runs every workload once on each target, the targets in turn, the first
+// one rotating from round to round (A B, B A, ...), so that whatever
+// drifts during the run (other load, caches, heat) falls on every target
+// alike. Each target's rounds become one record (Order "interleaved"),
+// saved when all rounds are done; the output is their comparison by label.
+func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels []string, e *env) error {
+	format, err := e.format("table", "json", "markdown")
+	if err != nil {
+		return err
+	}
+	reqs := make([]workload.Request, len(targets))
+	for i, t := range targets {
+		o := opts
+		o.Target, o.Label, o.Repeat = t, labels[i], 1
+		if reqs[i], err = o.request(); err != nil {
+			return usageErr(err)
+		}
+		if _, err := workload.Plan(reqs[i]); err != nil {
+			return usageErr(err)
+		}
+	}
+	if err := checkResultsDir(e.ResultsDir); err != nil {
+		return err
+	}
+	hwlog := e.Logger
+	if !e.Verbose {
+		hwlog = nil
+	}
+	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
+	if err != nil {
+		return err
+	}
+	if opts.Hostname != "" && opts.Hostname != host.Hostname {
+		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", opts.Hostname, host.Hostname))
+		host.Hostname = opts.Hostname
+	}
+	// The rounds are saved merged, once all are done.
+	roundEnv := *e
+	roundEnv.ResultsDir = ""
+	rounds := make([][]*record.Record, len(targets))
+	for r := range opts.Repeat {
+		for k := range targets {
+			i := (k + r) % len(targets)
+			if !e.Quiet {
+				fmt.Fprintf(e.Stderr, "bench: round %d/%d: %s (%s)\n", r+1, opts.Repeat, labels[i], targets[i])
+			}
+			rec, err := runBenchLive(ctx, reqs[i], host, &roundEnv)
+			if err != nil {
+				if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+					return interrupted(fmt.Sprintf("; in round %d of %d, no result saved", r+1, opts.Repeat), err)
+				}
+				if errors.Is(err, workload.ErrUsage) {
+					return usageErr(err)
+				}
+				return fmt.Errorf("round %d, %s: %w", r+1, labels[i], err)
+			}
+			rounds[i] = append(rounds[i], rec)
+		}
+	}
+	var merged []*record.Record
+	var ids []string
+	for i := range targets {
+		m, err := record.MergeRounds(record.NewID(time.Now()), rounds[i])
+		if err != nil {
+			return err
+		}
+		if err := record.Save(e.ResultsDir, m); err != nil {
+			return err
+		}
+		merged = append(merged, m)
+		ids = append(ids, m.ID)
+	}
+	c, err := compare.Compare(merged, compare.Options{By: compare.ByLabel})
+	if err != nil {
+		return err
+	}
+	buf, err := renderComparison(e, c, format, "", report.Layout{})
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(e, "", buf.Bytes()); err != nil {
+		return err
+	}
+	if !e.Quiet {
+		fmt.Fprintf(e.Stderr, "saved %s (%d rounds, interleaved)\n", strings.Join(ids, ", "), opts.Repeat)
+	}
+	return nil
+}
