@@ -124,6 +124,14 @@ var identityFields = []identityField{
 		}, "direct")
 	}},
 	{key: "tool", name: "Tool", get: func(r *record.Record) string { return r.ToolVersion }},
+	// How each column's runs were taken: blocked lets drift during the run
+	// fall on one column; interleaved spreads it over all.
+	{key: "order", name: "Run order", warn: true, get: func(r *record.Record) string {
+		if r.Order == "" {
+			return record.OrderBlocked
+		}
+		return r.Order
+	}},
 }
 
 // distinctRuns joins the distinct values f takes over a record's
