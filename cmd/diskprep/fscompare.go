@@ -68,7 +68,11 @@ At the end the disk is released: unmounted, no fstab line, a loop image
 detached; an --image file this run made is removed, one that was there
 before stays (--keep leaves the last filesystem mounted, and the image).
 An image this run makes needs no confirmation: nothing can be lost on it.
-Ctrl-C releases what was prepared.
+Ctrl-C releases what was prepared. The disk's (or image's) lock is held from start
+to end, so another diskprep is refused it meanwhile. A run killed outright
+(kill -9, a crash) leaves its record in /run/diskprep/fscompare: the same
+command run again first releases what that run left (its mount, loop device,
+the image it made, its temporary directory), saying so.
 
 On a terminal the live line counts the whole comparison: run i of every
 filesystem's runs, and an ETA for all of them.
@@ -144,7 +148,7 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 		}
 		seen[f] = true
 	}
-	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true}
+	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true, Fresh: true}
 	if o.Image != "" {
 		var err error
 		if dreq.ImageSizeBytes, dreq.ImageSectorBytes, err = imageGeometry(o.Size, o.SectorSize); err != nil {
@@ -206,19 +210,63 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
-	if opts.Image != "" && !opts.Keep {
-		if err := releaseKilledRun(ctx, opts.Image, m, deps, &factsEnv, run.Progress); err != nil {
-			return err
+	// The target's lock is held from here to the end, cleanup included, as
+	// prepare holds it while it works: another diskprep is refused the
+	// disk meanwhile (naming this one), and a record of another run found
+	// under it is one that was killed (fscompare_rerun.go).
+	unlock, err := m.lockTarget(dreq, deps)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	image := ""
+	if opts.Image != "" {
+		image = realImagePath(opts.Image)
+	}
+	runPath := ""
+	if lockPath, err := disk.TargetLockPath(dreq, deps); err == nil && lockPath != "" {
+		runPath = fscompareRunPath(lockPath)
+	}
+	if runPath != "" {
+		if old := readFSCompareRun(runPath); old != nil {
+			if err := releaseKilledRun(ctx, old, releaseTarget, opts.Device, image, m, deps, &factsEnv, run.Progress); err != nil {
+				return err
+			}
 		}
 	}
 	// An image this run makes holds nothing but what it makes: it needs no
 	// question (disk.NeedConfirmation) and goes at the end, so the next run
 	// makes it anew, unasked, as the README's first command does twice.
-	madeImage := false
-	if opts.Image != "" && !opts.Keep {
-		if _, err := os.Lstat(opts.Image); errors.Is(err, os.ErrNotExist) {
-			madeImage = true
+	imageNew := false
+	if image != "" {
+		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
+			imageNew = true
 		}
+	}
+	madeImage := imageNew && !opts.Keep
+	releaseFailed := false // a release left something: the run's record stays for the next run
+	if runPath != "" {
+		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew}
+		if opts.Mount == "" {
+			dir, err := makeMountDir(&rec, runPath)
+			if err != nil {
+				os.Remove(runPath)
+				return err
+			}
+			run.Mount, run.MountMade = dir, true
+		} else {
+			if rec.Mount, err = filepath.Abs(opts.Mount); err != nil {
+				return err
+			}
+			if err := rec.write(runPath); err != nil {
+				return err
+			}
+		}
+		defer func() {
+			if !releaseFailed {
+				os.Remove(runPath)
+			}
+		}()
 	}
 	released := false // by the cleanup after a failure or an interruption
 	eta := &fsETA{rounds: len(opts.FS)}
@@ -237,6 +285,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
 			plan, err := (disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}).PlanDisk(req, host)
 			if err != nil {
+				if first && errors.Is(err, disk.ErrRefused) {
+					// Mounts left by an fscompare --keep or a prepare:
+					// say how to release them.
+					return nil, fmt.Errorf("prepare %s: %w%s", fs, err, leftoverHint(host, opts.Device, image, releaseTarget))
+				}
 				return nil, fmt.Errorf("prepare %s: %w", fs, err)
 			}
 			if first {
@@ -272,6 +325,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				res.WriteText(e.Stderr)
 			}
 			released = cleanup && err == nil
+			releaseFailed = releaseFailed || err != nil
 			return err
 		},
 		Settled: func(ctx context.Context) error {
@@ -434,55 +488,15 @@ func (f *fsETA) adjust(p bench.Progress, now time.Time) bench.Progress {
 	return p
 }
 
-// releaseKilledRun undoes what an fscompare killed outright (SIGKILL, a
-// power cut of the ssh host) left of image: attached, mounted at its
-// temporary directory, the image diskprep made. A live fscompare holds
-// the image's lock, so only a dead one's leftovers match; those are
-// released (the image removed when diskprep made it) and the directory
-// removed, so the command runs again as it is.
-func releaseKilledRun(ctx context.Context, image string, m *machine, deps disk.Deps, e *env, progress io.Writer) error {
-	real, err := filepath.Abs(image)
+// realImagePath is the path of an --image with the links of its directory
+// resolved, as disk keys the image's lock and records by it.
+func realImagePath(image string) string {
+	abs, err := filepath.Abs(image)
 	if err != nil {
-		return nil
+		return image
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(real)); err == nil {
-		real = filepath.Join(dir, filepath.Base(real))
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
-	if _, held := deps.Roots.LockHeld(deps.Roots.ImageLockPath(real)); held {
-		return nil // a live run's: prepare refuses it, naming the pid
-	}
-	host, err := m.readFacts(ctx, e.Root, e)
-	if err != nil {
-		return nil // the plan reads the facts again and says what is wrong
-	}
-	tmpPrefix := filepath.Join(os.TempDir(), "diskprep-fscompare-")
-	var points []string
-	for _, d := range host.Disks {
-		if d.LoopBackingFile != real {
-			continue
-		}
-		for _, p := range d.Partitions {
-			for _, mt := range p.Mounts {
-				if strings.HasPrefix(mt.Point, tmpPrefix) {
-					points = append(points, mt.Point)
-				}
-			}
-		}
-	}
-	if len(points) == 0 {
-		return nil
-	}
-	if progress != nil {
-		fmt.Fprintf(progress, "an earlier fscompare of %s ended without cleaning up (mounted at %s): releasing it first\n", image, strings.Join(points, ", "))
-	}
-	if _, err := m.release(ctx, image, disk.ReleaseOptions{RemoveImage: true}, deps); err != nil {
-		// Not diskprep's image after all: keep it, release the rest.
-		if _, err := m.release(ctx, image, disk.ReleaseOptions{}, deps); err != nil {
-			return fmt.Errorf("release what an earlier fscompare left of %s: %w (diskprep release %s)", image, err, image)
-		}
-	}
-	for _, p := range points {
-		os.Remove(p) // empty once unmounted; a directory with files stays
-	}
-	return nil
+	return abs
 }

@@ -117,7 +117,7 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 // Ctrl-C during the benchmark releases what was prepared, and the error is
 // an interruption (exit 130). The machine is faked: nothing is written.
 func TestFSCompareInterruptReleases(t *testing.T) {
-	m := liveMachine()
+	root, m := useTempRoot(t) // the image's lock and the run's record
 	m.readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return &hwinfo.Host{Hostname: "fake"}, nil }
 	m.geteuid = func() int { return 0 }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,6 +125,9 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 	var applied []string
 	m.apply = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
 		applied = append(applied, p.Partitions[0].FS)
+		if recs, _ := filepath.Glob(filepath.Join(root, "run/diskprep/fscompare/image-*.json")); len(recs) != 1 {
+			t.Errorf("run records while preparing: %v, want this run's", recs)
+		}
 		cancel() // the user presses Ctrl-C once the disk is ready
 		return &disk.Result{Device: "/dev/loop9", Partitions: []disk.PartResult{{Device: "/dev/loop9p1", FS: p.Partitions[0].FS}}}, nil
 	}
@@ -153,5 +156,9 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 	}
 	if entries, _, _ := record.List(e.ResultsDir); len(entries) != 0 {
 		t.Errorf("%d records saved from an interrupted run", len(entries))
+	}
+	// Cleaned up: the run's record, kept only for a rerun after a kill, is gone.
+	if left, _ := filepath.Glob(filepath.Join(root, "run/diskprep/fscompare/*")); len(left) != 0 {
+		t.Errorf("run records left: %v", left)
 	}
 }
