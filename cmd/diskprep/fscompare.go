@@ -68,7 +68,8 @@ At the end the disk is released: unmounted, no fstab line, a loop image
 detached; an --image file this run made is removed, one that was there
 before stays (--keep leaves the last filesystem mounted, and the image).
 An image this run makes needs no confirmation: nothing can be lost on it.
-Ctrl-C releases what was prepared. The disk's (or image's) lock is held from start
+Ctrl-C releases what was prepared, and the last line says what it released
+and which records were saved. The disk's (or image's) lock is held from start
 to end, so another diskprep is refused it meanwhile. A run killed outright
 (kill -9, a crash) leaves its record in /run/diskprep/fscompare: the same
 command run again first releases what that run left (its mount, loop device,
@@ -271,6 +272,9 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	released := false // by the cleanup after a failure or an interruption
 	eta := &fsETA{rounds: len(opts.FS)}
 	var unsaved unsavedRecords
+	var saved []*record.Record
+	var preparing string      // the filesystem whose prepare was cut short
+	var prepared *disk.Result // what that prepare did
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			if e.Root == "" || e.Root == "/" {
@@ -309,10 +313,13 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				}
 			}
 			return func(ctx context.Context) (string, error) {
+				preparing = fs
 				res, err := m.apply(ctx, plan, deps)
 				if err != nil {
+					prepared = res
 					return "", err
 				}
+				preparing = ""
 				if len(res.Partitions) > 0 {
 					return res.Partitions[0].Device, nil
 				}
@@ -338,24 +345,39 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			eta.start(slices.Index(opts.FS, req.Label), time.Now())
 			rec, err := runBenchLive(ctx, req, host, e, eta.adjust)
 			eta.finish(time.Now())
-			return unsaved.keep(rec, err)
+			if rec, err = unsaved.keep(rec, err); err == nil && !slices.Contains(unsaved.ids, rec.ID) {
+				saved = append(saved, rec)
+			}
+			return rec, err
 		},
 	})
 	removed := madeImage && removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
+	if _, err := os.Lstat(image); imageNew && errors.Is(err, os.ErrNotExist) {
+		removed = true // also by Apply, undoing the round that made it
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			var done []string
-			if released {
-				done = append(done, "released "+releaseTarget)
+			var ie interruptedError
+			if errors.As(err, &ie) {
+				return err // at the question: it says what was left
 			}
-			if removed {
-				done = append(done, "removed the image this run made")
+			left := fscompareLeft{target: releaseTarget, preparing: preparing, prepared: prepared,
+				released: released, removedImage: removed, saved: saved}
+			// Said from what the machine shows, not from what the
+			// cleanup meant to do.
+			if point, err := filepath.Abs(run.Mount); run.Mount != "" && err == nil && mountedAt(deps.Roots, point) {
+				left.stillMounted = point
+				releaseFailed = true
 			}
-			detail := ""
-			if len(done) > 0 {
-				detail = "; " + strings.Join(done, ", ")
+			if image != "" {
+				if host, err := m.readFacts(context.WithoutCancel(ctx), e.Root, &factsEnv); err == nil {
+					if d := targetDisk(host, "", image); d != nil {
+						left.stillAttached = d.Path
+						releaseFailed = true
+					}
+				}
 			}
-			return interrupted(detail, err)
+			return interrupted(left.detail(), errors.Join(err, unsaved.err()))
 		}
 		return errors.Join(err, unsaved.err())
 	}
@@ -486,6 +508,114 @@ func (f *fsETA) adjust(p bench.Progress, now time.Time) bench.Progress {
 		p.ETA += time.Duration(left) * per
 	}
 	return p
+}
+
+// fscompareLeft is what an interrupted fscompare did and left, for the
+// one line it ends with: what it cleaned up and what it kept.
+type fscompareLeft struct {
+	target       string // the DEVICE or --image, as given
+	preparing    string // the filesystem whose prepare was cut short, "" for none
+	prepared     *disk.Result
+	released     bool   // the cleanup released the target
+	removedImage bool   // the image this run made is gone
+	stillMounted string // the mount point the cleanup could not release
+	// stillAttached is the loop device the image is still attached to.
+	stillAttached string
+	saved         []*record.Record
+}
+
+// detail follows "interrupted by SIGHUP": " while preparing ext4 on
+// /dev/loop3: nothing is mounted; the xfs record is saved (id ...)", or
+// "; released /dev/loop3; ...".
+func (l fscompareLeft) detail() string {
+	var b strings.Builder
+	mounted := "nothing is mounted"
+	if l.stillMounted != "" {
+		mounted = l.stillMounted + " is still mounted: diskprep release " + l.target + " releases it"
+	}
+	attached := ""
+	if l.stillAttached != "" {
+		attached = "it is still attached to " + l.stillAttached + ": diskprep release " + l.target + " detaches it"
+	}
+	if l.preparing != "" {
+		// Apply undid its own mount and loop device; the disk keeps
+		// what it wrote, which the same command wipes again.
+		fmt.Fprintf(&b, " while preparing %s on %s: ", l.preparing, l.target)
+		var parts []string
+		if !l.removedImage {
+			parts = append(parts, preparedState(l.prepared))
+		}
+		parts = append(parts, mounted)
+		switch {
+		case attached != "":
+			parts = append(parts, attached)
+		case l.prepared != nil && l.prepared.LoopAttached:
+			parts = append(parts, "its loop device "+l.prepared.Device+" is detached")
+		}
+		if l.removedImage {
+			parts = append(parts, "removed the image this run made")
+		}
+		b.WriteString(strings.Join(parts, ", "))
+	} else {
+		var done []string
+		if l.released {
+			done = append(done, "released "+l.target)
+		}
+		if l.removedImage {
+			done = append(done, "removed the image this run made")
+		}
+		if len(done) > 0 {
+			b.WriteString("; " + strings.Join(done, ", "))
+		}
+		if l.stillMounted != "" {
+			b.WriteString("; " + mounted)
+		}
+		if attached != "" {
+			b.WriteString("; " + attached)
+		}
+	}
+	if n := len(l.saved); n > 0 {
+		fss, ids := make([]string, n), make([]string, n)
+		for i, r := range l.saved {
+			fss[i], ids[i] = r.Label, r.ID
+		}
+		if n == 1 {
+			fmt.Fprintf(&b, "; the %s record is saved (id %s)", fss[0], ids[0])
+		} else {
+			fmt.Fprintf(&b, "; the %s records are saved (ids %s)", strings.Join(fss, " and "), strings.Join(ids, ", "))
+		}
+	}
+	return b.String()
+}
+
+// preparedState says what a prepare cut short wrote to its disk.
+func preparedState(res *disk.Result) string {
+	var made []string
+	if res != nil {
+		for _, pr := range res.Partitions {
+			if pr.Formatted {
+				made = append(made, pr.FS+" is made on "+pr.Device)
+			}
+		}
+	}
+	switch {
+	case len(made) > 0:
+		return strings.Join(made, ", ")
+	case res != nil && res.TableWritten:
+		return "only its partition table is written"
+	case res != nil && len(res.Wiped) > 0:
+		return "its signatures are wiped"
+	}
+	return "nothing was written to it"
+}
+
+// mountedAt says whether something is mounted at point.
+func mountedAt(roots hwinfo.Roots, point string) bool {
+	mounts, err := roots.Mounts()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(mounts, func(m hwinfo.MountEntry) bool { return m.Point == point })
 }
 
 // realImagePath is the path of an --image with the links of its directory

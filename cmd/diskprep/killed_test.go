@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +21,11 @@ import (
 )
 
 // Issue 19 item 4: fscompare killed outright (SIGKILL: no cleanup at all)
-// on a disk and on an image, run as the built binary with a TMPDIR of the
-// test's own. After a kill the same command converges: it releases what
-// the killed run left and completes, and leaves nothing mounted, attached
-// or in TMPDIR.
+// or ended by a signal, on a disk and on an image, run as the built
+// binary with a TMPDIR of the test's own. After a kill the same command
+// converges: it releases what the killed run left and completes, and
+// leaves nothing mounted, attached or in TMPDIR. After a signal the last
+// line says what was cleaned up and what was kept.
 
 // killedDiskSize holds xfs (mkfs.xfs wants 300 MiB) and the quick set's
 // 256 MiB test file; sparse, so cheap.
@@ -268,6 +270,92 @@ func TestPrivilegedFSCompareImageKilled(t *testing.T) {
 			checkLeftNothing(t, "", img, tmp, runRecord)
 		})
 	}
+}
+
+// TestPrivilegedFSCompareSignalSays: SIGHUP ends fscompare with 129 and a
+// last line that says what was cleaned up and what was kept: during the
+// ext4 round's measurement, the disk released and the xfs record saved;
+// during the ext4 round's mkfs (or, should the signal come late, after
+// it), what the prepare left; during the xfs round's mkfs on an image the
+// run made, the image removed and its loop device detached. Nothing is
+// left mounted or attached, nor in TMPDIR.
+func TestPrivilegedFSCompareSignalSays(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "sgdisk", "findmnt", "losetup")
+	bin := faultBuild(t)
+	loop := testenv.NewLoop(t, killedDiskSize, testenv.LoopOptions{})
+	runRecord := deviceRunRecord(t, loop.Dev)
+	signal := func(t *testing.T, p *faultProc) (string, string) {
+		t.Helper()
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		code, stderr := p.wait(t), p.stderr.String()
+		last := faultLastLine(stderr)
+		t.Logf("exit %d, last line %q", code, last)
+		// -v logs the cancelled steps in full; the last line is what anyone sees.
+		if code != 129 || strings.Contains(last, "context canceled") {
+			t.Errorf("exit %d, want 129\n%s", code, stderr)
+		}
+		return last, stderr
+	}
+	t.Run("ext4 measuring", func(t *testing.T) {
+		tmp, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+		p := startIn(t, bin, tmp, "fscompare", loop.Dev, "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", "2s", "--results", store, "--yes")
+		faultWaitFor(t, "the ext4 round's test file", func() bool {
+			return strings.Contains(p.stderr.String(), "2/2: ext4 on ") && fscompareTestFile(tmp)
+		})
+		last, _ := signal(t, p)
+		labels, ids := storeLabels(t, store)
+		if !slices.Equal(labels, []string{"xfs"}) {
+			t.Fatalf("records %v, want xfs", labels)
+		}
+		if want := "diskprep: interrupted by SIGHUP; released " + loop.Dev + "; the xfs record is saved (id " + ids[0] + ")"; last != want {
+			t.Errorf("last line %q\nwant %q", last, want)
+		}
+		checkLeftNothing(t, loop.Dev, "", tmp, runRecord)
+	})
+	t.Run("ext4 mkfs", func(t *testing.T) {
+		tmp, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+		p := startIn(t, bin, tmp, "fscompare", loop.Dev, "-v", "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", "500ms", "--results", store, "--yes")
+		faultWaitFor(t, "mkfs.ext4", func() bool {
+			return strings.Contains(p.stderr.String(), `msg="make filesystem: started" argv="[mkfs.ext4`)
+		})
+		last, _ := signal(t, p)
+		labels, ids := storeLabels(t, store)
+		if !slices.Equal(labels, []string{"xfs"}) {
+			t.Fatalf("records %v, want xfs", labels)
+		}
+		saved := "; the xfs record is saved (id " + ids[0] + ")"
+		preparing := "diskprep: interrupted by SIGHUP while preparing ext4 on " + loop.Dev + ": "
+		if want := []string{
+			preparing + "only its partition table is written, nothing is mounted" + saved, // mkfs killed
+			preparing + "ext4 is made on " + loop.Dev + "p1, nothing is mounted" + saved,  // the signal after mkfs
+			"diskprep: interrupted by SIGHUP; released " + loop.Dev + saved,               // ... after the mount
+		}; !slices.Contains(want, last) {
+			t.Errorf("last line %q\nwant one of %q", last, want)
+		}
+		checkLeftNothing(t, loop.Dev, "", tmp, runRecord)
+	})
+	t.Run("image mkfs", func(t *testing.T) {
+		dir, tmp := t.TempDir(), t.TempDir()
+		img, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "results")
+		detachImage(t, img)
+		p := startIn(t, bin, tmp, "fscompare", "--image", img, "-v", "--size", "400M", "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", "500ms", "--results", store)
+		faultWaitFor(t, "mkfs.xfs", func() bool {
+			return strings.Contains(p.stderr.String(), `msg="make filesystem: started" argv="[mkfs.xfs`)
+		})
+		last, stderr := signal(t, p)
+		_, attached, _ := strings.Cut(stderr, `msg="attach image: finished" path=`+img+" device=")
+		dev, _, _ := strings.Cut(attached, "\n")
+		if want := []string{
+			"diskprep: interrupted by SIGHUP while preparing xfs on " + img + ": nothing is mounted, its loop device " + dev + " is detached, removed the image this run made",
+			"diskprep: interrupted by SIGHUP; released " + img + ", removed the image this run made", // the signal after the mount
+		}; !slices.Contains(want, last) {
+			t.Errorf("last line %q\nwant one of %q", last, want)
+		}
+		if labels, _ := storeLabels(t, store); len(labels) != 0 {
+			t.Errorf("records %v, want none", labels)
+		}
+		checkLeftNothing(t, "", img, tmp, fscompareRunPath(hwinfo.Roots{}.ImageLockPath(realImagePath(img))))
+	})
 }
 
 // TestPrivilegedFSCompareLiveRunKept: a second fscompare of the disk or
