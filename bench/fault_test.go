@@ -104,8 +104,10 @@ func TestRunFilesystemFull(t *testing.T) {
 	}
 }
 
-// TestLeftovers: a test file nobody holds is a killed run's leftover (the
-// warning says how to remove it); one a live run holds is named as such.
+// TestLeftovers: a test file nobody holds is a killed run's leftover: the
+// next run removes it before judging the free space, and says so; one a
+// live run holds is named as such and stays; a link of that name is not
+// followed, nor removed.
 func TestLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, TestFileName("20261130T000000Z-dead"))
@@ -115,26 +117,69 @@ func TestLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.remove()
+	elsewhere := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(elsewhere, []byte("keep"), 0o600)
+	link := filepath.Join(dir, TestFileName("20261130T000000Z-link"))
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(dir, "unrelated.tmp"), nil, 0o600)
 
+	var notes strings.Builder
 	rec, err := Run(context.Background(), workload.Request{Target: dir, Specs: []string{"rw=read,size=1M,runtime=1s"}},
-		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
+		Options{Host: syntheticHost(), Engine: &fakeEngine{}, Notes: &notes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := strings.Join(rec.Warnings, "\n")
-	if !strings.Contains(all, stale+" (4 KiB) is a test file left by an earlier run that was killed: remove it (rm "+stale+")") {
-		t.Errorf("no stale warning in %q", all)
+	if want := "removed " + stale + " (4 KiB), the test file of an earlier run that was killed\n"; notes.String() != want {
+		t.Errorf("notes %q, want %q", notes.String(), want)
 	}
+	if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed run's test file is still there: %v", err)
+	}
+	all := strings.Join(rec.Warnings, "\n")
 	if !strings.Contains(all, live.path+" (0 B) is the test file of another bench running now") {
 		t.Errorf("no in-use warning in %q", all)
 	}
-	if strings.Contains(all, "unrelated") || strings.Count(all, "diskprep-bench.") != 3 {
+	if strings.Contains(all, "unrelated") || strings.Contains(all, stale) {
 		t.Errorf("warnings %q", all)
 	}
-	// Reported, never removed: the user decides.
-	if _, err := os.Stat(stale); err != nil {
-		t.Error(err)
+	for _, p := range []string{live.path, link, elsewhere, filepath.Join(dir, "unrelated.tmp")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestLeftoverRemoverRace: a run's new test file taken for a leftover by
+// another run's remover between its create and its flock is made again,
+// and is the run's once created: the remover's lock makes the creator's
+// flock fail, its unlink makes the path lead elsewhere.
+func TestLeftoverRemoverRace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, TestFileName("20261130T000000Z-race"))
+	for round := range 200 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 50 {
+				removeLeftover(path)
+			}
+		}()
+		tf, err := createTestFile(path)
+		<-done
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := tf.check(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if _, ok := removeLeftover(path); ok {
+			t.Fatalf("round %d: a live run's test file was removed", round)
+		}
+		if err := tf.remove(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -254,14 +299,18 @@ func TestRunEngineFailsOnMissingFile(t *testing.T) {
 	}
 }
 
-// TestRunNoSpaceNamesLeftovers: when a killed run's test file is what
-// leaves too little space, the refusal says so.
+// TestRunNoSpaceNamesLeftovers: when the test file of another bench
+// running there now is what leaves too little space, the refusal says so.
 func TestRunNoSpaceNamesLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, TestFileName("20261130T000000Z-dead")), nil, 0o600)
-	_, err := Run(context.Background(), workload.Request{Target: dir, Specs: []string{"rw=read,size=1P,runtime=1s"}},
+	live, err := createTestFile(filepath.Join(dir, TestFileName("20261130T000000Z-live")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.remove()
+	_, err = Run(context.Background(), workload.Request{Target: dir, Specs: []string{"rw=read,size=1P,runtime=1s"}},
 		Options{Host: syntheticHost(), Engine: &fakeEngine{}})
-	if err == nil || !strings.Contains(err.Error(), "not enough free space") || !strings.Contains(err.Error(), "remove the 1 test file(s) of earlier runs") {
+	if err == nil || !strings.Contains(err.Error(), "not enough free space") || !strings.Contains(err.Error(), "(lower --size, or wait for the 1 other bench(es) running there now)") {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,9 +62,12 @@ type Options struct {
 	// interrupted with KeepPartial). Empty: the caller saves it.
 	ResultsDir string
 	Progress   func(Progress) // live view; nil for none
-	Logger     *slog.Logger   // nil discards
-	Engine     Engine         // nil is bench/engine
-	Now        func() time.Time
+	// Notes receives a line for each thing Run did besides measuring (the
+	// test file of a killed run removed); nil for none.
+	Notes  io.Writer
+	Logger *slog.Logger // nil discards
+	Engine Engine       // nil is bench/engine
+	Now    func() time.Time
 	// Runner runs smartctl for the target disk's health before and after
 	// the run; nil reads none.
 	Runner Runner
@@ -133,6 +137,16 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	var warnings []string
 	if workloads, warnings, err = t.admit(workloads, req.AllowDeviceWrite); err != nil {
 		return nil, err
+	}
+	if t.ident.Kind == record.KindDir {
+		// Before the free space is judged: a killed run's test file
+		// would take the space this run's needs.
+		for _, line := range removeLeftovers(t.ident.Path) {
+			log.Debug(line)
+			if opts.Notes != nil {
+				fmt.Fprintln(opts.Notes, line)
+			}
+		}
 	}
 	extent := maxExtent(workloads)
 	if err := t.check(workloads, extent); err != nil {
@@ -391,12 +405,8 @@ func (t *target) check(ws []workload.Workload, extent uint64) error {
 		// Keep a little headroom: the filesystem needs metadata for the file.
 		need := extent + extent/100 + 1<<20
 		if free < need {
-			hint := "lower --size"
-			if n := len(leftovers(t.ident.Path)); n > 0 {
-				hint += fmt.Sprintf(", or remove the %d test file(s) of earlier runs there, diskprep-bench.*.tmp, if no bench is running", n)
-			}
 			return fmt.Errorf("not enough free space in %s for the test file: need %s, %s available (%s)",
-				t.ident.Path, units.FormatSize(need), units.FormatSize(free), hint)
+				t.ident.Path, units.FormatSize(need), units.FormatSize(free), noSpaceHint(t.ident.Path))
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -27,7 +29,33 @@ type testFile struct {
 }
 
 // createTestFile makes path, which must not exist, and locks it.
+//
+// Between the create and the flock another run's removeLeftovers could
+// take the new file for a killed run's (unlocked): it locks it first and
+// removes it. The flock then fails, or the path no longer leads to the
+// file once locked; either way the file is made again once the remover is
+// done with it, so a file that is locked and still at its path is this
+// run's for good.
 func createTestFile(path string) (*testFile, error) {
+	for attempt := 0; ; attempt++ {
+		tf, err := createTestFileOnce(path)
+		switch {
+		case errors.Is(err, errTestFileTaken):
+		case attempt > 0 && errors.Is(err, unix.EEXIST):
+			// The remover has not unlinked it yet.
+		default:
+			return tf, err
+		}
+		if attempt == 50 {
+			return nil, fmt.Errorf("create test file %s: another process keeps removing it", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var errTestFileTaken = errors.New("test file taken for a leftover")
+
+func createTestFileOnce(path string) (*testFile, error) {
 	dir, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("create test file: %w", err)
@@ -47,7 +75,16 @@ func createTestFile(path string) (*testFile, error) {
 	tf.dev, tf.ino = st.Dev, st.Ino
 	// Advisory only: a filesystem without flock (some FUSE) still benches,
 	// its leftovers are just reported as possibly in use.
-	_ = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	var now unix.Stat_t
+	if errors.Is(err, unix.EWOULDBLOCK) ||
+		unix.Fstatat(int(dir.Fd()), name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		// A remover of leftovers holds it, or has unlinked it: the name
+		// is no longer this run's to remove.
+		tf.file.Close()
+		tf.dir.Close()
+		return nil, errTestFileTaken
+	}
 	return tf, nil
 }
 
@@ -80,9 +117,61 @@ func (tf *testFile) remove() error {
 	return nil
 }
 
-// leftovers names test files of earlier runs in dir: files of runs that
-// were killed (nobody holds their lock) are safe to remove and the warning
-// says how; files of a run going on now share the disk with this one.
+// removeLeftovers deletes the test files in dir that runs killed outright
+// (SIGKILL, a power cut) left, so that a rerun converges: no stale file
+// takes the space the run needs or stays behind for good. It returns one
+// line for each file removed. A file goes only when this process may call
+// it a leftover for sure: a regular file (not a link) of its own user,
+// which it locks (no live run holds it) and still finds at its path once
+// locked. Files of a run going on now, of another user, or on a
+// filesystem without flock stay; leftovers names them.
+func removeLeftovers(dir string) []string {
+	paths, _ := filepath.Glob(filepath.Join(dir, TestFileName("*")))
+	var removed []string
+	for _, p := range paths {
+		if size, ok := removeLeftover(p); ok {
+			removed = append(removed, fmt.Sprintf("removed %s (%s), the test file of an earlier run that was killed", p, units.FormatSize(size)))
+		}
+	}
+	if len(removed) > 0 {
+		// XFS frees an unlinked file's blocks in the background: until
+		// then the free space the run is about to judge does not count
+		// them (seen: 56 MiB free instead of 312). A syncfs waits for it.
+		if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			unix.Syncfs(fd)
+			unix.Close(fd)
+		}
+	}
+	return removed
+}
+
+func removeLeftover(path string) (size uint64, ok bool) {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Geteuid()) {
+		return 0, false
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd) // after the unlink: the lock is held until then
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return 0, false // a live run's, or no flock here: in doubt, kept
+	}
+	var held, now unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Lstat(path, &now) != nil || now.Dev != held.Dev || now.Ino != held.Ino {
+		return 0, false
+	}
+	if unix.Unlink(path) != nil {
+		return 0, false
+	}
+	return uint64(held.Size), true
+}
+
+// leftovers names test files of earlier runs in dir that removeLeftovers
+// left: files of runs that were killed (nobody holds their lock) but are
+// not this user's, with how to remove them; files of a run going on now,
+// which share the disk with this one.
 func leftovers(dir string) []string {
 	paths, _ := filepath.Glob(filepath.Join(dir, TestFileName("*")))
 	var out []string
@@ -100,6 +189,33 @@ func leftovers(dir string) []string {
 		}
 	}
 	return out
+}
+
+// noSpaceHint says what would free space in dir for a test file: a
+// smaller --size, the leftovers of killed runs removeLeftovers left (of
+// another user), the runs going on there now.
+func noSpaceHint(dir string) string {
+	paths, _ := filepath.Glob(filepath.Join(dir, TestFileName("*")))
+	var stale []string
+	live := 0
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if testFileInUse(p) {
+			live++
+		} else {
+			stale = append(stale, p)
+		}
+	}
+	hint := "lower --size"
+	if len(stale) > 0 {
+		hint += ", or remove the test files killed runs left there (rm " + strings.Join(stale, " ") + ")"
+	}
+	if live > 0 {
+		hint += fmt.Sprintf(", or wait for the %d other bench(es) running there now", live)
+	}
+	return hint
 }
 
 // testFileInUse reports whether a live run holds path's lock. When the lock

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/atomicfile"
 )
 
@@ -170,6 +171,10 @@ func (*LiveHost) Unmount(point string) error { return unix.Unmount(point, 0) }
 
 // liveDevice is an open block device node.
 type liveDevice struct{ *os.File }
+
+// ReadAt reads what is on the device now, not what its page cache kept
+// (hwinfo.ReadFresh): the guard and the damage check judge by it.
+func (d liveDevice) ReadAt(b []byte, off int64) (int, error) { return hwinfo.ReadFresh(d.File, b, off) }
 
 func (d liveDevice) Size() (uint64, error) {
 	var size uint64

@@ -109,27 +109,43 @@ func lockHolder(path string) string {
 // failing later on "changed since planning". A device that does not exist
 // (yet) takes no lock here: planning reports it.
 func LockTarget(req Request, deps Deps) (unlock func(), err error) {
+	path, what, err := targetLock(req, deps)
+	if err != nil || path == "" {
+		return func() {}, err
+	}
+	return newApplier(deps).host.Lock(path, what)
+}
+
+// TargetLockPath is the lock file LockTarget takes for req, "" for none (a
+// device that does not exist): what a command holding it for its whole
+// run keys its own state by.
+func TargetLockPath(req Request, deps Deps) (string, error) {
+	path, _, err := targetLock(req, deps)
+	return path, err
+}
+
+func targetLock(req Request, deps Deps) (path, what string, err error) {
 	a := newApplier(deps)
 	if req.Image != "" {
-		path, err := resolveImagePath(a.host, req.Image)
+		real, err := resolveImagePath(a.host, req.Image)
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
-		return a.lockImage(path)
+		return a.roots.ImageLockPath(real), real, nil
 	}
 	dev := req.Device
 	if dev == "" {
-		return func() {}, nil
+		return "", "", nil
 	}
 	if !strings.HasPrefix(dev, "/") {
 		dev = "/dev/" + dev
 	}
 	if _, err := followUserPath(a.host, "", req.Device, dev); isRefusal(err) {
-		return nil, err // refused before the lock: planning would refuse it too
+		return "", "", err // refused before the lock: planning would refuse it too
 	}
 	devnum, err := a.devNumber(dev)
 	if err != nil {
-		return func() {}, nil
+		return "", "", nil
 	}
-	return a.lockDevice(dev, devnum)
+	return a.roots.DeviceLockPath(devnum), dev, nil
 }

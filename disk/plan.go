@@ -42,6 +42,11 @@ type Request struct {
 	// Wipe allows destroying existing signatures, tables and a differently
 	// prepared layout (as `wipefs -a` before writing).
 	Wipe bool `json:"wipe,omitempty"`
+	// Fresh makes the table and every filesystem anew even where the disk
+	// already has the planned layout (which a rerun of prepare keeps):
+	// fscompare measures new filesystems only, never one a killed run
+	// left. It needs Wipe.
+	Fresh bool `json:"fresh,omitempty"`
 
 	// Expect is the fingerprint recorded when a plan file selected this disk;
 	// planning refuses when the disk no longer matches it. Nil: none recorded.

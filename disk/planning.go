@@ -451,6 +451,9 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	}
 
 	state := compareExisting(d, p.Partitions)
+	if state.kind == layoutMatches && req.Fresh && req.Wipe {
+		state = existingState{kind: layoutDiffers}
+	}
 	if err := admitLayout(subject, d, p.Partitions, state, false); err != nil {
 		return nil, err
 	}

@@ -425,6 +425,41 @@ func TestPlanIdempotent(t *testing.T) {
 	}
 }
 
+// Fresh (fscompare) makes the table and the filesystem anew on a disk
+// already prepared as planned, unmounted: a destructive plan, confirmed as
+// any; where the layout differs it is Wipe as before. Without Wipe it
+// changes nothing.
+func TestPlanFresh(t *testing.T) {
+	pl := fixedUUIDs(t)
+	d := blankDisk("sdb", 20*gib, 512, 512, 0)
+	req := oneXFS("sdb")
+	first, err := pl.PlanDisk(req, hostWith(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := first.Partitions[0]
+	d.PartitionTable, d.PartitionTableID = "gpt", first.Table.DiskGUID
+	d.Partitions = []hwinfo.Partition{{Name: "sdb1", Path: "/dev/sdb1", Number: 1, StartBytes: pp.StartBytes, SizeBytes: pp.SizeBytes,
+		FSType: "xfs", FSLabel: "data", FSUUID: "fs-uuid", PartUUID: strings.ToLower(pp.PartGUID), PartLabel: "data", PartType: strings.ToLower(LinuxFilesystemGUID)}}
+	req.Fresh = true
+	if p, err := pl.PlanDisk(req, hostWith(d)); err != nil || p.Table != nil || p.Partitions[0].Mkfs != nil {
+		t.Errorf("fresh without wipe: %v %+v", err, p)
+	}
+	req.Wipe = true
+	p, err := pl.PlanDisk(req, hostWith(d))
+	if err != nil || p.Table == nil || p.Partitions[0].Mkfs == nil || p.Partitions[0].Mkfs[1] != "-f" || p.Partitions[0].MountArgv == nil || !p.Destructive() {
+		t.Fatalf("fresh with wipe: %v %+v", err, p)
+	}
+	if ask, err := NeedConfirmation(p, false, true); !ask || err != nil {
+		t.Errorf("confirmation for a fresh plan: %v %v", ask, err)
+	}
+	// Mounted at the planned point (a rerun's): in use now.
+	d.Partitions[0].Mounts = []hwinfo.Mount{{Point: "/data", Source: "/dev/sdb1", FSType: "xfs"}}
+	if _, err := pl.PlanDisk(req, hostWith(d)); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "sdb1 is mounted at /data") {
+		t.Errorf("fresh, mounted: %v", err)
+	}
+}
+
 func TestPlanImage(t *testing.T) {
 	pl := fixedUUIDs(t)
 	h := hostWith()

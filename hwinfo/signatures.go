@@ -94,12 +94,13 @@ func (p *prober) fill(r *reader, d *Disk) error {
 		return fmt.Errorf("open %s: %w", d.Path, unwrapPath(err))
 	}
 	defer f.Close()
+	disk := freshReader{f}
 	size := int64(d.SizeBytes)
 	sector := int(d.LogicalSectorBytes)
 	if sector == 0 {
 		sector = 512
 	}
-	if t, err := p.backend.table(f, size, sector); err == nil && t != nil {
+	if t, err := p.backend.table(disk, size, sector); err == nil && t != nil {
 		if d.PartitionTable == "" {
 			d.PartitionTable, d.PartitionTableID = t.Type, t.ID
 		}
@@ -122,17 +123,31 @@ func (p *prober) fill(r *reader, d *Disk) error {
 		if part.FSType != "" || part.SizeBytes == 0 {
 			continue
 		}
-		sec := io.NewSectionReader(f, int64(part.StartBytes), int64(part.SizeBytes))
-		if s, ok := p.first(r, sec, int64(part.SizeBytes), part.Path); ok {
+		if s, ok := p.partition(r, disk, part); ok {
 			part.FSType, part.FSLabel, part.FSUUID = s.Type, s.Label, s.UUID
 		}
 	}
 	if d.FSType == "" && d.PartitionTable == "" {
-		if s, ok := p.first(r, f, size, d.Path); ok {
+		if s, ok := p.first(r, disk, size, d.Path); ok {
 			d.FSType, d.FSLabel, d.FSUUID = s.Type, s.Label, s.UUID
 		}
 	}
 	return nil
+}
+
+// partition probes part through its own device node, as udev does, and
+// through the disk only where the node cannot be opened. The two are
+// block devices of their own, each with its own page cache: a filesystem
+// on the partition writes through the partition's, so what it has not yet
+// written back is seen there only; through the disk, the start of a
+// partition mkfs had just written was read as zeros (/dev/loop4 against
+// XFSB through /dev/loop4p1).
+func (p *prober) partition(r *reader, disk io.ReaderAt, part *Partition) (sigFound, bool) {
+	if pf, err := os.OpenFile(r.path(part.Path), os.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		defer pf.Close()
+		return p.first(r, freshReader{pf}, int64(part.SizeBytes), part.Path)
+	}
+	return p.first(r, io.NewSectionReader(disk, int64(part.StartBytes), int64(part.SizeBytes)), int64(part.SizeBytes), part.Path)
 }
 
 // first returns the signature udev would have reported as ID_FS_TYPE.
@@ -169,3 +184,8 @@ func openAdvice(err error, euid int) string {
 	}
 	return "the device could not be read"
 }
+
+// freshReader reads a device as it is now (ReadFresh).
+type freshReader struct{ f *os.File }
+
+func (r freshReader) ReadAt(b []byte, off int64) (int, error) { return ReadFresh(r.f, b, off) }

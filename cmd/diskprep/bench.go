@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,8 +67,9 @@ least --size), or a block device (read workloads only, unless
 A TARGET named through a symbolic link another user owns or could replace
 is refused (exit 3): give the path it leads to.
 A run killed outright (SIGKILL, power loss) leaves its test file,
-diskprep-bench.<id>.tmp; the next run in that directory names it as a
-warning: remove it with rm. The record is written whole or not at all.
+diskprep-bench.<id>.tmp; the next run in that directory removes it, and says
+so (one of another user's it names as a warning, with the rm that removes
+it). The record is written whole or not at all.
 
 Several TARGETs are compared: each round runs every workload once on each
 target in turn (the first rotating: A B, B A, ...), --repeat rounds, so that
@@ -356,9 +358,13 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 			progress = func(p bench.Progress) { live.Update(a(p, time.Now())) }
 		}
 	}
+	var notes io.Writer
+	if !e.Quiet {
+		notes = e.Stderr
+	}
 	rec, err := bench.Run(ctx, req, bench.Options{
 		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
-		Progress: progress, Logger: e.Logger, Runner: disk.ExecRunner{},
+		Progress: progress, Notes: notes, Logger: e.Logger, Runner: disk.ExecRunner{},
 	})
 	if live != nil {
 		live.Clear()

@@ -199,14 +199,17 @@ func TestPrivilegedBenchSignals(t *testing.T) {
 }
 
 // TestPrivilegedBenchKilled: SIGKILL leaves no record (at most a temp file
-// readers skip); the test file it leaves is named by the next run in that
-// directory, with the command that removes it.
+// readers skip) and its test file; the same command run again removes
+// that file, saying so in one line, measures and saves its record, and
+// leaves the directory as it was. A leftover of another user's is named,
+// with the rm that removes it, and kept.
 func TestPrivilegedBenchKilled(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.ext4", "mount", "umount")
 	bin := faultBuild(t)
 	mnt := faultLoopExt4(t, 64<<20)
 	store := filepath.Join(t.TempDir(), "results")
-	p := faultStart(t, bin, "bench", mnt, "--workload", "rw=randread,bs=4k,size=8M,runtime=30s", "--results", store)
+	args := []string{"bench", mnt, "--workload", "rw=randread,bs=4k,size=8M,runtime=2s", "--results", store, "-o", "json"}
+	p := faultStart(t, bin, args...)
 	faultWaitFor(t, "layout", faultLaidOut(mnt, 8<<20))
 	p.cmd.Process.Kill()
 	if code := p.wait(t); code != -1 {
@@ -226,23 +229,28 @@ func TestPrivilegedBenchKilled(t *testing.T) {
 	// skip it without a word.
 	os.MkdirAll(store, 0o755)
 	os.WriteFile(filepath.Join(store, atomicfile.TempPrefix+"20261130T000000Z-dead.json-1"), []byte(`{"schema":"diskprep/result/v1","id":"2026`), 0o644)
-
-	code, stdout, stderr := runCLI(t, "bench", mnt, "--workload", "rw=randread,bs=4k,size=8M,runtime=1s", "--results", store, "-o", "json")
-	if code != 0 {
-		t.Fatalf("next run: exit %d %s", code, stderr)
-	}
-	want := left[0] + " (8 MiB) is a test file left by an earlier run that was killed: remove it (rm " + left[0] + ")"
-	if !strings.Contains(stderr, "warning: "+want) {
-		t.Errorf("next run does not name the leftover:\n%s", stderr)
-	}
-	var rec record.Record
-	if err := json.Unmarshal([]byte(stdout), &rec); err != nil || !strings.Contains(strings.Join(rec.Warnings, "\n"), want) {
-		t.Errorf("record warnings %q (%v)", rec.Warnings, err)
-	}
-	if err := os.Remove(left[0]); err != nil {
+	// And another user's leftover, which is theirs to remove.
+	theirs := filepath.Join(mnt, bench.TestFileName("20261130T000000Z-theirs"))
+	os.WriteFile(theirs, make([]byte, 4096), 0o600)
+	if err := os.Chown(theirs, testenv.Nobody, testenv.Nobody); err != nil {
 		t.Fatal(err)
 	}
-	if got := entries(t, mnt); strings.Join(got, ",") != "lost+found" {
+
+	again := faultStart(t, bin, args...)
+	code, stdout, stderr := again.wait(t), again.stdout.String(), again.stderr.String()
+	if code != 0 {
+		t.Fatalf("the same command after SIGKILL: exit %d %s", code, stderr)
+	}
+	removed := "removed " + left[0] + " (8 MiB), the test file of an earlier run that was killed\n"
+	warnTheirs := "warning: " + theirs + " (4 KiB) is a test file left by an earlier run that was killed: remove it (rm " + theirs + ")\n"
+	if !strings.HasPrefix(stderr, removed) || !strings.Contains(stderr, warnTheirs) {
+		t.Errorf("stderr does not start with %q and name the other user's file:\n%s", removed, stderr)
+	}
+	var rec record.Record
+	if err := json.Unmarshal([]byte(stdout), &rec); err != nil || strings.Contains(strings.Join(rec.Warnings, "\n"), left[0]) {
+		t.Errorf("record warnings %q (%v)", rec.Warnings, err)
+	}
+	if got := entries(t, mnt); strings.Join(got, ",") != "diskprep-bench.20261130T000000Z-theirs.tmp,lost+found" {
 		t.Errorf("mount holds %v", got)
 	}
 	code, stdout, stderr = runCLI(t, "results", "list", "--results", store)

@@ -68,7 +68,12 @@ At the end the disk is released: unmounted, no fstab line, a loop image
 detached; an --image file this run made is removed, one that was there
 before stays (--keep leaves the last filesystem mounted, and the image).
 An image this run makes needs no confirmation: nothing can be lost on it.
-Ctrl-C releases what was prepared.
+Ctrl-C releases what was prepared, and the last line says what it released
+and which records were saved. The disk's (or image's) lock is held from start
+to end, so another diskprep is refused it meanwhile. A run killed outright
+(kill -9, a crash) leaves its record in /run/diskprep/fscompare: the same
+command run again first releases what that run left (its mount, loop device,
+the image it made, its temporary directory), saying so.
 
 On a terminal the live line counts the whole comparison: run i of every
 filesystem's runs, and an ETA for all of them.
@@ -144,7 +149,7 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 		}
 		seen[f] = true
 	}
-	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true}
+	dreq = disk.Request{Device: o.Device, Image: o.Image, Wipe: true, Fresh: true}
 	if o.Image != "" {
 		var err error
 		if dreq.ImageSizeBytes, dreq.ImageSectorBytes, err = imageGeometry(o.Size, o.SectorSize); err != nil {
@@ -206,23 +211,70 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
-	if opts.Image != "" && !opts.Keep {
-		if err := releaseKilledRun(ctx, opts.Image, m, deps, &factsEnv, run.Progress); err != nil {
-			return err
+	// The target's lock is held from here to the end, cleanup included, as
+	// prepare holds it while it works: another diskprep is refused the
+	// disk meanwhile (naming this one), and a record of another run found
+	// under it is one that was killed (fscompare_rerun.go).
+	unlock, err := m.lockTarget(dreq, deps)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	image := ""
+	if opts.Image != "" {
+		image = realImagePath(opts.Image)
+	}
+	runPath := ""
+	if lockPath, err := disk.TargetLockPath(dreq, deps); err == nil && lockPath != "" {
+		runPath = fscompareRunPath(lockPath)
+	}
+	if runPath != "" {
+		if old := readFSCompareRun(runPath); old != nil {
+			if err := releaseKilledRun(ctx, old, releaseTarget, opts.Device, image, m, deps, &factsEnv, run.Progress); err != nil {
+				return err
+			}
 		}
 	}
 	// An image this run makes holds nothing but what it makes: it needs no
 	// question (disk.NeedConfirmation) and goes at the end, so the next run
 	// makes it anew, unasked, as the README's first command does twice.
-	madeImage := false
-	if opts.Image != "" && !opts.Keep {
-		if _, err := os.Lstat(opts.Image); errors.Is(err, os.ErrNotExist) {
-			madeImage = true
+	imageNew := false
+	if image != "" {
+		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
+			imageNew = true
 		}
+	}
+	madeImage := imageNew && !opts.Keep
+	releaseFailed := false // a release left something: the run's record stays for the next run
+	if runPath != "" {
+		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew}
+		if opts.Mount == "" {
+			dir, err := makeMountDir(&rec, runPath)
+			if err != nil {
+				os.Remove(runPath)
+				return err
+			}
+			run.Mount, run.MountMade = dir, true
+		} else {
+			if rec.Mount, err = filepath.Abs(opts.Mount); err != nil {
+				return err
+			}
+			if err := rec.write(runPath); err != nil {
+				return err
+			}
+		}
+		defer func() {
+			if !releaseFailed {
+				os.Remove(runPath)
+			}
+		}()
 	}
 	released := false // by the cleanup after a failure or an interruption
 	eta := &fsETA{rounds: len(opts.FS)}
 	var unsaved unsavedRecords
+	var saved []*record.Record
+	var preparing string      // the filesystem whose prepare was cut short
+	var prepared *disk.Result // what that prepare did
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			if e.Root == "" || e.Root == "/" {
@@ -237,6 +289,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
 			plan, err := (disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}).PlanDisk(req, host)
 			if err != nil {
+				if first && errors.Is(err, disk.ErrRefused) {
+					// Mounts left by an fscompare --keep or a prepare:
+					// say how to release them.
+					return nil, fmt.Errorf("prepare %s: %w%s", fs, err, leftoverHint(host, opts.Device, image, releaseTarget))
+				}
 				return nil, fmt.Errorf("prepare %s: %w", fs, err)
 			}
 			if first {
@@ -256,10 +313,13 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				}
 			}
 			return func(ctx context.Context) (string, error) {
+				preparing = fs
 				res, err := m.apply(ctx, plan, deps)
 				if err != nil {
+					prepared = res
 					return "", err
 				}
+				preparing = ""
 				if len(res.Partitions) > 0 {
 					return res.Partitions[0].Device, nil
 				}
@@ -272,6 +332,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				res.WriteText(e.Stderr)
 			}
 			released = cleanup && err == nil
+			releaseFailed = releaseFailed || err != nil
 			return err
 		},
 		Settled: func(ctx context.Context) error {
@@ -284,24 +345,39 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			eta.start(slices.Index(opts.FS, req.Label), time.Now())
 			rec, err := runBenchLive(ctx, req, host, e, eta.adjust)
 			eta.finish(time.Now())
-			return unsaved.keep(rec, err)
+			if rec, err = unsaved.keep(rec, err); err == nil && !slices.Contains(unsaved.ids, rec.ID) {
+				saved = append(saved, rec)
+			}
+			return rec, err
 		},
 	})
 	removed := madeImage && removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
+	if _, err := os.Lstat(image); imageNew && errors.Is(err, os.ErrNotExist) {
+		removed = true // also by Apply, undoing the round that made it
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			var done []string
-			if released {
-				done = append(done, "released "+releaseTarget)
+			var ie interruptedError
+			if errors.As(err, &ie) {
+				return err // at the question: it says what was left
 			}
-			if removed {
-				done = append(done, "removed the image this run made")
+			left := fscompareLeft{target: releaseTarget, preparing: preparing, prepared: prepared,
+				released: released, removedImage: removed, saved: saved}
+			// Said from what the machine shows, not from what the
+			// cleanup meant to do.
+			if point, err := filepath.Abs(run.Mount); run.Mount != "" && err == nil && mountedAt(deps.Roots, point) {
+				left.stillMounted = point
+				releaseFailed = true
 			}
-			detail := ""
-			if len(done) > 0 {
-				detail = "; " + strings.Join(done, ", ")
+			if image != "" {
+				if host, err := m.readFacts(context.WithoutCancel(ctx), e.Root, &factsEnv); err == nil {
+					if d := targetDisk(host, "", image); d != nil {
+						left.stillAttached = d.Path
+						releaseFailed = true
+					}
+				}
 			}
-			return interrupted(detail, err)
+			return interrupted(left.detail(), errors.Join(err, unsaved.err()))
 		}
 		return errors.Join(err, unsaved.err())
 	}
@@ -434,59 +510,123 @@ func (f *fsETA) adjust(p bench.Progress, now time.Time) bench.Progress {
 	return p
 }
 
-// releaseKilledRun undoes what an fscompare killed outright (SIGKILL, a
-// power cut of the ssh host) left of image: attached, mounted at its
-// temporary directory, the image diskprep made. A live fscompare holds
-// the image's lock, so only a dead one's leftovers match; those are
-// released (the image removed when diskprep made it) and the directory
-// removed, so the command runs again as it is.
-func releaseKilledRun(ctx context.Context, image string, m *machine, deps disk.Deps, e *env, progress io.Writer) error {
-	real, err := filepath.Abs(image)
-	if err != nil {
-		return nil
+// fscompareLeft is what an interrupted fscompare did and left, for the
+// one line it ends with: what it cleaned up and what it kept.
+type fscompareLeft struct {
+	target       string // the DEVICE or --image, as given
+	preparing    string // the filesystem whose prepare was cut short, "" for none
+	prepared     *disk.Result
+	released     bool   // the cleanup released the target
+	removedImage bool   // the image this run made is gone
+	stillMounted string // the mount point the cleanup could not release
+	// stillAttached is the loop device the image is still attached to.
+	stillAttached string
+	saved         []*record.Record
+}
+
+// detail follows "interrupted by SIGHUP": " while preparing ext4 on
+// /dev/loop3: nothing is mounted; the xfs record is saved (id ...)", or
+// "; released /dev/loop3; ...".
+func (l fscompareLeft) detail() string {
+	var b strings.Builder
+	mounted := "nothing is mounted"
+	if l.stillMounted != "" {
+		mounted = l.stillMounted + " is still mounted: diskprep release " + l.target + " releases it"
 	}
-	dir, err := hwinfo.FollowTrustedLinks(nil, filepath.Dir(real))
-	switch {
-	case errors.Is(err, hwinfo.ErrUntrustedLink):
-		return nil // nothing of root's is released through it: the plan refuses it
-	case err == nil:
-		real = filepath.Join(dir, filepath.Base(real))
+	attached := ""
+	if l.stillAttached != "" {
+		attached = "it is still attached to " + l.stillAttached + ": diskprep release " + l.target + " detaches it"
 	}
-	if _, held := deps.Roots.LockHeld(deps.Roots.ImageLockPath(real)); held {
-		return nil // a live run's: prepare refuses it, naming the pid
-	}
-	host, err := m.readFacts(ctx, e.Root, e)
-	if err != nil {
-		return nil // the plan reads the facts again and says what is wrong
-	}
-	tmpPrefix := filepath.Join(os.TempDir(), "diskprep-fscompare-")
-	var points []string
-	for _, d := range host.Disks {
-		if d.LoopBackingFile != real {
-			continue
+	if l.preparing != "" {
+		// Apply undid its own mount and loop device; the disk keeps
+		// what it wrote, which the same command wipes again.
+		fmt.Fprintf(&b, " while preparing %s on %s: ", l.preparing, l.target)
+		var parts []string
+		if !l.removedImage {
+			parts = append(parts, preparedState(l.prepared))
 		}
-		for _, p := range d.Partitions {
-			for _, mt := range p.Mounts {
-				if strings.HasPrefix(mt.Point, tmpPrefix) {
-					points = append(points, mt.Point)
-				}
+		parts = append(parts, mounted)
+		switch {
+		case attached != "":
+			parts = append(parts, attached)
+		case l.prepared != nil && l.prepared.LoopAttached:
+			parts = append(parts, "its loop device "+l.prepared.Device+" is detached")
+		}
+		if l.removedImage {
+			parts = append(parts, "removed the image this run made")
+		}
+		b.WriteString(strings.Join(parts, ", "))
+	} else {
+		var done []string
+		if l.released {
+			done = append(done, "released "+l.target)
+		}
+		if l.removedImage {
+			done = append(done, "removed the image this run made")
+		}
+		if len(done) > 0 {
+			b.WriteString("; " + strings.Join(done, ", "))
+		}
+		if l.stillMounted != "" {
+			b.WriteString("; " + mounted)
+		}
+		if attached != "" {
+			b.WriteString("; " + attached)
+		}
+	}
+	if n := len(l.saved); n > 0 {
+		fss, ids := make([]string, n), make([]string, n)
+		for i, r := range l.saved {
+			fss[i], ids[i] = r.Label, r.ID
+		}
+		if n == 1 {
+			fmt.Fprintf(&b, "; the %s record is saved (id %s)", fss[0], ids[0])
+		} else {
+			fmt.Fprintf(&b, "; the %s records are saved (ids %s)", strings.Join(fss, " and "), strings.Join(ids, ", "))
+		}
+	}
+	return b.String()
+}
+
+// preparedState says what a prepare cut short wrote to its disk.
+func preparedState(res *disk.Result) string {
+	var made []string
+	if res != nil {
+		for _, pr := range res.Partitions {
+			if pr.Formatted {
+				made = append(made, pr.FS+" is made on "+pr.Device)
 			}
 		}
 	}
-	if len(points) == 0 {
-		return nil
+	switch {
+	case len(made) > 0:
+		return strings.Join(made, ", ")
+	case res != nil && res.TableWritten:
+		return "only its partition table is written"
+	case res != nil && len(res.Wiped) > 0:
+		return "its signatures are wiped"
 	}
-	if progress != nil {
-		fmt.Fprintf(progress, "an earlier fscompare of %s ended without cleaning up (mounted at %s): releasing it first\n", image, strings.Join(points, ", "))
+	return "nothing was written to it"
+}
+
+// mountedAt says whether something is mounted at point.
+func mountedAt(roots hwinfo.Roots, point string) bool {
+	mounts, err := roots.Mounts()
+	if err != nil {
+		return false
 	}
-	if _, err := m.release(ctx, image, disk.ReleaseOptions{RemoveImage: true}, deps); err != nil {
-		// Not diskprep's image after all: keep it, release the rest.
-		if _, err := m.release(ctx, image, disk.ReleaseOptions{}, deps); err != nil {
-			return fmt.Errorf("release what an earlier fscompare left of %s: %w (diskprep release %s)", image, err, image)
-		}
+	return slices.ContainsFunc(mounts, func(m hwinfo.MountEntry) bool { return m.Point == point })
+}
+
+// realImagePath is the path of an --image with the links of its directory
+// resolved, as disk keys the image's lock and records by it.
+func realImagePath(image string) string {
+	abs, err := filepath.Abs(image)
+	if err != nil {
+		return image
 	}
-	for _, p := range points {
-		os.Remove(p) // empty once unmounted; a directory with files stays
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
-	return nil
+	return abs
 }

@@ -117,7 +117,7 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 // Ctrl-C during the benchmark releases what was prepared, and the error is
 // an interruption (exit 130). The machine is faked: nothing is written.
 func TestFSCompareInterruptReleases(t *testing.T) {
-	m := liveMachine()
+	root, m := useTempRoot(t) // the image's lock and the run's record
 	m.readFacts = func(context.Context, string, *env) (*hwinfo.Host, error) { return &hwinfo.Host{Hostname: "fake"}, nil }
 	m.geteuid = func() int { return 0 }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,6 +125,9 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 	var applied []string
 	m.apply = func(_ context.Context, p *disk.Plan, _ disk.Deps) (*disk.Result, error) {
 		applied = append(applied, p.Partitions[0].FS)
+		if recs, _ := filepath.Glob(filepath.Join(root, "run/diskprep/fscompare/image-*.json")); len(recs) != 1 {
+			t.Errorf("run records while preparing: %v, want this run's", recs)
+		}
 		cancel() // the user presses Ctrl-C once the disk is ready
 		return &disk.Result{Device: "/dev/loop9", Partitions: []disk.PartResult{{Device: "/dev/loop9p1", FS: p.Partitions[0].FS}}}, nil
 	}
@@ -153,5 +156,57 @@ func TestFSCompareInterruptReleases(t *testing.T) {
 	}
 	if entries, _, _ := record.List(e.ResultsDir); len(entries) != 0 {
 		t.Errorf("%d records saved from an interrupted run", len(entries))
+	}
+	// Cleaned up: the run's record, kept only for a rerun after a kill, is gone.
+	if left, _ := filepath.Glob(filepath.Join(root, "run/diskprep/fscompare/*")); len(left) != 0 {
+		t.Errorf("run records left: %v", left)
+	}
+}
+
+// The last line of an interrupted fscompare says what it cleaned up and
+// what it kept: the release, the image it made, a prepare cut short and
+// what that left on the disk, the records saved before.
+func TestFSCompareInterruptedDetail(t *testing.T) {
+	xfs := &record.Record{ID: "20261130T000000Z-aaaa", Label: "xfs"}
+	ext4 := &record.Record{ID: "20261130T000100Z-bbbb", Label: "ext4"}
+	formatted := &disk.Result{Device: "/dev/loop3", TableWritten: true, Partitions: []disk.PartResult{{Device: "/dev/loop3p1", FS: "ext4", Formatted: true}}}
+	for _, c := range []struct {
+		name string
+		left fscompareLeft
+		want string
+	}{
+		{"bench of the first", fscompareLeft{target: "/dev/loop3", released: true},
+			"; released /dev/loop3"},
+		{"bench of the second", fscompareLeft{target: "/dev/loop3", released: true, saved: []*record.Record{xfs}},
+			"; released /dev/loop3; the xfs record is saved (id 20261130T000000Z-aaaa)"},
+		{"image made", fscompareLeft{target: "/var/tmp/fc.img", released: true, removedImage: true},
+			"; released /var/tmp/fc.img, removed the image this run made"},
+		{"between rounds", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs}},
+			"; the xfs record is saved (id 20261130T000000Z-aaaa)"},
+		{"after the last round", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs, ext4}},
+			"; the xfs and ext4 records are saved (ids 20261130T000000Z-aaaa, 20261130T000100Z-bbbb)"},
+		{"release failed", fscompareLeft{target: "/dev/loop3", stillMounted: "/tmp/diskprep-fscompare-1"},
+			"; /tmp/diskprep-fscompare-1 is still mounted: diskprep release /dev/loop3 releases it"},
+		{"prepare, nothing written", fscompareLeft{target: "/dev/loop3", preparing: "xfs"},
+			" while preparing xfs on /dev/loop3: nothing was written to it, nothing is mounted"},
+		{"prepare, table", fscompareLeft{target: "/dev/loop3", preparing: "ext4", prepared: &disk.Result{Device: "/dev/loop3", TableWritten: true}, saved: []*record.Record{xfs}},
+			" while preparing ext4 on /dev/loop3: only its partition table is written, nothing is mounted; the xfs record is saved (id 20261130T000000Z-aaaa)"},
+		{"prepare, mkfs", fscompareLeft{target: "/dev/loop3", preparing: "ext4", prepared: formatted},
+			" while preparing ext4 on /dev/loop3: ext4 is made on /dev/loop3p1, nothing is mounted"},
+		{"prepare, image made", fscompareLeft{target: "/var/tmp/fc.img", preparing: "xfs", removedImage: true,
+			prepared: &disk.Result{Device: "/dev/loop3", LoopAttached: true, TableWritten: true}},
+			" while preparing xfs on /var/tmp/fc.img: nothing is mounted, its loop device /dev/loop3 is detached, removed the image this run made"},
+		{"prepare, detach failed", fscompareLeft{target: "/var/tmp/fc.img", preparing: "xfs", stillAttached: "/dev/loop3",
+			prepared: &disk.Result{Device: "/dev/loop3", LoopAttached: true, TableWritten: true}},
+			" while preparing xfs on /var/tmp/fc.img: only its partition table is written, nothing is mounted, it is still attached to /dev/loop3: diskprep release /var/tmp/fc.img detaches it"},
+		{"release failed, image", fscompareLeft{target: "/var/tmp/fc.img", stillMounted: "/tmp/diskprep-fscompare-1", stillAttached: "/dev/loop3"},
+			"; /tmp/diskprep-fscompare-1 is still mounted: diskprep release /var/tmp/fc.img releases it; it is still attached to /dev/loop3: diskprep release /var/tmp/fc.img detaches it"},
+		{"prepare, image kept", fscompareLeft{target: "/var/tmp/fc.img", preparing: "xfs",
+			prepared: &disk.Result{Device: "/dev/loop3", LoopAttached: true, Wiped: []string{"xfs"}}},
+			" while preparing xfs on /var/tmp/fc.img: its signatures are wiped, nothing is mounted, its loop device /dev/loop3 is detached"},
+	} {
+		if got := c.left.detail(); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
 	}
 }

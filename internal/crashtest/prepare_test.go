@@ -275,3 +275,56 @@ func TestPrepareImageKilled(t *testing.T) {
 	}
 	c.log(t, "prepare --image")
 }
+
+// TestPrepareImageKilledRerun: prepare --image killed at each step, then
+// the same command run again at once, with no release between (what
+// someone whose ssh session died does): it converges as after the release
+// TestPrepareImageKilled makes first, adopting or detaching what the
+// killed run left attached, and one release then leaves nothing attached.
+func TestPrepareImageKilledRerun(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.xfs", "sgdisk", "blkid", "findmnt")
+	binary(t)
+	c := tally{points: len(imagePoints)}
+	for _, kp := range imagePoints {
+		t.Run(kp.at, func(t *testing.T) {
+			dir := t.TempDir()
+			fstabPath, old := newFstab(t, dir)
+			img, mnt := filepath.Join(dir, "scratch.img"), filepath.Join(dir, "mnt")
+			args := []string{"prepare", "--image", img, "--size", "320M", "--fs", "xfs", "--label", label, "--mount", mnt, "--persist", "--fstab", fstabPath, "--yes"}
+			t.Cleanup(func() {
+				for _, dev := range strings.Fields(loopOf(t, img)) {
+					t.Errorf("%s still attached to %s", img, dev)
+					diskprep(t, "", "release", img, "--fstab", fstabPath)
+					testenv.UnmountAll(t, dev)
+					testenv.DropPartitions(t, dev)
+					testenv.Run("losetup", "-d", dev)
+				}
+			})
+
+			o := diskprep(t, kp.at, args...)
+			if !o.killed {
+				t.Fatalf("not killed at %s: %s", kp.at, o)
+			}
+			c.kills++
+			checkFstabWhole(t, fstabPath, old, mnt)
+			if !rerun(t, kp, args, &c) {
+				return
+			}
+			devs := strings.Fields(loopOf(t, img))
+			if len(devs) != 1 {
+				t.Fatalf("%s is attached to %v, want exactly one loop device", img, devs)
+			}
+			checkPrepared(t, devs[0], "xfs", label, mnt, fstabPath, old)
+			if r := diskprep(t, "", "release", mnt, "--fstab", fstabPath); r.code != 0 || !strings.Contains(r.stdout, "detached "+devs[0]) {
+				t.Errorf("final release: %s", r)
+			}
+			if b, _ := os.ReadFile(fstabPath); string(b) != string(old) {
+				t.Errorf("fstab after release is not the old file:\n%s", b)
+			}
+			if !t.Failed() {
+				c.converged++
+			}
+		})
+	}
+	c.log(t, "prepare --image, rerun at once")
+}

@@ -27,6 +27,9 @@ type Options struct {
 	// Mount is where each filesystem is mounted; "" makes a temporary
 	// directory, removed at the end.
 	Mount string
+	// MountMade says the caller made Mount for this run (naming it in its
+	// own records first): it is removed at the end as a temporary one is.
+	MountMade bool
 	// Bench is the request of every round; Target and Label are set per
 	// filesystem (the mount point and the filesystem's name).
 	Bench workload.Request
@@ -62,7 +65,7 @@ type Deps struct {
 // to the error.
 func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record, err error) {
 	mount := opts.Mount
-	madeMount := false
+	madeMount := opts.MountMade
 	if mount == "" {
 		if mount, err = os.MkdirTemp("", "diskprep-fscompare-"); err != nil {
 			return nil, err
