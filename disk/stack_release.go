@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // StackRelease is the part of a ReleasePlan that undoes storage stacks, in
@@ -96,10 +98,9 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	sort.Strings(lower)
 	// Swap areas among the devices given.
 	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) > 0 && names[filepath.Base(f[0])] {
-				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, f[0])
+		for _, sw := range hwinfo.ParseSwaps(string(b)) {
+			if names[filepath.Base(sw.Path)] {
+				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
 			}
 		}
 	}
