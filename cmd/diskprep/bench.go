@@ -357,7 +357,7 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 		}
 	}
 	rec, err := bench.Run(ctx, req, bench.Options{
-		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
+		Host: host, ToolVersion: toolVersion(), ResultsDir: e.ResultsDir,
 		Progress: progress, Logger: e.Logger, Runner: disk.ExecRunner{},
 	})
 	if live != nil {
