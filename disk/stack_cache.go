@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -206,7 +207,7 @@ type cacheMember struct {
 }
 
 // planCaches plans every cache entry of req.
-func (pl Planner) planCaches(req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []mountEntry, sp *StackPlan) error {
+func (pl Planner) planCaches(ctx context.Context, req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []mountEntry, sp *StackPlan) error {
 	var lvm *lvmState
 	var segs map[string]map[string]lvSeg
 	for _, c := range req.Caches {
@@ -234,10 +235,10 @@ func (pl Planner) planCaches(req StackRequest, byUse map[string][]member, host *
 		var err error
 		if lvmKind(cp.Kind) {
 			if lvm == nil {
-				if lvm, err = pl.readLVM(); err != nil {
+				if lvm, err = pl.readLVM(ctx); err != nil {
 					return err
 				}
-				if segs, err = pl.readLVSegs(); err != nil {
+				if segs, err = pl.readLVSegs(ctx); err != nil {
 					return err
 				}
 			}
@@ -293,9 +294,9 @@ type lvSeg struct {
 }
 
 // readLVSegs runs lvs -a for every logical volume's segment type, the
-// cache volume it uses and its cache mode (read-only).
-func (pl Planner) readLVSegs() (map[string]map[string]lvSeg, error) {
-	out, err := pl.host().Run(contextBackground(), "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
+// cache volume it uses and its cache mode (read-only), under ctx.
+func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
+	out, err := pl.host().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
 	if err != nil {
 		return nil, lvmError("lvs", err)
 	}

@@ -61,7 +61,7 @@ func (s StackRelease) empty() bool {
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -107,7 +107,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
-			return a.addDormant(plan)
+			return a.addDormant(ctx, plan)
 		}
 		return nil
 	}
@@ -118,7 +118,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM()
+		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 				}
 			}
 		}
-		if err := a.addLVMCaches(plan, lvm, vgs, opt); err != nil {
+		if err := a.addLVMCaches(ctx, plan, lvm, vgs, opt); err != nil {
 			return err
 		}
 		for _, vg := range sortedKeys(vgs) {
@@ -242,7 +242,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 			}
 		}
 		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
-		return a.addDormant(plan)
+		return a.addDormant(ctx, plan)
 	}
 	return nil
 }
@@ -259,7 +259,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *applier) addDormant(plan *ReleasePlan) error {
+func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -287,7 +287,7 @@ func (a *applier) addDormant(plan *ReleasePlan) error {
 			switch sig.Type {
 			case "LVM2_member":
 				if lvm == nil {
-					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(); err != nil {
+					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx); err != nil {
 						return err
 					}
 					for _, row := range lvm.pvList {
