@@ -52,11 +52,10 @@ func (realEngine) Layout(ctx context.Context, path string, size int64, data engi
 type Options struct {
 	Host        *hwinfo.Host // identity for the record; nil leaves it empty
 	ToolVersion string
-	// Root is the hardware root for host facts Run reads itself (CPU
-	// governors, device-mapper names): "" is the live machine.
-	Root string
 	// Roots are the live machine's sysfs and procfs, where the target is
-	// looked up and checked; the zero value is the live machine.
+	// looked up and checked and every host fact Run reads itself comes
+	// from (CPU governors, device-mapper names, memory, disk counters);
+	// the zero value is the live machine.
 	Roots hwinfo.Roots
 	// ResultsDir, when set, receives the record (complete, or partial when
 	// interrupted with KeepPartial). Empty: the caller saves it.
@@ -168,7 +167,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 
 	env := environment{
 		FSType: t.ident.FSType, MountOptions: t.ident.MountOptions,
-		Governors: readGovernors(opts.Root),
+		Governors: readGovernors(opts.Roots),
 	}
 	if opts.Host != nil {
 		env.RAMBytes = opts.Host.Memory.TotalBytes
@@ -177,7 +176,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		env.RAMBytes, _ = opts.Roots.MemTotal()
 	}
 	if t.ident.Device != "" {
-		env.DedupDevice = dedupDevice(opts.Root, t.ident.Device)
+		env.DedupDevice = dedupDevice(opts.Roots, t.ident.Device)
 	}
 	env.VirtualDisk, env.VirtualBy, env.Disk = t.ident.Virtual, t.ident.VirtualBy, t.ident.Disk
 	env.Cache = t.ident.Cache
@@ -497,7 +496,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	haveStats := false
 	if r.t.haveDev {
 		var err error
-		before, err = engine.ReadDiskStats("", r.t.major, r.t.minor)
+		before, err = engine.ReadDiskStats(r.t.roots, r.t.major, r.t.minor)
 		haveStats = err == nil
 	}
 	cacheBefore, cacheErr := r.t.cacheCounters()
@@ -539,7 +538,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 		one.Warnings = append(one.Warnings, fmt.Sprintf("%s: cache counters not recorded: %v", w.Name, cacheErr))
 	}
 	if haveStats {
-		if after, err := engine.ReadDiskStats("", r.t.major, r.t.minor); err == nil {
+		if after, err := engine.ReadDiskStats(r.t.roots, r.t.major, r.t.minor); err == nil {
 			one.Device = deviceIO(r.t.ident.Device, after.Sub(before), wall, res.Read.Bytes+res.Write.Bytes)
 			if why := agreementWarning(w, one); why != "" {
 				one.Warnings = append(one.Warnings, why)
@@ -612,6 +611,7 @@ func (r *runner) params(w workload.Workload) engine.Params {
 	}
 	return engine.Params{
 		Path:      r.t.path,
+		Roots:     r.t.roots,
 		RW:        rw,
 		BlockSize: int64(w.BlockBytes),
 		Size:      int64(w.SizeBytes),

@@ -180,10 +180,10 @@ func compressingFS(fstype, opts string) string {
 	return ""
 }
 
-// readGovernors counts CPUs per scaling_governor under root ("" is /). A
-// host without cpufreq (most VMs) has none, and gets no warning.
-func readGovernors(root string) map[string]int {
-	paths, _ := filepath.Glob(filepath.Join(root, "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
+// readGovernors counts CPUs per scaling_governor in roots' sysfs. A host
+// without cpufreq (most VMs) has none, and gets no warning.
+func readGovernors(roots hwinfo.Roots) map[string]int {
+	paths, _ := filepath.Glob(roots.SysPath("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
 	out := map[string]int{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -200,15 +200,15 @@ func readGovernors(root string) map[string]int {
 // dedupDevice reports a VDO volume under dev (a dm device name such as
 // dm-3), directly or through the devices it is stacked on: VDO deduplicates
 // and compresses every block written to it.
-func dedupDevice(root, dev string) string {
-	return dedupDeviceDepth(root, dev, 0)
+func dedupDevice(roots hwinfo.Roots, dev string) string {
+	return dedupDeviceDepth(roots, dev, 0)
 }
 
-func dedupDeviceDepth(root, dev string, depth int) string {
+func dedupDeviceDepth(roots hwinfo.Roots, dev string, depth int) string {
 	if !strings.HasPrefix(dev, "dm-") || depth > 8 {
 		return ""
 	}
-	sys := filepath.Join(root, "/sys/block", dev)
+	sys := roots.SysPath("block", dev)
 	name, _ := os.ReadFile(filepath.Join(sys, "dm/name"))
 	uuid, _ := os.ReadFile(filepath.Join(sys, "dm/uuid"))
 	n, u := strings.TrimSpace(string(name)), strings.TrimSpace(string(uuid))
@@ -220,7 +220,7 @@ func dedupDeviceDepth(root, dev string, depth int) string {
 	}
 	slaves, _ := os.ReadDir(filepath.Join(sys, "slaves"))
 	for _, s := range slaves {
-		if why := dedupDeviceDepth(root, s.Name(), depth+1); why != "" {
+		if why := dedupDeviceDepth(roots, s.Name(), depth+1); why != "" {
 			return why
 		}
 	}

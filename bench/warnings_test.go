@@ -105,11 +105,11 @@ func TestReadGovernors(t *testing.T) {
 	// cpufreq without a governor file, and a non-CPU directory, count for nothing.
 	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu/cpu3/cpufreq"), 0o755)
 	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu/cpufreq/policy0"), 0o755)
-	got := readGovernors(root)
+	got := readGovernors(hwinfo.RootsUnder(root))
 	if len(got) != 2 || got["powersave"] != 2 || got["performance"] != 1 {
 		t.Errorf("governors %v", got)
 	}
-	if g := readGovernors(t.TempDir()); len(g) != 0 {
+	if g := readGovernors(hwinfo.RootsUnder(t.TempDir())); len(g) != 0 {
 		t.Errorf("no cpufreq: %v", g)
 	}
 }
@@ -130,16 +130,16 @@ func TestDedupDevice(t *testing.T) {
 	mk("dm-1", "vg-vpool0-vpool", "LVM-def")
 	mk("dm-2", "vg-vdolv", "LVM-ghi", "dm-1")
 	mk("dm-3", "vdo0", "VDO-1234")
-	if got := dedupDevice(root, "dm-0"); got != "" {
+	if got := dedupDevice(hwinfo.RootsUnder(root), "dm-0"); got != "" {
 		t.Errorf("plain LV flagged: %s", got)
 	}
-	if got := dedupDevice(root, "dm-2"); !strings.Contains(got, "dm-1 (vg-vpool0-vpool)") {
+	if got := dedupDevice(hwinfo.RootsUnder(root), "dm-2"); !strings.Contains(got, "dm-1 (vg-vpool0-vpool)") {
 		t.Errorf("LV on a VDO pool: %q", got)
 	}
-	if got := dedupDevice(root, "dm-3"); !strings.Contains(got, "VDO") {
+	if got := dedupDevice(hwinfo.RootsUnder(root), "dm-3"); !strings.Contains(got, "VDO") {
 		t.Errorf("stand-alone VDO: %q", got)
 	}
-	if got := dedupDevice(root, "sdb1"); got != "" {
+	if got := dedupDevice(hwinfo.RootsUnder(root), "sdb1"); got != "" {
 		t.Errorf("partition flagged: %s", got)
 	}
 }

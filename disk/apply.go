@@ -581,15 +581,11 @@ func (a *applier) swapActive(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if f[0] == path {
+	for _, sw := range hwinfo.ParseSwaps(string(b)) {
+		if sw.Path == path {
 			return true, nil
 		}
-		if n, err := a.devNumber(strings.ReplaceAll(f[0], `\040`, " ")); err == nil && n == want {
+		if n, err := a.devNumber(sw.Path); err == nil && n == want {
 			return true, nil
 		}
 	}

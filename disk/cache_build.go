@@ -104,7 +104,7 @@ func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps)
 	if err != nil {
 		return nil, err
 	}
-	sp, err := pl.PlanStacks(st, plans, reqs, host)
+	sp, err := pl.PlanStacks(ctx, st, plans, reqs, host)
 	if err != nil {
 		return nil, err
 	}

@@ -200,7 +200,7 @@ func TestPlanStackMountPoint(t *testing.T) {
 		st := disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "data", Level: 1, Volume: disk.VolumeSpec{FS: "xfs", Mount: point}}}}
 		plans, err := pl.PlanAll(reqs, h.FactsNow())
 		if err == nil {
-			_, err = pl.PlanStacks(st, plans, reqs, h.FactsNow())
+			_, err = pl.PlanStacks(context.Background(), st, plans, reqs, h.FactsNow())
 		}
 		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want a refusal saying %q", point, err, want)

@@ -1,10 +1,11 @@
 package disk
 
 import (
-	"crypto/rand"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
@@ -73,19 +74,9 @@ func (pl Planner) host() Host {
 
 func (pl Planner) newUUID() string {
 	if pl.NewUUID == nil {
-		return randomUUID()
+		return uuid.NewString()
 	}
 	return pl.NewUUID()
-}
-
-func randomUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand: " + err.Error()) // never fails on Linux
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // PlanDisk decides everything Apply will do for req, from the host's facts.

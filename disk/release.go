@@ -130,7 +130,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	if err := a.refuseSystemEarly(ctx, target); err != nil {
 		return nil, err
 	}
-	plan, named, err := a.planRelease(target, opt)
+	plan, named, err := a.planRelease(ctx, target, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	return plan, nil
 }
 
-func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, string, error) {
+func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOptions) (*ReleasePlan, string, error) {
 	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target, groups: map[string]string{}, unmountDevs: map[string]bool{}}
 	named := ""
 	if target == "" {
@@ -232,7 +232,7 @@ func (a *applier) planRelease(target string, opt ReleaseOptions) (*ReleasePlan, 
 	}
 	var stacks StackRelease
 	plan.Stacks = &stacks
-	if err := a.addStacks(plan, devs, opt); err != nil {
+	if err := a.addStacks(ctx, plan, devs, opt); err != nil {
 		return nil, "", err
 	}
 	if stacks.empty() {

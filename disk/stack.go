@@ -385,7 +385,7 @@ type member struct {
 // first, by PlanAll). It reads, never writes: sysfs and /dev for running
 // arrays, pvs and lvs for LVM, the file systems on existing volumes, the
 // mount table and mdadm.conf.
-func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, host *hwinfo.Host) (*StackPlan, error) {
+func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*Plan, reqs []Request, host *hwinfo.Host) (*StackPlan, error) {
 	if err := req.Validate(reqs); err != nil {
 		return nil, err
 	}
@@ -437,7 +437,7 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 		sp.Arrays = append(sp.Arrays, ap)
 	}
 	if len(req.Groups) > 0 {
-		lvm, err := pl.readLVM()
+		lvm, err := pl.readLVM(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -458,7 +458,7 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 		}
 	}
 	if len(req.Caches) > 0 {
-		if err := pl.planCaches(req, byUse, host, mounts, sp); err != nil {
+		if err := pl.planCaches(ctx, req, byUse, host, mounts, sp); err != nil {
 			return nil, err
 		}
 	}
@@ -468,7 +468,7 @@ func (pl Planner) PlanStacks(req StackRequest, plans []*Plan, reqs []Request, ho
 	if err := pl.checkVolumePoints(sp, mounts); err != nil {
 		return nil, err
 	}
-	if err := pl.checkKernel(context.Background(), sp); err != nil {
+	if err := pl.checkKernel(ctx, sp); err != nil {
 		return nil, err
 	}
 	return sp, nil
@@ -828,11 +828,10 @@ type lvmState struct {
 	pvList [][2]string
 }
 
-// readLVM runs pvs and lvs (read-only).
-func (pl Planner) readLVM() (*lvmState, error) {
+// readLVM runs pvs and lvs (read-only) under ctx.
+func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}}
 	h := pl.host()
-	ctx := contextBackground()
 	out, err := h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "-o", "pv_name,vg_name")
 	if err != nil {
 		return nil, lvmError("pvs", err)
@@ -1013,7 +1012,5 @@ func (pl Planner) checkMdadmConf(sp *StackPlan) error {
 	}
 	return nil
 }
-
-func contextBackground() context.Context { return context.Background() }
 
 func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }

@@ -1,14 +1,14 @@
 package disk
 
 import (
-	"encoding/binary"
-	"encoding/hex"
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -207,7 +207,7 @@ type cacheMember struct {
 }
 
 // planCaches plans every cache entry of req.
-func (pl Planner) planCaches(req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []mountEntry, sp *StackPlan) error {
+func (pl Planner) planCaches(ctx context.Context, req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []mountEntry, sp *StackPlan) error {
 	var lvm *lvmState
 	var segs map[string]map[string]lvSeg
 	for _, c := range req.Caches {
@@ -235,10 +235,10 @@ func (pl Planner) planCaches(req StackRequest, byUse map[string][]member, host *
 		var err error
 		if lvmKind(cp.Kind) {
 			if lvm == nil {
-				if lvm, err = pl.readLVM(); err != nil {
+				if lvm, err = pl.readLVM(ctx); err != nil {
 					return err
 				}
-				if segs, err = pl.readLVSegs(); err != nil {
+				if segs, err = pl.readLVSegs(ctx); err != nil {
 					return err
 				}
 			}
@@ -294,9 +294,9 @@ type lvSeg struct {
 }
 
 // readLVSegs runs lvs -a for every logical volume's segment type, the
-// cache volume it uses and its cache mode (read-only).
-func (pl Planner) readLVSegs() (map[string]map[string]lvSeg, error) {
-	out, err := pl.host().Run(contextBackground(), "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
+// cache volume it uses and its cache mode (read-only), under ctx.
+func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
+	out, err := pl.host().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
 	if err != nil {
 		return nil, lvmError("lvs", err)
 	}
@@ -427,22 +427,6 @@ func visibleLV(lvm *lvmState, vg, lv string) bool {
 	return ok
 }
 
-// bcache superblock versions (include/uapi/linux/bcache.h).
-const (
-	bcacheSBCache           = 0
-	bcacheSBBacking         = 1
-	bcacheSBCacheWithUUID   = 3
-	bcacheSBBackingOffset   = 4
-	bcacheSBCacheFeatures   = 5
-	bcacheSBBackingFeatures = 6
-	bcacheSBOffset          = 4096
-	// bcacheDataOffset is where make-bcache -B starts the data by default
-	// (16 sectors).
-	bcacheDataOffset = 8192
-)
-
-var bcacheMagic = []byte{0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d, 0x81}
-
 // bcache's bucket sizes: make-bcache's default (1024 sectors), the
 // smallest the kernel takes (a page), and the fewest buckets a cache set
 // may have: the kernel's cache_alloc refuses a cache whose bucket count,
@@ -473,36 +457,21 @@ func bcacheBucket(size uint64) (uint64, error) {
 	return b, nil
 }
 
-// bcacheSB is what a bcache superblock says: backing or cache, and the
-// cache set it belongs to.
-type bcacheSB struct {
-	backing    bool
-	setUUID    string
-	dataOffset int64 // where a backing device's data starts
-}
-
 // readBcacheSB reads the bcache superblock of dev; nil when there is none.
-func (pl Planner) readBcacheSB(dev string) (*bcacheSB, error) {
+func (pl Planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
 	f, err := pl.host().OpenDevice(dev, false)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", dev, err)
 	}
 	defer f.Close()
-	sb := make([]byte, 512)
-	if _, err := f.ReadAt(sb, bcacheSBOffset); err != nil {
+	sb := make([]byte, probe.BcacheSuperSize)
+	if _, err := f.ReadAt(sb, probe.BcacheSuperOffset); err != nil {
 		return nil, fmt.Errorf("read the bcache superblock of %s: %w", dev, err)
 	}
-	if string(sb[24:40]) != string(bcacheMagic) || binary.LittleEndian.Uint64(sb[8:]) != bcacheSBOffset/512 {
-		return nil, nil
+	if s, ok := probe.ParseBcacheSuper(sb); ok {
+		return &s, nil
 	}
-	v := binary.LittleEndian.Uint64(sb[16:])
-	u := hex.EncodeToString(sb[56:72])
-	out := &bcacheSB{backing: v == bcacheSBBacking || v == bcacheSBBackingOffset || v == bcacheSBBackingFeatures,
-		setUUID: u[0:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:32], dataOffset: bcacheDataOffset}
-	if v == bcacheSBBackingOffset || v == bcacheSBBackingFeatures {
-		out.dataOffset = int64(binary.LittleEndian.Uint64(sb[184:])) * 512
-	}
-	return out, nil
+	return nil, nil
 }
 
 // bcacheDir is the bcache directory the kernel gives a registered device
@@ -526,7 +495,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	h := pl.host()
 	cp.Device = BcachePlaceholder
 	register := pl.Roots.SysPath("fs/bcache/register_quiet")
-	sbOf := func(m cacheMember) (*bcacheSB, error) {
+	sbOf := func(m cacheMember) (*probe.BcacheSuper, error) {
 		if m.ex == nil {
 			return nil, nil // a partition this run makes
 		}
@@ -541,9 +510,9 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		return err
 	}
 	switch {
-	case osb != nil && !osb.backing:
+	case osb != nil && !osb.Backing:
 		return refuse(origin.path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.path))
-	case csb != nil && csb.backing:
+	case csb != nil && csb.Backing:
 		return refuse(cache.path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", cache.path))
 	}
 	fresh := osb == nil
@@ -565,7 +534,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		}
 		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: cache.path, Argv: append(argv, cache.path)})
 	} else {
-		cp.SetUUID = csb.setUUID
+		cp.SetUUID = csb.SetUUID
 	}
 	odir, cdir := pl.bcacheDir(origin.path), pl.bcacheDir(cache.path)
 	registered := func(dir string) bool {
@@ -617,7 +586,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
 		// file system is read where the bcache device will show it.
-		if err := pl.planVolumeAt(&vol, origin.path, osb.dataOffset, req); err != nil {
+		if err := pl.planVolumeAt(&vol, origin.path, osb.DataOffset, req); err != nil {
 			return err
 		}
 	default:
@@ -631,8 +600,8 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		vol.FstabLine = fstabLine(vol.partPlan())
 	}
 	cp.Volume = vol
-	if origin.size > bcacheDataOffset {
-		cp.OriginBytes = origin.size - bcacheDataOffset
+	if origin.size > probe.BcacheDataOffset {
+		cp.OriginBytes = origin.size - probe.BcacheDataOffset
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func vgOfDMName(dm string) string {
 
 // addLVMCaches plans, for the cached logical volumes of the groups
 // released, the flush and split (or removal, with Wipe) of their cache.
-func (a *applier) addLVMCaches(plan *ReleasePlan, lvm *lvmState, vgs map[string]bool, opt ReleaseOptions) error {
+func (a *applier) addLVMCaches(ctx context.Context, plan *ReleasePlan, lvm *lvmState, vgs map[string]bool, opt ReleaseOptions) error {
 	stacked := false
 	for vg := range vgs {
 		for lv := range lvm.lvs[vg] {
@@ -139,7 +139,7 @@ func (a *applier) addLVMCaches(plan *ReleasePlan, lvm *lvmState, vgs map[string]
 	if !stacked {
 		return nil
 	}
-	segs, err := (Planner{Host: a.host, Roots: a.roots}).readLVSegs()
+	segs, err := (Planner{Host: a.host, Roots: a.roots}).readLVSegs(ctx)
 	if err != nil {
 		return err
 	}

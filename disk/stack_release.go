@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // StackRelease is the part of a ReleasePlan that undoes storage stacks, in
@@ -59,7 +61,7 @@ func (s StackRelease) empty() bool {
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -96,17 +98,16 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	sort.Strings(lower)
 	// Swap areas among the devices given.
 	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) > 0 && names[filepath.Base(f[0])] {
-				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, f[0])
+		for _, sw := range hwinfo.ParseSwaps(string(b)) {
+			if names[filepath.Base(sw.Path)] {
+				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
 			}
 		}
 	}
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
-			return a.addDormant(plan)
+			return a.addDormant(ctx, plan)
 		}
 		return nil
 	}
@@ -117,7 +118,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM()
+		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx)
 		if err != nil {
 			return err
 		}
@@ -145,7 +146,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 				}
 			}
 		}
-		if err := a.addLVMCaches(plan, lvm, vgs, opt); err != nil {
+		if err := a.addLVMCaches(ctx, plan, lvm, vgs, opt); err != nil {
 			return err
 		}
 		for _, vg := range sortedKeys(vgs) {
@@ -241,7 +242,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 			}
 		}
 		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
-		return a.addDormant(plan)
+		return a.addDormant(ctx, plan)
 	}
 	return nil
 }
@@ -258,7 +259,7 @@ func (a *applier) addStacks(plan *ReleasePlan, devs map[string]string, opt Relea
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *applier) addDormant(plan *ReleasePlan) error {
+func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -286,7 +287,7 @@ func (a *applier) addDormant(plan *ReleasePlan) error {
 			switch sig.Type {
 			case "LVM2_member":
 				if lvm == nil {
-					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(); err != nil {
+					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx); err != nil {
 						return err
 					}
 					for _, row := range lvm.pvList {

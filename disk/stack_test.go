@@ -70,7 +70,7 @@ func (r *stackRig) plan(c stackCase) ([]*disk.Plan, *disk.StackPlan, error) {
 		}
 		plans = append(plans, p)
 	}
-	sp, err := pl.PlanStacks(c.stack, plans, c.reqs, facts)
+	sp, err := pl.PlanStacks(context.Background(), c.stack, plans, c.reqs, facts)
 	return plans, sp, err
 }
 

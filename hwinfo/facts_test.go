@@ -56,6 +56,9 @@ func TestParseMemTotal(t *testing.T) {
 	if _, err := ParseMemTotal("MemTotal: lots\n"); err == nil || !strings.Contains(err.Error(), `malformed MemTotal line "MemTotal: lots"`) {
 		t.Errorf("malformed: %v", err)
 	}
+	if _, err := ParseMemTotal("MemTotal: 0 kB\n"); err == nil || !strings.Contains(err.Error(), `malformed MemTotal line`) {
+		t.Errorf("no memory: %v", err)
+	}
 	dir := t.TempDir()
 	mkfile(t, dir, "proc/meminfo", "MemTotal: 2048 kB\n")
 	if n, err := RootsUnder(dir).MemTotal(); err != nil || n != 2<<20 {

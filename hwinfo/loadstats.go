@@ -86,9 +86,9 @@ func (m MemInfo) UsedBytes() uint64 {
 // cache), free(1)'s buff/cache without the reclaimable slab.
 func (m MemInfo) PageCacheBytes() uint64 { return m.CachedBytes + m.BuffersBytes }
 
-// ParseMemInfo reads a /proc/meminfo content. MemTotal is required
-// (ErrNoMemTotal without it); a malformed line of a field it reads is an
-// error naming it.
+// ParseMemInfo reads a /proc/meminfo content, the one parser of that
+// file. MemTotal is required (ErrNoMemTotal without it) and is not zero; a
+// malformed line of a field it reads is an error naming it.
 func ParseMemInfo(data string) (MemInfo, error) {
 	var m MemInfo
 	fields := map[string]*uint64{
@@ -108,6 +108,9 @@ func ParseMemInfo(data string) (MemInfo, error) {
 			n, err = strconv.ParseUint(f[0], 10, 64)
 		} else {
 			err = errors.New("want N kB")
+		}
+		if err == nil && n == 0 && key == "MemTotal" {
+			err = errors.New("no memory")
 		}
 		if err != nil {
 			return MemInfo{}, fmt.Errorf("malformed %s line %q", key, clip(line))

@@ -2,9 +2,7 @@ package hwinfo
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -45,32 +43,18 @@ func (r Roots) Swaps() ([]Swap, error) {
 var ErrNoMemTotal = errors.New("no MemTotal")
 
 // ParseMemTotal returns MemTotal of a /proc/meminfo content, in bytes: the
-// memory usable by the kernel, as free(1) shows it. A malformed line is an
-// error naming it; a missing one is ErrNoMemTotal.
+// memory usable by the kernel, as free(1) shows it. It is ParseMemInfo's
+// TotalBytes, with its errors: a malformed line is an error naming it; a
+// missing MemTotal is ErrNoMemTotal.
 func ParseMemTotal(data string) (uint64, error) {
-	for _, line := range strings.Split(data, "\n") {
-		rest, ok := strings.CutPrefix(line, "MemTotal:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 2 && f[1] == "kB" {
-			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil && n > 0 {
-				return n * 1024, nil
-			}
-		}
-		return 0, fmt.Errorf("malformed MemTotal line %q", clip(line))
-	}
-	return 0, ErrNoMemTotal
+	m, err := ParseMemInfo(data)
+	return m.TotalBytes, err
 }
 
 // MemTotal reads MemTotal of the live machine.
 func (r Roots) MemTotal() (uint64, error) {
-	b, err := os.ReadFile(r.ProcPath("meminfo"))
-	if err != nil {
-		return 0, err
-	}
-	return ParseMemTotal(string(b))
+	m, err := r.MemInfo()
+	return m.TotalBytes, err
 }
 
 // Mounts reads the live mount table (proc/self/mountinfo).

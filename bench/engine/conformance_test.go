@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine/uring"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -524,7 +525,7 @@ func TestDiskStatsAgreeOnLoop(t *testing.T) {
 			// attempt matches exactly.
 			var msg string
 			for attempt := 0; attempt < 3; attempt++ {
-				before, err := ReadDiskStats("", maj, min)
+				before, err := ReadDiskStats(hwinfo.Roots{}, maj, min)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -532,7 +533,7 @@ func TestDiskStatsAgreeOnLoop(t *testing.T) {
 				if res.Align != 4096 {
 					t.Errorf("alignment %d on a 4096-byte-sector device", res.Align)
 				}
-				after, err := ReadDiskStats("", maj, min)
+				after, err := ReadDiskStats(hwinfo.Roots{}, maj, min)
 				if err != nil {
 					t.Fatal(err)
 				}

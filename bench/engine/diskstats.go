@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // DeviceOf maps a file or directory to the block device holding it
@@ -40,13 +41,10 @@ type DiskStats struct {
 	InFlight, IOTicksMs, WeightedMs      uint64
 }
 
-// ReadDiskStats reads the counters of device major:minor from
-// procRoot/diskstats (procRoot "" means /proc).
-func ReadDiskStats(procRoot string, major, minor uint32) (DiskStats, error) {
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	path := filepath.Join(procRoot, "diskstats")
+// ReadDiskStats reads the counters of device major:minor from roots'
+// proc/diskstats.
+func ReadDiskStats(roots hwinfo.Roots, major, minor uint32) (DiskStats, error) {
+	path := roots.ProcPath("diskstats")
 	f, err := os.Open(path)
 	if err != nil {
 		return DiskStats{}, fmt.Errorf("read diskstats: %w", err)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine/hist"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // ErrParams marks a usage error in Params (bad bs, size, alignment, jobs...).
@@ -81,7 +82,10 @@ type DataPattern struct {
 
 // Params describes one workload run.
 type Params struct {
-	Path      string // regular file or block device; must exist and cover [Offset, Offset+Size)
+	Path string // regular file or block device; must exist and cover [Offset, Offset+Size)
+	// Roots are the machine's sysfs, where the logical block size of the
+	// device under a regular file is read; the zero value is the live one.
+	Roots     hwinfo.Roots
 	RW        RW
 	BlockSize int64
 	Size      int64 // bytes of the region used

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -122,7 +123,7 @@ func TestLayoutDistinctBlocks(t *testing.T) {
 }
 
 func TestDiskStats(t *testing.T) {
-	before, err := ReadDiskStats("testdata/proc", 253, 1)
+	before, err := ReadDiskStats(hwinfo.Roots{Proc: "testdata/proc"}, 253, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestDiskStats(t *testing.T) {
 	if q := d.AvgQueue(time.Second); q != 4 {
 		t.Fatalf("avg queue %v, want 4", q)
 	}
-	if _, err := ReadDiskStats("testdata/proc", 8, 0); err == nil {
+	if _, err := ReadDiskStats(hwinfo.Roots{Proc: "testdata/proc"}, 8, 0); err == nil {
 		t.Fatal("missing device: no error")
 	}
 }
@@ -163,7 +164,7 @@ func TestDeviceOf(t *testing.T) {
 	if err != nil {
 		testenv.Lacks(t, "a block-device filesystem under the temp dir or the source tree", err.Error())
 	}
-	if _, err := ReadDiskStats("", maj, min); err != nil {
+	if _, err := ReadDiskStats(hwinfo.Roots{}, maj, min); err != nil {
 		t.Fatalf("device %d:%d of the temp dir not in /proc/diskstats: %v", maj, min, err)
 	}
 }
@@ -175,7 +176,7 @@ func TestDirectAlignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{dir, file} {
-		a, ok, err := DirectAlignment(p)
+		a, ok, err := DirectAlignment(hwinfo.Roots{}, p)
 		if err != nil || a <= 0 || a&(a-1) != 0 {
 			t.Fatalf("%s: alignment %d, %v", p, a, err)
 		}
@@ -183,7 +184,7 @@ func TestDirectAlignment(t *testing.T) {
 			t.Logf("%s: no direct I/O here", p)
 		}
 	}
-	if _, _, err := DirectAlignment(filepath.Join(dir, "nope")); err == nil {
+	if _, _, err := DirectAlignment(hwinfo.Roots{}, filepath.Join(dir, "nope")); err == nil {
 		t.Fatal("missing path: no error")
 	}
 }

@@ -80,7 +80,7 @@ func Run(ctx context.Context, p Params) (*Result, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	t, err := inspect(p.Path)
+	t, err := inspect(p.Roots, p.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // target is what Run learns about Path before any job opens it.
@@ -21,7 +23,9 @@ type target struct {
 	noDirect bool  // statx says the file cannot do direct I/O
 }
 
-func inspect(path string) (*target, error) {
+// inspect learns about path, reading roots' sysfs for what the file itself
+// does not say.
+func inspect(roots hwinfo.Roots, path string) (*target, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -60,7 +64,7 @@ func inspect(path string) (*target, error) {
 		if n, err := logicalBlockSize(path); err == nil {
 			lbs = n
 		}
-	} else if n, err := sysfsLogicalBlockSize(unix.Major(st.Dev), unix.Minor(st.Dev)); err == nil {
+	} else if n, err := sysfsLogicalBlockSize(roots, unix.Major(st.Dev), unix.Minor(st.Dev)); err == nil {
 		lbs = n
 	}
 	t.memAlign, t.offAlign = lbs, lbs
@@ -95,8 +99,8 @@ func logicalBlockSize(path string) (int64, error) {
 
 // sysfsLogicalBlockSize reads the logical block size of the device behind a
 // filesystem; a partition's queue is its parent's.
-func sysfsLogicalBlockSize(major, minor uint32) (int64, error) {
-	dir := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
+func sysfsLogicalBlockSize(roots hwinfo.Roots, major, minor uint32) (int64, error) {
+	dir := roots.SysPath("dev/block", fmt.Sprintf("%d:%d", major, minor))
 	for _, p := range []string{"queue/logical_block_size", "../queue/logical_block_size"} {
 		b, err := os.ReadFile(filepath.Join(dir, p))
 		if err != nil {
@@ -146,18 +150,18 @@ func directInEffect(fd int) bool {
 // block size), or a directory where a test file will be made (the logical
 // block size of the device under it, else 512). ok is false when statx
 // says the file cannot do direct I/O at all.
-func DirectAlignment(path string) (align int64, ok bool, err error) {
+func DirectAlignment(roots hwinfo.Roots, path string) (align int64, ok bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return 0, false, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if n, err := sysfsLogicalBlockSize(unix.Major(st.Dev), unix.Minor(st.Dev)); err == nil {
+		if n, err := sysfsLogicalBlockSize(roots, unix.Major(st.Dev), unix.Minor(st.Dev)); err == nil {
 			return n, true, nil
 		}
 		return 512, true, nil
 	}
-	t, err := inspect(path)
+	t, err := inspect(roots, path)
 	if err != nil {
 		return 0, false, err
 	}

@@ -3,6 +3,8 @@ package record
 import (
 	"fmt"
 	"strings"
+
+	"github.com/diskprep/diskprep/internal/units"
 )
 
 // Verdicts are the lines every report shows about how a record's numbers
@@ -65,9 +67,9 @@ func verdictLines(rec *Record, per []string) []string {
 	var cost []string
 	for _, wr := range rec.Workloads {
 		if s := wr.EngineCPUNSPerIO; s != nil && s.N > 0 {
-			c := wr.Params.Name + " " + nsText(s.Median)
+			c := wr.Params.Name + " " + units.FormatNanoseconds(s.Median)
 			if s.N > 1 && s.Min != s.Max {
-				c += " (" + nsText(s.Min) + "–" + nsText(s.Max) + ")"
+				c += " (" + units.FormatNanoseconds(s.Min) + "–" + units.FormatNanoseconds(s.Max) + ")"
 			}
 			cost = append(cost, c)
 		}
@@ -137,17 +139,6 @@ func optU(v *uint64) string {
 		return "?"
 	}
 	return fmt.Sprint(*v)
-}
-
-// nsText is a per-I/O time: 850 ns, 3.2 µs, 1.4 ms.
-func nsText(ns float64) string {
-	switch {
-	case ns < 1e3:
-		return fmt.Sprintf("%.0f ns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.1f µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.1f ms", ns/1e6)
 }
 
 func sizeText(b uint64) string {

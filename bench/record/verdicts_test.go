@@ -24,7 +24,7 @@ func TestVerdicts(t *testing.T) {
 		},
 		Health: &Health{Device: "/dev/sdb", Note: "not read: smartctl not found (install smartmontools to record the disk's temperature, wear and error counters)"},
 	}
-	engine := "engine CPU time per I/O (user+sys, all jobs; 1 s over it is the most IOPS one core of this engine can drive): a 2.0 µs, b 2.0 µs"
+	engine := "engine CPU time per I/O (user+sys, all jobs; 1 s over it is the most IOPS one core of this engine can drive): a 2.00 µs, b 2.00 µs"
 	want := []string{
 		"preconditioned: the device (4.0 GB) written 2 times with 128 KiB sequential writes before the workloads, 1500 MB/s",
 		"a: stopped after 3 runs: the 95% interval of the median is within ±1.0% (goal ±3.5%)",

@@ -363,7 +363,7 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 		notes = e.Stderr
 	}
 	rec, err := bench.Run(ctx, req, bench.Options{
-		Host: host, ToolVersion: toolVersion(), Root: e.Root, ResultsDir: e.ResultsDir,
+		Host: host, ToolVersion: toolVersion(), ResultsDir: e.ResultsDir,
 		Progress: progress, Notes: notes, Logger: e.Logger, Runner: disk.ExecRunner{},
 	})
 	if live != nil {

@@ -207,7 +207,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			if err != nil {
 				return err
 			}
-			_, err = pl.PlanStacks(st, plans, reqs, host)
+			_, err = pl.PlanStacks(ctx, st, plans, reqs, host)
 			return err
 		},
 		Build: func(ctx context.Context, host *hwinfo.Host) (string, error) {

@@ -384,7 +384,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	var sp *disk.StackPlan
 	if !stacks.Empty() {
-		if sp, err = pl.PlanStacks(stacks, plans, reqs, host); err != nil {
+		if sp, err = pl.PlanStacks(ctx, stacks, plans, reqs, host); err != nil {
 			return err
 		}
 	}

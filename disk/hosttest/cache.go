@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
 // The caches of the fake machine. lvmcache and dm-writecache:
@@ -349,12 +351,10 @@ func (h *Host) makeBcache(args []string, fail func(int, string) ([]byte, error))
 // bcacheSB reads the superblock make-bcache wrote on d: backing or cache,
 // and its set; ok false when there is none.
 func bcacheSB(d *blockDev) (backing bool, set string, ok bool) {
-	sb := make([]byte, 512)
-	(&reader{d: d}).ReadAt(sb, 4096)
-	if string(sb[24:40]) != string(bcacheMagic) {
-		return false, "", false
-	}
-	return binary.LittleEndian.Uint64(sb[16:]) == 1, formatUUID(sb[56:72]), true
+	sb := make([]byte, probe.BcacheSuperSize)
+	(&reader{d: d}).ReadAt(sb, probe.BcacheSuperOffset)
+	s, ok := probe.ParseBcacheSuper(sb)
+	return s.Backing, s.SetUUID, ok
 }
 
 // bcacheDir is the bcache directory of a registered device.

@@ -1,5 +1,6 @@
 // Package units parses and formats the sizes and durations people type on the
-// command line and in plan files ("4k", "32M", "1.5TiB", "10s", "1m").
+// command line and in plan files ("4k", "32M", "1.5TiB", "10s", "1m"), and
+// formats the figures and times a benchmark measured ("1.40 ms").
 package units
 
 import (
