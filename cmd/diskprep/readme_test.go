@@ -54,8 +54,8 @@ func readmeSkip(cmd string) string {
 	switch {
 	case regexp.MustCompile(`/dev/(sd|nvme|vd)`).MatchString(cmd):
 		return "names a disk this machine does not have (or its own system disk)"
-	case regexp.MustCompile(`(^|\s)/(data|srv|scratch)\b|/mnt/data`).MatchString(cmd):
-		return "works on a filesystem an example above makes on such a disk"
+	case regexp.MustCompile(`(^|\s)/(data|srv|scratch)\b|/mnt/(data|xfs|ext4)\b`).MatchString(cmd):
+		return "works on filesystems made on such disks"
 	case strings.Contains(cmd, "${fpath[1]}"):
 		return "writes into zsh's system function directory"
 	case strings.Contains(cmd, "["):
