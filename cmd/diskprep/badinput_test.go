@@ -273,8 +273,8 @@ func badCases(fx *badInputFixture) []badCase {
 		{"release unknown -o", []string{"release", "/mnt/a", "-o", "csv"}, 2, `unknown output format "csv"`},
 		{"release with --root", []string{"--root", fx.work, "release", "/mnt/a"}, 2, "this machine only"},
 
-		{"bench without target", []string{"bench"}, 2, "bench takes one TARGET"},
-		{"bench two targets", []string{"bench", dir, dir}, 2, "bench takes one TARGET"},
+		{"bench without target", []string{"bench"}, 2, "bench takes a TARGET"},
+		{"bench one target twice", []string{"bench", dir, dir}, 2, "each target needs a label of its own"},
 		{"bench unknown flag", []string{"bench", dir, "--frobnicate"}, 2, "flag provided but not defined"},
 		{"bench nonexistent target", []string{"bench", w("no-such-dir"), "--set", "quick"}, 2, "does not exist"},
 		{"bench unknown set", []string{"bench", dir, "--set", "nope"}, 2, `unknown workload set "nope"`},
