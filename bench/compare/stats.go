@@ -142,17 +142,3 @@ func binom(n, k int) float64 {
 // median is the record's median (record.Median), so a comparison's cell and
 // the record's own summary agree on what the middle of the runs is.
 func median(values []float64) float64 { return record.Median(values) }
-
-// quantile of sorted values with linear interpolation between ranks.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 1 {
-		return sorted[0]
-	}
-	pos := q * float64(len(sorted)-1)
-	i := int(pos)
-	if i >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	f := pos - float64(i)
-	return sorted[i]*(1-f) + sorted[i+1]*f
-}
