@@ -50,7 +50,9 @@ func MergeRounds(id string, rounds []*Record) (*Record, error) {
 		case len(r.Workloads) != len(first.Workloads):
 			return nil, fmt.Errorf("round %d has %d workloads, not %d", ri+1, len(r.Workloads), len(first.Workloads))
 		}
-		out.Start = minTime(out.Start, r.Start)
+		if r.Start.Before(out.Start) {
+			out.Start = r.Start
+		}
 		if r.End.After(out.End) {
 			out.End = r.End
 		}
@@ -80,11 +82,4 @@ func MergeRounds(id string, rounds []*Record) (*Record, error) {
 		out.Workloads[i].Summarize()
 	}
 	return &out, nil
-}
-
-func minTime[T interface{ Before(T) bool }](a, b T) T {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -243,19 +243,9 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if err := checkResultsDir(e.ResultsDir); err != nil {
 		return err
 	}
-	// hwinfo's diagnostics (no DMI, no udev) are about the inventory, not
-	// this run; they only show with --verbose.
-	hwlog := e.Logger
-	if !e.Verbose {
-		hwlog = nil
-	}
-	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
+	host, err := benchHost(ctx, e, opts.Hostname)
 	if err != nil {
 		return err
-	}
-	if opts.Hostname != "" && opts.Hostname != host.Hostname {
-		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", opts.Hostname, host.Hostname))
-		host.Hostname = opts.Hostname
 	}
 	rec, err := runBenchLive(ctx, req, host, e)
 	if rec != nil && errors.Is(err, record.ErrNotSaved) {
@@ -296,6 +286,26 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
 	}
 	return nil
+}
+
+// benchHost reads the machine's facts for a bench record, the host named
+// as --hostname says (and the record saying so).
+func benchHost(ctx context.Context, e *env, hostname string) (*hwinfo.Host, error) {
+	// hwinfo's diagnostics (no DMI, no udev) are about the inventory, not
+	// this run; they only show with --verbose.
+	hwlog := e.Logger
+	if !e.Verbose {
+		hwlog = nil
+	}
+	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
+	if err != nil {
+		return nil, err
+	}
+	if hostname != "" && hostname != host.Hostname {
+		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", hostname, host.Hostname))
+		host.Hostname = hostname
+	}
+	return host, nil
 }
 
 // showBenchRecord prints the record of a run as `results show` shows it

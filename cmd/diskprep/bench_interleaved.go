@@ -12,7 +12,6 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/bench/workload"
-	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // interleavedTargets checks bench's several TARGETs and their --label
@@ -67,17 +66,9 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	if err := checkResultsDir(e.ResultsDir); err != nil {
 		return err
 	}
-	hwlog := e.Logger
-	if !e.Verbose {
-		hwlog = nil
-	}
-	host, err := hwinfo.Read(ctx, hwinfo.Options{Root: e.Root, All: true, Logger: hwlog})
+	host, err := benchHost(ctx, e, opts.Hostname)
 	if err != nil {
 		return err
-	}
-	if opts.Hostname != "" && opts.Hostname != host.Hostname {
-		host.Warnings = append(host.Warnings, fmt.Sprintf("host recorded as %q (--hostname); it calls itself %q", opts.Hostname, host.Hostname))
-		host.Hostname = opts.Hostname
 	}
 	// The rounds are saved merged, once all are done.
 	roundEnv := *e
