@@ -390,10 +390,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	if opts.DryRun && sp != nil {
 		if format == "json" {
-			return writeJSON(e.Stdout, struct {
-				Disks  []*disk.Plan    `json:"disks"`
-				Stacks *disk.StackPlan `json:"stacks"`
-			}{plans, sp})
+			return writeJSON(e.Stdout, newPreparePlanDoc(plans, sp))
 		}
 		for _, p := range plans {
 			if err := p.WriteText(e.Stdout); err != nil {
@@ -413,10 +410,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	if opts.DryRun {
 		if format == "json" {
-			if len(plans) == 1 && opts.PlanFile == "" {
-				return writeJSON(e.Stdout, plans[0])
-			}
-			return writeJSON(e.Stdout, plans)
+			return writeJSON(e.Stdout, newPreparePlanDoc(plans, nil))
 		}
 		if n, err := units.ParseSize(opts.PartitionSize); err == nil && n > 0 {
 			// The partition line shows the aligned size in binary units;
@@ -481,16 +475,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 	}
 	if format == "json" {
-		if sres != nil {
-			return writeJSON(e.Stdout, struct {
-				Disks  []*disk.Result    `json:"disks"`
-				Stacks *disk.StackResult `json:"stacks"`
-			}{results, sres})
-		}
-		if len(results) == 1 && opts.PlanFile == "" {
-			return writeJSON(e.Stdout, results[0])
-		}
-		return writeJSON(e.Stdout, results)
+		return writeJSON(e.Stdout, newPrepareResultDoc(results, sres))
 	}
 	for _, r := range results {
 		if err := r.WriteText(e.Stdout); err != nil {
