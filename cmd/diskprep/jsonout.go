@@ -17,7 +17,16 @@ const (
 	prepareResultSchema = "diskprep/prepare/v2"
 	// releaseResultSchema is release applied.
 	releaseResultSchema = "diskprep/release/v1"
+	// versionSchema is --version -o json.
+	versionSchema = "diskprep/version/v1"
 )
+
+// versionDoc is what --version -o json prints.
+type versionDoc struct {
+	Schema  string `json:"schema"`
+	Version string `json:"version"`
+	Go      string `json:"go"`
+}
 
 // preparePlanDoc is what prepare --dry-run -o json prints.
 type preparePlanDoc struct {
