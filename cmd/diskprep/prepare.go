@@ -91,7 +91,8 @@ remount, loop and the like), or that cannot be written in an fstab line,
 are bad input (exit 2).
 
 --dry-run prints exactly the plan that would be carried out (-o json for the
-machine-readable plan) and needs no root when the facts are readable.
+machine-readable plan, diskprep/plan/v2 for one disk or several alike) and
+needs no root when the facts are readable.
 
 Examples:
   diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist
