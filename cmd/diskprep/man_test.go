@@ -91,7 +91,7 @@ func roffText(s string) string {
 }
 
 func containsRun(words, run []string) bool {
-	clean := func(w string) string { return strings.Trim(w, "`*") }
+	clean := strings.NewReplacer("`", "", "*", "").Replace
 	for i := 0; i+len(run) <= len(words); i++ {
 		ok := true
 		for j, r := range run {
