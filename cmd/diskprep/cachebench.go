@@ -184,7 +184,10 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		deps.Progress = e.Stderr
 	}
 	var unsaved unsavedRecords
+	benchEnv := *e
+	benchEnv.ResultsDir = "" // saved by Save, at the end
 	released := false // by the cleanup after a failure or an interruption
+	saving := false   // the run got as far as storing its records
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			if e.Root == "" || e.Root == "/" {
@@ -229,8 +232,20 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			released = cleanup && err == nil
 			return err
 		},
+		// Each run's record is kept in memory and stored only once the
+		// whole run has succeeded (Save): a failure or an interruption
+		// leaves no record of a run whose cache it took apart.
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return unsaved.keep(runBenchLive(ctx, req, host, e))
+			return runBenchLive(ctx, req, host, &benchEnv)
+		},
+		Save: func(recs []*record.Record) error {
+			saving = true
+			for _, rec := range recs {
+				if _, err := unsaved.keep(rec, record.Save(e.ResultsDir, rec)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		Resolve: func(path string) (string, error) {
 			real, err := hwinfo.FollowTrustedLinks(nil, path)
@@ -244,9 +259,12 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			if released {
-				return interrupted("; released the cache, both disks left signature-free", err)
+				return interrupted("; released the cache, both disks left signature-free, no record saved", err)
 			}
-			return interrupted("", err)
+			return interrupted("; no record saved", err)
+		}
+		if !saving {
+			return fmt.Errorf("%w; no record of this run saved", err)
 		}
 		return errors.Join(err, unsaved.err())
 	}
