@@ -186,8 +186,8 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	var unsaved unsavedRecords
 	benchEnv := *e
 	benchEnv.ResultsDir = "" // saved by Save, at the end
-	released := false // by the cleanup after a failure or an interruption
-	saving := false   // the run got as far as storing its records
+	released := false        // by the cleanup after a failure or an interruption
+	saving := false          // the run got as far as storing its records
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			if e.Root == "" || e.Root == "/" {

@@ -28,7 +28,7 @@ type fake struct {
 	failAt   string // the label of the bench call that fails
 	n        int
 	saved    [][]string // the record ids of each Save
-	volume   uint64 // the cached volume's size
+	volume   uint64     // the cached volume's size
 }
 
 var figures = map[string][2]float64{ // IOPS, hit ratio (-1: none)
@@ -331,7 +331,7 @@ func (s *stepper) steps(d Deps) Deps {
 		return release(ctx, cleanup)
 	}
 	d.Bench = func(ctx context.Context, req workload.Request, h *hwinfo.Host) (*record.Record, error) {
-		if err := s.hit(ctx, "bench " + req.Label); err != nil {
+		if err := s.hit(ctx, "bench "+req.Label); err != nil {
 			return nil, err
 		}
 		return bench(ctx, req, h)
