@@ -75,8 +75,7 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	roundEnv.ResultsDir = ""
 	rounds := make([][]*record.Record, len(targets))
 	for r := range opts.Repeat {
-		for k := range targets {
-			i := (k + r) % len(targets)
+		for _, i := range record.RoundOrder(r, len(targets)) {
 			if !e.Quiet {
 				fmt.Fprintf(e.Stderr, "bench: round %d/%d: %s (%s)\n", r+1, opts.Repeat, labels[i], targets[i])
 			}

@@ -29,6 +29,8 @@ func TestFSCompareBadInput(t *testing.T) {
 		{"repeat 0", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 0}, "--repeat"},
 		{"unknown set", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Set: "nosuch"}, "nosuch"},
 		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Runtime: "soon"}, "--runtime"},
+		{"unknown order", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 1, Order: "random"}, `--order "random": interleaved or blocked`},
+		{"interleaved auto", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 9, RepeatAuto: true, Order: "interleaved"}, "--repeat auto stops each filesystem's runs on its own"},
 	}
 	for _, c := range cases {
 		e, _, _ := resultsEnv(t, "")
@@ -40,6 +42,27 @@ func TestFSCompareBadInput(t *testing.T) {
 	code, out, _ := runDiskprep(t, "", "fscompare", "--help")
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--keep") {
 		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
+
+// Interleaved unless asked otherwise, or unless there are no rounds to
+// take in turn: one filesystem, or --repeat auto stopping each on its own.
+func TestFSCompareOrder(t *testing.T) {
+	two := []string{"xfs", "ext4"}
+	for _, c := range []struct {
+		o    fscompareOptions
+		want string
+	}{
+		{fscompareOptions{FS: two, Repeat: 5}, record.OrderInterleaved},
+		{fscompareOptions{FS: two, Repeat: 5, Order: "blocked"}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 1, Order: "interleaved"}, record.OrderInterleaved},
+		{fscompareOptions{FS: []string{"ext4"}, Repeat: 5}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 9, RepeatAuto: true}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 9, RepeatAuto: true, Order: "blocked"}, record.OrderBlocked},
+	} {
+		if got := c.o.order(); got != c.want {
+			t.Errorf("%+v: order %s, want %s", c.o, got, c.want)
+		}
 	}
 }
 
@@ -181,6 +204,12 @@ func TestFSCompareInterruptedDetail(t *testing.T) {
 			"; released /dev/loop3; the xfs record is saved (id 20261130T000000Z-aaaa)"},
 		{"image made", fscompareLeft{target: "/var/tmp/fc.img", released: true, removedImage: true},
 			"; released /var/tmp/fc.img, removed the image this run made"},
+		{"interleaved, round 2 of 5", fscompareLeft{target: "/dev/loop3", released: true, round: 2, rounds: 5},
+			"; released /dev/loop3; in round 2 of 5, no record saved"},
+		{"interleaved, the last round", fscompareLeft{target: "/dev/loop3", released: true, round: 5, rounds: 5, saved: []*record.Record{xfs}},
+			"; released /dev/loop3; the xfs record is saved (id 20261130T000000Z-aaaa)"},
+		{"interleaved, preparing", fscompareLeft{target: "/dev/loop3", preparing: "ext4", round: 3, rounds: 5},
+			" while preparing ext4 on /dev/loop3: nothing was written to it, nothing is mounted; in round 3 of 5, no record saved"},
 		{"between rounds", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs}},
 			"; the xfs record is saved (id 20261130T000000Z-aaaa)"},
 		{"after the last round", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs, ext4}},
