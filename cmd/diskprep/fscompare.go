@@ -385,7 +385,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}
 			return rec, err
 		},
-		NewID: func() string { return record.NewID(time.Now()) },
+		NewID: record.NewID,
 	})
 	removed := madeImage && removeMadeImage(ctx, opts.Image, m, &factsEnv, run.Progress)
 	if _, err := os.Lstat(image); imageNew && errors.Is(err, os.ErrNotExist) {

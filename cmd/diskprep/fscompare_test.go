@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/disk"
@@ -66,9 +67,10 @@ func TestFSCompareOrder(t *testing.T) {
 	}
 }
 
-// The real thing on an image: each filesystem made (blkid, while mounted),
-// benchmarked and recorded, and at the end nothing left attached, mounted or
-// in fstab.
+// The real thing on an image: each filesystem made (blkid, while mounted)
+// again each round, in turns (xfs ext4, then ext4 xfs), benchmarked and
+// recorded, one record a filesystem whose runs took those turns, and at
+// the end nothing left attached, mounted or in fstab.
 func TestPrivilegedFSCompareImage(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "blkid", "findmnt", "losetup", "mount", "umount")
 	dir := t.TempDir()
@@ -96,14 +98,14 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 
 	e, out, errb := resultsEnv(t, "markdown")
 	err := runFSCompare(context.Background(), fscompareOptions{
-		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 1,
+		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 2,
 		Mount: mnt, Yes: true,
 	}, m, e)
 	if err != nil {
 		t.Fatalf("fscompare: %v\n%s", err, errb)
 	}
-	if !slices.Equal(seen, []string{"xfs", "ext4"}) {
-		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4]", seen)
+	if !slices.Equal(seen, []string{"xfs", "ext4", "ext4", "xfs"}) {
+		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4 ext4 xfs]", seen)
 	}
 	entries, _, err := record.List(e.ResultsDir)
 	if err != nil || len(entries) != 2 {
@@ -118,6 +120,21 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 		// partition made by this round is in the facts it was taken with.
 		if !strings.HasPrefix(r.Target.Disk, "loop") || r.Target.Transport != "loop" || r.Target.SizeBytes != 640<<20 {
 			t.Errorf("record %d (%s): disk %q transport %q size %d, want the loop device of the 640 MiB image", i, fs, r.Target.Disk, r.Target.Transport, r.Target.SizeBytes)
+		}
+		if r.Order != record.OrderInterleaved || r.Repeat != 2 {
+			t.Errorf("record %d (%s): order %q, %d repetitions, want interleaved, 2", i, fs, r.Order, r.Repeat)
+		}
+	}
+	// Each workload's runs took turns: xfs, ext4 in round 1, ext4, xfs in
+	// round 2, by the start time each run keeps.
+	xfs, ext4 := entries[0].Record, entries[1].Record
+	for w := range xfs.Workloads {
+		xr, er := xfs.Workloads[w].Runs, ext4.Workloads[w].Runs
+		if len(xr) != 2 || len(er) != 2 {
+			t.Fatalf("%s: %d xfs and %d ext4 runs, want 2 each", xfs.Workloads[w].Params.Name, len(xr), len(er))
+		}
+		if starts := []time.Time{xr[0].Start, er[0].Start, er[1].Start, xr[1].Start}; !slices.IsSortedFunc(starts, time.Time.Compare) {
+			t.Errorf("%s: runs started at %v (xfs 1, ext4 1, ext4 2, xfs 2), want that order", xfs.Workloads[w].Params.Name, starts)
 		}
 	}
 	for _, want := range []string{"## xfs vs ext4", "ext4 vs xfs", "mkfs.xfs", "mkfs.ext4", "seq1m-read"} {

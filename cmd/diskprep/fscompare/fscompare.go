@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
@@ -64,8 +65,8 @@ type Deps struct {
 	// Save stores a filesystem's record once its last round is done and
 	// returns it as stored.
 	Save func(rec *record.Record) (*record.Record, error)
-	// NewID names a record merged from rounds.
-	NewID func() string
+	// NewID names a record merged from rounds that began at start.
+	NewID func(start time.Time) string
 }
 
 // Run prepares, benchmarks and releases each filesystem of opts.FS in
@@ -189,7 +190,7 @@ func finish(order string, rounds []*record.Record, deps Deps) (*record.Record, e
 		rec.Order = record.OrderBlocked
 	} else {
 		var err error
-		if rec, err = record.MergeRounds(deps.NewID(), rounds); err != nil {
+		if rec, err = record.MergeRounds(deps.NewID(rounds[0].Start), rounds); err != nil {
 			return nil, err
 		}
 	}

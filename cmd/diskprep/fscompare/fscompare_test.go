@@ -101,7 +101,7 @@ func (m *machine) deps() Deps {
 			}
 			return rec, nil
 		},
-		NewID: func() string {
+		NewID: func(time.Time) string {
 			m.ids++
 			return fmt.Sprintf("merged-%d", m.ids)
 		},
