@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
@@ -95,7 +94,7 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	var merged []*record.Record
 	var ids []string
 	for i := range targets {
-		m, err := record.MergeRounds(record.NewID(time.Now()), rounds[i])
+		m, err := record.MergeRounds(record.NewID(rounds[i][0].Start), rounds[i])
 		if err != nil {
 			return err
 		}
