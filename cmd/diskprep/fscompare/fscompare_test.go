@@ -32,6 +32,8 @@ type machine struct {
 	prepared    bool // between apply and release: the facts show loop9p1
 	failSave    string
 	ids         int
+	benches     int
+	cancelAt    int // the bench call (1-based) that is interrupted
 }
 
 func (m *machine) deps() Deps {
@@ -82,6 +84,10 @@ func (m *machine) deps() Deps {
 			// must show the partition this round made.
 			if d, _ := host.Device("loop9p1"); d == nil {
 				return nil, errors.New("bench with facts from before the prepare")
+			}
+			if m.benches++; m.benches == m.cancelAt {
+				m.cancel()
+				return nil, ctx.Err()
 			}
 			switch req.Label {
 			case m.failBench:
@@ -270,6 +276,24 @@ func TestRunInterruptReleases(t *testing.T) {
 	}
 	if len(m.cleanupCtx) != 1 || m.cleanupCtx[0] != nil {
 		t.Errorf("cleanup releases saw %v, want one with a live context", m.cleanupCtx)
+	}
+}
+
+// Ctrl-C in round 2 of 3: no filesystem has had its last round, so no
+// record is saved; what was prepared is released once.
+func TestRunInterruptMidRoundSavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &machine{cancelAt: 4, cancel: cancel} // round 2: ext4, then xfs
+	o := opts(t, "xfs", "ext4")
+	o.Bench.Repeat = 3
+	recs, err := Run(ctx, o, m.deps())
+	if !errors.Is(err, context.Canceled) || recs != nil {
+		t.Errorf("records %v, err %v, want an interruption", recs, err)
+	}
+	calls := strings.Join(m.calls, ",")
+	if strings.Contains(calls, "save") || strings.Count(calls, "release (cleanup)") != 1 || !strings.HasSuffix(calls, "bench xfs at mnt,release (cleanup)") {
+		t.Errorf("calls %q, want no save and one cleanup release after round 2's xfs", m.calls)
 	}
 }
 
