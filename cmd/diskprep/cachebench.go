@@ -57,6 +57,10 @@ the release, and how long that took is shown. The SSD alone is read before
 the build (written once first), the HDD alone after the release. Every
 run is stored as a record (compare shows them again).
 
+The runs are not interleaved as fscompare's are (the report's run order says
+blocked): they are states of one build in time order, and taking them in
+turns would mean building, warming and releasing the cache every round.
+
 The report (-o table, markdown or html) is, in this order: the phases per
 working set (IOPS, MB/s, p50, p99, hit ratio; in HTML also a chart of each
 phase's IOPS on a log axis between the HDD alone and the SSD alone, the
