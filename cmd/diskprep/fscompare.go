@@ -249,7 +249,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if runPath != "" {
 		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew}
 		if opts.Mount == "" {
-			dir, err := makeMountDir(&rec, runPath)
+			target := opts.Device
+			if image != "" {
+				target = image
+			}
+			dir, err := makeMountDir(&rec, runPath, target)
 			if err != nil {
 				os.Remove(runPath)
 				return err
