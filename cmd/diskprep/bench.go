@@ -191,7 +191,7 @@ func (o benchOptions) request() (workload.Request, error) {
 		}
 	}
 	if o.Size != "" {
-		if ov.Size, err = units.ParseSize(o.Size); err != nil {
+		if ov.Size, err = units.ParseCapacity(o.Size); err != nil {
 			return req, fmt.Errorf("--size: %w", err)
 		}
 		if ov.Size == 0 {

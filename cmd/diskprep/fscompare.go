@@ -130,6 +130,8 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	switch {
 	case o.Device == "" && o.Image == "":
 		return dreq, breq, errors.New("fscompare needs a DEVICE or --image FILE --size SIZE")
+	case o.Image != "" && o.Size != "" && units.IsSizeUnit(o.Device):
+		return dreq, breq, splitSizeErr(o.Size, o.Device)
 	case o.Device != "" && o.Image != "":
 		return dreq, breq, errors.New("give a DEVICE or --image, not both")
 	case o.Size != "" && o.Image == "":

@@ -257,6 +257,8 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	switch {
 	case o.Device == "" && o.Image == "":
 		return nil, usageErr(errors.New("prepare needs a DEVICE, --image FILE --size SIZE, or --plan FILE"))
+	case o.Image != "" && o.Size != "" && units.IsSizeUnit(o.Device):
+		return nil, usageErr(splitSizeErr(o.Size, o.Device))
 	case o.Device != "" && o.Image != "":
 		return nil, usageErr(errors.New("give a DEVICE or --image, not both"))
 	case o.Size != "" && o.Image == "":
@@ -509,12 +511,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// splitSizeErr answers "--size 10 GB": the shell made the unit a word of
+// its own, which then read as the DEVICE.
+func splitSizeErr(size, unit string) error {
+	return fmt.Errorf("--size %s %s: write the size as one word: --size %s%s (or \"%s %s\" in quotes)", size, unit, size, unit, size, unit)
+}
+
 // imageGeometry reads --size and --sector-size of an --image (prepare and
 // fscompare): a size of 0 means "keep the existing image's", a sector size
 // of 0 means 512.
 func imageGeometry(size, sector string) (sizeBytes, sectorBytes uint64, err error) {
 	if size != "" {
-		if sizeBytes, err = units.ParseSize(size); err != nil {
+		if sizeBytes, err = units.ParseCapacity(size); err != nil {
 			return 0, 0, fmt.Errorf("--size: %w", err)
 		}
 		if sizeBytes == 0 {
