@@ -219,6 +219,8 @@ func badCases(fx *badInputFixture) []badCase {
 	return []badCase{
 		// The app and global flags.
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"version as a command", []string{"version"}, 2, "did you mean diskprep --version?"},
+		{"prepare a plan without --plan", []string{"prepare", w("plan.yaml")}, 2, "give it with --plan"},
 		{"unknown global flag", []string{"--frobnicate", "inventory"}, 2, "flag provided but not defined"},
 		{"global flag without value", []string{"inventory", "--format"}, 2, "flag needs an argument"},
 		{"global flag without value after a positional", []string{"bench", "/tmp", "--results"}, 2, "flag needs an argument"},

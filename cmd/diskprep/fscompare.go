@@ -104,7 +104,7 @@ Examples:
 			}
 			var fss []string
 			for _, f := range strings.Split(c.String("fs"), ",") {
-				if f = strings.TrimSpace(f); f != "" {
+				if f = strings.ToLower(strings.TrimSpace(f)); f != "" {
 					fss = append(fss, f)
 				}
 			}

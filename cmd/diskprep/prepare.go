@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -136,7 +137,7 @@ Examples:
 				Device: c.Args().First(), Devices: c.Args().Slice(), Raid: c.String("raid"), RaidName: c.String("name"),
 				LVM: c.String("lvm"), Cache: c.String("cache"), CacheDevice: c.String("cache-device"), CacheMode: c.String("cache-mode"), CacheKind: c.String("cache-kind"),
 				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
-				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
+				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
 			}
@@ -299,6 +300,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		return usageErr(errors.New("--root reads another machine's facts: prepare can only --dry-run with it"))
 	}
 	// Bad input is reported before anything else, root or not.
+	if ext := strings.ToLower(filepath.Ext(opts.Device)); opts.PlanFile == "" && (ext == ".yaml" || ext == ".yml") {
+		return usageErr(fmt.Errorf("%s is a plan, not a device: give it with --plan %s", opts.Device, opts.Device))
+	}
 	pf, err := opts.loadPlan()
 	if err != nil {
 		return err

@@ -109,3 +109,13 @@ func TestPersistUnitCommandQuoted(t *testing.T) {
 		t.Errorf("the shell reads %q as %q, want the unit %q", cmd, w, name)
 	}
 }
+
+// Issue 25 item 7: --fs is read whatever its case, as --set is.
+func TestFSFlagCaseInsensitive(t *testing.T) {
+	m, _ := fakeMachine(t, 0, false)
+	img := filepath.Join(t.TempDir(), "x.img")
+	code, out, errOut := runArgsOn(m, "prepare", "--image", img, "--size", "1G", "--fs", "XFS", "--dry-run")
+	if code != 0 || !strings.Contains(out, "mkfs.xfs") {
+		t.Errorf("--fs XFS: exit %d:\n%s%s", code, out, errOut)
+	}
+}
