@@ -180,6 +180,9 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if err != nil {
 		return err
 	}
+	if err := markupToTerminal(e, format, opts.Output); err != nil {
+		return err
+	}
 	dreq, breq, err := opts.check()
 	if err != nil {
 		return usageErr(err)
