@@ -113,7 +113,7 @@ func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 
 	b.WriteString("<h2>Environment</h2>\n")
 	if len(c.Environment) > 0 {
-		b.WriteString("<p>The same for every record:</p>\n<table>\n")
+		fmt.Fprintf(b, "<p>%s:</p>\n<table>\n", esc(strings.ToUpper(sameFor(c)[:1])+sameFor(c)[1:]))
 		for _, f := range c.Environment {
 			fmt.Fprintf(b, "<tr><th scope=\"row\">%s</th><td>%s</td></tr>\n", esc(f.Name), esc(f.Value))
 		}

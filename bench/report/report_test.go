@@ -399,3 +399,29 @@ func TestRecordPercentilesMonotonic(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25 item 7: "Environment (the same for every record)" stood above
+// "unknown in 2 of 3 records"; with a fact some records lack, the
+// heading says it holds for the records that know it.
+func TestEnvironmentHeadingWithUnknowns(t *testing.T) {
+	recs := fixture()
+	recs[0].Host.Kernel, recs[1].Host.Kernel = "", ""
+	c, err := compare.Compare(recs, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Table(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	if s := buf.String(); !strings.Contains(s, "unknown in 2 of 3 records") || !strings.Contains(s, "Environment (the same for every record that knows it)") {
+		t.Errorf("table:\n%s", s)
+	}
+	buf.Reset()
+	if err := HTML(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "<p>The same for every record that knows it:</p>") {
+		t.Error("HTML environment heading claims every record")
+	}
+}
