@@ -18,12 +18,11 @@ import (
 // outline (lines, paths, polylines) or as its bounding box (bars,
 // markers, filled areas), in the coordinates of its drawing.
 type drawnShape struct {
-	what     string
-	segs     [][4]float64
-	box      [4]float64 // x0, y0, x1, y1
-	hasBox   bool
-	chart    string
-	fillOnly bool
+	what   string
+	segs   [][4]float64
+	box    [4]float64 // x0, y0, x1, y1
+	hasBox bool
+	chart  string
 }
 
 // chartShapes parses an SVG and returns every grid line, axis, bar, range,
