@@ -17,9 +17,11 @@ import (
 // The caches of the fake machine. lvmcache and dm-writecache:
 // lvconvert --type cache|writecache --cachevol joins an origin volume and
 // a cache volume as LVM does, the origin moved to a hidden sub-volume
-// [LV_corig] held on the origin's PV and the cache volume hidden as
-// [CACHE_cvol], the cached volume (same dm device, same bytes) now over
-// those two; --splitcache and --uncache undo it. bcache: make-bcache
+// [LV_corig] ([LV_wcorig]) held on the origin's PV and the cache volume
+// hidden as [CACHE_cvol], the cached volume (same dm device, same bytes)
+// now over those two (dm-cache: over the origin and the -cdata and
+// -cmeta layers of the cache volume); --splitcache and --uncache undo
+// it. disk/stackconf_test.go holds all this to the kernel. bcache: make-bcache
 // writes the superblocks the kernel reads, the writes into
 // /sys/fs/bcache/register_quiet register them (a backing device becomes
 // bcacheN, its data the partition's bytes from 8 KiB on; a cache device

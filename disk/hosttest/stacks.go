@@ -56,11 +56,11 @@ type extentSeg struct {
 
 type lvmPV struct{ vg string }
 
-// inactiveLV is a logical volume of a group made inactive (vgchange
-// --activate n): lvs still lists it, from the metadata on its PVs (while
-// LVM finds one of them), but it
-// has no device-mapper device, no /dev/VG/LV and holds nothing in sysfs.
-// dev keeps its bytes for vgchange --activate y.
+// inactiveLV is a logical volume made inactive (vgchange or lvchange
+// --activate n, or a cache volume split off): lvs still lists it, from
+// the metadata on its PVs (while LVM finds one of them), but it has no
+// device-mapper device, no /dev/VG/LV and holds nothing in sysfs. dev
+// keeps its bytes for --activate y.
 type inactiveLV struct {
 	st  *stackDev
 	dev *blockDev
