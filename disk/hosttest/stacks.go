@@ -639,12 +639,16 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 		if prog == "lvremove" {
 			if in := h.inactive[target]; in != nil {
 				// An inactive volume goes from the metadata only, with the
-				// hidden sub-volumes it is built on.
+				// hidden sub-volumes and layers it is built on, down to
+				// its physical volumes.
 				delete(h.inactive, target)
-				for k, o := range h.inactive {
-					for _, m := range in.st.members {
-						if o.dev == m {
+				for gone := []*inactiveLV{in}; len(gone) > 0; {
+					next := gone[0]
+					gone = gone[1:]
+					for k, o := range h.inactive {
+						if slices.Contains(next.st.members, o.dev) {
 							delete(h.inactive, k)
+							gone = append(gone, o)
 						}
 					}
 				}
