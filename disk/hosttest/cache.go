@@ -17,9 +17,11 @@ import (
 // The caches of the fake machine. lvmcache and dm-writecache:
 // lvconvert --type cache|writecache --cachevol joins an origin volume and
 // a cache volume as LVM does, the origin moved to a hidden sub-volume
-// [LV_corig] held on the origin's PV and the cache volume hidden as
-// [CACHE_cvol], the cached volume (same dm device, same bytes) now over
-// those two; --splitcache and --uncache undo it. bcache: make-bcache
+// [LV_corig] ([LV_wcorig]) held on the origin's PV and the cache volume
+// hidden as [CACHE_cvol], the cached volume (same dm device, same bytes)
+// now over those two (dm-cache: over the origin and the -cdata and
+// -cmeta layers of the cache volume); --splitcache and --uncache undo
+// it. disk/stackconf_test.go holds all this to the kernel. bcache: make-bcache
 // writes the superblocks the kernel reads, the writes into
 // /sys/fs/bcache/register_quiet register them (a backing device becomes
 // bcacheN, its data the partition's bytes from 8 KiB on; a cache device
@@ -53,65 +55,39 @@ func (h *Host) cacheState() {
 	}
 }
 
-// pvFree is the room on one physical volume not given to a volume held
-// on it alone.
-func (h *Host) pvFree(b *blockDev) uint64 {
-	free := (b.size - 1<<20) / (4 << 20) * (4 << 20)
-	for n, st := range h.stacks {
-		if st.kind == "lvm" && st.segtype == "" && len(st.members) == 1 && st.members[0] == b {
-			free -= h.devs[n].size
-		}
-	}
-	return free
-}
-
-// lvsAll is lvs -a -o vg_name,lv_name,segtype,pool_lv,cache_mode,devices.
+// lvsAll is lvs -a -o vg_name,lv_name,segtype,pool_lv,cache_mode,devices:
+// one row per segment, a segment's devices being its physical volume and
+// first extent there, or a cached volume's origin sub-volume.
 func (h *Host) lvsAll() []byte {
-	var names []string
-	for n, st := range h.stacks {
-		if st.kind == "lvm" {
-			names = append(names, n)
+	var sts []*stackDev
+	for _, st := range h.stacks {
+		if st.kind == "lvm" && !st.dmOnly {
+			sts = append(sts, st)
 		}
-	}
-	sort.Slice(names, func(i, j int) bool { return h.stacks[names[i]].name < h.stacks[names[j]].name })
-	var b strings.Builder
-	for _, n := range names {
-		st := h.stacks[n]
-		seg := st.segtype
-		if seg == "" {
-			seg = "linear"
-		}
-		var devs []string
-		for _, m := range st.members {
-			if ms := h.stacks[m.name]; ms != nil {
-				devs = append(devs, ms.lv+"(0)")
-			} else {
-				devs = append(devs, "/dev/"+m.name+"(0)")
-			}
-		}
-		fmt.Fprintf(&b, "  %s|%s|%s|%s|%s|%s\n", st.vg, st.lv, seg, st.pool, st.mode, strings.Trim(strings.Join(devs, ","), "[]"))
 	}
 	for _, k := range sortedKeys(h.inactive) {
-		// Inactive: the metadata still names what each volume is on.
-		st := h.inactive[k].st
-		if !h.vgKnown(st.vg) {
-			continue
+		// Inactive: the metadata still says what each volume is on.
+		if st := h.inactive[k].st; !st.dmOnly && h.vgKnown(st.vg) {
+			sts = append(sts, st)
 		}
+	}
+	sort.SliceStable(sts, func(i, j int) bool { return sts[i].name < sts[j].name })
+	var b strings.Builder
+	for _, st := range sts {
 		seg := st.segtype
 		if seg == "" {
 			seg = "linear"
 		}
-		var devs []string
-		for _, m := range st.members {
-			name := "/dev/" + m.name
-			for _, o := range h.inactive {
-				if o.dev == m {
-					name = o.st.lv
-				}
+		devs := []string{strings.Trim(st.origin, "[]") + "(0)"}
+		if st.origin == "" {
+			devs = nil
+			for _, sg := range st.segs {
+				devs = append(devs, fmt.Sprintf("%s(%d)", sg.pv, sg.start))
 			}
-			devs = append(devs, name+"(0)")
 		}
-		fmt.Fprintf(&b, "  %s|%s|%s|%s|%s|%s\n", st.vg, st.lv, seg, st.pool, st.mode, strings.Trim(strings.Join(devs, ","), "[]"))
+		for _, d := range devs {
+			fmt.Fprintf(&b, "  %s|%s|%s|%s|%s|%s\n", st.vg, st.lv, seg, st.pool, st.mode, d)
+		}
 	}
 	return []byte(b.String())
 }
@@ -164,7 +140,11 @@ func (h *Host) newDM(vg, lv string, size uint64, members []*blockDev, hidden boo
 }
 
 // lvconvert --yes --type cache|writecache --cachevol CLV [--cachemode M]
-// VG/LV, and --splitcache or --uncache VG/LV.
+// VG/LV, and --splitcache or --uncache VG/LV. As LVM does: the origin's
+// extents move to a hidden sub-volume [LV_corig] ([LV_wcorig] for
+// writecache), the cache volume's to [CLV_cvol]; dm-cache adds the
+// layers CLV_cvol-cdata and -cmeta over the latter and uses those. The
+// cache volume split off is left inactive.
 func (h *Host) lvconvert(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
 	target := args[len(args)-1]
 	vg, lv, _ := strings.Cut(target, "/")
@@ -177,17 +157,22 @@ func (h *Host) lvconvert(args []string, fail func(int, string) ([]byte, error)) 
 		if st.segtype != "cache" && st.segtype != "writecache" {
 			return fail(5, "  Logical volume "+target+" is not cached.")
 		}
-		corig, cvol := st.members[0], st.members[1]
-		origMembers := h.stacks[corig.name].members
-		cvolSt := h.stacks[cvol.name]
-		cacheMembers, cacheSize := cvolSt.members, cvol.size
-		cacheLV := strings.TrimSuffix(strings.Trim(cvolSt.lv, "[]"), "_cvol")
-		h.relink(dm, st, origMembers)
-		h.dropStack(corig, h.stacks[corig.name])
+		corig, cvol := h.devs[st.corig], h.devs[st.cvol]
+		corigSt, cvolSt := h.stacks[st.corig], h.stacks[st.cvol]
+		h.relink(dm, st, corigSt.members)
+		st.segs = corigSt.segs
+		for n, o := range h.stacks {
+			if o.dmOnly && len(o.members) == 1 && o.members[0] == cvol {
+				h.dropStack(h.devs[n], o)
+			}
+		}
+		h.dropStack(corig, corigSt)
 		h.dropStack(cvol, cvolSt)
-		st.segtype, st.pool, st.mode = "", "", ""
+		st.segtype, st.pool, st.mode, st.corig, st.cvol, st.origin = "", "", "", "", "", ""
+		cacheLV := strings.TrimSuffix(strings.Trim(cvolSt.lv, "[]"), "_cvol")
 		if contains(args, "--splitcache") {
-			h.newDM(vg, cacheLV, cacheSize, cacheMembers, false)
+			dmName := strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(cacheLV, "-", "--")
+			h.inactive[vg+"/"+cacheLV] = &inactiveLV{st: &stackDev{kind: "lvm", name: dmName, vg: vg, lv: cacheLV, members: cvolSt.members, segs: cvolSt.segs}, dev: cvol}
 			return []byte("  Logical volume " + target + " is not cached and " + vg + "/" + cacheLV + " is unused.\n"), nil
 		}
 		return []byte("  Logical volume \"" + cacheLV + "_cvol\" successfully removed.\n  Logical volume " + target + " is not cached.\n"), nil
@@ -208,28 +193,60 @@ func (h *Host) lvconvert(args []string, fail func(int, string) ([]byte, error)) 
 	} else if mode == "" {
 		mode = "writethrough"
 	}
-	cdm, cst := h.lvByName(vg, clv)
-	if cst == nil {
+	// The cache volume: active (dm-cache deactivates it itself;
+	// dm-writecache takes only an inactive one) or inactive.
+	var cache *stackDev
+	var cacheDev *blockDev
+	if cdm, cst := h.lvByName(vg, clv); cst != nil {
+		if typ == "writecache" {
+			return fail(5, "  LV "+vg+"/"+clv+" must be inactive to attach.")
+		}
+		if h.mountedDev(h.devs[cdm]) {
+			return fail(5, "  Logical volume "+vg+"/"+clv+" in use.")
+		}
+		h.deactivate(cdm, cst)
+	}
+	in := h.inactive[vg+"/"+clv]
+	if in == nil {
 		return fail(5, "  Failed to find logical volume \""+vg+"/"+clv+"\"")
 	}
-	if typ == "writecache" && !cst.inactive {
-		return fail(5, "  LV "+vg+"/"+clv+" must be inactive to attach.")
+	delete(h.inactive, vg+"/"+clv)
+	cache, cacheDev = in.st, in.dev
+	var cacheMembers []*blockDev // as they are now
+	for _, m := range cache.members {
+		cacheMembers = append(cacheMembers, h.devs[m.name])
 	}
-	if h.mountedDev(h.devs[cdm]) {
-		return fail(5, "  Logical volume "+vg+"/"+clv+" in use.")
+	origin := "[" + lv + "_corig]"
+	if typ == "writecache" {
+		origin = "[" + lv + "_wcorig]"
 	}
-	cacheMembers, cacheSize := cst.members, h.devs[cdm].size
-	h.dropStack(h.devs[cdm], cst)
-	h.fs.removeAll("/dev/" + vg + "/" + clv)
-	h.fs.removeAll("/dev/mapper/" + cst.name)
-	corig, _ := h.newDM(vg, "["+lv+"_corig]", h.devs[dm].size, st.members, true)
-	cvol, _ := h.newDM(vg, "["+clv+"_cvol]", cacheSize, cacheMembers, true)
-	h.relink(dm, st, []*blockDev{h.devs[corig], h.devs[cvol]})
-	st.segtype, st.pool, st.mode = typ, "["+clv+"_cvol]", mode
+	corig, corigSt := h.newDM(vg, origin, h.devs[dm].size, st.members, true)
+	corigSt.segs, st.segs = st.segs, nil
+	cvol, cvolSt := h.newDM(vg, "["+clv+"_cvol]", cacheDev.size, cacheMembers, true)
+	cvolSt.segs = cache.segs
+	h.devs[cvol].store = cacheDev.store
+	members := []*blockDev{h.devs[corig], h.devs[cvol]}
+	if typ == "cache" {
+		members = []*blockDev{h.devs[corig], h.devs[h.dmLayer(cvol, "-cdata")], h.devs[h.dmLayer(cvol, "-cmeta")]}
+	}
+	h.relink(dm, st, members)
+	st.segtype, st.pool, st.mode, st.corig, st.cvol, st.origin = typ, "["+clv+"_cvol]", mode, corig, cvol, origin
 	if typ == "writecache" {
 		st.mode = ""
 	}
 	return []byte("  Logical volume " + target + " is now cached.\n"), nil
+}
+
+// dmLayer adds a device-mapper device over the volume on dm, named after
+// it with suffix, that lvs does not list.
+func (h *Host) dmLayer(dm, suffix string) string {
+	over := h.stacks[dm]
+	n, st := h.newDM(over.vg, over.lv+suffix, h.devs[dm].size, []*blockDev{h.devs[dm]}, true)
+	st.name, st.dmOnly = over.name+suffix, true
+	sys := h.sysDir(h.devs[n])
+	h.fs.put(sys+"/dm/name", &node{mode: 0o444, data: []byte(st.name + "\n")})
+	h.fs.put(sys+"/dm/uuid", &node{mode: 0o444, data: []byte("LVM-fake" + st.name + "\n")})
+	return n
 }
 
 // lvchange --yes --activate y|n VG/LV.
@@ -237,17 +254,23 @@ func (h *Host) lvchange(args []string, fail func(int, string) ([]byte, error)) (
 	target := args[len(args)-1]
 	vg, lv, _ := strings.Cut(target, "/")
 	dm, st := h.lvByName(vg, lv)
-	if st == nil {
+	in := h.inactive[target]
+	if st == nil && in == nil {
 		return fail(5, "  Failed to find logical volume \""+target+"\"")
 	}
 	switch a, _ := flagValue(args, "--activate"); a {
 	case "n":
+		if st == nil {
+			return nil, nil
+		}
 		if h.mountedDev(h.devs[dm]) {
 			return fail(5, "  Logical volume "+target+" contains a filesystem in use.")
 		}
-		st.inactive = true
+		h.deactivate(dm, st)
 	case "y":
-		st.inactive = false
+		if in != nil {
+			h.activate(target)
+		}
 	default:
 		return fail(3, "lvchange: the fake knows --activate y|n")
 	}

@@ -79,9 +79,10 @@ func (h *Host) facts() *hwinfo.Host {
 	out := &hwinfo.Host{Schema: hwinfo.Schema, Hostname: "fake"}
 	var names []string
 	for n, b := range h.devs {
-		if b.disk == nil && h.stacks[n] == nil {
+		if st := h.stacks[n]; b.disk == nil && (st == nil || st.kind == "bcache") {
 			// Arrays and logical volumes are listed under what they
-			// stack on, as hwinfo does.
+			// stack on, as hwinfo does; a bcache device is used as a
+			// disk is, and hwinfo lists it as one too.
 			names = append(names, n)
 		}
 	}
@@ -155,8 +156,8 @@ func fsOf(r io.ReaderAt, size uint64) (typ, label, uuid string) {
 	sigs, _ := probe.Probe(r, int64(size))
 	for _, s := range sigs {
 		// What udev's ID_FS_TYPE says: file systems, swap areas and
-		// stack members.
-		if s.Usage == probe.UsageFilesystem || s.Usage == probe.UsageRAID || s.Type == "swap" {
+		// stack members (bcache's too).
+		if s.Usage == probe.UsageFilesystem || s.Usage == probe.UsageRAID || s.Type == "swap" || s.Type == "bcache" {
 			return s.Type, s.Label, s.UUID
 		}
 	}

@@ -158,3 +158,30 @@ func TestFakeLVMInactiveAndWiped(t *testing.T) {
 		t.Errorf("with every label wiped, pvs %q, lvs %q", pvs, lvs)
 	}
 }
+
+// A cached group made inactive and then removed volume by volume, as
+// release --wipe does after a release without it: the cached volume's
+// lvremove takes its sub-volumes and dm-cache's layers too, so the group
+// is empty and vgremove takes it.
+func TestRemoveInactiveCachedGroup(t *testing.T) {
+	h := New()
+	h.AddDisk(Disk{Name: "sdb", Minor: 16, SizeBytes: 64 << 20})
+	h.AddDisk(Disk{Name: "sdc", Minor: 32, SizeBytes: 64 << 20})
+	ctx := context.Background()
+	for _, argv := range [][]string{
+		{"pvcreate", "/dev/sdb"}, {"pvcreate", "/dev/sdc"}, {"vgcreate", "vg", "/dev/sdb", "/dev/sdc"},
+		{"lvcreate", "--yes", "--name", "data", "--extents", "100%PVS", "vg", "/dev/sdb"},
+		{"lvcreate", "--yes", "--name", "fast", "--extents", "100%PVS", "vg", "/dev/sdc"},
+		{"lvconvert", "--yes", "--type", "cache", "--cachevol", "fast", "--cachemode", "writethrough", "vg/data"},
+		{"vgchange", "--activate", "n", "vg"},
+		{"lvremove", "--yes", "vg/data"},
+		{"vgremove", "vg"},
+	} {
+		if out, err := h.Run(ctx, argv[0], argv[1:]...); err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+	}
+	if lvs := h.LVs(); len(lvs) != 0 {
+		t.Errorf("after vgremove, lvs lists %v", lvs)
+	}
+}

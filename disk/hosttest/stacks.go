@@ -34,16 +34,33 @@ type stackDev struct {
 	// -a, in brackets (cache.go).
 	segtype, pool, mode string
 	hidden              bool
-	inactive            bool // lvchange --activate n (its node stays, in the fake)
+	// segs are where a volume's extents lie on its physical volumes, in
+	// the order LVM allocates them (lvs prints one row each); a cached
+	// volume has none, its sub-volumes have them.
+	segs []extentSeg
+	// dmOnly is a device-mapper layer LVM adds under a volume without a
+	// volume of its own in lvs: a dm-cache cache volume's -cdata and
+	// -cmeta.
+	dmOnly bool
+	// corig and cvol are a cached volume's origin and cache sub-volumes
+	// (kernel names); origin is the first's name in lvs ("[data_corig]").
+	corig, cvol, origin string
+}
+
+// extentSeg is a run of extents of a volume on one physical volume (its
+// node, as pvs names it).
+type extentSeg struct {
+	pv           string
+	start, count uint64
 }
 
 type lvmPV struct{ vg string }
 
-// inactiveLV is a logical volume of a group made inactive (vgchange
-// --activate n): lvs still lists it, from the metadata on its PVs (while
-// LVM finds one of them), but it
-// has no device-mapper device, no /dev/VG/LV and holds nothing in sysfs.
-// dev keeps its bytes for vgchange --activate y.
+// inactiveLV is a logical volume made inactive (vgchange or lvchange
+// --activate n, or a cache volume split off): lvs still lists it, from
+// the metadata on its PVs (while LVM finds one of them), but it has no
+// device-mapper device, no /dev/VG/LV and holds nothing in sysfs. dev
+// keeps its bytes for --activate y.
 type inactiveLV struct {
 	st  *stackDev
 	dev *blockDev
@@ -250,7 +267,7 @@ func (h *Host) mdadm(args []string, fail func(int, string) ([]byte, error)) ([]b
 				return fail(1, err.Error())
 			}
 			if h.holdersOf(b) {
-				return fail(1, "mdadm: Couldn't open "+m+" for write - not zeroing")
+				return fail(2, "mdadm: Couldn't open "+m+" for write - not zeroing")
 			}
 			b.store.writeAt(make([]byte, 4096), b.offset+4096)
 		}
@@ -344,7 +361,7 @@ func (h *Host) pvLines() [][2]string {
 func (h *Host) lvsOut() []byte {
 	var names []string
 	for n, st := range h.stacks {
-		if st.kind == "lvm" && !st.hidden {
+		if st.kind == "lvm" && !st.hidden && !st.dmOnly {
 			names = append(names, n)
 		}
 	}
@@ -432,30 +449,97 @@ func (h *Host) vgcreate(args []string, fail func(int, string) ([]byte, error)) (
 	return []byte("  Volume group \"" + vg + "\" successfully created\n"), nil
 }
 
-// vgFree is the group's room (4 MiB extents after 1 MiB of metadata) not
-// yet given to a logical volume.
-func (h *Host) vgFree(vg string) (free uint64, members []*blockDev) {
-	var names []string
-	for n, pv := range h.pvs {
-		if pv.vg == vg {
-			names = append(names, n)
+// fakeExtent is the groups' extent size (vgcreate --physicalextentsize
+// 4096k); a PV's extents start after 1 MiB of label and metadata.
+const fakeExtent = 4 << 20
+
+func pvExtents(b *blockDev) uint64 { return (b.size - 1<<20) / fakeExtent }
+
+// groupPVs are the nodes of vg's physical volumes LVM finds, in the
+// order it allocates from them.
+func (h *Host) groupPVs(vg string) []string {
+	var out []string
+	for _, n := range sortedKeys(h.pvs) {
+		if h.pvs[n].vg == vg && h.pvVisible(n) {
+			out = append(out, n)
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		b, err := h.deviceAt(n)
+	return out
+}
+
+// usedExtents marks the extents of the physical volume at node that a
+// volume has, active or not.
+func (h *Host) usedExtents(node string, b *blockDev) []bool {
+	used := make([]bool, pvExtents(b))
+	mark := func(st *stackDev) {
+		for _, sg := range st.segs {
+			for i := sg.start; sg.pv == node && i < sg.start+sg.count && i < uint64(len(used)); i++ {
+				used[i] = true
+			}
+		}
+	}
+	for _, st := range h.stacks {
+		if st.kind == "lvm" {
+			mark(st)
+		}
+	}
+	for _, in := range h.inactive {
+		mark(in.st)
+	}
+	return used
+}
+
+// allocate gives n extents from the physical volumes at nodes, the
+// lowest free ones of the first PV first, as LVM's normal policy does;
+// ok false when they have fewer free.
+func (h *Host) allocate(nodes []string, n uint64) (segs []extentSeg, ok bool) {
+	for _, node := range nodes {
+		b, err := h.deviceAt(node)
 		if err != nil {
 			continue
 		}
-		members = append(members, b)
-		free += (b.size - 1<<20) / (4 << 20) * (4 << 20)
-	}
-	for n, st := range h.stacks {
-		if st.kind == "lvm" && st.vg == vg && st.segtype == "" {
-			free -= h.devs[n].size
+		used := h.usedExtents(node, b)
+		for i := uint64(0); i < uint64(len(used)) && n > 0; i++ {
+			if used[i] {
+				continue
+			}
+			if k := len(segs) - 1; k >= 0 && segs[k].pv == node && segs[k].start+segs[k].count == i {
+				segs[k].count++
+			} else {
+				segs = append(segs, extentSeg{pv: node, start: i, count: 1})
+			}
+			n--
 		}
 	}
-	return free, members
+	return segs, n == 0
+}
+
+// freeExtents counts the free extents on the physical volumes at nodes.
+func (h *Host) freeExtents(nodes []string) uint64 {
+	var free uint64
+	for _, node := range nodes {
+		if b, err := h.deviceAt(node); err == nil {
+			for _, u := range h.usedExtents(node, b) {
+				if !u {
+					free++
+				}
+			}
+		}
+	}
+	return free
+}
+
+// segMembers are the devices segs lie on, each once, in order.
+func (h *Host) segMembers(segs []extentSeg) []*blockDev {
+	var out []*blockDev
+	seen := map[string]bool{}
+	for _, sg := range segs {
+		if b, err := h.deviceAt(sg.pv); err == nil && !seen[sg.pv] {
+			seen[sg.pv] = true
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
@@ -475,42 +559,40 @@ func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) (
 			break
 		}
 	}
-	free, members := h.vgFree(vg)
-	if len(members) == 0 {
+	nodes := h.groupPVs(vg)
+	if len(nodes) == 0 {
 		return fail(5, "  Volume group \""+vg+"\" not found")
 	}
 	if pvs := devArgs(args); len(pvs) > 0 {
 		// On the physical volumes named only.
-		var on []*blockDev
-		free = 0
 		for _, pv := range pvs {
-			b, err := h.deviceAt(pv)
-			if err != nil || h.pvs[pv] == nil || h.pvs[pv].vg != vg {
+			if _, err := h.deviceAt(pv); err != nil || h.pvs[pv] == nil || h.pvs[pv].vg != vg {
 				return fail(5, "  Physical volume "+pv+" not in volume group "+vg)
 			}
-			on = append(on, b)
-			free += h.pvFree(b)
 		}
-		members = on
+		nodes = pvs
 	}
 	for _, st := range h.stacks {
 		if st.kind == "lvm" && st.vg == vg && st.lv == name {
 			return fail(5, "  Logical Volume \""+name+"\" already exists in volume group \""+vg+"\"")
 		}
 	}
-	var size uint64
+	free := h.freeExtents(nodes)
+	var extents uint64
 	if s, ok := flagValue(args, "--size"); ok {
 		n, err := strconv.ParseUint(strings.TrimSuffix(s, "b"), 10, 64)
 		if err != nil {
 			return fail(3, "lvcreate: bad size "+s)
 		}
-		size = (n + 4<<20 - 1) / (4 << 20) * (4 << 20)
+		extents = (n + fakeExtent - 1) / fakeExtent
 	} else if e, _ := flagValue(args, "--extents"); e == "100%FREE" || e == "100%PVS" {
-		size = free
+		extents = free
 	}
-	if size == 0 || size > free {
+	segs, ok := h.allocate(nodes, extents)
+	if extents == 0 || !ok {
 		return fail(5, "  Volume group \""+vg+"\" has insufficient free space")
 	}
+	members, size := h.segMembers(segs), extents*fakeExtent
 	i := 0
 	for ; h.devs[fmt.Sprintf("dm-%d", i)] != nil; i++ {
 	}
@@ -521,7 +603,7 @@ func (h *Host) lvcreate(args []string, fail func(int, string) ([]byte, error)) (
 	sys := h.sysDir(dev)
 	h.fs.put(sys+"/dm/name", &node{mode: 0o444, data: []byte(dmName + "\n")})
 	h.fs.put(sys+"/dm/uuid", &node{mode: 0o444, data: []byte("LVM-fake" + dmName + "\n")})
-	h.stacks[dm] = &stackDev{kind: "lvm", name: dmName, vg: vg, lv: name, members: members}
+	h.stacks[dm] = &stackDev{kind: "lvm", name: dmName, vg: vg, lv: name, members: members, segs: segs}
 	for _, m := range members {
 		h.fs.mkdirAll(sys + "/slaves/" + m.name)
 		h.fs.mkdirAll(h.sysDir(m) + "/holders/" + dm)
@@ -557,12 +639,16 @@ func (h *Host) lvmRemove(prog string, args []string, fail func(int, string) ([]b
 		if prog == "lvremove" {
 			if in := h.inactive[target]; in != nil {
 				// An inactive volume goes from the metadata only, with the
-				// hidden sub-volumes it is built on.
+				// hidden sub-volumes and layers it is built on, down to
+				// its physical volumes.
 				delete(h.inactive, target)
-				for k, o := range h.inactive {
-					for _, m := range in.st.members {
-						if o.dev == m {
+				for gone := []*inactiveLV{in}; len(gone) > 0; {
+					next := gone[0]
+					gone = gone[1:]
+					for k, o := range h.inactive {
+						if slices.Contains(next.st.members, o.dev) {
 							delete(h.inactive, k)
+							gone = append(gone, o)
 						}
 					}
 				}
@@ -679,17 +765,36 @@ func (h *Host) vgActivate(vg string, fail func(int, string) ([]byte, error)) ([]
 		}
 	}
 	for _, k := range keys {
-		in := h.inactive[k]
-		delete(h.inactive, k)
-		var members []*blockDev // as they are now: a partition made again is another node
-		for _, m := range in.st.members {
-			members = append(members, h.devs[m.name])
-		}
-		dm, st := h.newDM(vg, in.st.lv, in.dev.size, members, in.st.hidden)
-		h.devs[dm].store = in.dev.store
-		st.segtype, st.pool, st.mode = in.st.segtype, in.st.pool, in.st.mode
+		h.activate(k)
 	}
 	return nil, nil
+}
+
+// activate gives the inactive volume k ("VG/LV") its device-mapper
+// device back, with its bytes.
+func (h *Host) activate(k string) {
+	in := h.inactive[k]
+	delete(h.inactive, k)
+	var members []*blockDev // as they are now: a partition made again is another node
+	for _, m := range in.st.members {
+		members = append(members, h.devs[m.name])
+	}
+	dm, st := h.newDM(in.st.vg, in.st.lv, in.dev.size, members, in.st.hidden)
+	h.devs[dm].store = in.dev.store
+	st.segtype, st.pool, st.mode, st.segs = in.st.segtype, in.st.pool, in.st.mode, in.st.segs
+}
+
+// deactivate drops the device-mapper device of the volume on dm, which
+// lvs still lists from the metadata.
+func (h *Host) deactivate(dm string, st *stackDev) {
+	b := h.devs[dm]
+	h.dropStack(b, st)
+	h.fs.removeAll("/dev/" + st.vg + "/" + st.lv)
+	h.fs.removeAll("/dev/mapper/" + st.name)
+	h.inactive[st.vg+"/"+st.lv] = &inactiveLV{st: st, dev: b}
+	if des, _ := h.fs.readDir("/dev/" + st.vg); len(des) == 0 {
+		h.fs.removeAll("/dev/" + st.vg)
+	}
 }
 
 func (h *Host) mkswap(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
@@ -781,7 +886,8 @@ func (h *Host) wipefs(args []string, fail func(int, string) ([]byte, error)) ([]
 	return nil, nil
 }
 
-// stackHolders are the arrays and volumes held on b, as hwinfo shows them.
+// stackHolders are the arrays, volumes and bcache devices held on b, and
+// what is held on those in turn, as hwinfo shows them.
 func (h *Host) stackHolders(b *blockDev) []hwinfo.Holder {
 	var out []hwinfo.Holder
 	var names []string
@@ -795,7 +901,11 @@ func (h *Host) stackHolders(b *blockDev) []hwinfo.Holder {
 	sort.Strings(names)
 	for _, n := range names {
 		st := h.stacks[n]
-		hd := hwinfo.Holder{Name: n, Kind: st.kind, DMName: st.name, Mounts: h.mountsOf(h.devs[n]), Swap: h.swaps[n]}
+		hd := hwinfo.Holder{Name: n, Kind: st.kind, DMName: st.name, Mounts: h.mountsOf(h.devs[n]), Swap: h.swaps[n],
+			Holders: h.stackHolders(h.devs[n])}
+		if st.kind == "bcache" {
+			hd.DMName = "" // a bcache device has no name but its own
+		}
 		out = append(out, hd)
 	}
 	return out
@@ -836,7 +946,7 @@ func (h *Host) LVs() []string {
 	defer h.mu.Unlock()
 	var out []string
 	for _, st := range h.stacks {
-		if st.kind == "lvm" && !st.hidden {
+		if st.kind == "lvm" && !st.hidden && !st.dmOnly {
 			out = append(out, st.vg+"/"+st.lv)
 		}
 	}

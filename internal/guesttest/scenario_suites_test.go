@@ -42,6 +42,10 @@ var suites = []struct {
 		run: `^(TestPrivilegedPrepare|TestPrivilegedRefusals)$`},
 	{name: "crash", pkg: "./internal/crashtest", tags: "crashtest", bin: "diskprep-crashtest",
 		run: `^(TestPrepareDeviceKilled|TestPrepareImageKilled)$/^(gpt-backup|partitions-registered|mkfs\+5ms|fstab-replaced)$`},
+	// The conformance suite of the storage stacks and caches: the real
+	// md, device-mapper and bcache, which the dev machines' kernel lacks,
+	// against the fake's golden effect logs.
+	{name: "stackconf", pkg: "./disk", run: `^TestPrivilegedStackConformance$`},
 	{name: "cmd", pkg: "./cmd/diskprep", bin: "diskprep",
 		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestPrivilegedDeviceLinkOtherUser|TestPrivilegedImageDirLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
 }
@@ -91,7 +95,7 @@ func TestScenarioSuitesInGuest(t *testing.T) {
 	build("build", "-o", filepath.Join(bin, "diskprep"), "./cmd/diskprep")
 	build("build", "-tags", "crashtest", "-o", filepath.Join(bin, "diskprep-crashtest"), "./cmd/diskprep")
 	cmdline := suitesScript
-	for _, s := range suites {
+	for _, s := range chosenSuites(t) {
 		build("test", "-c", "-tags", s.tags, "-o", filepath.Join(bin, s.name+".test"), s.pkg)
 		cmdline += "suite " + s.name + " " + strings.TrimPrefix(s.pkg, "./") + " '" + s.bin + "' '" + s.run + "'\n"
 	}
@@ -139,7 +143,7 @@ func TestScenarioSuitesInGuest(t *testing.T) {
 		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
 	}
 	result := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): (\S+) \(([0-9.]+)s\)$`)
-	for _, s := range suites {
+	for _, s := range chosenSuites(t) {
 		log := out[s.name+".log"]
 		var ran, failed []string
 		for _, m := range result.FindAllStringSubmatch(log, -1) {
@@ -156,4 +160,25 @@ func TestScenarioSuitesInGuest(t *testing.T) {
 	if out["loops"] != "" {
 		t.Errorf("loop devices left in the guest: %s", out["loops"])
 	}
+}
+
+// chosenSuites are the suites DISKPREP_GUEST_SUITES names (comma
+// separated), to run one while working on it; all when it is unset.
+func chosenSuites(t *testing.T) []struct{ name, pkg, tags, bin, run string } {
+	only := os.Getenv("DISKPREP_GUEST_SUITES")
+	if only == "" {
+		return suites
+	}
+	var out []struct{ name, pkg, tags, bin, run string }
+	for _, s := range suites {
+		for _, n := range strings.Split(only, ",") {
+			if n == s.name {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("DISKPREP_GUEST_SUITES=%s names no suite", only)
+	}
+	return out
 }
