@@ -638,3 +638,48 @@ func ReleaseQuestion(p *ReleasePlan) string {
 	fmt.Fprintf(&b, "Continue? [y/N] ")
 	return b.String()
 }
+
+// memberOf says whether a signature found on a partition is that of the
+// stack use asks for (an earlier run of the same plan): an md member of
+// the array NAME (its name stored as "NAME" or "HOST:NAME") or an LVM
+// physical volume (which group it is in is the stack plan's to check).
+func memberOf(use, fsType, label string) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	switch kind {
+	case "raid":
+		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
+	case "lvm":
+		return fsType == "LVM2_member"
+	case "origin", "cache":
+		// Which of the two the cache kind makes is its plan's to check.
+		return fsType == "LVM2_member" || fsType == "bcache"
+	}
+	return false
+}
+
+// ownStack says whether every holder on a partition is the stack use
+// names: the md array NAME, or logical volumes of VG.
+func ownStack(use string, hs []hwinfo.Holder) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	if len(hs) == 0 {
+		return false
+	}
+	for _, h := range hs {
+		switch {
+		case kind == "raid" && h.Kind == "md" && mdNameIs(h.DMName, name):
+		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-"):
+		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-") || h.Kind == "bcache"):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func mdNameIs(got, name string) bool {
+	got = strings.TrimPrefix(got, "/dev/md/")
+	return got == name || strings.HasSuffix(got, ":"+name)
+}
+
+// dmEscape is LVM's device-mapper spelling of a name: "-" doubled.
+func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }

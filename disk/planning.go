@@ -3,6 +3,7 @@ package disk
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -772,4 +773,22 @@ func mountedAt(ms []hwinfo.Mount, point string) bool {
 		}
 	}
 	return false
+}
+
+var stackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
+
+// validateUse checks a partition's Use on its own.
+func validateUse(n int, ps PartSpec) error {
+	kind, name, _ := strings.Cut(ps.Use, ":")
+	switch {
+	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
+		return usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
+	case !stackName.MatchString(name):
+		return usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
+	case ps.FS != "":
+		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
+	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
+		return usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
+	}
+	return nil
 }

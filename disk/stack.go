@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -189,69 +188,6 @@ type VolumePlan struct {
 func (v VolumePlan) partPlan() PartPlan {
 	return PartPlan{Path: v.Device, FS: v.FS, FSLabel: v.Label, FSUUID: v.FSUUID, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Persist: v.Persist}
 }
-
-var stackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
-
-// validateUse checks a partition's Use on its own.
-func validateUse(n int, ps PartSpec) error {
-	kind, name, _ := strings.Cut(ps.Use, ":")
-	switch {
-	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
-		return usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
-	case !stackName.MatchString(name):
-		return usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
-	case ps.FS != "":
-		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
-	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
-		return usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
-	}
-	return nil
-}
-
-// memberOf says whether a signature found on a partition is that of the
-// stack use asks for (an earlier run of the same plan): an md member of
-// the array NAME (its name stored as "NAME" or "HOST:NAME") or an LVM
-// physical volume (which group it is in is the stack plan's to check).
-func memberOf(use, fsType, label string) bool {
-	kind, name, _ := strings.Cut(use, ":")
-	switch kind {
-	case "raid":
-		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
-	case "lvm":
-		return fsType == "LVM2_member"
-	case "origin", "cache":
-		// Which of the two the cache kind makes is its plan's to check.
-		return fsType == "LVM2_member" || fsType == "bcache"
-	}
-	return false
-}
-
-// ownStack says whether every holder on a partition is the stack use
-// names: the md array NAME, or logical volumes of VG.
-func ownStack(use string, hs []hwinfo.Holder) bool {
-	kind, name, _ := strings.Cut(use, ":")
-	if len(hs) == 0 {
-		return false
-	}
-	for _, h := range hs {
-		switch {
-		case kind == "raid" && h.Kind == "md" && mdNameIs(h.DMName, name):
-		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-"):
-		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-") || h.Kind == "bcache"):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func mdNameIs(got, name string) bool {
-	got = strings.TrimPrefix(got, "/dev/md/")
-	return got == name || strings.HasSuffix(got, ":"+name)
-}
-
-// dmEscape is LVM's device-mapper spelling of a name: "-" doubled.
-func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
 
 // minMembers is the least an md level takes.
 var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
