@@ -54,6 +54,9 @@ type Deps struct {
 	// Progress gets the progress lines of long steps (a cache's dirty
 	// blocks flushed before it is detached); nil: none shown.
 	Progress io.Writer
+	// Layers release what stands on the disks released (disk/stack);
+	// nil releases disks and partitions only, and refuses a stack.
+	Layers Layers
 }
 
 type applier struct {
@@ -71,10 +74,11 @@ type applier struct {
 	// into factsRead.
 	keepFacts bool
 	factsRead *hwinfo.Host
+	layers    Layers
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}, layers: d.Layers}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
 		if a.refresh == nil && d.Roots.Sys == "" && d.Roots.Proc == "" && d.Roots.Dev == "" {
@@ -95,6 +99,9 @@ func newApplier(d Deps) *applier {
 		a.fstabPath = a.roots.HostPath("etc/fstab")
 	}
 	a.runDir = a.roots.StateDir()
+	if a.layers == nil {
+		a.layers = stackLayers{} // INTERIM
+	}
 	return a
 }
 

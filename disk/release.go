@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/hwinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -232,7 +233,7 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	}
 	var stacks StackRelease
 	plan.Stacks = &stacks
-	if err := a.addStacks(ctx, plan, devs, opt); err != nil {
+	if err := a.planStackRelease(ctx, plan, devs, opt); err != nil {
 		return nil, "", err
 	}
 	if stacks.empty() {
@@ -675,4 +676,92 @@ func (a *applier) anyMounted(mounts []mountEntry, disk string, unmounted []strin
 		}
 	}
 	return false
+}
+
+// wipeOrder is partitions first, then disks, each once, in name order.
+func (a *applier) wipeOrder(names []string) []string {
+	seen := map[string]bool{}
+	var parts, disks []string
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if a.wholeDisk(n) != n {
+			parts = append(parts, "/dev/"+n)
+		} else {
+			disks = append(disks, "/dev/"+n)
+		}
+	}
+	sort.Strings(parts)
+	sort.Strings(disks)
+	return append(parts, disks...)
+}
+
+// planStackRelease plans the swapoff of the swap areas among devs, then
+// has the layers (Deps.Layers) plan the teardown of what stands on devs.
+// Without layers, only disks and partitions can be released, and a wipe
+// takes their own signatures.
+func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+	names := map[string]bool{}
+	for _, n := range devs {
+		names[n] = true
+	}
+	// Swap areas among the devices given.
+	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
+		for _, sw := range hwinfo.ParseSwaps(string(b)) {
+			if names[filepath.Base(sw.Path)] {
+				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
+			}
+		}
+	}
+	if a.layers != nil {
+		return a.layers.PlanRelease(ctx, &Applier{a}, plan, devs, opt)
+	}
+	var lower []string
+	for n := range names {
+		des, _ := a.host.ReadDir(a.roots.SysPath("class/block", n, "holders"))
+		if len(des) > 0 || strings.HasPrefix(n, "md") || strings.HasPrefix(n, "dm-") || strings.HasPrefix(n, "bcache") {
+			return fmt.Errorf("release /dev/%s: a stack stands on it, and no layer was given to release it", n)
+		}
+		lower = append(lower, n)
+	}
+	if opt.Wipe {
+		plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+	}
+	return nil
+}
+
+// applyStackRelease has the layers take down the stacks of s, then wipes
+// the signatures s names: what is left is signature-free.
+func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+	if a.layers != nil {
+		if err := a.layers.ApplyRelease(ctx, &Applier{a}, s, res); err != nil {
+			return err
+		}
+	}
+	step := func(what string, argv ...string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := a.do(ctx, what, argv); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		return nil
+	}
+	for _, d := range s.WipeSignatures {
+		if err := step("wipe signatures of "+d, "wipefs", "--all", d); err != nil {
+			return err
+		}
+	}
+	if len(s.WipeSignatures) > 0 && a.udevRunning() {
+		// udev answers each wipe by probing the disk again; the next
+		// command reads its facts from udev's database, which must
+		// show the disks blank by then.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
+			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		}
+	}
+	return nil
 }

@@ -13,22 +13,6 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// BcacheRelease is one bcache device released: flushed (its cache mode
-// set to writethrough and its dirty data waited out), detached from its
-// cache set, stopped.
-type BcacheRelease struct {
-	Device  string `json:"device"`  // bcache0
-	Backing string `json:"backing"` // sdb1
-	// SetUUID is the cache set it is attached to; "" when none.
-	SetUUID string `json:"set_uuid,omitempty"`
-	// Mode is its cache mode now; writeback is set to writethrough first.
-	Mode string `json:"mode,omitempty"`
-	// Wipe: wipefs --all on the bcache device (its file system) before it
-	// goes, so that a bcache made again over the same partition shows
-	// nothing of it.
-	Wipe bool `json:"wipe,omitempty"`
-}
-
 // dir is the backing device's bcache directory, where its attributes are.
 func (a *applier) bcacheAttr(b BcacheRelease, attr string) string {
 	return a.roots.SysPath("class/block", b.Backing, "bcache", attr)
@@ -158,36 +142,6 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *ReleasePlan, lvm *lvmS
 		}
 	}
 	return nil
-}
-
-// bcacheActions are the bcache teardown's steps, in the order
-// releaseBcache carries them out.
-func (s StackRelease) bcacheActions() []Action {
-	var out []Action
-	write := func(path, value, why string) {
-		out = append(out, Action{Text: "echo " + value + " > " + path + why, Op: OpWriteSys, Path: path, Value: value})
-	}
-	for _, b := range s.Bcache {
-		dir := "/sys/class/block/" + b.Backing + "/bcache/"
-		if b.Wipe {
-			argv := []string{"wipefs", "--all", "/dev/" + b.Device}
-			out = append(out, Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv})
-		}
-		if b.SetUUID != "" {
-			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
-				write(dir+"cache_mode", CacheModeWritethrough, "")
-			}
-			write(dir+"writeback_percent", "0", "")
-			write(dir+"writeback_delay", "0", "")
-			write(dir+"detach", "1", " (bcache writes the dirty blocks back to "+b.Backing+" first)")
-			out = append(out, Action{Text: "wait for " + dir + "dirty_data to reach 0 and the cache to be detached"})
-		}
-		write(dir+"stop", "1", "")
-	}
-	for _, set := range s.BcacheSets {
-		write("/sys/fs/bcache/"+set+"/unregister", "1", "")
-	}
-	return out
 }
 
 // releaseBcache flushes, detaches and stops the bcache devices, then

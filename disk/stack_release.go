@@ -8,52 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/diskprep/diskprep/hwinfo"
 )
-
-// StackRelease is the part of a ReleasePlan that undoes storage stacks, in
-// the order ApplyRelease carries it out after the unmounts and the fstab
-// lines: swap off first (before the unmounts), then logical volumes,
-// volume groups, physical volumes, md arrays, their mdadm.conf lines, and
-// with Wipe the members' superblocks and the disks' signatures.
-type StackRelease struct {
-	// Swapoff are active swap areas on the devices released.
-	Swapoff []string `json:"swapoff,omitempty"`
-	// Bcache are the bcache devices stopped, first of all, each flushed
-	// and detached from its cache set before; BcacheSets the cache sets
-	// unregistered after (stack_cache_release.go).
-	Bcache     []BcacheRelease `json:"bcache,omitempty"`
-	BcacheSets []string        `json:"bcache_sets,omitempty"`
-	// SplitCache are cached logical volumes ("VG/LV") whose cache is
-	// flushed and split off (lvconvert --splitcache) without Wipe;
-	// Uncache those whose cache is flushed and removed (lvconvert
-	// --uncache) with it. Both before the volumes go.
-	SplitCache []string `json:"split_cache,omitempty"`
-	Uncache    []string `json:"uncache,omitempty"`
-	// Deactivate are volume groups made inactive (vgchange -an), without
-	// Wipe: their data stays, vgchange -ay brings them back.
-	Deactivate []string `json:"deactivate,omitempty"`
-	// LVRemove ("VG/LV"), VGRemove and PVRemove are removed (Wipe only).
-	LVRemove []string `json:"lvremove,omitempty"`
-	VGRemove []string `json:"vgremove,omitempty"`
-	PVRemove []string `json:"pvremove,omitempty"`
-	// MDStop are md arrays stopped; MDZero the members whose superblock is
-	// zeroed (Wipe only).
-	MDStop []string `json:"md_stop,omitempty"`
-	MDZero []string `json:"md_zero,omitempty"`
-	// MdadmConf is the file whose diskprep ARRAY lines MdadmConfRemove go.
-	MdadmConf       string   `json:"mdadm_conf,omitempty"`
-	MdadmConfRemove []string `json:"mdadm_conf_remove,omitempty"`
-	// WipeSignatures are the devices wipefs -a clears, partitions before
-	// their disks (Wipe only): what is left is signature-free.
-	WipeSignatures []string `json:"wipe_signatures,omitempty"`
-}
-
-func (s StackRelease) empty() bool {
-	return len(s.Swapoff)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
-		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
-}
 
 // addStacks finds the stacks concerned by a release of the devices in devs
 // ("major:minor" -> kernel name: a disk and its partitions, or an array
@@ -96,14 +51,6 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 	members := map[string]bool{}
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
-	// Swap areas among the devices given.
-	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
-		for _, sw := range hwinfo.ParseSwaps(string(b)) {
-			if names[filepath.Base(sw.Path)] {
-				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
-			}
-		}
-	}
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
@@ -420,26 +367,6 @@ func boolSet[V any](m map[string]V) map[string]bool {
 	return out
 }
 
-// wipeOrder is partitions first, then disks, each once, in name order.
-func (a *applier) wipeOrder(names []string) []string {
-	seen := map[string]bool{}
-	var parts, disks []string
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if a.wholeDisk(n) != n {
-			parts = append(parts, "/dev/"+n)
-		} else {
-			disks = append(disks, "/dev/"+n)
-		}
-	}
-	sort.Strings(parts)
-	sort.Strings(disks)
-	return append(parts, disks...)
-}
-
 // managedConfLines are diskprep's ARRAY lines (under its marker) for the
 // array uuid in mdadm.conf data.
 func managedConfLines(data, uuid string) []string {
@@ -455,7 +382,7 @@ func managedConfLines(data, uuid string) []string {
 
 // applyStackRelease carries out the stack teardown after the unmounts and
 // fstab lines.
-func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+func (a *applier) applyLayersRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
 	step := func(what string, argv ...string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -532,62 +459,16 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 			}
 		}
 	}
-	for _, d := range s.WipeSignatures {
-		if err := step("wipe signatures of "+d, "wipefs", "--all", d); err != nil {
-			return err
-		}
-	}
-	if len(s.WipeSignatures) > 0 && a.udevRunning() {
-		// udev answers each wipe by probing the disk again; the next
-		// command reads its facts from udev's database, which must
-		// show the disks blank by then.
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
-			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
-		}
-	}
 	return nil
 }
 
-// actions are the teardown's steps, in the order applyStackRelease
-// carries them out.
-func (s StackRelease) actions() []Action {
-	out := s.bcacheActions()
-	run := func(text string, argv ...string) {
-		out = append(out, Action{Text: text, Op: OpRun, Argv: argv})
-	}
-	for _, lv := range s.SplitCache {
-		run("lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--splitcache", lv)
-	}
-	for _, lv := range s.Uncache {
-		run("lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--uncache", lv)
-	}
-	for _, vg := range s.Deactivate {
-		run("vgchange --activate n "+vg, "vgchange", "--activate", "n", vg)
-	}
-	for _, lv := range s.LVRemove {
-		run("lvremove --yes "+lv, "lvremove", "--yes", lv)
-	}
-	for _, vg := range s.VGRemove {
-		run("vgremove "+vg, "vgremove", vg)
-	}
-	for _, pv := range s.PVRemove {
-		run("pvremove "+pv, "pvremove", pv)
-	}
-	for _, md := range s.MDStop {
-		run("mdadm --stop "+md, "mdadm", "--stop", md)
-	}
-	for _, m := range s.MDZero {
-		run("mdadm --zero-superblock "+m, "mdadm", "--zero-superblock", m)
-	}
-	for i, l := range s.MdadmConfRemove {
-		a := Action{Text: "remove from " + s.MdadmConf + ": " + l}
-		if i == 0 {
-			a.Op, a.Path = OpWriteFile, s.MdadmConf // one write takes every line out
-		}
-		out = append(out, a)
-	}
-	for _, d := range s.WipeSignatures {
-		run("wipefs --all "+d, "wipefs", "--all", d)
-	}
-	return out
+// stackLayers INTERIM
+type stackLayers struct{}
+
+func (stackLayers) PlanRelease(ctx context.Context, x *Applier, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+	return x.a.addStacks(ctx, plan, devs, opt)
+}
+
+func (stackLayers) ApplyRelease(ctx context.Context, x *Applier, s StackRelease, res *ReleaseResult) error {
+	return x.a.applyLayersRelease(ctx, s, res)
 }
