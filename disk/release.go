@@ -10,9 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
-	"golang.org/x/sys/unix"
 )
 
 // ReleaseOptions tune Release.
@@ -124,7 +125,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	// elsewhere, a disk. Refused before anything is read of what it names;
 	// root's links (/dev/disk/by-id) are followed.
 	if target != "" {
-		if _, err := followUserPath(a.host, "release", target, target); isRefusal(err) {
+		if _, err := FollowUserPath(a.host, "release", target, target); IsRefusal(err) {
 			return nil, err
 		}
 	}
@@ -145,11 +146,11 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target, groups: map[string]string{}, unmountDevs: map[string]bool{}}
 	named := ""
 	if target == "" {
-		return nil, "", usagef("nothing to release: give a mount point, device or image")
+		return nil, "", Usagef("nothing to release: give a mount point, device or image")
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return nil, "", usagef("release %s: %v", target, err)
+		return nil, "", Usagef("release %s: %v", target, err)
 	}
 	mounts, err := a.mounts()
 	if err != nil {
@@ -209,10 +210,10 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 		named = point
 		fstabPoints[point] = true
 		for _, m := range mounts {
-			if m.point == point {
+			if m.Point == point {
 				points = append(points, point)
-				if name, err := a.blockName(parseDevnum(m.devnum)); err == nil {
-					devs[m.devnum] = name
+				if name, err := a.blockName(parseDevnum(m.Devnum)); err == nil {
+					devs[m.Devnum] = name
 					if d := a.wholeDisk(name); d != name {
 						parentLoop = d
 					}
@@ -223,7 +224,7 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 			plan.Notes = append(plan.Notes, point+" is not mounted")
 		}
 	default:
-		return nil, "", usagef("release %s: not a mount point, block device or image file", target)
+		return nil, "", Usagef("release %s: not a mount point, block device or image file", target)
 	}
 	if disk != "" {
 		plan.Device = "/dev/" + disk
@@ -240,8 +241,8 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 		plan.Stacks = nil
 	}
 	for _, m := range mounts {
-		if _, ok := devs[m.devnum]; ok && !contains(points, m.point) {
-			points = append(points, m.point)
+		if _, ok := devs[m.Devnum]; ok && !contains(points, m.Point) {
+			points = append(points, m.Point)
 		}
 	}
 	for _, name := range devs {
@@ -249,8 +250,8 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	}
 	plan.pointDev = map[string]string{}
 	for _, m := range mounts {
-		if name, ok := devs[m.devnum]; ok && contains(points, m.point) {
-			plan.pointDev[m.point] = name
+		if name, ok := devs[m.Devnum]; ok && contains(points, m.Point) {
+			plan.pointDev[m.Point] = name
 		}
 	}
 
@@ -374,7 +375,7 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *Release
 		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
 	}
 	a := newApplier(deps)
-	ended := recordPlan(a.host, plan)
+	ended := RecordPlan(a.host, plan)
 	defer func() { ended(err) }()
 	if plan.NeedsConfirmation && !plan.Confirmed {
 		return nil, plan.confirmationNeeded()
@@ -512,7 +513,7 @@ func (p *ReleasePlan) Actions() []Action {
 		s = append(s, a)
 	}
 	if len(p.FstabRemove) > 0 {
-		a := daemonReload("only when systemd is PID 1")
+		a := DaemonReload("only when systemd is PID 1")
 		a.Text = "run: " + a.Text
 		s = append(s, a)
 	}
@@ -668,10 +669,10 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 
 // anyMounted says whether a partition of disk (or disk itself) is still
 // mounted somewhere other than the points unmounted.
-func (a *applier) anyMounted(mounts []mountEntry, disk string, unmounted []string) bool {
+func (a *applier) anyMounted(mounts []MountEntry, disk string, unmounted []string) bool {
 	nums := a.diskDevnums(disk)
 	for _, m := range mounts {
-		if _, ok := nums[m.devnum]; ok && !contains(unmounted, m.point) {
+		if _, ok := nums[m.Devnum]; ok && !contains(unmounted, m.Point) {
 			return true
 		}
 	}
@@ -726,9 +727,22 @@ func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs 
 		}
 		lower = append(lower, n)
 	}
-	if opt.Wipe {
-		plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+	if !opt.Wipe {
+		return nil
 	}
+	// A member of a stack that is not running (an inactive group, a
+	// stopped array) is the layers' to judge: its other members may be
+	// elsewhere.
+	sort.Strings(lower)
+	for _, n := range lower {
+		sigs, _ := a.probeDevice(a.roots.DevPath(n))
+		for _, s := range sigs {
+			if s.Type == "LVM2_member" || s.Type == "linux_raid_member" || s.Type == "bcache" {
+				return RefuseWipe("/dev/"+n, fmt.Sprintf("/dev/%s holds %s, and no layer was given to release it", n, s.Type))
+			}
+		}
+	}
+	plan.Stacks.WipeSignatures = a.wipeOrder(lower)
 	return nil
 }
 

@@ -10,7 +10,7 @@ type StackRelease struct {
 	Swapoff []string `json:"swapoff,omitempty"`
 	// Bcache are the bcache devices stopped, first of all, each flushed
 	// and detached from its cache set before; BcacheSets the cache sets
-	// unregistered after (stack_cache_release.go).
+	// unregistered after (disk/stack).
 	Bcache     []BcacheRelease `json:"bcache,omitempty"`
 	BcacheSets []string        `json:"bcache_sets,omitempty"`
 	// SplitCache are cached logical volumes ("VG/LV") whose cache is
@@ -43,8 +43,8 @@ func (s StackRelease) empty() bool {
 		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
 }
 
-// actions are the teardown's steps, in the order applyStackRelease
-// carries them out.
+// actions are the teardown's steps, in the order the layers
+// (Layers.ApplyRelease) and then applyStackRelease carry them out.
 func (s StackRelease) actions() []Action {
 	out := s.bcacheActions()
 	run := func(text string, argv ...string) {
@@ -103,8 +103,8 @@ type BcacheRelease struct {
 	Wipe bool `json:"wipe,omitempty"`
 }
 
-// bcacheActions are the bcache teardown's steps, in the order
-// releaseBcache carries them out.
+// bcacheActions are the bcache teardown's steps, in the order the
+// layers carry them out.
 func (s StackRelease) bcacheActions() []Action {
 	var out []Action
 	write := func(path, value, why string) {

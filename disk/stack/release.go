@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
 // addStacks finds the stacks concerned by a release of the devices in devs
@@ -16,7 +19,7 @@ import (
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -53,19 +56,19 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 	sort.Strings(lower)
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
-			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+			plan.Stacks.WipeSignatures = a.WipeOrder(lower)
 			return a.addDormant(ctx, plan)
 		}
 		return nil
 	}
 	addDev := func(name string) {
-		if n, err := a.readDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
+		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
 			devs[n] = name
 		}
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx)
+		lvm, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx)
 		if err != nil {
 			return err
 		}
@@ -78,7 +81,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			dmName := strings.TrimSpace(string(b))
 			for vg, lvs := range lvm.lvs {
 				for lv := range lvs {
-					if dmEscape(vg)+"-"+dmEscape(lv) == dmName {
+					if disk.DMEscape(vg)+"-"+disk.DMEscape(lv) == dmName {
 						vgs[vg] = true
 					}
 				}
@@ -105,7 +108,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			for _, lv := range lvNames {
 				if real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv)); err == nil {
 					addDev(filepath.Base(real))
-					plan.groups[filepath.Base(real)] = "vg " + vg
+					plan.SetGroup(filepath.Base(real), "vg "+vg)
 				}
 				if opt.Wipe {
 					plan.Stacks.LVRemove = append(plan.Stacks.LVRemove, vg+"/"+lv)
@@ -121,7 +124,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 				if g == vg {
 					pvs = append(pvs, pv)
 					members[filepath.Base(pv)] = true
-					plan.groups[filepath.Base(pv)] = "vg " + vg
+					plan.SetGroup(filepath.Base(pv), "vg "+vg)
 				}
 			}
 			sort.Strings(pvs)
@@ -133,12 +136,12 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
 	for _, md := range sortedKeys(mds) {
 		addDev(md)
-		plan.groups[md] = "md " + md
+		plan.SetGroup(md, "md "+md)
 		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.roots.DevPath(md))
 		des, _ := a.host.ReadDir(a.roots.SysPath("block", md, "slaves"))
 		for _, de := range des {
 			members[de.Name()] = true
-			plan.groups[de.Name()] = "md " + md
+			plan.SetGroup(de.Name(), "md "+md)
 			if opt.Wipe {
 				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.roots.DevPath(de.Name()))
 			}
@@ -166,8 +169,8 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			if real, err := a.host.EvalSymlinks(k); err == nil {
 				k = real
 			}
-			if n := filepath.Base(k); a.wholeDisk(n) != n {
-				keep[a.wholeDisk(n)] = true
+			if n := filepath.Base(k); a.WholeDisk(n) != n {
+				keep[a.WholeDisk(n)] = true
 			}
 		}
 		var wipe []string
@@ -175,20 +178,19 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			wipe = append(wipe, m)
 			// The disk of a member partition, when every partition it has
 			// is released too and none is kept.
-			d := a.wholeDisk(m)
+			d := a.WholeDisk(m)
 			if d == m || keep[d] {
 				continue
 			}
 			all := true
-			parts, _ := kernelPartitions(a.host, a.roots, d)
-			for _, kp := range parts {
-				all = all && (members[kp.name] || names[kp.name])
+			for _, kp := range disk.KernelPartitionNames(a.host, a.roots, d) {
+				all = all && (members[kp] || names[kp])
 			}
 			if all {
 				wipe = append(wipe, d)
 			}
 		}
-		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
+		plan.Stacks.WipeSignatures = a.WipeOrder(wipe)
 		return a.addDormant(ctx, plan)
 	}
 	return nil
@@ -206,7 +208,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
+func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -226,7 +228,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 		if done[name] {
 			continue
 		}
-		sigs, err := a.probeDevice(dev)
+		sigs, err := a.ProbeDevice(dev)
 		if err != nil {
 			continue // wipefs reports what cannot be read
 		}
@@ -234,7 +236,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 			switch sig.Type {
 			case "LVM2_member":
 				if lvm == nil {
-					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx); err != nil {
+					if lvm, err = (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx); err != nil {
 						return err
 					}
 					for _, row := range lvm.pvList {
@@ -266,7 +268,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 // addDormantVG plans the removal of the physical volume pv and, when it
 // is in a group, of the whole group, or refuses when the group has a
 // physical volume that is not wiped.
-func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
 	s := plan.Stacks
 	vg := lvm.pvVG[pv]
 	if vg == "" {
@@ -296,7 +298,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 		}
 	}
 	if missing {
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
 	}
 	if len(others) > 0 {
 		sort.Strings(others)
@@ -304,7 +306,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 		if lvs := sortedKeys(boolSet(lvm.lvs[vg])); len(lvs) > 0 {
 			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
 		}
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
 			pv, vg, strings.Join(others, ", "), how))
 	}
 	for _, lv := range sortedKeys(boolSet(lvm.lvs[vg])) {
@@ -324,7 +326,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 // addDormantMD plans zeroing the superblock of dev, a member of a stopped
 // md array, or refuses when another device that is not wiped is a member
 // of the same array.
-func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wiped map[string]bool) error {
+func (a *applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
 	var others []string
 	des, _ := a.host.ReadDir(a.roots.SysPath("class/block"))
 	for _, de := range des {
@@ -332,7 +334,7 @@ func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wip
 		if wiped[n] || strings.HasPrefix(n, "fd") || strings.HasPrefix(n, "sr") {
 			continue // a floppy or optical drive holds no array, and opening one can hang
 		}
-		sigs, err := a.probeDevice(a.roots.DevPath(n))
+		sigs, err := a.ProbeDevice(a.roots.DevPath(n))
 		if err != nil {
 			continue
 		}
@@ -352,7 +354,7 @@ func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wip
 		if name != "" {
 			how += " (diskprep release /dev/md/" + name + " --wipe)"
 		}
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
 			dev, strings.TrimSpace(name+" (uuid "+sig.UUID+")"), strings.Join(others, ", "), how))
 	}
 	plan.Stacks.MDZero = append(plan.Stacks.MDZero, dev)
@@ -380,17 +382,17 @@ func managedConfLines(data, uuid string) []string {
 	return out
 }
 
-// applyStackRelease carries out the stack teardown after the unmounts and
-// fstab lines.
-func (a *applier) applyLayersRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+// applyLayersRelease carries out the stack teardown after the unmounts
+// and fstab lines; disk wipes the signatures after it.
+func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	step := func(what string, argv ...string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := a.do(ctx, what, argv); err != nil {
+		if err := a.Do(ctx, what, argv); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		return nil
 	}
 	if err := a.releaseBcache(ctx, s, res); err != nil {
@@ -462,13 +464,13 @@ func (a *applier) applyLayersRelease(ctx context.Context, s StackRelease, res *R
 	return nil
 }
 
-// stackLayers INTERIM
-type stackLayers struct{}
-
-func (stackLayers) PlanRelease(ctx context.Context, x *Applier, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
-	return x.a.addStacks(ctx, plan, devs, opt)
+// PlanRelease plans the teardown of the stacks and caches on devs
+// (disk.Layers).
+func (Layers) PlanRelease(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
+	return fromDisk(x).addStacks(ctx, plan, devs, opt)
 }
 
-func (stackLayers) ApplyRelease(ctx context.Context, x *Applier, s StackRelease, res *ReleaseResult) error {
-	return x.a.applyLayersRelease(ctx, s, res)
+// ApplyRelease carries out the teardown s (disk.Layers).
+func (Layers) ApplyRelease(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
+	return fromDisk(x).applyLayersRelease(ctx, s, res)
 }
