@@ -133,6 +133,9 @@ func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps disk.Deps) 
 	// (a whole disk given was partitioned by BuildCache and goes blank).
 	// BuildCache made everything else on the two devices, in this run:
 	// the guard has nothing to ask.
+	if deps.Layers == nil {
+		deps.Layers = Layers{} // what it releases is a stack
+	}
 	plan, err := disk.PlanRelease(ctx, b.Origin, disk.ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}, Yes: true, ForceUnmount: true}, deps)
 	if err != nil {
 		return nil, fmt.Errorf("release the cache over %s: %w", b.Origin, err)
