@@ -60,7 +60,8 @@ if [ "$goarch" != "$(go env GOHOSTARCH)" ]; then
 	gen=$stage/diskprep-host
 	CGO_ENABLED=0 GOARCH='' go build -o "$gen" ./cmd/diskprep
 fi
-"$gen" man | gzip -9n >"$stage/diskprep.8.gz"
+"$gen" man --dir "$stage/man"
+gzip -9n "$stage"/man/*.8
 "$gen" completion bash >"$stage/diskprep.bash"
 "$gen" completion zsh >"$stage/_diskprep"
 "$gen" completion fish >"$stage/diskprep.fish"

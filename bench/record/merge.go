@@ -16,6 +16,18 @@ const (
 	OrderInterleaved = "interleaved"
 )
 
+// RoundOrder is the order n conditions take in round (0-based) of an
+// interleaved run: each in turn, the first rotating from round to round
+// (A B, B A, A B, ...), so that a drift during the run falls on every
+// condition alike and no condition is always the first after a pause.
+func RoundOrder(round, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = (k + round) % n
+	}
+	return order
+}
+
 // MergeRounds makes one record of the rounds of a run taken one at a time
 // between other conditions' (interleaved): the same target, label and
 // workloads in each, one or more repetitions a round. The repetitions keep

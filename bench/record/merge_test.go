@@ -50,3 +50,19 @@ func TestMergeRounds(t *testing.T) {
 		t.Errorf("rounds of two labels merged: %v", err)
 	}
 }
+
+// Each round takes every condition once, the first rotating, so over the
+// rounds each condition is first as often as the others.
+func TestRoundOrder(t *testing.T) {
+	var got []string
+	for r := range 4 {
+		s := ""
+		for _, i := range RoundOrder(r, 3) {
+			s += string(rune('a' + i))
+		}
+		got = append(got, s)
+	}
+	if strings.Join(got, " ") != "abc bca cab abc" {
+		t.Errorf("rounds %q, want abc bca cab abc", got)
+	}
+}

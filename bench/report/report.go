@@ -54,6 +54,10 @@ func WriteLayout(w io.Writer, format string, c *compare.Comparison, l Layout) er
 	return fmt.Errorf("%q (valid: %s): %w", format, strings.Join(Formats, ", "), ErrFormat)
 }
 
+// ComparisonSchema names the JSON shape of a comparison (compare,
+// fscompare, bench of several targets).
+const ComparisonSchema = "diskprep/comparison/v1"
+
 // JSON writes the comparison as an indented JSON document.
 func JSON(w io.Writer, c *compare.Comparison) error {
 	enc := json.NewEncoder(w)
@@ -61,7 +65,7 @@ func JSON(w io.Writer, c *compare.Comparison) error {
 	return enc.Encode(struct {
 		Schema string `json:"schema"`
 		*compare.Comparison
-	}{"diskprep/comparison/v1", c})
+	}{ComparisonSchema, c})
 }
 
 // metricValue formats a value of metric (latency metrics are in µs).

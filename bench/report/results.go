@@ -13,7 +13,7 @@ import (
 	"github.com/diskprep/diskprep/bench/record"
 )
 
-// ResultRow is one line of `results list` (its json output is a list of them).
+// ResultRow is one line of `results list` (its json output lists them under "results").
 type ResultRow struct {
 	ID        string    `json:"id"`
 	Start     time.Time `json:"start"`
@@ -49,6 +49,18 @@ type ResultsList struct {
 	Dir     string
 }
 
+// ResultListSchema names the JSON shape of `results list -o json`.
+const ResultListSchema = "diskprep/result-list/v1"
+
+// ResultListJSON is `results list -o json`: the rows picked, with where
+// they come from and how many records the store holds.
+type ResultListJSON struct {
+	Schema  string      `json:"schema"`
+	Dir     string      `json:"dir"`
+	Total   int         `json:"total"`
+	Results []ResultRow `json:"results"`
+}
+
 // ResultsFormats are the outputs of Results.
 var ResultsFormats = []string{"table", "json", "markdown", "csv"}
 
@@ -75,7 +87,7 @@ func Results(w io.Writer, format string, l ResultsList) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return enc.Encode(ResultListJSON{ResultListSchema, l.Dir, l.Total, rows})
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write([]string{"id", "start", "label", "host", "target", "fs", "set", "repeat", "workloads", "partial", "path"})

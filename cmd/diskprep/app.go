@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -212,6 +213,17 @@ type runState struct {
 // race on it. The default --help/-h flag is kept as it is.
 func init() {
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
+	cli.VersionPrinter = printVersion
+}
+
+// printVersion answers --version: one line, or with -o json a document
+// (diskprep/version/v1) for the scripts that check which diskprep runs.
+func printVersion(c *cli.Context) {
+	if c.String("format") == "json" {
+		writeJSON(c.App.Writer, versionDoc{Schema: versionSchema, Version: c.App.Version, Go: runtime.Version()})
+		return
+	}
+	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, st *runState) *cli.App {

@@ -345,6 +345,8 @@ func badCases(fx *badInputFixture) []badCase {
 		{"fscompare bad duration", []string{"fscompare", "--image", img, "--size", "1G", "--runtime", "1x"}, 2, `duration "1x"`},
 		{"fscompare --repeat 0", []string{"fscompare", "--image", img, "--size", "1G", "--repeat", "0"}, 2, "--repeat 0"},
 		{"fscompare --repeat auto:1", []string{"fscompare", "--image", img, "--size", "1G", "--repeat", "auto:1"}, 2, "--repeat auto:1: MAX must be 3..100"},
+		{"fscompare unknown --order", []string{"fscompare", "--image", img, "--size", "1G", "--order", "abab"}, 2, `--order "abab": interleaved or blocked`},
+		{"fscompare --order interleaved --repeat auto", []string{"fscompare", "--image", img, "--size", "1G", "--order", "interleaved", "--repeat", "auto"}, 2, "give --repeat N with --order interleaved, or --order blocked"},
 		{"fscompare unknown -o", []string{"fscompare", "--image", img, "--size", "1G", "-o", "xml"}, 2, `unknown output format "xml"`},
 		{"fscompare --image a device node", []string{"fscompare", "--image", w("linkblk"), "--size", "1G", "--yes"}, 3, "is a device node"},
 		{"fscompare nonexistent device", []string{"fscompare", noDevice, "--yes"}, 2, "does not exist"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
@@ -75,8 +74,7 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	roundEnv.ResultsDir = ""
 	rounds := make([][]*record.Record, len(targets))
 	for r := range opts.Repeat {
-		for k := range targets {
-			i := (k + r) % len(targets)
+		for _, i := range record.RoundOrder(r, len(targets)) {
 			if !e.Quiet {
 				fmt.Fprintf(e.Stderr, "bench: round %d/%d: %s (%s)\n", r+1, opts.Repeat, labels[i], targets[i])
 			}
@@ -96,7 +94,7 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	var merged []*record.Record
 	var ids []string
 	for i := range targets {
-		m, err := record.MergeRounds(record.NewID(time.Now()), rounds[i])
+		m, err := record.MergeRounds(record.NewID(rounds[i][0].Start), rounds[i])
 		if err != nil {
 			return err
 		}

@@ -58,6 +58,10 @@ the release, and how long that took is shown. The SSD alone is read before
 the build (written once first), the HDD alone after the release. Every
 run is stored as a record (compare shows them again).
 
+The runs are not interleaved as fscompare's are (the report's run order says
+blocked): they are states of one build in time order, and taking them in
+turns would mean building, warming and releasing the cache every round.
+
 The report (-o table, markdown or html) is, in this order: the phases per
 working set (IOPS, MB/s, p50, p99, hit ratio; in HTML also a chart of each
 phase's IOPS on a log axis between the HDD alone and the SSD alone, the
@@ -185,7 +189,10 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		deps.Progress = e.Stderr
 	}
 	var unsaved unsavedRecords
-	released := false // by the cleanup after a failure or an interruption
+	benchEnv := *e
+	benchEnv.ResultsDir = "" // saved by Save, at the end
+	released := false        // by the cleanup after a failure or an interruption
+	saving := false          // the run got as far as storing its records
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			if e.Root == "" || e.Root == "/" {
@@ -230,8 +237,20 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			released = cleanup && err == nil
 			return err
 		},
+		// Each run's record is kept in memory and stored only once the
+		// whole run has succeeded (Save): a failure or an interruption
+		// leaves no record of a run whose cache it took apart.
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return unsaved.keep(runBenchLive(ctx, req, host, e))
+			return runBenchLive(ctx, req, host, &benchEnv)
+		},
+		Save: func(recs []*record.Record) error {
+			saving = true
+			for _, rec := range recs {
+				if _, err := unsaved.keep(rec, record.Save(e.ResultsDir, rec)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		Resolve: func(path string) (string, error) {
 			real, err := hwinfo.FollowTrustedLinks(nil, path)
@@ -245,9 +264,12 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			if released {
-				return interrupted("; released the cache, both disks left signature-free", err)
+				return interrupted("; released the cache, both disks left signature-free, no record saved", err)
 			}
-			return interrupted("", err)
+			return interrupted("; no record saved", err)
+		}
+		if !saving {
+			return fmt.Errorf("%w; no record of this run saved", err)
 		}
 		return errors.Join(err, unsaved.err())
 	}

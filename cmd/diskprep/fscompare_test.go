@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/disk"
@@ -29,6 +30,8 @@ func TestFSCompareBadInput(t *testing.T) {
 		{"repeat 0", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 0}, "--repeat"},
 		{"unknown set", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Set: "nosuch"}, "nosuch"},
 		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Runtime: "soon"}, "--runtime"},
+		{"unknown order", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 1, Order: "random"}, `--order "random": interleaved or blocked`},
+		{"interleaved auto", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 9, RepeatAuto: true, Order: "interleaved"}, "--repeat auto stops each filesystem's runs on its own"},
 	}
 	for _, c := range cases {
 		e, _, _ := resultsEnv(t, "")
@@ -43,9 +46,31 @@ func TestFSCompareBadInput(t *testing.T) {
 	}
 }
 
-// The real thing on an image: each filesystem made (blkid, while mounted),
-// benchmarked and recorded, and at the end nothing left attached, mounted or
-// in fstab.
+// Interleaved unless asked otherwise, or unless there are no rounds to
+// take in turn: one filesystem, or --repeat auto stopping each on its own.
+func TestFSCompareOrder(t *testing.T) {
+	two := []string{"xfs", "ext4"}
+	for _, c := range []struct {
+		o    fscompareOptions
+		want string
+	}{
+		{fscompareOptions{FS: two, Repeat: 5}, record.OrderInterleaved},
+		{fscompareOptions{FS: two, Repeat: 5, Order: "blocked"}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 1, Order: "interleaved"}, record.OrderInterleaved},
+		{fscompareOptions{FS: []string{"ext4"}, Repeat: 5}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 9, RepeatAuto: true}, record.OrderBlocked},
+		{fscompareOptions{FS: two, Repeat: 9, RepeatAuto: true, Order: "blocked"}, record.OrderBlocked},
+	} {
+		if got := c.o.order(); got != c.want {
+			t.Errorf("%+v: order %s, want %s", c.o, got, c.want)
+		}
+	}
+}
+
+// The real thing on an image: each filesystem made (blkid, while mounted)
+// again each round, in turns (xfs ext4, then ext4 xfs), benchmarked and
+// recorded, one record a filesystem whose runs took those turns, and at
+// the end nothing left attached, mounted or in fstab.
 func TestPrivilegedFSCompareImage(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "blkid", "findmnt", "losetup", "mount", "umount")
 	dir := t.TempDir()
@@ -73,14 +98,14 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 
 	e, out, errb := resultsEnv(t, "markdown")
 	err := runFSCompare(context.Background(), fscompareOptions{
-		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 1,
+		Image: img, Size: "640M", FS: []string{"xfs", "ext4"}, Set: "quick", Runtime: "500ms", Repeat: 2,
 		Mount: mnt, Yes: true,
 	}, m, e)
 	if err != nil {
 		t.Fatalf("fscompare: %v\n%s", err, errb)
 	}
-	if !slices.Equal(seen, []string{"xfs", "ext4"}) {
-		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4]", seen)
+	if !slices.Equal(seen, []string{"xfs", "ext4", "ext4", "xfs"}) {
+		t.Errorf("blkid saw %q on the mounted filesystems, want [xfs ext4 ext4 xfs]", seen)
 	}
 	entries, _, err := record.List(e.ResultsDir)
 	if err != nil || len(entries) != 2 {
@@ -95,6 +120,21 @@ func TestPrivilegedFSCompareImage(t *testing.T) {
 		// partition made by this round is in the facts it was taken with.
 		if !strings.HasPrefix(r.Target.Disk, "loop") || r.Target.Transport != "loop" || r.Target.SizeBytes != 640<<20 {
 			t.Errorf("record %d (%s): disk %q transport %q size %d, want the loop device of the 640 MiB image", i, fs, r.Target.Disk, r.Target.Transport, r.Target.SizeBytes)
+		}
+		if r.Order != record.OrderInterleaved || r.Repeat != 2 {
+			t.Errorf("record %d (%s): order %q, %d repetitions, want interleaved, 2", i, fs, r.Order, r.Repeat)
+		}
+	}
+	// Each workload's runs took turns: xfs, ext4 in round 1, ext4, xfs in
+	// round 2, by the start time each run keeps.
+	xfs, ext4 := entries[0].Record, entries[1].Record
+	for w := range xfs.Workloads {
+		xr, er := xfs.Workloads[w].Runs, ext4.Workloads[w].Runs
+		if len(xr) != 2 || len(er) != 2 {
+			t.Fatalf("%s: %d xfs and %d ext4 runs, want 2 each", xfs.Workloads[w].Params.Name, len(xr), len(er))
+		}
+		if starts := []time.Time{xr[0].Start, er[0].Start, er[1].Start, xr[1].Start}; !slices.IsSortedFunc(starts, time.Time.Compare) {
+			t.Errorf("%s: runs started at %v (xfs 1, ext4 1, ext4 2, xfs 2), want that order", xfs.Workloads[w].Params.Name, starts)
 		}
 	}
 	for _, want := range []string{"## xfs vs ext4", "ext4 vs xfs", "mkfs.xfs", "mkfs.ext4", "seq1m-read"} {
@@ -181,6 +221,12 @@ func TestFSCompareInterruptedDetail(t *testing.T) {
 			"; released /dev/loop3; the xfs record is saved (id 20261130T000000Z-aaaa)"},
 		{"image made", fscompareLeft{target: "/var/tmp/fc.img", released: true, removedImage: true},
 			"; released /var/tmp/fc.img, removed the image this run made"},
+		{"interleaved, round 2 of 5", fscompareLeft{target: "/dev/loop3", released: true, round: 2, rounds: 5},
+			"; released /dev/loop3; in round 2 of 5, no record saved"},
+		{"interleaved, the last round", fscompareLeft{target: "/dev/loop3", released: true, round: 5, rounds: 5, saved: []*record.Record{xfs}},
+			"; released /dev/loop3; the xfs record is saved (id 20261130T000000Z-aaaa)"},
+		{"interleaved, preparing", fscompareLeft{target: "/dev/loop3", preparing: "ext4", round: 3, rounds: 5},
+			" while preparing ext4 on /dev/loop3: nothing was written to it, nothing is mounted; in round 3 of 5, no record saved"},
 		{"between rounds", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs}},
 			"; the xfs record is saved (id 20261130T000000Z-aaaa)"},
 		{"after the last round", fscompareLeft{target: "/dev/loop3", saved: []*record.Record{xfs, ext4}},

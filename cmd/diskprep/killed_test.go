@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,30 +175,36 @@ func rerunConverges(t *testing.T, bin, tmp, want string, args ...string) {
 }
 
 // TestPrivilegedFSCompareDeviceKilled: fscompare DEVICE killed with
-// SIGKILL once the xfs is mounted, once it measures, and once the ext4 of
-// the second round measures (the xfs record saved): the same command run
-// again releases the killed run's mount, says so in one line, completes
-// with both records, and leaves nothing mounted, no directory in TMPDIR
-// and no record of the run.
+// SIGKILL once the xfs is mounted, once it measures, and once the ext4
+// after it measures (the xfs record saved); and, in two interleaved
+// rounds, once the ext4 made again first in round 2 measures (no record
+// saved yet): the same command run again releases the killed run's mount,
+// says so in one line, completes with both records, and leaves nothing
+// mounted, no directory in TMPDIR and no record of the run.
 func TestPrivilegedFSCompareDeviceKilled(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "sgdisk", "findmnt")
 	bin := faultBuild(t)
 	loop := testenv.NewLoop(t, killedDiskSize, testenv.LoopOptions{})
 	runRecord := deviceRunRecord(t, loop.Dev)
 	for _, c := range []struct {
-		name  string
-		at    func(p *faultProc, tmp string) bool
-		saved []string // labels the killed run saved
+		name   string
+		at     func(p *faultProc, tmp string) bool
+		saved  []string // labels the killed run saved
+		repeat string   // rounds; "" for 1
 	}{
-		{"xfs mounted", func(_ *faultProc, tmp string) bool { return fscompareMount(t, tmp) != "" }, nil},
-		{"xfs measuring", func(_ *faultProc, tmp string) bool { return fscompareTestFile(tmp) }, nil},
+		{"xfs mounted", func(_ *faultProc, tmp string) bool { return fscompareMount(t, tmp) != "" }, nil, ""},
+		{"xfs measuring", func(_ *faultProc, tmp string) bool { return fscompareTestFile(tmp) }, nil, ""},
 		{"ext4 measuring", func(p *faultProc, tmp string) bool {
 			return strings.Contains(p.stderr.String(), "2/2: ext4 on ") && fscompareTestFile(tmp)
-		}, []string{"xfs"}},
+		}, []string{"xfs"}, ""},
+		{"round 2 ext4 measuring", func(p *faultProc, tmp string) bool {
+			return strings.Contains(p.stderr.String(), "3/4: ext4 on ") && fscompareTestFile(tmp)
+		}, nil, "2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tmp, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
-			args := []string{"fscompare", loop.Dev, "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", "500ms", "--results", store, "--yes"}
+			repeat := cmp.Or(c.repeat, "1")
+			args := []string{"fscompare", loop.Dev, "--fs", "xfs,ext4", "--set", "quick", "--repeat", repeat, "--runtime", "500ms", "--results", store, "--yes"}
 			p := startIn(t, bin, tmp, args...)
 			faultWaitFor(t, c.name, func() bool { return c.at(p, tmp) })
 			p.cmd.Process.Kill()
@@ -217,6 +225,12 @@ func TestPrivilegedFSCompareDeviceKilled(t *testing.T) {
 			rerunConverges(t, bin, tmp, "an earlier fscompare of "+loop.Dev+" ended without cleaning up (mounted at "+point+"): releasing it first", args...)
 			if labels, _ := storeLabels(t, store); !slices.Equal(labels, append(c.saved, "xfs", "ext4")) {
 				t.Errorf("records %v, want %v then xfs and ext4", labels, c.saved)
+			}
+			entries, _, _ := record.List(store)
+			for _, e := range entries[len(c.saved):] {
+				if r := e.Record; r.Order != record.OrderInterleaved || strconv.Itoa(r.Repeat) != repeat {
+					t.Errorf("the rerun's %s record: order %q, %d repetitions, want interleaved, %s", r.Label, r.Order, r.Repeat, repeat)
+				}
 			}
 			checkLeftNothing(t, loop.Dev, "", tmp, runRecord)
 		})
@@ -275,6 +289,7 @@ func TestPrivilegedFSCompareImageKilled(t *testing.T) {
 // TestPrivilegedFSCompareSignalSays: SIGHUP ends fscompare with 129 and a
 // last line that says what was cleaned up and what was kept: during the
 // ext4 round's measurement, the disk released and the xfs record saved;
+// during round 2 of 2, the disk released and no record saved;
 // during the ext4 round's mkfs (or, should the signal come late, after
 // it), what the prepare left; during the xfs round's mkfs on an image the
 // run made, the image removed and its loop device detached. Nothing is
@@ -308,6 +323,21 @@ func TestPrivilegedFSCompareSignalSays(t *testing.T) {
 			t.Fatalf("records %v, want xfs", labels)
 		}
 		if want := "diskprep: interrupted by SIGHUP; released " + loop.Dev + "; the xfs record is saved (id " + ids[0] + ")"; last != want {
+			t.Errorf("last line %q\nwant %q", last, want)
+		}
+		checkLeftNothing(t, loop.Dev, "", tmp, runRecord)
+	})
+	t.Run("round 2 ext4 measuring", func(t *testing.T) {
+		tmp, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
+		p := startIn(t, bin, tmp, "fscompare", loop.Dev, "--fs", "xfs,ext4", "--set", "quick", "--repeat", "2", "--runtime", "2s", "--results", store, "--yes")
+		faultWaitFor(t, "round 2's ext4 test file", func() bool {
+			return strings.Contains(p.stderr.String(), "3/4: ext4 on ") && fscompareTestFile(tmp)
+		})
+		last, _ := signal(t, p)
+		if labels, _ := storeLabels(t, store); len(labels) != 0 {
+			t.Errorf("records %v, want none before a filesystem's last round", labels)
+		}
+		if want := "diskprep: interrupted by SIGHUP; released " + loop.Dev + "; in round 2 of 2, no record saved"; last != want {
 			t.Errorf("last line %q\nwant %q", last, want)
 		}
 		checkLeftNothing(t, loop.Dev, "", tmp, runRecord)

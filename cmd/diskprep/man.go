@@ -3,24 +3,73 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/diskprep/diskprep/docs"
+	"github.com/diskprep/diskprep/internal/atomicfile"
+	"github.com/diskprep/diskprep/internal/suggest"
 	"github.com/urfave/cli/v2"
 )
 
-// manCommand prints the man page made from the CLI definition itself, so the
-// page shipped in the packages (scripts/package.sh) always matches the
-// binary's commands and flags. Hidden: it is for packagers, not for users.
+// manDocs names the page of docs/ that is each command's man page body.
+// Every visible command has one (TestEveryCommandHasAManPage).
+var manDocs = map[string]string{
+	"inventory":  "inventory.md",
+	"prepare":    "prepare.md",
+	"release":    "prepare.md",
+	"bench":      "bench.md",
+	"results":    "results.md",
+	"compare":    "compare.md",
+	"fscompare":  "compare.md",
+	"cachebench": "cachebench.md",
+	"completion": "cli.md",
+}
+
+// manCommand prints the man pages: diskprep(8) made from the CLI definition
+// itself, and diskprep-COMMAND(8) made from the command's definition (its
+// synopsis and flags) and its page in docs/ (the description), so the
+// pages shipped in the packages (scripts/package.sh) always match the
+// binary's commands and flags and the documentation. Hidden: it is for
+// packagers; users run man.
 func manCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "man",
-		Usage:     "print the diskprep(8) man page in roff (for packagers)",
-		ArgsUsage: " ",
+		Usage:     "print the diskprep(8) man page, or diskprep-COMMAND(8), in roff (for packagers)",
+		ArgsUsage: "[COMMAND]",
 		Hidden:    true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "write diskprep.8 and every diskprep-COMMAND.8 into `DIR` instead"},
+		},
 		Action: action(func(c *cli.Context, e *env) error {
-			if c.NArg() != 0 {
-				return usageErr(fmt.Errorf("man takes no arguments"))
+			if dir := c.String("dir"); dir != "" {
+				if c.NArg() != 0 {
+					return usageErr(fmt.Errorf("man --dir takes no COMMAND: it writes every page"))
+				}
+				return writeManDir(dir, c.App)
 			}
-			return writeMan(e.Stdout, c.App)
+			switch c.NArg() {
+			case 0:
+				return writeMan(e.Stdout, c.App)
+			case 1:
+				name := c.Args().First()
+				cmd := c.App.Command(name)
+				if cmd == nil || cmd.Hidden {
+					var names []string
+					for _, v := range c.App.VisibleCommands() {
+						names = append(names, v.Name)
+					}
+					return usageErr(fmt.Errorf("man: no command %q%s (valid: %s)", name, suggest.Hint(name, names, ""), strings.Join(names, ", ")))
+				}
+				page, err := commandMan(c.App, cmd)
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(e.Stdout, page)
+				return err
+			}
+			return usageErr(fmt.Errorf("man takes at most one COMMAND"))
 		}),
 	}
 }
@@ -32,4 +81,66 @@ func writeMan(w io.Writer, app *cli.App) error {
 	}
 	_, err = io.WriteString(w, page)
 	return err
+}
+
+// commandMan is diskprep-NAME(8): NAME and SYNOPSIS from the command, the
+// DESCRIPTION its docs page (without the page's title), its OPTIONS.
+func commandMan(app *cli.App, cmd *cli.Command) (string, error) {
+	file, ok := manDocs[cmd.Name]
+	if !ok {
+		return "", fmt.Errorf("man page: no page in docs/ for %s", cmd.Name)
+	}
+	body, err := docs.Pages.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("man page: %w", err)
+	}
+	text := string(body)
+	if strings.HasPrefix(text, "# ") {
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	// A link to another page reads as its man page.
+	for c, f := range manDocs {
+		if f != file {
+			text = strings.ReplaceAll(text, "("+f+")", " (see diskprep-"+c+"(8))")
+		}
+	}
+	sub := &cli.App{
+		Name:        app.Name + "-" + cmd.Name,
+		Usage:       cmd.Usage,
+		UsageText:   strings.TrimSpace(app.Name + " " + cmd.Name + " [OPTIONS] " + cmd.ArgsUsage),
+		Description: strings.TrimSpace(text) + "\n\nSee also diskprep(8) and, for every page, https://github.com/diskprep/diskprep/tree/main/docs.",
+		Flags:       cmd.VisibleFlags(),
+		Commands:    cmd.Subcommands,
+		HideVersion: true,
+		HideHelp:    true,
+	}
+	page, err := sub.ToMan()
+	if err != nil {
+		return "", fmt.Errorf("man page of %s: %w", cmd.Name, err)
+	}
+	return page, nil
+}
+
+// writeManDir writes every page into dir, each atomically.
+func writeManDir(dir string, app *cli.App) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	main, err := app.ToMan()
+	if err != nil {
+		return fmt.Errorf("man page: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, app.Name+".8"), []byte(main), 0o644); err != nil {
+		return err
+	}
+	for _, cmd := range app.VisibleCommands() {
+		page, err := commandMan(app, cmd)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dir, app.Name+"-"+cmd.Name+".8"), []byte(page), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

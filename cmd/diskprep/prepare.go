@@ -92,7 +92,8 @@ remount, loop and the like), or that cannot be written in an fstab line,
 are bad input (exit 2).
 
 --dry-run prints exactly the plan that would be carried out (-o json for the
-machine-readable plan) and needs no root when the facts are readable.
+machine-readable plan, diskprep/plan/v2 for one disk or several alike) and
+needs no root when the facts are readable.
 
 Examples:
   diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist
@@ -391,10 +392,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	if opts.DryRun && sp != nil {
 		if format == "json" {
-			return writeJSON(e.Stdout, struct {
-				Disks  []*disk.Plan     `json:"disks"`
-				Stacks *stack.StackPlan `json:"stacks"`
-			}{plans, sp})
+			return writeJSON(e.Stdout, newPreparePlanDoc(plans, sp))
 		}
 		for _, p := range plans {
 			if err := p.WriteText(e.Stdout); err != nil {
@@ -414,10 +412,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	}
 	if opts.DryRun {
 		if format == "json" {
-			if len(plans) == 1 && opts.PlanFile == "" {
-				return writeJSON(e.Stdout, plans[0])
-			}
-			return writeJSON(e.Stdout, plans)
+			return writeJSON(e.Stdout, newPreparePlanDoc(plans, nil))
 		}
 		if n, err := units.ParseSize(opts.PartitionSize); err == nil && n > 0 {
 			// The partition line shows the aligned size in binary units;
@@ -482,16 +477,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 	}
 	if format == "json" {
-		if sres != nil {
-			return writeJSON(e.Stdout, struct {
-				Disks  []*disk.Result     `json:"disks"`
-				Stacks *stack.StackResult `json:"stacks"`
-			}{results, sres})
-		}
-		if len(results) == 1 && opts.PlanFile == "" {
-			return writeJSON(e.Stdout, results[0])
-		}
-		return writeJSON(e.Stdout, results)
+		return writeJSON(e.Stdout, newPrepareResultDoc(results, sres))
 	}
 	for _, r := range results {
 		if err := r.WriteText(e.Stdout); err != nil {

@@ -114,10 +114,15 @@ func TestPrepareDryRunJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
-	var p disk.Plan
-	if err := json.Unmarshal([]byte(out), &p); err != nil {
+	// One disk is a list of one, as several are.
+	var doc preparePlanDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	if doc.Schema != preparePlanSchema || len(doc.Disks) != 1 || doc.Stacks != nil || !strings.Contains(out, `"stacks": null`) {
+		t.Fatalf("document %+v, want %s with one disk and stacks null:\n%s", doc, preparePlanSchema, out)
+	}
+	p := doc.Disks[0]
 	pp := p.Partitions[0]
 	if p.Schema != disk.PlanSchema || p.Device != "/dev/sdb" || pp.SizeBytes != 10<<30 || p.Table.AlignBytes != 1<<20 {
 		t.Errorf("plan %+v", p)
@@ -134,9 +139,13 @@ func TestPrepareDryRunJSON(t *testing.T) {
 	}
 	// Another plan gets another UUID.
 	_, out2, _ := runArgsOn(m, "-o", "json", "prepare", "--dry-run", "/dev/sdb", "--fs", "ext4")
-	var p2 disk.Plan
-	if err := json.Unmarshal([]byte(out2), &p2); err != nil || len(p2.Partitions) != 1 || p2.Partitions[0].FSUUID == pp.FSUUID || !uuidV4.MatchString(p2.Partitions[0].FSUUID) {
-		t.Errorf("second plan's UUID %+v (%v), first %q", p2.Partitions, err, pp.FSUUID)
+	var doc2 preparePlanDoc
+	if err := json.Unmarshal([]byte(out2), &doc2); err != nil || len(doc2.Disks) != 1 {
+		t.Fatalf("second plan %v:\n%s", err, out2)
+	}
+	p2 := doc2.Disks[0]
+	if len(p2.Partitions) != 1 || p2.Partitions[0].FSUUID == pp.FSUUID || !uuidV4.MatchString(p2.Partitions[0].FSUUID) {
+		t.Errorf("second plan's UUID %+v, first %q", p2.Partitions, pp.FSUUID)
 	}
 }
 
@@ -188,10 +197,11 @@ func TestPrivilegedPrepareImageCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var res disk.Result
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
+	var doc prepareResultDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != prepareResultSchema || len(doc.Disks) != 1 {
+		t.Fatalf("%v\n%s", err, out)
 	}
+	res := doc.Disks[0]
 	if !res.LoopAttached || len(res.Partitions) != 1 || res.Partitions[0].UUID == "" || res.Partitions[0].MkfsVersion == "" {
 		t.Fatalf("result %+v", res)
 	}
@@ -251,10 +261,11 @@ disks:
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var results []disk.Result
-	if err := json.Unmarshal([]byte(out), &results); err != nil || len(results) != 2 {
+	var doc prepareResultDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != prepareResultSchema || len(doc.Disks) != 2 {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	results := doc.Disks
 	for _, dev := range []string{a.Dev, b.Dev} {
 		if v := testenv.MustRun(t, "sgdisk", "-v", dev); !strings.Contains(v, "No problems found") {
 			t.Errorf("sgdisk -v %s:\n%s", dev, v)

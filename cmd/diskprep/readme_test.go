@@ -12,10 +12,28 @@ import (
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
-// readmeExample is one command of README.md's code blocks.
+// readmeExample is one command of the code blocks of README.md or a page
+// of docs/.
 type readmeExample struct {
+	file string // relative to the repository
 	line int
 	cmd  string // as a shell runs it: sudo and "go run ./cmd/diskprep" made the built binary
+}
+
+// docPages are README.md and then the pages of docs/ in the order of the
+// README's "Read more" table: the order a reader meets them, and the order
+// their examples run in (a later page may use what an earlier one made).
+func docPages(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"README.md"}
+	for _, m := range regexp.MustCompile(`(?m)^\| \[docs/([a-z0-9-]+\.md)\]`).FindAllStringSubmatch(string(b), -1) {
+		pages = append(pages, "docs/"+m[1])
+	}
+	return pages
 }
 
 var trailingComment = regexp.MustCompile(`\s+#\s.*$`)
@@ -24,9 +42,9 @@ var trailingComment = regexp.MustCompile(`\s+#\s.*$`)
 // it tells people to type: lines starting with diskprep, sudo diskprep,
 // go run ./cmd/diskprep or source. The test follows the README: a new
 // example is run without anyone listing it here.
-func readmeExamples(t *testing.T, path string) []readmeExample {
+func readmeExamples(t *testing.T, file string) []readmeExample {
 	t.Helper()
-	f, err := os.Open(path)
+	f, err := os.Open(filepath.Join("..", "..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +60,7 @@ func readmeExamples(t *testing.T, path string) []readmeExample {
 		c = strings.TrimPrefix(c, "sudo ")
 		c = strings.Replace(c, "go run ./cmd/diskprep ", "diskprep ", 1)
 		if strings.HasPrefix(c, "diskprep ") || strings.HasPrefix(c, "source <(diskprep ") {
-			out = append(out, readmeExample{line: n, cmd: c})
+			out = append(out, readmeExample{file: file, line: n, cmd: c})
 		}
 	}
 	return out
@@ -86,9 +104,12 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		testenv.SkipOrFail(t, "no go tool to build the binary: %v", err)
 	}
-	examples := readmeExamples(t, filepath.Join("..", "..", "README.md"))
-	if len(examples) < 20 {
-		t.Fatalf("found %d examples in README.md: the parser lost them", len(examples))
+	var examples []readmeExample
+	for _, page := range docPages(t) {
+		examples = append(examples, readmeExamples(t, page)...)
+	}
+	if len(examples) < 40 {
+		t.Fatalf("found %d examples in README.md and docs/: the parser lost them", len(examples))
 	}
 	// The paths the examples use on this machine must be free: the test
 	// makes and removes them, it does not touch anyone's.
@@ -130,7 +151,7 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 	ran := 0
 	for _, ex := range examples {
 		if why := readmeSkip(ex.cmd); why != "" {
-			t.Logf("README.md:%d skipped, %s: %s", ex.line, why, ex.cmd)
+			t.Logf("%s:%d skipped, %s: %s", ex.file, ex.line, why, ex.cmd)
 			continue
 		}
 		shell := "bash"
@@ -141,11 +162,11 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 		cmd.Stdin = nil // /dev/null: no terminal to answer on
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Errorf("README.md:%d %s: %v\n%s", ex.line, ex.cmd, err, out)
+			t.Errorf("%s:%d %s: %v\n%s", ex.file, ex.line, ex.cmd, err, out)
 			continue
 		}
 		ran++
-		t.Logf("README.md:%d ran: %s", ex.line, ex.cmd)
+		t.Logf("%s:%d ran: %s", ex.file, ex.line, ex.cmd)
 	}
 	if ran < 10 {
 		t.Errorf("only %d README examples ran", ran)
@@ -168,7 +189,7 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 // ones this machine cannot run; the first command of the README is one that
 // runs.
 func TestREADMEExamplesParsed(t *testing.T) {
-	ex := readmeExamples(t, filepath.Join("..", "..", "README.md"))
+	ex := readmeExamples(t, "README.md")
 	if len(ex) == 0 || !strings.HasPrefix(ex[0].cmd, "diskprep fscompare --image /var/tmp/diskprep.img") || readmeSkip(ex[0].cmd) != "" {
 		t.Fatalf("first example %+v", ex)
 	}
@@ -179,5 +200,47 @@ func TestREADMEExamplesParsed(t *testing.T) {
 	}
 	if readmeSkip("diskprep bench /dev/sdb --set nvme") == "" || readmeSkip("diskprep inventory -o json") != "" {
 		t.Error("skip rules")
+	}
+}
+
+// Issue 25 item 8: the README is a front door of at most 250 lines; every
+// page of docs/ is in its "Read more" table, so none is orphaned; and every
+// relative link of the README, CONTRIBUTING.md and docs/ leads to a file
+// that is there.
+func TestDocsIndexAndLinks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 250 {
+		t.Errorf("README.md has %d lines: at most 250 (the rest belongs in docs/)", n)
+	}
+	listed := map[string]bool{}
+	for _, p := range docPages(t)[1:] {
+		listed[p] = true
+	}
+	all, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if len(all) < 10 {
+		t.Fatalf("docs/ has %d pages", len(all))
+	}
+	for _, p := range all {
+		if rel := "docs/" + filepath.Base(p); !listed[rel] {
+			t.Errorf("%s is not in README.md's \"Read more\" table", rel)
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, page := range append([]string{"README.md", "CONTRIBUTING.md"}, docPages(t)[1:]...) {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Errorf("%s: %v", page, err)
+			continue
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := filepath.Join(root, filepath.Dir(page), m[1])
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links to %s, which is not there", page, m[1])
+			}
+		}
 	}
 }

@@ -194,8 +194,10 @@ func TestRedactResults(t *testing.T) {
 	if err := runResultsList(context.Background(), recordFilter{Host: redact.Token(redact.KindHost, "storage-lab")}, e); err != nil {
 		t.Fatal(err)
 	}
-	var rows []report.ResultRow
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 || rows[0].ID != recs[0].ID || rows[1].ID != recs[1].ID {
+	var list report.ResultListJSON
+	err = json.Unmarshal(out.Bytes(), &list)
+	rows := list.Results
+	if err != nil || len(rows) != 2 || rows[0].ID != recs[0].ID || rows[1].ID != recs[1].ID {
 		t.Errorf("--host TOKEN: %v %+v", err, rows)
 	}
 	for _, as := range exportFormats {

@@ -143,7 +143,7 @@ func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) er
 		return fmt.Errorf("release %s: %w", opts.Target, err)
 	}
 	if format == "json" {
-		return writeJSON(e.Stdout, res)
+		return writeJSON(e.Stdout, releaseResultDoc{releaseResultSchema, res})
 	}
 	return res.WriteText(e.Stdout)
 }

@@ -59,10 +59,11 @@ func TestPrivilegedReleaseDryRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("prepare: exit %d: %s", code, errOut)
 	}
-	var res disk.Result
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
+	var doc prepareResultDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Disks) != 1 {
+		t.Fatalf("%v\n%s", err, out)
 	}
+	res := doc.Disks[0]
 	fstab := filepath.Join(root, "etc/fstab")
 	state := func() string {
 		h := sha256.New()

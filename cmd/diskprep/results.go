@@ -105,7 +105,7 @@ Examples:
 				Description: `Examples:
   diskprep results list
   diskprep results list --fs ext4 --host 'web*'
-  diskprep results list -o json | jq '.[].id'`,
+  diskprep results list -o json | jq '.results[].id'`,
 				Flags: filterFlags(),
 				Action: action(func(c *cli.Context, e *env) error {
 					if c.NArg() > 0 {

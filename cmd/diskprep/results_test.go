@@ -85,9 +85,13 @@ func TestResultsList(t *testing.T) {
 	if err := runResultsList(context.Background(), recordFilter{Label: "xfs"}, e); err != nil {
 		t.Fatal(err)
 	}
-	var rows []report.ResultRow
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	var list report.ResultListJSON
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
 		t.Fatal(err)
+	}
+	rows := list.Results
+	if list.Schema != report.ResultListSchema || list.Total != 2 {
+		t.Errorf("json list %s of %d records, want %s of 2", list.Schema, list.Total, report.ResultListSchema)
 	}
 	if len(rows) != 1 || rows[0].ID != xfs.ID || rows[0].FS != "xfs" || rows[0].Workloads != 4 {
 		t.Errorf("json rows %+v", rows)

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -134,6 +135,10 @@ func Exec(ctx context.Context, opt Options, command ...string) (Result, error) {
 	// (stops QEMU) before it exits.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 30 * time.Second
+	// The same when this process dies without cancelling: go test's own
+	// timeout panics and exits, and the script, left behind, would keep
+	// its guest running and its images in /tmp.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -178,7 +183,19 @@ func Require(t testing.TB) {
 func Run(t testing.TB, opt Options, command ...string) Result {
 	t.Helper()
 	Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	var remaining time.Duration
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if at, ok := d.Deadline(); ok {
+			remaining = time.Until(at)
+		}
+	}
+	load, cpus := loadAverage(), runtime.NumCPU()
+	b := budgetFor(opt.Timeout, load, cpus, remaining)
+	if b.guest != opt.Timeout && opt.Timeout > 0 {
+		t.Logf("guest: --timeout %v made %v (load %.1f on %d CPUs; %v left before go test's deadline)", opt.Timeout, b.guest, load, cpus, remaining.Round(time.Second))
+	}
+	opt.Timeout = b.guest
+	ctx, cancel := context.WithTimeout(context.Background(), b.call)
 	defer cancel()
 	r, err := Exec(ctx, opt, command...)
 	if err != nil {
@@ -196,6 +213,55 @@ func Run(t testing.TB, opt Options, command ...string) Result {
 	}
 	booted.Store(true)
 	return r
+}
+
+// defaultTimeout is scripts/guest.sh's own --timeout.
+const defaultTimeout = 5 * time.Minute
+
+// budget is how long one guest may run (--timeout) and the whole call of
+// the script (building its images on a first call, booting, stopping).
+type budget struct{ guest, call time.Duration }
+
+// budgetFor stretches a guest's timeout by the machine's load, so that a
+// test written for a quiet machine does not time out on a busy one (a
+// guest under TCG is CPU-bound: two of them on two cores with a third
+// process busy get two thirds of the time each), and ends both before go
+// test's deadline (remaining; 0 when there is none), leaving 90 s for
+// the script to stop QEMU and remove its images: go test's own timeout
+// kills the test process outright, with no cleanup and no message of the
+// test's. A guest's timeout is never stretched past 3 times what the test
+// asked.
+func budgetFor(want time.Duration, load float64, cpus int, remaining time.Duration) budget {
+	if want <= 0 {
+		want = defaultTimeout
+	}
+	stretch := 1.0
+	if cpus > 0 && load > float64(cpus) {
+		stretch = min(load/float64(cpus), 3)
+	}
+	b := budget{guest: time.Duration(float64(want) * stretch).Round(time.Second)}
+	b.call = max(20*time.Minute, b.guest+5*time.Minute)
+	if remaining > 0 {
+		b.call = min(b.call, remaining-30*time.Second)
+		b.guest = min(b.guest, remaining-90*time.Second)
+	}
+	b.guest = max(b.guest, time.Second)
+	b.call = max(b.call, b.guest)
+	return b
+}
+
+// loadAverage is the host's one-minute load average (0 when unknown).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // TestBinary builds the test binary of package pkg (an import path or

@@ -369,3 +369,75 @@ echo "data.mount $(systemctl is-active data.mount) $(findmnt -n -o FSTYPE /data)
 		}
 	}
 }
+
+// Issue 25 item 3: a guest test cut off by go test's own -timeout (which
+// panics and exits the test process at once, running no cleanup of the
+// test's) leaves no QEMU running and no images in the temporary directory:
+// the script gets SIGINT when the process that started it dies, and
+// cleans up as on Ctrl-C. The child is this test binary, running
+// TestGuestSleepsForTimeout with a -test.timeout shorter than the guest.
+func TestGoTestTimeoutLeavesNothingBehind(t *testing.T) {
+	if os.Getenv("DISKPREP_GUEST_SLEEPER") != "" {
+		return
+	}
+	t.Parallel()
+	Require(t)
+	tmp := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestGuestSleepsForTimeout$", "-test.timeout=40s", "-test.v")
+	child.Env = append(os.Environ(), "DISKPREP_GUEST_SLEEPER=1", "TMPDIR="+tmp)
+	out, err := child.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "test timed out after 40s") {
+		t.Fatalf("the child did not end by go test's timeout (%v):\n%s", err, out)
+	}
+	// The script has up to its own cleanup time after the signal.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := qemuUsing(tmp)
+		ents, _ := os.ReadDir(tmp)
+		if len(left) == 0 && len(ents) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("after go test's timeout: QEMU %v, files in TMPDIR %v\nchild:\n%s", left, names, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestGuestSleepsForTimeout is the child of TestGoTestTimeoutLeavesNothingBehind
+// (in any other run it returns at once): a guest that sleeps past the
+// child's -test.timeout, started by Exec as Run does but without Run's
+// budget, which would end the guest before the deadline.
+func TestGuestSleepsForTimeout(t *testing.T) {
+	if os.Getenv("DISKPREP_GUEST_SLEEPER") == "" {
+		return
+	}
+	r, err := Exec(context.Background(), Options{Disks: []string{"nvme:64M"}, Timeout: 10 * time.Minute}, "sleep", "600")
+	t.Fatalf("the guest ended before the timeout: %v, %+v", err, r)
+}
+
+func TestBudgetStretchesWithLoadAndEndsBeforeTheDeadline(t *testing.T) {
+	for _, c := range []struct {
+		want        time.Duration
+		load        float64
+		cpus        int
+		remaining   time.Duration
+		guest, call time.Duration
+	}{
+		{15 * time.Minute, 1, 2, 0, 15 * time.Minute, 20 * time.Minute},                                              // quiet, no deadline
+		{0, 1, 2, 0, 5 * time.Minute, 20 * time.Minute},                                                              // the script's default
+		{15 * time.Minute, 4, 2, 0, 30 * time.Minute, 35 * time.Minute},                                              // load 4 on 2 CPUs: twice
+		{10 * time.Minute, 20, 2, 0, 30 * time.Minute, 35 * time.Minute},                                             // never past 3 times
+		{15 * time.Minute, 4, 2, 20 * time.Minute, 18*time.Minute + 30*time.Second, 19*time.Minute + 30*time.Second}, // before go test's deadline
+		{15 * time.Minute, 1, 2, 60 * time.Second, time.Second, 30 * time.Second},                                    // almost out of time
+	} {
+		b := budgetFor(c.want, c.load, c.cpus, c.remaining)
+		if b.guest != c.guest || b.call != c.call {
+			t.Errorf("budgetFor(%v, load %.0f on %d, %v left) = guest %v, call %v; want %v, %v", c.want, c.load, c.cpus, c.remaining, b.guest, b.call, c.guest, c.call)
+		}
+	}
+}

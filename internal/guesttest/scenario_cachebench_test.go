@@ -12,7 +12,8 @@ import (
 // the kernel's counters, warm above cold; the HDD alone slower than the
 // steady cache on the working set that fits; the SSD alone faster than
 // the HDD; every run stored; both disks signature-free afterwards, the
-// NVMe partition given still there.
+// NVMe partition given still there; and, before that run, one interrupted
+// at its first run on the cached volume leaves none of it behind.
 
 var cachebenchDisks = []string{"sata-hdd:1G:serial=CBHDD,iops=150", "nvme:256M:serial=CBNVME"}
 
@@ -20,6 +21,13 @@ const cachebenchScript = `set -u
 mark() { echo "@@ $1"; }
 H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBHDD) N=$(readlink -f /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_CBNVME)
 sgdisk -n1:0:+48M "$N" >/dev/null && udevadm settle
+mark interrupted
+diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes --results /root/res-int 2>/root/int.err &
+pid=$! i=0
+while ! grep -q 'working set .*: cold' /root/int.err && [ $i -lt 1200 ]; do sleep 0.5; i=$((i+1)); done
+kill -INT $pid; wait $pid; echo "exit $?"
+mark int-stderr; tail -n 2 /root/int.err
+mark int-left; ls /root/res-int 2>/dev/null | wc -l; vgs --noheadings 2>/dev/null | wc -l; wipefs "$H" "${N}p1" | wc -l; udevadm settle; lsblk -rno NAME "$H" | wc -l
 mark run
 diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes --results /root/res -o json 2>/root/cb.err
 echo "exit $?"
@@ -36,6 +44,19 @@ func TestScenarioCachebench(t *testing.T) {
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
 		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	// Issue 25 item 1: interrupted once the cache is built (at its first
+	// cold run), cachebench releases it and stores nothing: no record, no
+	// volume group, no signature, no partition on the HDD; the run after
+	// it starts clean.
+	if got := strings.TrimSpace(out["interrupted"]); got != "exit 130" {
+		t.Errorf("interrupted cachebench: %q, want exit 130\n%s", got, out["int-stderr"])
+	}
+	if e := out["int-stderr"]; !strings.Contains(e, "released the cache, both disks left signature-free, no record saved") {
+		t.Errorf("the interruption does not say what it left:\n%s", e)
+	}
+	if left := strings.Fields(out["int-left"]); strings.Join(left, " ") != "0 0 0 1" {
+		t.Errorf("after the interrupted cachebench: records, volume groups, signature lines, HDD nodes = %q, want 0 0 0 1", left)
 	}
 	body, exit, _ := strings.Cut(strings.TrimSpace(out["run"]), "\nexit ")
 	if exit != "0" {

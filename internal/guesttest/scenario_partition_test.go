@@ -142,14 +142,15 @@ func TestScenarioPartitionPath(t *testing.T) {
 		if out[name+".exit"] != "0" {
 			t.Fatalf("%s: exit %s\n%s", name, out[name+".exit"], out[name+".log"])
 		}
-		var res []prepareJSON
-		if strings.HasPrefix(strings.TrimSpace(out[name+".json"]), "[") {
-			decodeJSON(t, name, out[name+".json"], &res)
-		} else {
-			var one prepareJSON
-			decodeJSON(t, name, out[name+".json"], &one)
-			res = []prepareJSON{one}
+		var doc struct {
+			Schema string        `json:"schema"`
+			Disks  []prepareJSON `json:"disks"`
 		}
+		decodeJSON(t, name, out[name+".json"], &doc)
+		if doc.Schema != "diskprep/prepare/v2" {
+			t.Fatalf("%s: schema %q, want diskprep/prepare/v2", name, doc.Schema)
+		}
+		res := doc.Disks
 		if len(res) != len(wantDev) {
 			t.Fatalf("%s: %d results, want %d", name, len(res), len(wantDev))
 		}

@@ -53,6 +53,8 @@ func TestPackageRpmDeb(t *testing.T) {
 	want := []string{
 		"/usr/bin/diskprep",
 		"/usr/share/man/man8/diskprep.8.gz",
+		"/usr/share/man/man8/diskprep-prepare.8.gz",
+		"/usr/share/man/man8/diskprep-cachebench.8.gz",
 		"/usr/share/bash-completion/completions/diskprep",
 		"/usr/share/zsh/site-functions/_diskprep",
 		"/usr/share/fish/vendor_completions.d/diskprep.fish",
@@ -101,18 +103,15 @@ func TestPackageRpmDeb(t *testing.T) {
 	if v := testenv.MustRun(t, bin, "--version"); !strings.Contains(v, describe) {
 		t.Errorf("--version %q does not carry git describe %q", v, describe)
 	}
-	gz, err := os.Open(filepath.Join(x, "usr/share/man/man8/diskprep.8.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	zr, err := gzip.NewReader(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(zr)
-	if want := testenv.MustRun(t, bin, "man"); string(page) != want {
-		t.Errorf("packaged man page differs from `diskprep man`")
+	// Every page the binary makes is shipped as it makes it.
+	for _, c := range []string{"", "inventory", "prepare", "release", "bench", "results", "compare", "fscompare", "cachebench", "completion"} {
+		name, args := "diskprep.8.gz", []string{"man"}
+		if c != "" {
+			name, args = "diskprep-"+c+".8.gz", []string{"man", c}
+		}
+		if page := gunzip(t, filepath.Join(x, "usr/share/man/man8", name)); page != testenv.MustRun(t, bin, args...) {
+			t.Errorf("packaged %s differs from `diskprep %s`", name, strings.Join(args, " "))
+		}
 	}
 	for file, shell := range map[string]string{"usr/share/bash-completion/completions/diskprep": "bash", "usr/share/zsh/site-functions/_diskprep": "zsh", "usr/share/fish/vendor_completions.d/diskprep.fish": "fish"} {
 		b, _ := os.ReadFile(filepath.Join(x, file))
@@ -128,4 +127,22 @@ func TestPackageRpmDeb(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(x, "usr/libexec/diskprep/bootstrap-centos.sh")); err != nil || st.Mode().Perm() != 0o755 {
 		t.Errorf("bootstrap in the package: %v %v", st, err)
 	}
+}
+
+func gunzip(t *testing.T, path string) string {
+	t.Helper()
+	gz, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(page)
 }

@@ -71,8 +71,12 @@ type Deps struct {
 	// Release takes the cache apart (flushing it first) and wipes both
 	// disks; cleanup is true after a failure or an interruption.
 	Release func(ctx context.Context, cleanup bool) error
-	// Bench runs one benchmark and stores its record.
+	// Bench runs one benchmark and returns its record, unsaved.
 	Bench func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error)
+	// Save stores the records of the whole run, once it has succeeded:
+	// a run that fails or is interrupted at any step stores none of its
+	// records, as it leaves nothing of its cache on the disks.
+	Save func(recs []*record.Record) error
 	// Resolve names the kernel device of a path (/dev/slow/data -> dm-3).
 	Resolve func(path string) (string, error)
 	// FlushWriteCache writes a dm-writecache's dirty blocks back and frees
@@ -101,7 +105,7 @@ type Result struct {
 	records []*record.Record
 }
 
-// Records are the stored records of every run, in the order they ran.
+// AllRecords are the records of every run, in the order they ran.
 func (r *Result) AllRecords() []*record.Record { return r.records }
 
 // WorkingSet is one working set's figures per phase.
@@ -421,10 +425,11 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 	}
 	say("releasing the cache (flushing it first)")
 	t0 := now()
-	built = false
-	if err := deps.Release(ctx, false); err != nil {
+	if err = deps.Release(ctx, false); err != nil {
+		// The cleanup above releases it again, past an interruption.
 		return res, fmt.Errorf("release the cache: %w", err)
 	}
+	built = false
 	if res.Flush != nil {
 		res.Flush.ReleaseMS = float64(now().Sub(t0).Microseconds()) / 1000
 	}
@@ -451,6 +456,9 @@ func Run(ctx context.Context, opts Options, deps Deps) (res *Result, err error) 
 			ws.SSDSizeBytes = n
 		}
 		ws.Sentence = sentence(*ws, res.CacheBytes, res.Kind)
+	}
+	if err := deps.Save(res.records); err != nil {
+		return res, err
 	}
 	return res, nil
 }

@@ -27,7 +27,8 @@ type fake struct {
 	released []bool // cleanup flag of each release
 	failAt   string // the label of the bench call that fails
 	n        int
-	volume   uint64 // the cached volume's size
+	saved    [][]string // the record ids of each Save
+	volume   uint64     // the cached volume's size
 }
 
 var figures = map[string][2]float64{ // IOPS, hit ratio (-1: none)
@@ -86,6 +87,14 @@ func (f *fake) deps() Deps {
 				rec.Workloads = append(rec.Workloads, wr)
 			}
 			return rec, nil
+		},
+		Save: func(recs []*record.Record) error {
+			var ids []string
+			for _, r := range recs {
+				ids = append(ids, r.ID)
+			}
+			f.saved = append(f.saved, ids)
+			return nil
 		},
 		Resolve: func(path string) (string, error) {
 			if path == "/dev/cachebench/cachebench" {
@@ -265,5 +274,136 @@ func TestPlanRefusesSmallOrigin(t *testing.T) {
 	}
 	if _, err := Plan(4<<20, 4<<30, 4096); err == nil || !strings.Contains(err.Error(), "under 1000 blocks") {
 		t.Errorf("tiny working sets: %v", err)
+	}
+}
+
+// stepper fails (or interrupts) a run at its at-th call of a dep.
+type stepper struct {
+	n, at  int
+	cancel context.CancelFunc // nil: fail with an error instead
+	failed string             // the dep that failed
+}
+
+func (s *stepper) hit(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err // as the real deps do, once interrupted
+	}
+	s.n++
+	if s.n != s.at {
+		return nil
+	}
+	s.failed = name
+	if s.cancel != nil {
+		s.cancel()
+		return context.Canceled
+	}
+	return errors.New("step failed: " + name)
+}
+
+// steps wraps f's deps so that each call of one counts as a step.
+func (s *stepper) steps(d Deps) Deps {
+	facts, check, build, release, bench, save := d.Facts, d.Check, d.Build, d.Release, d.Bench, d.Save
+	d.Facts = func(ctx context.Context) (*hwinfo.Host, error) {
+		if err := s.hit(ctx, "facts"); err != nil {
+			return nil, err
+		}
+		return facts(ctx)
+	}
+	d.Check = func(ctx context.Context, h *hwinfo.Host) error {
+		if err := s.hit(ctx, "check"); err != nil {
+			return err
+		}
+		return check(ctx, h)
+	}
+	d.Build = func(ctx context.Context, h *hwinfo.Host) (string, error) {
+		dev, err := build(ctx, h)
+		if herr := s.hit(ctx, "build"); herr != nil {
+			// As the real one: what is half built is named by the
+			// origin, for the release to take apart.
+			return "/dev/sdb", herr
+		}
+		return dev, err
+	}
+	d.Release = func(ctx context.Context, cleanup bool) error {
+		if err := s.hit(ctx, "release"); err != nil {
+			return err
+		}
+		return release(ctx, cleanup)
+	}
+	d.Bench = func(ctx context.Context, req workload.Request, h *hwinfo.Host) (*record.Record, error) {
+		if err := s.hit(ctx, "bench "+req.Label); err != nil {
+			return nil, err
+		}
+		return bench(ctx, req, h)
+	}
+	d.Save = func(recs []*record.Record) error {
+		if err := s.hit(context.Background(), "save"); err != nil {
+			return err
+		}
+		return save(recs)
+	}
+	return d
+}
+
+// Issue 25 item 1: a cachebench that fails or is interrupted at any step
+// stores no record of its runs and leaves no cache built: every build is
+// released (as a cleanup) before Run returns. Each step of a whole run is
+// made to fail, then to be interrupted, in turn.
+func TestRunFailOrInterruptAtEveryStepLeavesNothing(t *testing.T) {
+	whole := &stepper{}
+	f := &fake{volume: 3 << 30}
+	if _, err := Run(context.Background(), opts(), whole.steps(f.deps())); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.saved) != 1 || len(f.saved[0]) == 0 {
+		t.Fatalf("a whole run saved %v", f.saved)
+	}
+	if whole.n < 20 {
+		t.Fatalf("a whole run took %d steps: the wrapper lost some", whole.n)
+	}
+	for _, interrupt := range []bool{false, true} {
+		for at := 1; at <= whole.n; at++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			s := &stepper{at: at}
+			if interrupt {
+				s.cancel = cancel
+			}
+			f := &fake{volume: 3 << 30}
+			_, err := Run(ctx, opts(), s.steps(f.deps()))
+			cancel()
+			name := fmt.Sprintf("step %d (%s), interrupted %v", at, s.failed, interrupt)
+			if err == nil {
+				// Only the read of the writeback flush's dirty bytes may
+				// fail without failing the run (a figure, not a step).
+				if s.failed != "facts" || len(f.saved) != 1 {
+					t.Errorf("%s: no error", name)
+				}
+				continue
+			}
+			if interrupt && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v, not an interruption", name, err)
+			}
+			if len(f.saved) != 0 {
+				t.Errorf("%s: records saved %v", name, f.saved)
+			}
+			builds, releases := 0, 0
+			for _, c := range f.calls {
+				switch c {
+				case "build":
+					builds++
+				case "release":
+					releases++
+				}
+			}
+			if s.failed == "release" {
+				// The release itself failed: the error says so.
+				if !strings.Contains(err.Error(), "release the cache") {
+					t.Errorf("%s: %v does not say the release failed", name, err)
+				}
+			}
+			if builds != releases {
+				t.Errorf("%s: %d builds, %d releases (calls %q)", name, builds, releases, f.calls)
+			}
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package fscompare is the orchestration of `diskprep fscompare`: for each
-// filesystem in turn, prepare the disk with it, benchmark it, release it;
+// filesystem in turn, round after round, prepare the disk with it,
+// benchmark it, release it;
 // and whatever happens (a failure, Ctrl-C), release what was prepared. It
 // composes disk and bench through the functions of Deps, so it imports
 // neither: the command wires in the real ones, tests record the calls.
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
@@ -30,9 +32,13 @@ type Options struct {
 	// MountMade says the caller made Mount for this run (naming it in its
 	// own records first): it is removed at the end as a temporary one is.
 	MountMade bool
-	// Bench is the request of every round; Target and Label are set per
-	// filesystem (the mount point and the filesystem's name).
+	// Bench is the request of the whole comparison; Target and Label are
+	// set per filesystem (the mount point and the filesystem's name), and
+	// interleaved, Repeat is the number of rounds, one repetition each.
 	Bench workload.Request
+	// Order is record.OrderBlocked (every repetition of one filesystem,
+	// then of the next) or record.OrderInterleaved (else).
+	Order string
 	Keep  bool // leave the last filesystem prepared and mounted
 	// Progress receives the "fscompare: ..." lines; nil for none (--quiet).
 	Progress io.Writer
@@ -54,15 +60,23 @@ type Deps struct {
 	// Settled, if set, runs after each release between rounds and returns
 	// once the machine shows the release (a loop device cleared lazily).
 	Settled func(ctx context.Context) error
-	// Bench runs one round's benchmark and saves its record.
+	// Bench runs one round's benchmark and returns its record, unsaved.
 	Bench func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error)
+	// Save stores a filesystem's record once its last round is done and
+	// returns it as stored.
+	Save func(rec *record.Record) (*record.Record, error)
+	// NewID names a record merged from rounds that began at start.
+	NewID func(start time.Time) string
 }
 
 // Run prepares, benchmarks and releases each filesystem of opts.FS in
-// turn and returns their records in that order. On any error, also an
-// interruption, what was prepared is released (with a context that is not
-// cancelled, so the cleanup runs) and the release's own failure is joined
-// to the error.
+// turn and returns their records in that order. Interleaved (the default),
+// it does so once a round, --repeat rounds of one repetition each, the
+// filesystems in record.RoundOrder, each made anew on the same disk every
+// round; blocked, once, with every repetition. A filesystem's record is
+// saved once its last round is done. On any error, also an interruption,
+// what was prepared is released (with a context that is not cancelled, so
+// the cleanup runs) and the release's own failure is joined to the error.
 func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record, err error) {
 	mount := opts.Mount
 	madeMount := opts.MountMade
@@ -94,56 +108,91 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 		}
 	}()
 
-	for i, fs := range opts.FS {
-		host, err := deps.Facts(ctx)
-		if err != nil {
-			return nil, err
+	rounds, req := 1, opts.Bench
+	if opts.Order != record.OrderBlocked {
+		rounds, req.Repeat = opts.Bench.Repeat, 1
+	}
+	steps := rounds * len(opts.FS)
+	reps := fmt.Sprintf("%d repetition(s)", req.Repeat)
+	if req.RepeatAuto {
+		reps = fmt.Sprintf("repetitions until stable, %d at most", req.Repeat)
+	}
+	taken := make([][]*record.Record, len(opts.FS))
+	records = make([]*record.Record, len(opts.FS))
+	step := 0
+	for r := range rounds {
+		if rounds > 1 {
+			reps = fmt.Sprintf("round %d/%d", r+1, rounds)
 		}
-		apply, err := deps.Plan(ctx, fs, mount, i == 0, host)
-		if err != nil {
-			return nil, err
-		}
-		say("%d/%d: preparing %s on %s", i+1, len(opts.FS), fs, opts.Target)
-		dev, err := apply(ctx)
-		if err != nil {
-			// Apply undoes its own mounts and loop attachment on failure.
-			return nil, fmt.Errorf("prepare %s: %w", fs, err)
-		}
-		prepared = true
-		// The facts the plan was made from are from before the table was
-		// written: the partition the benchmark runs on (and, for an image,
-		// its loop device) is not in them, so the record would lack the
-		// disk's identity. Read them again.
-		if host, err = deps.Facts(ctx); err != nil {
-			return nil, err
-		}
-		reps := fmt.Sprintf("%d repetition(s)", opts.Bench.Repeat)
-		if opts.Bench.RepeatAuto {
-			reps = fmt.Sprintf("repetitions until stable, %d at most", opts.Bench.Repeat)
-		}
-		say("%d/%d: %s on %s mounted at %s; running set %s, %s", i+1, len(opts.FS), fs, dev, mount, opts.Bench.SetName(), reps)
-		req := opts.Bench
-		req.Target, req.Label = mount, fs
-		rec, err := deps.Bench(ctx, req, host)
-		if err != nil {
-			return nil, fmt.Errorf("bench %s: %w", fs, err)
-		}
-		say("%d/%d: %s done: record %s", i+1, len(opts.FS), fs, rec.ID)
-		records = append(records, rec)
-		if i == len(opts.FS)-1 && opts.Keep {
-			kept = true
-			say("--keep: %s stays mounted at %s (diskprep release %s undoes it)", fs, mount, opts.Target)
-			break
-		}
-		if err := deps.Release(ctx, false); err != nil {
-			return nil, fmt.Errorf("release %s after %s: %w", opts.Target, fs, err)
-		}
-		prepared = false
-		if deps.Settled != nil {
-			if err := deps.Settled(ctx); err != nil {
+		for _, i := range record.RoundOrder(r, len(opts.FS)) {
+			fs := opts.FS[i]
+			step++
+			host, err := deps.Facts(ctx)
+			if err != nil {
 				return nil, err
+			}
+			apply, err := deps.Plan(ctx, fs, mount, step == 1, host)
+			if err != nil {
+				return nil, err
+			}
+			say("%d/%d: preparing %s on %s", step, steps, fs, opts.Target)
+			dev, err := apply(ctx)
+			if err != nil {
+				// Apply undoes its own mounts and loop attachment on failure.
+				return nil, fmt.Errorf("prepare %s: %w", fs, err)
+			}
+			prepared = true
+			// The facts the plan was made from are from before the table
+			// was written: the partition the benchmark runs on (and, for an
+			// image, its loop device) is not in them, so the record would
+			// lack the disk's identity. Read them again.
+			if host, err = deps.Facts(ctx); err != nil {
+				return nil, err
+			}
+			say("%d/%d: %s on %s mounted at %s; running set %s, %s", step, steps, fs, dev, mount, req.SetName(), reps)
+			sreq := req
+			sreq.Target, sreq.Label = mount, fs
+			rec, err := deps.Bench(ctx, sreq, host)
+			if err != nil {
+				return nil, fmt.Errorf("bench %s: %w", fs, err)
+			}
+			taken[i] = append(taken[i], rec)
+			if r == rounds-1 {
+				if records[i], err = finish(opts.Order, taken[i], deps); err != nil {
+					return nil, fmt.Errorf("record %s: %w", fs, err)
+				}
+				say("%d/%d: %s done: record %s", step, steps, fs, records[i].ID)
+			}
+			if step == steps && opts.Keep {
+				kept = true
+				say("--keep: %s stays mounted at %s (diskprep release %s undoes it)", fs, mount, opts.Target)
+				break
+			}
+			if err := deps.Release(ctx, false); err != nil {
+				return nil, fmt.Errorf("release %s after %s: %w", opts.Target, fs, err)
+			}
+			prepared = false
+			if deps.Settled != nil {
+				if err := deps.Settled(ctx); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return records, nil
+}
+
+// finish makes one filesystem's record of its rounds, as bench's several
+// targets do (record.MergeRounds), or of its one blocked run, and saves it.
+func finish(order string, rounds []*record.Record, deps Deps) (*record.Record, error) {
+	rec := rounds[0]
+	if order == record.OrderBlocked {
+		rec.Order = record.OrderBlocked
+	} else {
+		var err error
+		if rec, err = record.MergeRounds(deps.NewID(rounds[0].Start), rounds); err != nil {
+			return nil, err
+		}
+	}
+	return deps.Save(rec)
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
@@ -28,6 +30,10 @@ type machine struct {
 	cleanupCtx  []error // ctx.Err() seen by each cleanup release
 	mounts      []string
 	prepared    bool // between apply and release: the facts show loop9p1
+	failSave    string
+	ids         int
+	benches     int
+	cancelAt    int // the bench call (1-based) that is interrupted
 }
 
 func (m *machine) deps() Deps {
@@ -79,6 +85,10 @@ func (m *machine) deps() Deps {
 			if d, _ := host.Device("loop9p1"); d == nil {
 				return nil, errors.New("bench with facts from before the prepare")
 			}
+			if m.benches++; m.benches == m.cancelAt {
+				m.cancel()
+				return nil, ctx.Err()
+			}
 			switch req.Label {
 			case m.failBench:
 				return nil, errors.New("engine failed")
@@ -86,28 +96,45 @@ func (m *machine) deps() Deps {
 				m.cancel()
 				return nil, ctx.Err()
 			}
-			return &record.Record{ID: "id-" + req.Label, Label: req.Label}, nil
+			m.ids++
+			return &record.Record{ID: fmt.Sprintf("id-%s-%d", req.Label, m.ids), Label: req.Label, Repeat: req.Repeat,
+				Start: t0.Add(time.Duration(m.ids) * time.Minute), Target: record.Target{Path: req.Target}}, nil
+		},
+		Save: func(rec *record.Record) (*record.Record, error) {
+			m.calls = append(m.calls, fmt.Sprintf("save %s %s (%d runs)", rec.Label, rec.Order, rec.Repeat))
+			if rec.Label == m.failSave {
+				return nil, errors.New("store full")
+			}
+			return rec, nil
+		},
+		NewID: func(time.Time) string {
+			m.ids++
+			return fmt.Sprintf("merged-%d", m.ids)
 		},
 	}
 }
+
+var t0 = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 
 func opts(t *testing.T, fss ...string) Options {
 	return Options{FS: fss, Target: "/var/tmp/x.img", Mount: filepath.Join(t.TempDir(), "mnt"),
 		Bench: workload.Request{Set: "quick", Repeat: 5}}
 }
 
-func TestRunRoundByRound(t *testing.T) {
+// --order blocked: every repetition of one filesystem, then of the next.
+func TestRunBlocked(t *testing.T) {
 	m := &machine{}
 	var progress bytes.Buffer
 	o := opts(t, "xfs", "ext4")
+	o.Order = record.OrderBlocked
 	o.Progress = &progress
 	recs, err := Run(context.Background(), o, m.deps())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"facts", "plan xfs first", "apply xfs", "facts", "bench xfs at mnt", "release", "settled",
-		"facts", "plan ext4", "apply ext4", "facts", "bench ext4 at mnt", "release", "settled",
+		"facts", "plan xfs first", "apply xfs", "facts", "bench xfs at mnt", "save xfs blocked (5 runs)", "release", "settled",
+		"facts", "plan ext4", "apply ext4", "facts", "bench ext4 at mnt", "save ext4 blocked (5 runs)", "release", "settled",
 	}
 	if !slices.Equal(m.calls, want) {
 		t.Errorf("calls\n%q\nwant\n%q", m.calls, want)
@@ -121,11 +148,73 @@ func TestRunRoundByRound(t *testing.T) {
 	for _, line := range []string{
 		"fscompare: 1/2: preparing xfs on /var/tmp/x.img\n",
 		"fscompare: 1/2: xfs on /dev/loop9p1 mounted at " + o.Mount + "; running set quick, 5 repetition(s)\n",
-		"fscompare: 2/2: ext4 done: record id-ext4\n",
+		"fscompare: 2/2: ext4 done: record id-ext4-2\n",
 	} {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress lacks %q:\n%s", line, progress.String())
 		}
+	}
+}
+
+// Interleaved (the default): round after round, each filesystem made
+// again on the same disk and mount point for one repetition, the first
+// rotating; each filesystem's rounds merged into one record, saved after
+// its last round, with its repetitions' start times in run order.
+func TestRunInterleaved(t *testing.T) {
+	m := &machine{}
+	var progress bytes.Buffer
+	o := opts(t, "xfs", "ext4")
+	o.Bench.Repeat = 3
+	o.Progress = &progress
+	recs, err := Run(context.Background(), o, m.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(fs string, first bool) []string {
+		plan := "plan " + fs
+		if first {
+			plan += " first"
+		}
+		return []string{"facts", plan, "apply " + fs, "facts", "bench " + fs + " at mnt"}
+	}
+	var want []string
+	for _, s := range [][]string{
+		step("xfs", true), {"release", "settled"}, step("ext4", false), {"release", "settled"}, // round 1
+		step("ext4", false), {"release", "settled"}, step("xfs", false), {"release", "settled"}, // round 2
+		step("xfs", false), {"save xfs interleaved (3 runs)", "release", "settled"}, // round 3
+		step("ext4", false), {"save ext4 interleaved (3 runs)", "release", "settled"},
+	} {
+		want = append(want, s...)
+	}
+	if !slices.Equal(m.calls, want) {
+		t.Errorf("calls\n%q\nwant\n%q", m.calls, want)
+	}
+	if len(recs) != 2 || recs[0].Label != "xfs" || recs[1].Label != "ext4" {
+		t.Fatalf("records %+v, want xfs then ext4", recs)
+	}
+	for _, r := range recs {
+		if r.Order != record.OrderInterleaved || r.Repeat != 3 || !strings.HasPrefix(r.ID, "merged-") {
+			t.Errorf("%s: order %q repeat %d id %s, want a merged interleaved record of 3", r.Label, r.Order, r.Repeat, r.ID)
+		}
+	}
+	for _, mt := range m.mounts {
+		if mt != o.Mount {
+			t.Errorf("mounted at %q, want %s every round", m.mounts, o.Mount)
+		}
+	}
+	for _, line := range []string{
+		"fscompare: 1/6: preparing xfs on /var/tmp/x.img\n",
+		"fscompare: 1/6: xfs on /dev/loop9p1 mounted at " + o.Mount + "; running set quick, round 1/3\n",
+		"fscompare: 3/6: ext4 on /dev/loop9p1 mounted at " + o.Mount + "; running set quick, round 2/3\n",
+		"fscompare: 5/6: xfs done: record " + recs[0].ID + "\n",
+		"fscompare: 6/6: ext4 done: record " + recs[1].ID + "\n",
+	} {
+		if !strings.Contains(progress.String(), line) {
+			t.Errorf("progress lacks %q:\n%s", line, progress.String())
+		}
+	}
+	if strings.Contains(progress.String(), "done: record id-") {
+		t.Errorf("a round's own record was named:\n%s", progress.String())
 	}
 }
 
@@ -138,8 +227,8 @@ func TestRunKeepsTheLast(t *testing.T) {
 	if _, err := Run(context.Background(), o, m.deps()); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.calls[len(m.calls)-1]; got != "bench ext4 at mnt" {
-		t.Errorf("last call %q, want the last bench with no release after it (calls %q)", got, m.calls)
+	if got := m.calls[len(m.calls)-2:]; !slices.Equal(got, []string{"bench ext4 at mnt", "save ext4 interleaved (5 runs)"}) {
+		t.Errorf("last calls %q, want the last bench and its save with no release after it (calls %q)", got, m.calls)
 	}
 	if !strings.Contains(progress.String(), "--keep: ext4 stays mounted at "+o.Mount+" (diskprep release /var/tmp/x.img undoes it)") {
 		t.Errorf("progress:\n%s", progress.String())
@@ -161,6 +250,7 @@ func TestRunFailureReleases(t *testing.T) {
 		{"bench of the first", &machine{failBench: "xfs"}, "bench xfs: engine failed", 1},
 		{"plan of the second", &machine{failPlan: "ext4"}, "plan refused", 0},
 		{"bench of the second", &machine{failBench: "ext4"}, "bench ext4: engine failed", 1},
+		{"save of the first", &machine{failSave: "xfs"}, "record xfs: store full", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Run(context.Background(), opts(t, "xfs", "ext4"), c.m.deps())
@@ -186,6 +276,24 @@ func TestRunInterruptReleases(t *testing.T) {
 	}
 	if len(m.cleanupCtx) != 1 || m.cleanupCtx[0] != nil {
 		t.Errorf("cleanup releases saw %v, want one with a live context", m.cleanupCtx)
+	}
+}
+
+// Ctrl-C in round 2 of 3: no filesystem has had its last round, so no
+// record is saved; what was prepared is released once.
+func TestRunInterruptMidRoundSavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &machine{cancelAt: 4, cancel: cancel} // round 2: ext4, then xfs
+	o := opts(t, "xfs", "ext4")
+	o.Bench.Repeat = 3
+	recs, err := Run(ctx, o, m.deps())
+	if !errors.Is(err, context.Canceled) || recs != nil {
+		t.Errorf("records %v, err %v, want an interruption", recs, err)
+	}
+	calls := strings.Join(m.calls, ",")
+	if strings.Contains(calls, "save") || strings.Count(calls, "release (cleanup)") != 1 || !strings.HasSuffix(calls, "bench xfs at mnt,release (cleanup)") {
+		t.Errorf("calls %q, want no save and one cleanup release after round 2's xfs", m.calls)
 	}
 }
 
