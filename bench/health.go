@@ -197,14 +197,29 @@ func deref(p *uint64) uint64 {
 }
 
 // startHealth takes the reading before the run; nil when there is no
-// runner or no disk under the target to ask about.
+// runner or no disk under the target to ask about, or a device made in
+// software, which has no SMART to read.
 func startHealth(ctx context.Context, run Runner, devPath string, now time.Time) *record.Health {
-	if run == nil || devPath == "" {
+	if run == nil || devPath == "" || softwareDevice(devPath) {
 		return nil
 	}
 	h := &record.Health{Device: devPath}
 	h.Before, h.Tool, h.Note = readHealth(ctx, run, devPath, now)
 	return h
+}
+
+// softwareDevice is a block device the kernel makes in software (a loop
+// device, zram, a RAM disk, nbd, md, device-mapper): "device health: not
+// read: /dev/loop0: Unable to detect device type" on every loop record
+// said nothing worth a line.
+func softwareDevice(devPath string) bool {
+	name := devPath[strings.LastIndexByte(devPath, '/')+1:]
+	for _, p := range []string{"loop", "zram", "ram", "nbd", "md", "dm-"} {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && (p == "dm-" || rest[0] >= '0' && rest[0] <= '9') {
+			return true
+		}
+	}
+	return false
 }
 
 // finishHealth takes the reading after the run (when the first one

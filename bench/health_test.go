@@ -161,6 +161,17 @@ func TestHealthAbsent(t *testing.T) {
 	if lines := withHealth(t, broken, "/dev/sdb"); lines[0] != "device health: not read: smartctl -j -a /dev/sdb: signal: killed" {
 		t.Errorf("lines %q", lines)
 	}
+	// A device made in software has no SMART: smartctl is not asked and
+	// nothing is said (issue 25 item 7: a note on every loop record).
+	for _, dev := range []string{"/dev/loop0", "/dev/zram1", "/dev/md127", "/dev/dm-3", "/dev/nbd0", "/dev/ram0"} {
+		none := &fakeSmartctl{}
+		if h := startHealth(context.Background(), none, dev, time.Now()); h != nil || len(none.argv) != 0 {
+			t.Errorf("%s: health %+v, smartctl runs %q", dev, h, none.argv)
+		}
+	}
+	if !softwareDevice("/dev/loop0") || softwareDevice("/dev/mdisk") || softwareDevice("/dev/sda") || softwareDevice("/dev/nvme0n1") {
+		t.Error("softwareDevice takes the wrong devices")
+	}
 	// No runner (tests, imports): no health at all.
 	if h := startHealth(context.Background(), nil, "/dev/sdb", time.Now()); h != nil {
 		t.Errorf("health without a runner: %+v", h)

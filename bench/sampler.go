@@ -114,16 +114,23 @@ func (s *sampler) finish() ([]record.HostSample, []record.DeviceSample) {
 // of all CPUs' time, with the memory of the second.
 func hostSample(prev, cur hwinfo.CPUTimes, mem hwinfo.MemInfo, at time.Duration) record.HostSample {
 	s := record.HostSample{TimeMS: ms(at), MemUsedBytes: mem.UsedBytes(), PageCacheBytes: mem.PageCacheBytes()}
-	total := float64(cur.Total() - prev.Total())
-	if cur.Total() <= prev.Total() {
+	// A counter can go back (iowait and idle do on tickless kernels, all
+	// of them on CPU hot-unplug): it counts as no time, in the parts and
+	// in the total alike. Taking the totals' difference instead let the
+	// busy share pass 100% whenever iowait went back.
+	delta := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	sum := delta(cur.User+cur.Nice, prev.User+prev.Nice) + delta(cur.System+cur.IRQ+cur.SoftIRQ, prev.System+prev.IRQ+prev.SoftIRQ) +
+		delta(cur.Idle, prev.Idle) + delta(cur.IOWait, prev.IOWait) + delta(cur.Steal, prev.Steal)
+	if sum == 0 {
 		return s
 	}
-	pct := func(a, b uint64) float64 {
-		if a < b {
-			return 0 // a counter that went back (CPU hot-unplug)
-		}
-		return float64(a-b) / total * 100
-	}
+	total := float64(sum)
+	pct := func(a, b uint64) float64 { return float64(delta(a, b)) / total * 100 }
 	s.CPUUserPct = pct(cur.User+cur.Nice, prev.User+prev.Nice)
 	s.CPUSystemPct = pct(cur.System+cur.IRQ+cur.SoftIRQ, prev.System+prev.IRQ+prev.SoftIRQ)
 	s.CPUIOWaitPct = pct(cur.IOWait, prev.IOWait)

@@ -27,6 +27,14 @@ func TestHostSample(t *testing.T) {
 	if s.CPUBusyPct() != 50 || s.MemUsedBytes != 700 || s.PageCacheBytes != 250 || s.TimeMS != 1500 {
 		t.Errorf("sample %+v", s)
 	}
+	// iowait going back (tickless kernels do that): the busy share stays
+	// a share, at most 100%, not 50 ticks of busy over 40 ticks of total.
+	back := cur
+	back.IOWait, back.Idle = prev.IOWait-60, prev.Idle
+	back.Steal = prev.Steal
+	if b := hostSample(prev, back, mem, time.Second); b.CPUBusyPct() > 100 || b.CPUBusyPct() != 100 || b.CPUIOWaitPct != 0 {
+		t.Errorf("iowait went back: busy %.1f%%, iowait %.1f%%, want 100 and 0", b.CPUBusyPct(), b.CPUIOWaitPct)
+	}
 	// No tick between the readings: no division by zero.
 	if z := hostSample(cur, cur, mem, time.Second); z.CPUUserPct != 0 || math.IsNaN(z.CPUIOWaitPct) {
 		t.Errorf("no ticks: %+v", z)

@@ -28,11 +28,10 @@ func TestPrivilegedSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// smartctl, installed here, knows no loop device: a note, no failure.
-	if h := rec.Health; h == nil || h.Before != nil || !strings.HasPrefix(h.Summary(), "device health: not read: ") || strings.Contains(h.Note, "\n") {
-		t.Errorf("health of a loop device: %+v", h)
-	} else {
-		t.Logf("%s", h.Summary())
+	// A loop device has no SMART: smartctl is not asked, and no "device
+	// health: not read" note is left on the record (issue 25 item 7).
+	if h := rec.Health; h != nil {
+		t.Errorf("health of a loop device: %+v (%s)", h, h.Summary())
 	}
 	run := rec.Workloads[0].Runs[0]
 	if run.Write == nil || run.Write.BWBytesPerS <= 0 {

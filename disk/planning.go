@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/suggest"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -259,7 +260,7 @@ func validate(req *Request) error {
 		}
 		_, ok := filesystems[ps.FS]
 		if !ok {
-			return Usagef("partition %d: unknown filesystem %q: use xfs, ext4 or swap", n, ps.FS)
+			return Usagef("partition %d: unknown filesystem %q%s: use xfs, ext4 or swap", n, ps.FS, suggest.Hint(ps.FS, []string{"xfs", "ext4", "swap"}, ""))
 		}
 		if ps.FS == "swap" && ps.Mount != "" {
 			return Usagef("partition %d: a swap partition has no mount point (%s)", n, ps.Mount)

@@ -8,7 +8,8 @@
 #   scripts/package.sh deb          # one format
 #   GOARCH=arm64 scripts/package.sh # another architecture
 #
-# nfpm: go install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+# nfpm, when missing, is installed with go install at the version pinned
+# below, as scripts/test.sh installs its tools.
 set -eu
 set -o pipefail
 
@@ -20,11 +21,17 @@ for f in "${formats[@]}"; do
 	case $f in rpm | deb) ;; *) echo "package.sh: unknown format '$f' (rpm or deb)" >&2; exit 2 ;; esac
 done
 
+nfpm_pkg=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 nfpm=$(command -v nfpm || true)
-if [ -z "$nfpm" ] && [ -x "$(go env GOPATH)/bin/nfpm" ]; then nfpm=$(go env GOPATH)/bin/nfpm; fi
+gobin=$(go env GOPATH)/bin
+if [ -z "$nfpm" ] && [ -x "$gobin/nfpm" ]; then nfpm=$gobin/nfpm; fi
 if [ -z "$nfpm" ]; then
-	echo "package.sh: nfpm not found (go install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2)" >&2
-	exit 1
+	echo "== installing nfpm ($nfpm_pkg)"
+	if ! go install "$nfpm_pkg" || [ ! -x "$gobin/nfpm" ]; then
+		echo "package.sh: nfpm not found and go install $nfpm_pkg failed" >&2
+		exit 1
+	fi
+	nfpm=$gobin/nfpm
 fi
 
 # The binary's version is git's own description (v1.2.0, v1.2.0-3-gabc1234,

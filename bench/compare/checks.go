@@ -88,7 +88,7 @@ func hostChecks(c *Comparison) []string {
 // rowChecks are the caveats of one row across its columns that the
 // numbers alone do not show: a steady-state result against a fresh one,
 // and differences the engine's own run-to-run cost could explain.
-func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []string, engineBound []int) {
+func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []string, engineBound []engineNote) {
 	var out []string
 	kinds := map[string][]string{}
 	var order []string
@@ -120,8 +120,40 @@ func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []
 		}
 		out = append(out, fmt.Sprintf("%s: compares a steady-state result with a fresh one (%s): a fresh SSD is faster than it stays; run both with --steady-state (after --precondition)", row, strings.Join(parts, "; ")))
 	}
-	ws, bound := engineSpread(row, c, members)
-	return append(out, ws...), bound
+	return out, engineSpread(row, c, members)
+}
+
+// engineNote is one column of one row whose difference from the baseline
+// lies within the engine's own spread of CPU time per I/O.
+type engineNote struct {
+	row, group   string
+	gi           int
+	diff, spread float64
+}
+
+// engineWarning says the engine-bound columns once: a store of a dozen
+// runs had one such line per row and column, 20 of them saying the same.
+func engineWarning(notes []engineNote, base string) []string {
+	switch len(notes) {
+	case 0:
+		return nil
+	case 1:
+		n := notes[0]
+		return []string{fmt.Sprintf("%s: %s and %s differ by %.0f ns per I/O per job, within the engine's own run-to-run spread of CPU time per I/O (%.0f ns): the difference may be the engine's, not the device's, so it is not judged",
+			n.row, n.group, base, n.diff, n.spread)}
+	}
+	var pairs []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, n := range notes {
+		pairs = append(pairs, n.row+" "+n.group)
+		lo, hi = math.Min(lo, n.spread), math.Max(hi, n.spread)
+	}
+	spread := fmt.Sprintf("%.0f ns", lo)
+	if hi-lo >= 1 {
+		spread = fmt.Sprintf("%.0f–%.0f ns", lo, hi)
+	}
+	return []string{fmt.Sprintf("%d results (%s) differ from %s by less time per I/O per job than the engine's own run-to-run spread of CPU time per I/O (%s): the differences may be the engine's, not the device's, so they are not judged",
+		len(notes), joinCapped(pairs, 4), base, spread)}
 }
 
 // engineSpread says when two columns differ by less time per I/O than the
@@ -129,10 +161,10 @@ func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []
 // an I/O takes jobs/IOPS seconds of which the engine's CPU time is a part:
 // a change in that no larger than the spread of that part may be the
 // engine's, not the device's.
-func engineSpread(row string, c *Comparison, members map[int][]member) (out []string, bound []int) {
+func engineSpread(row string, c *Comparison, members map[int][]member) (out []engineNote) {
 	mi := slices.Index(c.Metrics, MetricIOPS)
 	if mi < 0 || len(members[0]) == 0 {
-		return nil, nil
+		return nil
 	}
 	stats := func(gi int) (iops float64, jobs int, lo, hi float64, ok bool) {
 		var vals []float64
@@ -155,7 +187,7 @@ func engineSpread(row string, c *Comparison, members map[int][]member) (out []st
 	}
 	bIOPS, bJobs, bLo, bHi, ok := stats(0)
 	if !ok || bIOPS <= 0 {
-		return nil, nil
+		return nil
 	}
 	for gi := 1; gi < len(c.Groups); gi++ {
 		oIOPS, oJobs, oLo, oHi, ok := stats(gi)
@@ -165,10 +197,8 @@ func engineSpread(row string, c *Comparison, members map[int][]member) (out []st
 		diff := math.Abs(float64(oJobs)*1e9/oIOPS - float64(bJobs)*1e9/bIOPS)
 		spread := math.Max(bHi-bLo, oHi-oLo)
 		if diff > 0 && diff <= spread {
-			out = append(out, fmt.Sprintf("%s: %s and %s differ by %.0f ns per I/O per job, within the engine's own run-to-run spread of CPU time per I/O (%.0f ns): the difference may be the engine's, not the device's, so it is not judged",
-				row, c.Groups[gi].Name, c.Groups[0].Name, diff, spread))
-			bound = append(bound, gi)
+			out = append(out, engineNote{row: row, group: c.Groups[gi].Name, gi: gi, diff: diff, spread: spread})
 		}
 	}
-	return out, bound
+	return out
 }

@@ -86,3 +86,36 @@ func TestEngineSpread(t *testing.T) {
 		t.Errorf("a 10%% faster column: %+v", v)
 	}
 }
+
+// TestEngineSpreadSaidOnce: many rows and columns within the engine's
+// spread make one warning with their count, not one line per pair (a
+// store of a dozen runs had 20 such lines).
+func TestEngineSpreadSaidOnce(t *testing.T) {
+	mk := func(id int, label string, mbps float64) *record.Record {
+		var ws []ct.Workload
+		for _, n := range []string{"seqread", "seqwrite", "randread"} {
+			ws = append(ws, ct.Workload{Name: n, MBps: []float64{mbps, mbps, mbps, mbps, mbps}})
+		}
+		r := ct.Record(ct.Opts{ID: ct.ID(id), Label: label, Workloads: ws})
+		for w := range r.Workloads {
+			for i := range r.Workloads[w].Runs {
+				run := &r.Workloads[w].Runs[i]
+				run.CPUSysS = float64(run.Read.IOs) * []float64{10e-6, 40e-6, 25e-6}[i%3]
+			}
+		}
+		return r
+	}
+	c, err := Compare([]*record.Record{mk(1, "a", 100), mk(2, "b", 100.2), mk(3, "c", 100.1)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "engine's own run-to-run spread") {
+			n++
+		}
+	}
+	if n != 1 || !hasWarning(c, "6 results (") {
+		t.Errorf("%d engine-spread warnings, want one for the 6 results: %q", n, c.Warnings)
+	}
+}

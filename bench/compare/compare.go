@@ -394,6 +394,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		}
 	}
 	names := rowNames(built)
+	var engineBound []engineNote
 	siblings := map[string][]int{}
 	for ri, b := range built {
 		siblings[b.name] = append(siblings[b.name], ri)
@@ -460,7 +461,9 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		judge(&row, c)
 		ws, bound := rowChecks(row.Name, c, b.members)
 		warnings = append(warnings, ws...)
-		for _, gi := range bound {
+		engineBound = append(engineBound, bound...)
+		for _, n := range bound {
+			gi := n.gi
 			for mi := range row.Cells[gi].Metrics {
 				if v := &row.Cells[gi].Metrics[mi]; v.Verdict == "" {
 					v.Verdict = VerdictEngineBound
@@ -470,6 +473,7 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		row.NoiseFloor = noiseFloor(&row)
 		out = append(out, row)
 	}
+	warnings = append(warnings, engineWarning(engineBound, c.Groups[0].Name)...)
 	for _, key := range missingOrder {
 		warnings = append(warnings, fmt.Sprintf("%s: no measurement in %s %s", rowsText(missingRows[key]), by, key))
 	}

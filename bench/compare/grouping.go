@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ const NameSep = " · "
 func splitKey(r *record.Record, dim string) string {
 	switch dim {
 	case SplitTarget:
-		if r.Target.Path != "" {
-			return r.Target.Path
+		if p := targetPath(r); p != "" {
+			return p
 		}
 		return "(unknown target)"
 	case SplitSet:
@@ -39,6 +40,22 @@ func splitKey(r *record.Record, dim string) string {
 		return "(no set)"
 	}
 	return GroupKey(r, dim)
+}
+
+// FscompareMount is the target of a record fscompare measured at a
+// directory of its own making: before it mounted at a stable path per
+// target, each run's random temporary directory made its own column, so
+// three identical runs were six columns instead of two.
+const FscompareMount = "fscompare's mount"
+
+// targetPath is the record's target as a column knows it: fscompare's
+// own mount points, random or not, are one place.
+func targetPath(r *record.Record) string {
+	p := r.Target.Path
+	if strings.HasPrefix(path.Base(p), "diskprep-fscompare-") {
+		return FscompareMount
+	}
+	return p
 }
 
 // draft is a column while records are being grouped.

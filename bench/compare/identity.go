@@ -110,7 +110,7 @@ var identityFields = []identityField{
 		}
 		return ""
 	}},
-	{key: "target", name: "Target", get: func(r *record.Record) string { return r.Target.Path }},
+	{key: "target", name: "Target", get: targetPath},
 	{key: "set", name: "Workload set", get: func(r *record.Record) string { return r.Set }},
 	{key: "engine", name: "Engine", warn: true, get: func(r *record.Record) string {
 		return distinctRuns(r, func(rep record.Repetition) string { return rep.Engine })

@@ -295,3 +295,19 @@ func TestUnknownHostSurvivesRedaction(t *testing.T) {
 		t.Fatalf("hostname %q redacted to %q", UnknownHost, got)
 	}
 }
+
+// Issue 25 item 7: one job whose percentile list stops at 99 counted as 0
+// in the jobs' p99.9, which fell below their p99.
+func TestCombinePercentilesMonotonic(t *testing.T) {
+	ios := 1000.0
+	d := func(pcts map[string]float64) *direction {
+		return &direction{IOBytes: 4096 * ios, IOPS: 100, Runtime: 10000, TotalIOs: &ios,
+			ClatNS: &lat{Min: 1e5, Max: 5e6, Mean: 1e6, Percentile: pcts}}
+	}
+	full := map[string]float64{"50.000000": 1e6, "90.000000": 2e6, "99.000000": 3e6, "99.900000": 4e6}
+	short := map[string]float64{"50.000000": 1e6, "90.000000": 2e6, "99.000000": 3e6}
+	out := combine([]job{{Read: d(full)}, {Read: d(short)}}, func(j job) *direction { return j.Read })
+	if l := out.LatNS; l.P999 < l.P99 || l.P999 != 4e6 || l.P99 != 3e6 {
+		t.Errorf("combined percentiles %+v: want p99 3 ms, p99.9 4 ms", l)
+	}
+}

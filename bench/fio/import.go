@@ -682,7 +682,7 @@ func percentile(m map[string]float64, q float64) float64 {
 func combine(jobs []job, pick func(job) *direction) *record.DirResult {
 	var out record.DirResult
 	var weight, minL, meanL, bytesSum, iosSum float64
-	var pct [4]float64
+	var pct, pctW [4]float64
 	minL = math.Inf(1)
 	seen := false
 	for _, j := range jobs {
@@ -715,8 +715,14 @@ func combine(jobs []job, pick func(job) *direction) *record.DirResult {
 		minL = math.Min(minL, l.Min*scale)
 		out.LatNS.Max = math.Max(out.LatNS.Max, l.Max*scale)
 		meanL += l.Mean * scale * w
+		// A job whose percentile list stops short of q (percentile_list=99)
+		// has no figure for it, not a 0: counted as 0 it pulled p99.9
+		// of the whole below p99.
 		for i, q := range []float64{50, 90, 99, 99.9} {
-			pct[i] += percentile(l.Percentile, q) * scale * w
+			if v := percentile(l.Percentile, q); v > 0 {
+				pct[i] += v * scale * w
+				pctW[i] += w
+			}
 		}
 	}
 	if !seen {
@@ -728,7 +734,12 @@ func combine(jobs []job, pick func(job) *direction) *record.DirResult {
 	if weight > 0 {
 		out.LatNS.Min = minL
 		out.LatNS.Mean = meanL / weight
-		out.LatNS.P50, out.LatNS.P90, out.LatNS.P99, out.LatNS.P999 = pct[0]/weight, pct[1]/weight, pct[2]/weight, pct[3]/weight
+		for i := range pct {
+			if pctW[i] > 0 {
+				pct[i] /= pctW[i]
+			}
+		}
+		out.LatNS.P50, out.LatNS.P90, out.LatNS.P99, out.LatNS.P999 = pct[0], pct[1], pct[2], pct[3]
 	}
 	return &out
 }

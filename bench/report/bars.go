@@ -112,6 +112,9 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	// the row names above them.
 	type span struct{ a, b float64 }
 	var spans []span
+	// Where the value labels are: a grid line stops short of them, or
+	// it would turn "+22.1%" into "-22.1%" or 65762 into another number.
+	var labels []textRect
 	for _, r := range rows {
 		d.text(10, y+13, "start", "head", fitText(r.Name, fontBase, true, w-20))
 		y += 20
@@ -121,7 +124,7 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 				continue
 			}
 			g := c.Groups[gi].Name
-			d.text(labelW-8, y+11.5, "end", "", fitText(g, fontBase, false, labelW-16))
+			d.text(labelW-8, y+11.5, "end", "", fitAmong(g, groupNames(c), fontBase, false, labelW-16))
 			v := cell.Metrics[mi]
 			wv := math.Max(x(v.Median)-x0, 1)
 			fmt.Fprintf(&bars, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.0f"><title>%s</title></rect>`+"\n",
@@ -132,7 +135,9 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 				fmt.Fprintf(&bars, `<path class="range" d="M%.1f %.1fH%.1fM%.1f %.1fV%.1fM%.1f %.1fV%.1f"/>`+"\n", x(v.Min), cy, x(v.Max), x(v.Min), cy-4, cy+4, x(v.Max), cy-4, cy+4)
 				end = math.Max(end, x(v.Max))
 			}
-			d.text(end+6, y+11.5, "start", "", barLabel(metric, v, gi == r.Baseline))
+			lbl := barLabel(metric, v, gi == r.Baseline)
+			d.text(end+6, y+11.5, "start", "", lbl)
+			labels = append(labels, boxOf(end+6, y+11.5, "start", lbl, fontBase, false))
 			desc = append(desc, fmt.Sprintf("%s %s %s", r.Name, g, valueText(metric, v)))
 			y += barH + gap
 		}
@@ -142,7 +147,9 @@ func barPanel(c *compare.Comparison, rows []compare.Row, mi int, bs uint64, id s
 	spans[len(spans)-1].b = y
 	for _, sp := range spans {
 		for _, t := range ticks {
-			d.line("grid", x(t), sp.a, x(t), sp.b)
+			for _, seg := range clearOf(x(t), sp.a, sp.b, labels) {
+				d.line("grid", x(t), seg[0], x(t), seg[1])
+			}
 		}
 		d.line("axis", x0, sp.a, x0, sp.b)
 	}
@@ -165,6 +172,15 @@ func barClass(gi int) string {
 		return series(gi) + " alt"
 	}
 	return series(gi)
+}
+
+// groupNames are the names of the comparison's columns.
+func groupNames(c *compare.Comparison) []string {
+	out := make([]string, len(c.Groups))
+	for i, g := range c.Groups {
+		out[i] = g.Name
+	}
+	return out
 }
 
 func nText(n int) string {

@@ -197,7 +197,8 @@ func TestChartsNotClipped(t *testing.T) {
 
 // TestChartsReadableAtPageWidths: the page lays full-width charts at the
 // page's width and small ones in a grid; at 800, 1280 and 1600 px windows
-// the smallest chart text is still at least 9 px and at most 20 px.
+// the smallest chart text is still at least 9 px and at most 20 px, and
+// the change chart's, beside the table, at least 11 px.
 func TestChartsReadableAtPageWidths(t *testing.T) {
 	for _, win := range []float64{800, 1280, 1600} {
 		content := math.Min(win, pageMaxWidth) - 2*pagePadding
@@ -206,8 +207,9 @@ func TestChartsReadableAtPageWidths(t *testing.T) {
 		for _, c := range []struct {
 			name  string
 			scale float64
-		}{{"full-width", content / svgWide}, {"grid", cell / svgSmall}} {
-			if px := fontTick * c.scale; px < 9 {
+			least float64
+		}{{"full-width", content / svgWide, 9}, {"grid", cell / svgSmall, 9}, {"change", math.Min(content, changeMax) / changeW, 11}} {
+			if px := fontTick * c.scale; px < c.least {
 				t.Errorf("%.0f px window: %s chart ticks are %.1f px", win, c.name, px)
 			}
 			if px := fontTtl * c.scale; px > 20 {

@@ -29,7 +29,7 @@ func endLabels(d *svgDoc, x float64, ys, xs []float64, names []string, styles []
 		if math.Abs(at[i]-ys[i]) > 3 {
 			d.f(`<path class="lead %s" d="M%.1f %.1fL%.1f %.1f"/>`+"\n", series(styles[i]), x+1, ys[i], x+8, at[i])
 		}
-		d.text(x+10, at[i]+4.5, "start", "", fitText(n, fontBase, false, d.w-x-14))
+		d.text(x+10, at[i]+4.5, "start", "", fitAmong(n, names, fontBase, false, d.w-x-14))
 	}
 }
 
@@ -327,7 +327,9 @@ func timeTicks(d *svgDoc, n int, xt func(float64) float64, x1, y float64) {
 func timePanels(d *svgDoc, y float64, unit string, lines []tsSeries, n int, maxV float64) *svgDoc {
 	w := d.w
 	hi := maxV * 1.05
-	if strings.Contains(unit, "%") && maxV <= 100 {
+	// A share of all CPUs or of the device's time is at most 100%: a sum
+	// that rounding puts a hair above must not stretch the axis to 150.
+	if strings.Contains(unit, "%") && maxV <= 100.5 {
 		hi = math.Min(hi, 100)
 	}
 	// The axis that ends closest above the values in at most 5 ticks: a
@@ -364,6 +366,10 @@ func timePanels(d *svgDoc, y float64, unit string, lines []tsSeries, n int, maxV
 		return (float64(i*bucket) + end) / 2 / float64(n) * pw
 	}
 	var desc []string
+	names := make([]string, len(lines))
+	for k, s := range lines {
+		names[k] = s.name
+	}
 	for k, s := range lines {
 		col, row := k%cols, k/cols
 		px := x0 + float64(col)*(pw+gap)
@@ -375,7 +381,7 @@ func timePanels(d *svgDoc, y float64, unit string, lines []tsSeries, n int, maxV
 		// a legend's entry is.
 		d.f(`<line class="line %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke-dasharray="%s"/>`+"\n", series(s.group), px, panelTop+8, px+30, panelTop+8, dashOf(s.group))
 		marker(d, s.group, px+15, panelTop+8)
-		d.text(px+36, panelTop+12.5, "start", "", fitText(s.name, fontBase, false, pw-36))
+		d.text(px+36, panelTop+12.5, "start", "", fitAmong(s.name, names, fontBase, false, pw-36))
 		for _, t := range ticks {
 			d.line("grid", px, yv(t), px+pw, yv(t))
 			if col == 0 {

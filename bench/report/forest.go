@@ -285,7 +285,11 @@ func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 				if single {
 					cls = "head"
 				}
-				inner.text(labelW-10, cy+4.5, "end", cls, fitText(label, fontBase, single, labelW-20))
+				among := groupNames(c)
+				if single {
+					among = nil
+				}
+				inner.text(labelW-10, cy+4.5, "end", cls, fitAmong(label, among, fontBase, single, labelW-20))
 				pc := pointClass(e.v)
 				if e.v.CILowPct != nil && e.v.CIHighPct != nil {
 					cl, ch := x(1+*e.v.CILowPct/100), x(1+*e.v.CIHighPct/100)
@@ -325,8 +329,12 @@ func changeChart(c *compare.Comparison, id string, w float64) *svgDoc {
 		y += 20
 	}
 	y += 6
-	d.text(x0, y+4, "start", "muted", fitText("change against "+base+", log scale (−50% and +100% are equally far from 0)", fontTick, false, w-x0-10))
-	y += 18
+	// Wrapped, not cut: a caption that ends "are equall…" says nothing.
+	for _, l := range wrapPx("change against "+base+", log scale (−50% and +100% are equally far from 0)", fontTick, w-x0-10) {
+		d.text(x0, y+4, "start", "muted", l)
+		y += 16
+	}
+	y += 2
 	y = changeLegend(d, y, c.Drifted > 0)
 	d.h = y + 6
 	d.desc = strings.Join(desc, "; ") + "."

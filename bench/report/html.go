@@ -16,6 +16,11 @@ const (
 	gridMin      = 460.0 // a small chart's narrowest cell
 	gridGap      = 28.0
 	gridChartMax = 680.0 // a small chart's widest
+	// The change chart is drawn narrower than the standalone SVG's and
+	// shown at most changeMax wide: at 900 units in an 800 px window its
+	// text came out at 10 px, too small to read beside the table.
+	changeW   = 760.0
+	changeMax = 1000.0
 )
 
 var pageCSS = fmt.Sprintf(`*{box-sizing:border-box}
@@ -35,10 +40,12 @@ figure{margin:12px 0 24px;break-inside:avoid} figcaption{color:var(--muted);font
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%%,%.0fpx),1fr));gap:8px %.0fpx;align-items:start}
 .grid figure{margin:8px 0 16px}
 .grid svg.chart{max-width:%.0fpx}
+figure.wide svg.chart{max-width:%.0fpx}
+th.nw{white-space:nowrap}
 @page{size:A4;margin:12mm}
 @media print{body{max-width:none;padding:0;font-size:10pt}h2,h3{break-after:avoid}table{font-size:8.5pt}
 .grid{grid-template-columns:1fr 1fr;gap:4px 16px}figure{margin:4px 0 10px}.table-wrap{overflow:visible}}
-`, pageMaxWidth, pagePadding, gridMin, gridGap, gridChartMax)
+`, pageMaxWidth, pagePadding, gridMin, gridGap, gridChartMax, changeMax)
 
 // HTML writes one self-contained page: no scripts, no network, no external
 // fonts; the styles are inline and the charts are inline SVG, readable in
@@ -71,8 +78,8 @@ func pageHead(b *strings.Builder, title, extraCSS string) {
 func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 	if len(c.Groups) > 1 {
 		b.WriteString("<h2>What changed</h2>\n")
-		fmt.Fprintf(b, "<figure>\n%s<figcaption>Change of each workload against %s, with its %s interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
-			changeChart(c, "change", svgWide).svg(false), esc(c.Groups[0].Name), compare.LevelText(c.CILevel))
+		fmt.Fprintf(b, "<figure class=\"wide\">\n%s<figcaption>Change of each workload against %s, with its %s interval; hollow grey points are not real changes.</figcaption>\n</figure>\n",
+			changeChart(c, "change", changeW).svg(false), esc(c.Groups[0].Name), compare.LevelText(c.CILevel))
 	}
 	b.WriteString("<h2>Results</h2>\n<div class=\"table-wrap\">\n")
 	if l.stacked(c) {
@@ -106,7 +113,7 @@ func comparisonSections(b *strings.Builder, c *compare.Comparison, l Layout) {
 
 	b.WriteString("<h2>Environment</h2>\n")
 	if len(c.Environment) > 0 {
-		b.WriteString("<p>The same for every record:</p>\n<table>\n")
+		fmt.Fprintf(b, "<p>%s:</p>\n<table>\n", esc(strings.ToUpper(sameFor(c)[:1])+sameFor(c)[1:]))
 		for _, f := range c.Environment {
 			fmt.Fprintf(b, "<tr><th scope=\"row\">%s</th><td>%s</td></tr>\n", esc(f.Name), esc(f.Value))
 		}
@@ -181,7 +188,7 @@ func htmlTable(b *strings.Builder, c *compare.Comparison) {
 		for mi, m := range c.Metrics {
 			b.WriteString("<tr>")
 			if mi == 0 {
-				fmt.Fprintf(b, "<th scope=\"rowgroup\" rowspan=\"%d\">%s</th>", len(c.Metrics), esc(r.Name))
+				fmt.Fprintf(b, "<th class=\"nw\" scope=\"rowgroup\" rowspan=\"%d\">%s</th>", len(c.Metrics), esc(r.Name))
 			}
 			fmt.Fprintf(b, "<td>%s</td>", esc(m))
 			for _, cell := range r.Cells {
@@ -232,7 +239,7 @@ func htmlTableStacked(b *strings.Builder, c *compare.Comparison) {
 			}
 			b.WriteString("<tr>")
 			if first {
-				fmt.Fprintf(b, "<th scope=\"rowgroup\" rowspan=\"%d\">%s</th>", n, esc(r.Name))
+				fmt.Fprintf(b, "<th class=\"nw\" scope=\"rowgroup\" rowspan=\"%d\">%s</th>", n, esc(r.Name))
 				first = false
 			}
 			fmt.Fprintf(b, "<td>%s</td>", esc(rowGroupHeader(c, r, gi)))

@@ -70,3 +70,50 @@ func (l *LiveLine) Clear() {
 		l.last = 0
 	}
 }
+
+// StepLines writes a line as each workload and repetition starts (and
+// each precondition pass), for a stderr that is no terminal: a redrawn
+// line would be noise in a log, and nothing at all left a 3-minute
+// bench --repeat 5 </dev/null silent. A run planned shorter than Min (by
+// its first estimate of the time left) writes none: it is not long work,
+// and its result or its one-line error follows soon enough.
+type StepLines struct {
+	W       io.Writer
+	Min     time.Duration
+	last    string
+	decided bool
+	on      bool
+}
+
+// StepMin is how long a run must be planned to take for step lines.
+const StepMin = 30 * time.Second
+
+// Update writes a line when p starts a step the last did not.
+func (s *StepLines) Update(p bench.Progress) {
+	if !s.decided {
+		if p.ETA <= 0 {
+			return
+		}
+		s.decided, s.on = true, p.ETA >= s.Min
+	}
+	if !s.on {
+		return
+	}
+	key := fmt.Sprintf("%d/%d", p.Index, p.Repetition)
+	line := fmt.Sprintf("[%d/%d] %s", p.Index, p.Count, p.Workload)
+	if p.Repeat > 1 {
+		line += fmt.Sprintf(" (run %d/%d)", p.Repetition, p.Repeat)
+	}
+	if p.Phase == "precondition" {
+		key = fmt.Sprintf("precondition %d", p.Repetition)
+		line = fmt.Sprintf("precondition: writing the device, pass %d/%d", p.Repetition, p.Repeat)
+	}
+	if key == s.last {
+		return
+	}
+	s.last = key
+	if p.ETA > 0 {
+		line += "  ETA " + p.ETA.Round(time.Second).String()
+	}
+	fmt.Fprintln(s.W, line)
+}

@@ -33,3 +33,31 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("live line wrote %q", s)
 	}
 }
+
+// Issue 25 item 6: with stderr not a terminal, one line per workload and
+// repetition as it starts, however many reports each sends.
+func TestStepLines(t *testing.T) {
+	var buf bytes.Buffer
+	s := &StepLines{W: &buf, Min: StepMin}
+	// Until the time left is known nothing is decided; the first step is
+	// then said all the same.
+	s.Update(bench.Progress{Workload: "seqread", Index: 1, Count: 4, Repetition: 1, Repeat: 2, Phase: "layout"})
+	for idx := 1; idx <= 2; idx++ {
+		for rep := 1; rep <= 2; rep++ {
+			for _, phase := range []string{"layout", "ramp", "run", "run"} {
+				s.Update(bench.Progress{Workload: "seqread", Index: (idx-1)*2 + rep, Count: 4, Repetition: rep, Repeat: 2, Phase: phase, ETA: time.Duration(50-10*((idx-1)*2+rep)) * time.Second})
+			}
+		}
+	}
+	want := "[1/4] seqread (run 1/2)  ETA 40s\n[2/4] seqread (run 2/2)  ETA 30s\n[3/4] seqread (run 1/2)  ETA 20s\n[4/4] seqread (run 2/2)  ETA 10s\n"
+	if buf.String() != want {
+		t.Errorf("step lines:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	// A short run: no lines.
+	buf.Reset()
+	short := &StepLines{W: &buf, Min: StepMin}
+	short.Update(bench.Progress{Workload: "w", Index: 1, Count: 1, Repetition: 1, Repeat: 1, Phase: "run", ETA: 8 * time.Second})
+	if buf.Len() != 0 {
+		t.Errorf("an 8-second run wrote %q", buf.String())
+	}
+}

@@ -75,8 +75,10 @@ func recordLines(rec *record.Record) []recordLine {
 			if !ok {
 				continue
 			}
+			// Over the runs the summary's p99 is over (the steady-state
+			// window, not every round), or p99 came out above p99.9.
 			var p999 []float64
-			for _, r := range wr.Runs {
+			for _, r := range wr.Measured() {
 				d := r.Dir(dir)
 				if d != nil {
 					p999 = append(p999, d.LatNS.P999)

@@ -181,6 +181,51 @@ func (d *svgDoc) heading(title, sub string) float64 {
 	return y + 14
 }
 
+// textRect is where a label's glyphs lie: x0–x1 across, top–bottom down.
+type textRect struct{ x0, x1, top, bottom float64 }
+
+// boxOf is the rectangle a text drawn at x, y with anchor takes, by the
+// font's advance widths; ascenders reach about 0.76 em above the
+// baseline, descenders 0.24 em below (DejaVu Sans).
+func boxOf(x, y float64, anchor, s string, size float64, bold bool) textRect {
+	w := textExtent(s, size, bold)
+	switch anchor {
+	case "middle":
+		x -= w / 2
+	case "end":
+		x -= w
+	}
+	return textRect{x0: x, x1: x + w, top: y - 0.76*size, bottom: y + 0.24*size}
+}
+
+// clearOf is the vertical line at x from a to b with the stretches where
+// it would cross a label (and 2 px around it) left out.
+func clearOf(x, a, b float64, labels []textRect) [][2]float64 {
+	const pad = 2.0
+	var cuts []textRect
+	for _, l := range labels {
+		if x > l.x0-pad && x < l.x1+pad && l.bottom+pad > a && l.top-pad < b {
+			cuts = append(cuts, l)
+		}
+	}
+	sort.Slice(cuts, func(i, j int) bool { return cuts[i].top < cuts[j].top })
+	// Pieces shorter than minPiece, between two labels, would read as
+	// dashes: left out too.
+	const minPiece = 5.0
+	var out [][2]float64
+	from := a
+	for _, c := range cuts {
+		if c.top-pad-from >= minPiece {
+			out = append(out, [2]float64{from, c.top - pad})
+		}
+		from = math.Max(from, c.bottom+pad)
+	}
+	if b-from >= minPiece {
+		out = append(out, [2]float64{from, b})
+	}
+	return out
+}
+
 // wrapPx breaks s into lines no wider than width px at size.
 func wrapPx(s string, size, width float64) []string {
 	var out []string
@@ -278,7 +323,7 @@ func legend(d *svgDoc, names []string, groups []int, y float64) float64 {
 	y += 4
 	for i, n := range names {
 		gi := groups[i]
-		n = fitText(n, fontBase, false, d.w-70)
+		n = fitAmong(n, names, fontBase, false, d.w-70)
 		w := 40 + textExtent(n, fontBase, false) + 18
 		if x > 10 && x+w > d.w-10 {
 			x, y = 10, y+20

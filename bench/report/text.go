@@ -61,7 +61,7 @@ func TableLayout(w io.Writer, c *compare.Comparison, l Layout) error {
 	b.WriteString(wrap(fmt.Sprintf("Comparison of %s, %s", title(c), byText(c)), "", "  ", width))
 	b.WriteString("\n")
 	if len(c.Environment) > 0 {
-		b.WriteString("Environment (the same for every record)\n")
+		b.WriteString("Environment (" + sameFor(c) + ")\n")
 		nameW := 0
 		for _, f := range c.Environment {
 			nameW = max(nameW, textWidth(f.Name))
@@ -92,6 +92,18 @@ func TableLayout(w io.Writer, c *compare.Comparison, l Layout) error {
 	writeNotes(&b, c, "", "  - ", width)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// sameFor says what the environment's facts hold for: every record, or,
+// when some records do not know a fact ("unknown in 2 of 3 records"),
+// every record that knows it.
+func sameFor(c *compare.Comparison) string {
+	for _, f := range c.Environment {
+		if strings.Contains(f.Value, " (unknown in ") {
+			return "the same for every record that knows it"
+		}
+	}
+	return "the same for every record"
 }
 
 // wideColumns is the per-column identity with one column per group.

@@ -1,5 +1,10 @@
 package report
 
+import (
+	"sort"
+	"strings"
+)
+
 // Text extents for placing chart labels, estimated from font metrics: the
 // advance widths (in em) of DejaVu Sans and DejaVu Sans Bold, read from
 // the fonts' hmtx tables. DejaVu is what Debian's browsers draw system-ui
@@ -51,4 +56,82 @@ func fitText(s string, size float64, bold bool, width float64) string {
 		}
 	}
 	return "…"
+}
+
+// fitAmong shortens s, one of the names all of a chart, to width px by
+// cutting what it shares with the other names rather than its end, so
+// that "xfs · /tmp/diskprep-fscompare-1183…" and "…-1184…" do not both
+// end in an ellipsis just before they differ. Against each other name,
+// the runes where the two part are kept; the longest stretch outside
+// those is cut in its middle. It falls back to fitText.
+func fitAmong(s string, all []string, size float64, bold bool, width float64) string {
+	if textExtent(s, size, bold) <= width {
+		return s
+	}
+	rs := []rune(s)
+	keep := make([]bool, len(rs))
+	for _, o := range all {
+		if o == s {
+			continue
+		}
+		or := []rune(o)
+		p := 0
+		for p < len(rs) && p < len(or) && rs[p] == or[p] {
+			p++
+		}
+		q := 0
+		for q < len(rs)-p && q < len(or)-p && rs[len(rs)-1-q] == or[len(or)-1-q] {
+			q++
+		}
+		// Where they part, and a few runes on: enough to tell them apart.
+		for i := p; i < max(p+1, min(p+6, len(rs)-q)) && i < len(rs); i++ {
+			keep[i] = true
+		}
+	}
+	// The stretches not kept, longest first.
+	type gap struct{ a, b int }
+	var gaps []gap
+	for i := 0; i < len(rs); {
+		if keep[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && !keep[j] {
+			j++
+		}
+		gaps = append(gaps, gap{i, j})
+		i = j
+	}
+	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].b-gaps[i].a > gaps[j].b-gaps[j].a })
+	cut := map[int]gap{} // by start: the runes of a gap left out
+	build := func() string {
+		var b strings.Builder
+		for i := 0; i < len(rs); {
+			if g, ok := cut[i]; ok {
+				b.WriteRune('…')
+				i = g.b
+				continue
+			}
+			b.WriteRune(rs[i])
+			i++
+		}
+		return b.String()
+	}
+	for _, g := range gaps {
+		n := g.b - g.a
+		for k := 1; k <= n; k++ {
+			from := g.a + (n-k)/2
+			// A gap at either end keeps its outer runes: the start of a
+			// name and its last runes are what people read first.
+			cut[from] = gap{from, from + k}
+			if t := build(); textExtent(t, size, bold) <= width {
+				return t
+			}
+			delete(cut, from)
+		}
+		from := g.a + 0
+		cut[from] = gap{from, g.b}
+	}
+	return fitText(build(), size, bold, width)
 }

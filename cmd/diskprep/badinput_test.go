@@ -219,6 +219,8 @@ func badCases(fx *badInputFixture) []badCase {
 	return []badCase{
 		// The app and global flags.
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"version as a command", []string{"version"}, 2, "did you mean diskprep --version?"},
+		{"prepare a plan without --plan", []string{"prepare", w("plan.yaml")}, 2, "give it with --plan"},
 		{"unknown global flag", []string{"--frobnicate", "inventory"}, 2, "flag provided but not defined"},
 		{"global flag without value", []string{"inventory", "--format"}, 2, "flag needs an argument"},
 		{"global flag without value after a positional", []string{"bench", "/tmp", "--results"}, 2, "flag needs an argument"},
@@ -247,6 +249,10 @@ func badCases(fx *badInputFixture) []badCase {
 		{"prepare --size overflowing", []string{"prepare", "--image", img, "--size", "99999999999T", "--fs", "xfs"}, 2, "too large"},
 		{"prepare --size fraction of a byte", []string{"prepare", "--image", img, "--size", "1.5", "--fs", "xfs"}, 2, "not a whole number"},
 		{"prepare --size unknown unit", []string{"prepare", "--image", img, "--size", "1Q", "--fs", "xfs"}, 2, "unknown unit"},
+		{"prepare --size without unit", []string{"prepare", "--image", img, "--size", "10", "--fs", "xfs"}, 2, "did you mean 10G?"},
+		{"prepare --size split from its unit", []string{"prepare", "--image", img, "--size", "10", "GB", "--fs", "xfs"}, 2, "write the size as one word: --size 10GB"},
+		{"fscompare --size without unit", []string{"fscompare", "--image", img, "--size", "10"}, 2, "did you mean 10G?"},
+		{"fscompare --size split from its unit", []string{"fscompare", "--image", img, "--size", "10", "G"}, 2, "--size 10G"},
 		{"prepare without --fs", []string{"prepare", "--image", img, "--size", "1G"}, 2, "--fs is required"},
 		{"prepare unknown --fs", []string{"prepare", "--image", img, "--size", "1G", "--fs", "btrfs"}, 2, `unknown filesystem "btrfs"`},
 		{"prepare unknown -o", []string{"prepare", "--image", img, "--size", "1G", "--fs", "xfs", "-o", "csv"}, 2, `unknown output format "csv"`},
@@ -280,6 +286,7 @@ func badCases(fx *badInputFixture) []badCase {
 		{"bench unknown set", []string{"bench", dir, "--set", "nope"}, 2, `unknown workload set "nope"`},
 		{"bench --set with --workload", []string{"bench", dir, "--set", "quick", "--workload", "rw=read"}, 2, "not both"},
 		{"bench bad duration", []string{"bench", dir, "--runtime", "10x"}, 2, `duration "10x"`},
+		{"bench --size without unit", []string{"bench", dir, "--size", "10"}, 2, "did you mean 10G?"},
 		{"bench negative duration", []string{"bench", dir, "--runtime", "-1s"}, 2, "negative"},
 		{"bench zero duration", []string{"bench", dir, "--runtime", "0"}, 2, "--runtime must be positive"},
 		{"bench --size 0", []string{"bench", dir, "--size", "0"}, 2, "--size must be positive"},

@@ -191,7 +191,7 @@ func (o benchOptions) request() (workload.Request, error) {
 		}
 	}
 	if o.Size != "" {
-		if ov.Size, err = units.ParseSize(o.Size); err != nil {
+		if ov.Size, err = units.ParseCapacity(o.Size); err != nil {
 			return req, fmt.Errorf("--size: %w", err)
 		}
 		if ov.Size == 0 {
@@ -355,17 +355,27 @@ func (u *unsavedRecords) err() error {
 }
 
 // runBenchLive runs req with a live progress line on a terminal (bench and
-// fscompare), cleared before anything else is printed.
+// fscompare), cleared before anything else is printed, and a line per
+// workload and repetition elsewhere.
 // adjust, when given, rewrites each progress report first (fscompare
 // makes it count the whole comparison).
 func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
 	var live *report.LiveLine
 	var progress func(bench.Progress)
-	if !e.Quiet && isTerminal(e.Stderr) {
+	switch {
+	case e.Quiet:
+	case isTerminal(e.Stderr):
 		live = &report.LiveLine{W: e.Stderr}
 		progress = live.Update
 		for _, a := range adjust {
 			progress = func(p bench.Progress) { live.Update(a(p, time.Now())) }
+		}
+	default:
+		// A log or a pipe: a line per step, not a redrawn one.
+		steps := &report.StepLines{W: e.Stderr, Min: report.StepMin}
+		progress = steps.Update
+		for _, a := range adjust {
+			progress = func(p bench.Progress) { steps.Update(a(p, time.Now())) }
 		}
 	}
 	var notes io.Writer

@@ -105,6 +105,9 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err != nil {
 		return err
 	}
+	if err := markupToTerminal(e, format, opts.Output); err != nil {
+		return err
+	}
 	if err := opts.Filter.validate(); err != nil {
 		return err
 	}
@@ -149,6 +152,16 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		return err
 	}
 	return writeOutput(e, opts.Output, buf.Bytes())
+}
+
+// markupToTerminal refuses a page or a drawing (-o html, -o svg) bound
+// for a terminal: a screen of markup helps nobody, and fscompare would
+// print it after minutes of work.
+func markupToTerminal(e *env, format, output string) error {
+	if (format == "html" || format == "svg") && output == "" && isTerminal(e.Stdout) {
+		return usageErr(fmt.Errorf("-o %s writes markup, not text for a terminal: give --output FILE.%s (or redirect stdout to a file)", format, format))
+	}
+	return nil
 }
 
 // renderComparison renders c in format (compare and fscompare). Outputs that

@@ -67,6 +67,7 @@ var sentinels = []struct {
 	{workload.ErrUsage, exitUsage},
 	{bench.ErrRefused, exitRefused},
 	{record.ErrUnsafeStore, exitRefused},
+	{record.ErrAmbiguous, exitUsage},
 	{compare.ErrUsage, exitUsage},
 	{disk.ErrUsage, exitUsage},
 	{disk.ErrRefused, exitRefused},

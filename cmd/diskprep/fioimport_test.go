@@ -54,3 +54,24 @@ func TestImportSeedTextAndCompare(t *testing.T) {
 		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Issue 25 item 7: the same fio file imported twice is one record.
+func TestImportTwiceOneRecord(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join("..", "..", "bench", "fio", "testdata", "fio-3.33-randread.json")
+	text := filepath.Join("..", "..", "bench", "fio", "testdata", "seed-hdd-handwritten", "raw", "seqread.txt")
+	for i := range 2 {
+		code, out, errb := runDiskprep(t, "", "results", "import", "--results", dir, file, text)
+		if code != 0 {
+			t.Fatalf("import %d: exit %d\n%s%s", i+1, code, out, errb)
+		}
+		if i == 1 && strings.Count(out, "already in the store as") != 2 {
+			t.Errorf("second import said:\n%s", out)
+		}
+	}
+	code, out, _ := runDiskprep(t, "", "results", "list", "-o", "json", "--results", dir)
+	var listed []json.RawMessage
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 2 {
+		t.Errorf("store after two imports of two files: exit %d, %d records (%v)\n%s", code, len(listed), err, out)
+	}
+}

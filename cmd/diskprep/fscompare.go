@@ -124,7 +124,7 @@ Examples:
 			}
 			var fss []string
 			for _, f := range strings.Split(c.String("fs"), ",") {
-				if f = strings.TrimSpace(f); f != "" {
+				if f = strings.ToLower(strings.TrimSpace(f)); f != "" {
 					fss = append(fss, f)
 				}
 			}
@@ -150,6 +150,8 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	switch {
 	case o.Device == "" && o.Image == "":
 		return dreq, breq, errors.New("fscompare needs a DEVICE or --image FILE --size SIZE")
+	case o.Image != "" && o.Size != "" && units.IsSizeUnit(o.Device):
+		return dreq, breq, splitSizeErr(o.Size, o.Device)
 	case o.Device != "" && o.Image != "":
 		return dreq, breq, errors.New("give a DEVICE or --image, not both")
 	case o.Size != "" && o.Image == "":
@@ -200,6 +202,9 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	}
 	format, err := e.format(report.Formats...)
 	if err != nil {
+		return err
+	}
+	if err := markupToTerminal(e, format, opts.Output); err != nil {
 		return err
 	}
 	dreq, breq, err := opts.check()
@@ -273,7 +278,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if runPath != "" {
 		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew}
 		if opts.Mount == "" {
-			dir, err := makeMountDir(&rec, runPath)
+			target := opts.Device
+			if image != "" {
+				target = image
+			}
+			dir, err := makeMountDir(&rec, runPath, target)
 			if err != nil {
 				os.Remove(runPath)
 				return err

@@ -88,10 +88,15 @@ func readFSCompareRun(path string) *fscompareRun {
 // makeMountDir makes the temporary directory every filesystem of the run
 // is mounted at, recording its name in rec (written to path) before
 // making it, so a kill at any moment leaves no directory the record does
-// not name.
-func makeMountDir(rec *fscompareRun, path string) (string, error) {
-	for range 10000 {
+// not name. The first name tried is the same for every run on target, so
+// the records of identical runs name one target; a random one follows
+// when it exists (another run's, or anyone's: it is never reused).
+func makeMountDir(rec *fscompareRun, path, target string) (string, error) {
+	for i := range 10000 {
 		dir := filepath.Join(os.TempDir(), "diskprep-fscompare-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		if i == 0 {
+			dir = filepath.Join(os.TempDir(), "diskprep-fscompare-"+mountSlug(target))
+		}
 		rec.Mount, rec.MadeMount = dir, true
 		if err := rec.write(path); err != nil {
 			return "", err
@@ -105,6 +110,25 @@ func makeMountDir(rec *fscompareRun, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("make a temporary directory in %s: every name tried exists", os.TempDir())
+}
+
+// mountSlug is target as a file name: its letters and digits, the rest
+// as dashes ("/dev/loop3" -> "dev-loop3").
+func mountSlug(target string) string {
+	var b strings.Builder
+	for _, r := range target {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-.")
+	if s == "" || len(s) > 100 {
+		return "target"
+	}
+	return s
 }
 
 // targetDisk finds in host the disk an fscompare works on: the DEVICE

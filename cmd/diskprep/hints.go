@@ -69,5 +69,10 @@ func unknownCommand(name string, cmds []*cli.Command, see string) error {
 			names = append(names, c.Names()...)
 		}
 	}
-	return usageErr(fmt.Errorf("unknown command %q%s (see %s)", name, suggest.Hint(name, names, ""), see))
+	hint := suggest.Hint(name, names, "")
+	// "diskprep version", "diskprep help": the flags people meant.
+	if hint == "" && (name == "version" || name == "help") {
+		hint = ": did you mean diskprep --" + name + "?"
+	}
+	return usageErr(fmt.Errorf("unknown command %q%s (see %s)", name, hint, see))
 }

@@ -52,7 +52,24 @@ ExecStart=/sbin/losetup --find --partscan%s "%s"
 
 [Install]
 WantedBy=local-fs.target
-`, strings.Join(points, ", "), img, name, name, img, strings.Join(points, ", "), filepath.Dir(img), sector, img)
+`, strings.Join(points, ", "), img, shellWord("/etc/systemd/system/"+name), shellWord(name), img, strings.Join(points, ", "), filepath.Dir(img), sector, img)
+}
+
+// shellWord quotes s for a POSIX shell when it needs it: a unit name
+// escapes "-" as \x2d, and unquoted the shell eats the backslash, so the
+// command printed enabled a unit that does not exist.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./@:+=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // unitName makes a unit name part of a path as systemd-escape --path does

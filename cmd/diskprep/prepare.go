@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -138,7 +139,7 @@ Examples:
 				Device: c.Args().First(), Devices: c.Args().Slice(), Raid: c.String("raid"), RaidName: c.String("name"),
 				LVM: c.String("lvm"), Cache: c.String("cache"), CacheDevice: c.String("cache-device"), CacheMode: c.String("cache-mode"), CacheKind: c.String("cache-kind"),
 				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
-				PlanFile: c.String("plan"), FS: c.String("fs"), Label: c.String("label"), Mount: c.String("mount"),
+				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
 			}
@@ -259,6 +260,8 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	switch {
 	case o.Device == "" && o.Image == "":
 		return nil, usageErr(errors.New("prepare needs a DEVICE, --image FILE --size SIZE, or --plan FILE"))
+	case o.Image != "" && o.Size != "" && units.IsSizeUnit(o.Device):
+		return nil, usageErr(splitSizeErr(o.Size, o.Device))
 	case o.Device != "" && o.Image != "":
 		return nil, usageErr(errors.New("give a DEVICE or --image, not both"))
 	case o.Size != "" && o.Image == "":
@@ -299,6 +302,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		return usageErr(errors.New("--root reads another machine's facts: prepare can only --dry-run with it"))
 	}
 	// Bad input is reported before anything else, root or not.
+	if ext := strings.ToLower(filepath.Ext(opts.Device)); opts.PlanFile == "" && (ext == ".yaml" || ext == ".yml") {
+		return usageErr(fmt.Errorf("%s is a plan, not a device: give it with --plan %s", opts.Device, opts.Device))
+	}
 	pf, err := opts.loadPlan()
 	if err != nil {
 		return err
@@ -496,12 +502,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// splitSizeErr answers "--size 10 GB": the shell made the unit a word of
+// its own, which then read as the DEVICE.
+func splitSizeErr(size, unit string) error {
+	return fmt.Errorf("--size %s %s: write the size as one word: --size %s%s (or \"%s %s\" in quotes)", size, unit, size, unit, size, unit)
+}
+
 // imageGeometry reads --size and --sector-size of an --image (prepare and
 // fscompare): a size of 0 means "keep the existing image's", a sector size
 // of 0 means 512.
 func imageGeometry(size, sector string) (sizeBytes, sectorBytes uint64, err error) {
 	if size != "" {
-		if sizeBytes, err = units.ParseSize(size); err != nil {
+		if sizeBytes, err = units.ParseCapacity(size); err != nil {
 			return 0, 0, fmt.Errorf("--size: %w", err)
 		}
 		if sizeBytes == 0 {

@@ -333,7 +333,24 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 		}
 		recs = append(recs, rec)
 	}
+	// The same fio output imported again (or twice in one list) is one
+	// measurement: a second record would pool with the first in compare
+	// and count its runs twice.
+	known := map[string]string{}
+	if entries, _, err := record.List(e.ResultsDir); err == nil {
+		for _, en := range entries {
+			known[measuredKey(en.Record)] = en.Record.ID
+		}
+	}
 	for i, rec := range recs {
+		key := measuredKey(rec)
+		if id, dup := known[key]; dup {
+			if !e.Quiet {
+				fmt.Fprintf(e.Stdout, "%s is already in the store as %s: not imported again\n", opts.Files[i], id)
+			}
+			continue
+		}
+		known[key] = rec.ID
 		if err := record.Save(e.ResultsDir, rec); err != nil {
 			return err
 		}
@@ -342,6 +359,28 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 		}
 	}
 	return nil
+}
+
+// measuredKey is what a record measured, as fio reported it: each
+// workload's name and, per repetition and direction, the I/O, runtime and
+// latency. Times of the import itself (a text file's start is when it
+// was imported) are left out, so the same file reads the same.
+func measuredKey(r *record.Record) string {
+	var b strings.Builder
+	for _, wr := range r.Workloads {
+		fmt.Fprintf(&b, "%s:", wr.Params.Name)
+		for _, rep := range wr.Runs {
+			for _, d := range []*record.DirResult{rep.Read, rep.Write} {
+				if d == nil {
+					b.WriteString("-;")
+					continue
+				}
+				fmt.Fprintf(&b, "%d/%d/%g/%v;", d.IOBytes, d.IOs, d.RuntimeMS, d.LatNS)
+			}
+		}
+		b.WriteByte('|')
+	}
+	return b.String()
 }
 
 // exportFormats are what results export writes (--as, --format).

@@ -148,9 +148,10 @@ func TestResultsShow(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.ID != xfs.ID || len(back.Workloads) != 4 {
 		t.Errorf("json show: %v %+v", err, back.ID)
 	}
-	// Both stored records share the prefix "20261130T060": ambiguous.
-	if err := runResultsShow(context.Background(), "20261130T060", e); !errors.Is(err, record.ErrAmbiguous) {
-		t.Errorf("ambiguous prefix: %v", err)
+	// Both stored records share the prefix "20261130T060": ambiguous, a
+	// usage error (issue 25 item 7: it exited 1).
+	if err := runResultsShow(context.Background(), "20261130T060", e); !errors.Is(err, record.ErrAmbiguous) || exitCode(err) != exitUsage {
+		t.Errorf("ambiguous prefix: %v (exit %d)", err, exitCode(err))
 	}
 	if err := runResultsShow(context.Background(), "19990101", e); !errors.Is(err, record.ErrNotFound) || exitCode(err) != exitFailure {
 		t.Errorf("unknown id: %v (exit %d)", err, exitCode(err))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,44 @@ func TestPersistOnImageWarns(t *testing.T) {
 	}
 	if got := unitName("/var/tmp/my disk.img"); got != `var-tmp-my\x20disk.img` {
 		t.Errorf("unitName = %q", got)
+	}
+}
+
+// Issue 25 item 5: the unit of an image whose path has a "-" is named
+// with \x2d; the systemctl command printed quotes it, and a shell given
+// that command passes systemctl the name the unit file has.
+func TestPersistUnitCommandQuoted(t *testing.T) {
+	m, _ := fakeMachine(t, 0, false)
+	img := filepath.Join(t.TempDir(), "scratch-1.img")
+	code, _, errOut := runArgsOn(m, "prepare", "--image", img, "--size", "1G", "--fs", "xfs", "--mount", "/mnt/scratch", "--persist", "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	name := "diskprep-loop-" + unitName(img) + ".service"
+	if !strings.Contains(name, `\x2d`) {
+		t.Fatalf("unit name %q has no escaped dash: the test lost its point", name)
+	}
+	_, cmd, ok := strings.Cut(errOut, "enable with ")
+	if !ok {
+		t.Fatalf("no enable command in %q", errOut)
+	}
+	cmd, _, _ = strings.Cut(cmd, ":\n")
+	// What the shell passes systemctl: the printed words, as sh reads them.
+	words, err := exec.Command("sh", "-c", "printf '%s\\n' "+strings.TrimPrefix(cmd, "systemctl enable ")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.TrimSuffix(string(words), "\n"); w != name {
+		t.Errorf("the shell reads %q as %q, want the unit %q", cmd, w, name)
+	}
+}
+
+// Issue 25 item 7: --fs is read whatever its case, as --set is.
+func TestFSFlagCaseInsensitive(t *testing.T) {
+	m, _ := fakeMachine(t, 0, false)
+	img := filepath.Join(t.TempDir(), "x.img")
+	code, out, errOut := runArgsOn(m, "prepare", "--image", img, "--size", "1G", "--fs", "XFS", "--dry-run")
+	if code != 0 || !strings.Contains(out, "mkfs.xfs") {
+		t.Errorf("--fs XFS: exit %d:\n%s%s", code, out, errOut)
 	}
 }

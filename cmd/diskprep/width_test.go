@@ -131,3 +131,26 @@ func TestCompareFollowsTerminal(t *testing.T) {
 		t.Errorf("markdown follows the terminal's width")
 	}
 }
+
+// Issue 25 item 7: -o html and -o svg without --output, with stdout a
+// terminal, are refused before anything is read or run; to a pipe or a
+// file they are written as before.
+func TestMarkupNotToTerminal(t *testing.T) {
+	pts := openPTY(t, 100)
+	for _, format := range []string{"html", "svg"} {
+		var errb bytes.Buffer
+		code := run(context.Background(), []string{"diskprep", "compare", "-o", format, "--results", "../../bench/report/testdata/store"}, strings.NewReader(""), pts, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "--output FILE."+format) {
+			t.Errorf("compare -o %s to a terminal: exit %d, %q", format, code, errb.String())
+		}
+		errb.Reset()
+		code = run(context.Background(), []string{"diskprep", "fscompare", "--image", "/nonexistent/x.img", "--size", "1G", "-o", format}, strings.NewReader(""), pts, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "--output FILE."+format) {
+			t.Errorf("fscompare -o %s to a terminal: exit %d, %q", format, code, errb.String())
+		}
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{"diskprep", "compare", "-o", format, "--results", "../../bench/report/testdata/store"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), "<svg") {
+			t.Errorf("compare -o %s to a buffer: exit %d", format, code)
+		}
+	}
+}

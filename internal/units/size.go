@@ -51,6 +51,26 @@ func ParseSize(s string) (uint64, error) {
 	return parseSize(s, sizeSuffixes)
 }
 
+// ParseCapacity parses the size of an image or of a test file: as
+// ParseSize, but a bare number under 1 MiB is refused with a hint, as a
+// bare duration is ("10" -> did you mean 10G?). Nobody means an image of
+// 10 bytes; a byte count of a real size (10737418240) still reads.
+func ParseCapacity(s string) (uint64, error) {
+	in := strings.TrimSpace(s)
+	if n, err := strconv.ParseUint(in, 10, 64); err == nil && n > 0 && n < 1<<20 {
+		return 0, fmt.Errorf("size %q has no unit: did you mean %sG? (a bare number is bytes; units: M, G, T or MB, GB, TB): %w", s, in, ErrSyntax)
+	}
+	return ParseSize(s)
+}
+
+// IsSizeUnit reports whether s is a size unit alone ("GB", "g", "GiB"):
+// the second word of "--size 10 GB", where the shell split one size in two.
+func IsSizeUnit(s string) bool {
+	u := strings.ToLower(strings.TrimSpace(s))
+	_, ok := sizeSuffixes[u]
+	return ok && u != "" && u != "b"
+}
+
 // ParseFioSize parses a size as fio wrote it, every unit binary ("4KB" is
 // 4096), for reading fio's own output back.
 func ParseFioSize(s string) (uint64, error) {

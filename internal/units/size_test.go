@@ -97,3 +97,22 @@ func TestFormatSizeBoth(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25 item 5: an image or file size of a bare small number is a
+// missing unit, refused with a hint as a bare duration is; a byte count
+// of a real size still reads.
+func TestParseCapacity(t *testing.T) {
+	if _, err := ParseCapacity("10"); err == nil || !strings.Contains(err.Error(), "did you mean 10G?") || !errors.Is(err, ErrSyntax) {
+		t.Errorf("ParseCapacity(10) = %v, want a hint", err)
+	}
+	for in, want := range map[string]uint64{"10737418240": 10 << 30, "10G": 10 << 30, "10 GB": 10e9, "0": 0} {
+		if got, err := ParseCapacity(in); err != nil || got != want {
+			t.Errorf("ParseCapacity(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]bool{"GB": true, "g": true, "GiB": true, "b": false, "": false, "disk": false} {
+		if IsSizeUnit(in) != want {
+			t.Errorf("IsSizeUnit(%q) = %v", in, !want)
+		}
+	}
+}
