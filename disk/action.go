@@ -60,9 +60,9 @@ type PlanRecorder interface {
 	EndPlan(err error)
 }
 
-// recordPlan tells h, when it keeps a record, that p is carried out from
+// RecordPlan tells h, when it keeps a record, that p is carried out from
 // now on; the function returned tells it how that ended.
-func recordPlan(h Host, p ActionPlan) func(error) {
+func RecordPlan(h Host, p ActionPlan) func(error) {
 	r, ok := h.(PlanRecorder)
 	if !ok {
 		return func(error) {}
@@ -72,7 +72,7 @@ func recordPlan(h Host, p ActionPlan) func(error) {
 }
 
 // steps is the text of each action, as the dry run prints them.
-func steps(actions []Action) []string {
+func Steps(actions []Action) []string {
 	s := make([]string, len(actions))
 	for i, a := range actions {
 		s[i] = a.Text

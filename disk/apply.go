@@ -54,6 +54,9 @@ type Deps struct {
 	// Progress gets the progress lines of long steps (a cache's dirty
 	// blocks flushed before it is detached); nil: none shown.
 	Progress io.Writer
+	// Layers release what stands on the disks released (disk/stack);
+	// nil releases disks and partitions only, and refuses a stack.
+	Layers Layers
 }
 
 type applier struct {
@@ -71,10 +74,11 @@ type applier struct {
 	// into factsRead.
 	keepFacts bool
 	factsRead *hwinfo.Host
+	layers    Layers
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}, layers: d.Layers}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
 		if a.refresh == nil && d.Roots.Sys == "" && d.Roots.Proc == "" && d.Roots.Dev == "" {
@@ -114,7 +118,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	a := newApplier(deps)
 	// Registered first, so it runs last: the undo of a failure is part
 	// of the run.
-	ended := recordPlan(a.host, plan)
+	ended := RecordPlan(a.host, plan)
 	defer func() { ended(err) }()
 	res = &Result{Schema: ResultSchema, Device: plan.Device, Notes: append([]string(nil), plan.Notes...)}
 	var undo []func()
@@ -158,7 +162,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 
 	devnum, err := a.devNumber(p.Device)
 	if err != nil {
-		return nil, refuse(p.Device, err.Error())
+		return nil, Refuse(p.Device, err.Error())
 	}
 	unlock, err := a.lockDevice(p.Device, devnum)
 	if err != nil {
@@ -177,7 +181,7 @@ func Apply(ctx context.Context, plan *Plan, deps Deps) (res *Result, err error) 
 	f, err := a.host.OpenDevice(p.Device, p.Table != nil)
 	if err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return nil, refuse(p.Device, fmt.Sprintf("%s is in use (exclusive open: %v)", p.Device, unix.EBUSY))
+			return nil, Refuse(p.Device, fmt.Sprintf("%s is in use (exclusive open: %v)", p.Device, unix.EBUSY))
 		}
 		return nil, fmt.Errorf("open %s: %w", p.Device, err)
 	}
@@ -285,7 +289,7 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 	}
 	if im.Attach {
 		if dev := a.loopFor(im.Path); dev != "" {
-			return fail(refuse(im.Path, fmt.Sprintf("%s was attached to %s since planning", im.Path, dev)))
+			return fail(Refuse(im.Path, fmt.Sprintf("%s was attached to %s since planning", im.Path, dev)))
 		}
 	}
 	switch {
@@ -293,7 +297,7 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 		a.log.Info("create image: started", "path", im.Path, "size", im.SizeBytes)
 		if err := a.host.CreateImage(im.Path, im.SizeBytes); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return fail(refuse(im.Path, fmt.Sprintf("%s appeared since planning", im.Path)))
+				return fail(Refuse(im.Path, fmt.Sprintf("%s appeared since planning", im.Path)))
 			}
 			a.host.Remove(im.Path)
 			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
@@ -309,12 +313,12 @@ func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, fu
 	default:
 		fi, err := a.host.Stat(im.Path)
 		if err != nil || !fi.Mode().IsRegular() || uint64(fi.Size()) != im.SizeBytes {
-			return fail(refuse(im.Path, fmt.Sprintf("%s changed since planning", im.Path)))
+			return fail(Refuse(im.Path, fmt.Sprintf("%s changed since planning", im.Path)))
 		}
 	}
 	if !im.Attach {
 		if bf := a.loopBackingFile(filepath.Base(p.Device)); bf != im.Path {
-			return fail(refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
+			return fail(Refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
 		}
 		// Adopts a device a killed run attached without recording it.
 		a.readLoopState(p.Device)
@@ -367,11 +371,11 @@ func (a *applier) recheckFacts(ctx context.Context, p *Plan) error {
 	}
 	d, part := h.Device(p.Device)
 	if d == nil || part != nil {
-		return refuse(p.Device, fmt.Sprintf("%s is no longer listed as a disk", p.Device))
+		return Refuse(p.Device, fmt.Sprintf("%s is no longer listed as a disk", p.Device))
 	}
 	fp := Fingerprint{Serial: d.Serial, WWN: d.WWN, SizeBytes: d.SizeBytes, TableType: d.PartitionTable, TableID: d.PartitionTableID}
 	if diff := fp.diff(p.Fingerprint); diff != "" {
-		return refuse(p.Device, fmt.Sprintf("%s changed since planning: %s", p.Device, diff))
+		return Refuse(p.Device, fmt.Sprintf("%s changed since planning: %s", p.Device, diff))
 	}
 	return admitLayout(p.Device, d, p.Partitions, compareExisting(d, p.Partitions), true)
 }
@@ -389,7 +393,7 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 		return err
 	}
 	if size != p.Fingerprint.SizeBytes || lss != t.SectorBytes {
-		return refuse(p.Device, fmt.Sprintf("%s is now %d bytes with %d-byte sectors; planned %d bytes with %d-byte sectors", p.Device, size, lss, p.Fingerprint.SizeBytes, t.SectorBytes))
+		return Refuse(p.Device, fmt.Sprintf("%s is now %d bytes with %d-byte sectors; planned %d bytes with %d-byte sectors", p.Device, size, lss, p.Fingerprint.SizeBytes, t.SectorBytes))
 	}
 	cur, terr := readTable(f, int64(size), lss)
 	curType, curID := "", ""
@@ -397,7 +401,7 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 		curType, curID = cur.Type, cur.ID
 	}
 	if terr == nil && (!sameTableID(curID, p.Fingerprint.TableID) || curType != p.Fingerprint.TableType && p.Fingerprint.TableType != "") {
-		return refuse(p.Device, fmt.Sprintf("the partition table of %s changed since planning (now %s %s, planned %s %s)", p.Device, orNone(curType), curID, orNone(p.Fingerprint.TableType), p.Fingerprint.TableID))
+		return Refuse(p.Device, fmt.Sprintf("the partition table of %s changed since planning (now %s %s, planned %s %s)", p.Device, orNone(curType), curID, orNone(p.Fingerprint.TableType), p.Fingerprint.TableID))
 	}
 	sigs, err := a.signaturesToWipe(f, p, size)
 	if err != nil {
@@ -442,12 +446,12 @@ func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
 // planned partition's region, where a whole-disk probe cannot see an old
 // filesystem that mkfs would trip over (or that would resurface).
 func (a *applier) signaturesToWipe(f Device, p *Plan, size uint64) ([]signature, error) {
-	sigs, err := probeSignatures(f, int64(size))
+	sigs, err := ProbeSignatures(f, int64(size))
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", p.Device, err)
 	}
 	for _, pp := range p.Partitions {
-		in, err := probeSignatures(io.NewSectionReader(f, int64(pp.StartBytes), int64(pp.SizeBytes)), int64(pp.SizeBytes))
+		in, err := ProbeSignatures(io.NewSectionReader(f, int64(pp.StartBytes), int64(pp.SizeBytes)), int64(pp.SizeBytes))
 		if err != nil {
 			return nil, fmt.Errorf("probe %s region of %s: %w", pp.Name, p.Device, err)
 		}
@@ -555,7 +559,7 @@ func (a *applier) preparePartition(ctx context.Context, p *Plan, pp PartPlan, ve
 		}
 	}
 	if pp.Persist {
-		e := fstabEntry(pp)
+		e := FstabEntry(pp)
 		e.Spec = "UUID=" + pr.UUID
 		a.log.Info("add fstab entry: started", "fstab", a.fstabPath, "line", fstab.EntryLine(e))
 		changed, err := fstab.AddWith(a.host.EditFstab, a.fstabPath, e, a.now())
@@ -602,7 +606,7 @@ func (a *applier) probeDevice(path string) ([]signature, error) {
 	if err != nil {
 		return nil, err
 	}
-	sigs, err := probeSignatures(f, int64(size))
+	sigs, err := ProbeSignatures(f, int64(size))
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", path, err)
 	}
@@ -645,11 +649,11 @@ func (a *applier) mountState(pp PartPlan) (bool, error) {
 	}
 	mine := false
 	for _, m := range mounts {
-		if filepath.Clean(m.point) != pp.MountPoint {
+		if filepath.Clean(m.Point) != pp.MountPoint {
 			continue
 		}
-		if m.devnum != devnum {
-			return false, refuse(pp.Path, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
+		if m.Devnum != devnum {
+			return false, Refuse(pp.Path, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
 		}
 		mine = true
 	}
@@ -732,14 +736,14 @@ func (a *applier) preflight(p *Plan) error {
 			continue
 		}
 		for _, m := range mounts {
-			if filepath.Clean(m.point) == pp.MountPoint && m.source != pp.Path {
-				return refuse(p.Device, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
+			if filepath.Clean(m.Point) == pp.MountPoint && m.source != pp.Path {
+				return Refuse(p.Device, fmt.Sprintf("%s is already a mount point (of %s)", pp.MountPoint, m.source))
 			}
 		}
 		if !pp.Persist {
 			continue
 		}
-		want := fstabEntry(pp)
+		want := FstabEntry(pp)
 		for i, l := range lines {
 			if l.Entry == nil {
 				continue
@@ -747,7 +751,7 @@ func (a *applier) preflight(p *Plan) error {
 			samePoint := filepath.Clean(l.Entry.File) == pp.MountPoint
 			sameSpec := strings.EqualFold(l.Entry.Spec, want.Spec)
 			if samePoint != sameSpec {
-				return refuse(p.Device, fmt.Sprintf("%s line %d already says %q", a.fstabPath, i+1, l.Raw))
+				return Refuse(p.Device, fmt.Sprintf("%s line %d already says %q", a.fstabPath, i+1, l.Raw))
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func NeedConfirmation(p *Plan, yes, terminal bool) (ask bool, err error) {
 		return false, nil
 	}
 	if !terminal {
-		return false, refuse(p.Device, "no terminal to confirm on: pass --yes to write without asking")
+		return false, Refuse(p.Device, "no terminal to confirm on: pass --yes to write without asking")
 	}
 	return true, nil
 }

@@ -93,7 +93,7 @@ func unfinishedXFS(r io.ReaderAt) bool {
 // device that cannot be opened or is not the size the facts say (facts of another
 // machine, under --root) adds nothing: the facts stand as they are.
 func (pl Planner) liveFacts(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
-	f, err := pl.host().OpenDevice(diskPath(d), false)
+	f, err := pl.HostOrLive().OpenDevice(diskPath(d), false)
 	if err != nil {
 		return d, damage{}
 	}
@@ -122,7 +122,7 @@ func (pl Planner) liveFacts(d *hwinfo.Disk) (*hwinfo.Disk, damage) {
 			SizeBytes:  (tp.EndLBA - tp.StartLBA + 1) * d.LogicalSectorBytes,
 			PartLabel:  tp.Name, PartType: tp.TypeGUID, PartUUID: tp.GUID,
 		}
-		sigs, err := probeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
+		sigs, err := ProbeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
 		if err != nil {
 			return d, dmg
 		}
@@ -152,7 +152,7 @@ func fillFromBytes(f io.ReaderAt, d *hwinfo.Disk) *hwinfo.Disk {
 		if p.FSType != "" || p.SizeBytes == 0 {
 			continue
 		}
-		sigs, err := probeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
+		sigs, err := ProbeSignatures(io.NewSectionReader(f, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
 		if err != nil {
 			continue
 		}

@@ -12,12 +12,12 @@ type pathState struct {
 }
 
 // statDevicePath reports what a device argument is on h's machine; a path
-// through another user's link is refused (followUserPath) before anything
+// through another user's link is refused (FollowUserPath) before anything
 // is read of what it names.
 func statDevicePath(h Host, path string) (pathState, error) {
-	real, err := followUserPath(h, "", path, path)
+	real, err := FollowUserPath(h, "", path, path)
 	if err != nil {
-		if isRefusal(err) {
+		if IsRefusal(err) {
 			return pathState{}, err
 		}
 		real = path
@@ -29,13 +29,13 @@ func statDevicePath(h Host, path string) (pathState, error) {
 	return pathState{Block: derr == nil, Resolved: real}, nil
 }
 
-// followUserPath is path, one the user gave (a device, a release target,
+// FollowUserPath is path, one the user gave (a device, a release target,
 // an image's directory), with its links followed by
 // hwinfo.FollowTrustedLinks, the one rule for every command: a link
 // another user made or could replace is refused, naming it and its owner,
 // as a refusal to verb subject ("" is prepare). Other errors (a part
 // missing) are FollowTrustedLinks', for the caller's own stat to report.
-func followUserPath(h Host, verb, subject, path string) (string, error) {
+func FollowUserPath(h Host, verb, subject, path string) (string, error) {
 	real, err := hwinfo.FollowTrustedLinks(h, path)
 	var le *hwinfo.LinkError
 	if errors.As(err, &le) {
@@ -44,7 +44,8 @@ func followUserPath(h Host, verb, subject, path string) (string, error) {
 	return real, err
 }
 
-func isRefusal(err error) bool {
+// IsRefusal says whether err is the guard's refusal.
+func IsRefusal(err error) bool {
 	var r *refusal
 	return errors.As(err, &r)
 }

@@ -33,19 +33,20 @@ func (e *refusal) Error() string {
 
 func (e *refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(subject string, reasons ...string) error {
+// Refuse is the guard's refusal (ErrRefused) to prepare subject, with why.
+func Refuse(subject string, reasons ...string) error {
 	return &refusal{subject: subject, reasons: reasons}
 }
 
-// refuseWipe is the refusal of release --wipe of subject.
-func refuseWipe(subject string, reasons ...string) error {
+// RefuseWipe is the refusal of release --wipe of subject.
+func RefuseWipe(subject string, reasons ...string) error {
 	return &refusal{verb: "wipe", subject: subject, reasons: reasons}
 }
 
 // LockHeldError is the refusal of a lock file at path that another
 // diskprep (pid) holds for what: a Host's Lock returns it.
 func LockHeldError(what, pid, path string) error {
-	return refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", pid, what, path))
+	return Refuse(what, fmt.Sprintf("another diskprep (pid %s) holds %s (lock %s)", pid, what, path))
 }
 
 // Reasons returns the individual reasons of a refusal, nil for other errors.
@@ -62,6 +63,7 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
-func usagef(format string, args ...any) error {
+// Usagef is a usage error (ErrUsage): bad input, whatever the machine.
+func Usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }

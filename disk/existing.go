@@ -58,9 +58,9 @@ func compareExisting(d *hwinfo.Disk, planned []PartPlan) existingState {
 		case ex.PartType != "" && !strings.EqualFold(ex.PartType, pp.TypeGUID):
 			return differs("%s has type %s, the plan's %s", ex.Name, ex.PartType, pp.TypeGUID)
 		case pp.Use == "" && ex.FSType != "" && (ex.FSType != pp.FS || ex.FSLabel != pp.FSLabel):
-			return differs("%s holds %s%s, the plan's %s%s", ex.Name, ex.FSType, labelSuffix(ex.FSLabel), pp.FS, labelSuffix(pp.FSLabel))
-		case pp.Use != "" && ex.FSType != "" && !memberOf(pp.Use, ex.FSType, ex.FSLabel):
-			return differs("%s holds %s%s, not a member of %s", ex.Name, ex.FSType, labelSuffix(ex.FSLabel), pp.Use)
+			return differs("%s holds %s%s, the plan's %s%s", ex.Name, ex.FSType, LabelSuffix(ex.FSLabel), pp.FS, LabelSuffix(pp.FSLabel))
+		case pp.Use != "" && ex.FSType != "" && !MemberOf(pp.Use, ex.FSType, ex.FSLabel):
+			return differs("%s holds %s%s, not a member of %s", ex.Name, ex.FSType, LabelSuffix(ex.FSLabel), pp.Use)
 		}
 		st.parts[i] = ex
 	}
@@ -78,19 +78,20 @@ func describeContents(d *hwinfo.Disk) []string {
 		out = append(out, s)
 	}
 	if d.FSType != "" {
-		out = append(out, fmt.Sprintf("%s signature on the whole disk%s", d.FSType, labelSuffix(d.FSLabel)))
+		out = append(out, fmt.Sprintf("%s signature on the whole disk%s", d.FSType, LabelSuffix(d.FSLabel)))
 	}
 	for _, p := range d.Partitions {
 		s := fmt.Sprintf("%s (%s", p.Name, units.FormatSize(p.SizeBytes))
 		if p.FSType != "" {
-			s += ", " + p.FSType + labelSuffix(p.FSLabel)
+			s += ", " + p.FSType + LabelSuffix(p.FSLabel)
 		}
 		out = append(out, s+")")
 	}
 	return out
 }
 
-func labelSuffix(l string) string {
+// LabelSuffix is a label as a refusal names it (' label "L"'), or "".
+func LabelSuffix(l string) string {
 	if l == "" {
 		return ""
 	}

@@ -2,9 +2,9 @@ package disk
 
 import "github.com/diskprep/diskprep/disk/fstab"
 
-// fstabEntry is the line --persist adds: by filesystem UUID, so it survives
+// FstabEntry is the line --persist adds: by filesystem UUID, so it survives
 // device renames; ext4 gets fsck pass 2, XFS 0 (its fsck is a no-op).
-func fstabEntry(pp PartPlan) fstab.Entry {
+func FstabEntry(pp PartPlan) fstab.Entry {
 	if pp.FS == "swap" {
 		return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: "none", VFSType: "swap"}
 	}
@@ -15,4 +15,5 @@ func fstabEntry(pp PartPlan) fstab.Entry {
 	return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: pp.MountPoint, VFSType: pp.FS, Options: pp.MountOpts, Pass: pass}
 }
 
-func fstabLine(pp PartPlan) string { return fstab.EntryLine(fstabEntry(pp)) }
+// FstabEntryLine is FstabEntry(pp) as the fstab line written.
+func FstabEntryLine(pp PartPlan) string { return fstab.EntryLine(FstabEntry(pp)) }

@@ -58,13 +58,13 @@ func admitDisk(subject string, d *hwinfo.Disk, specs []PartSpec) error {
 		if len(d.StackedOn) > 0 {
 			what += " stacked on " + strings.Join(d.StackedOn, ", ")
 		}
-		return refuse(subject, what+", not a disk")
+		return Refuse(subject, what+", not a disk")
 	}
 	if d.System && !(len(d.SystemReasons) > 0 && onlyPlannedSwap(d.SystemReasons, d.Name, specs)) {
-		return refuse(subject, systemReason(d))
+		return Refuse(subject, systemReason(d))
 	}
 	if d.ReadOnly {
-		return refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
+		return Refuse(subject, fmt.Sprintf("%s is read-only", d.Name))
 	}
 	return nil
 }
@@ -75,9 +75,9 @@ func admitDisk(subject string, d *hwinfo.Disk, specs []PartSpec) error {
 func admitLayout(subject string, d *hwinfo.Disk, planned []PartPlan, st existingState, now bool) error {
 	if d.System && !(st.kind == layoutMatches && len(d.SystemReasons) > 0 && swapsArePlanned(d.SystemReasons, planned, st)) {
 		if now {
-			return refuse(subject, fmt.Sprintf("%s now holds the running system", d.Name))
+			return Refuse(subject, fmt.Sprintf("%s now holds the running system", d.Name))
 		}
-		return refuse(subject, systemReason(d))
+		return Refuse(subject, systemReason(d))
 	}
 	if busy := inUse(d, planned, st); len(busy) > 0 {
 		if st.why != "" && planned != nil {
@@ -85,17 +85,17 @@ func admitLayout(subject string, d *hwinfo.Disk, planned []PartPlan, st existing
 			// why the disk does not read as prepared as asked.
 			busy = append(busy, "the disk differs from the plan: "+st.why)
 		}
-		return refuse(subject, busy...)
+		return Refuse(subject, busy...)
 	}
 	return nil
 }
 
-// admitMember refuses an existing partition p of disk d given to a stack (use, as
+// AdmitMember refuses an existing partition p of disk d given to a stack (use, as
 // "cache:NAME"): read-only, mounted, swapped on or held by another stack,
 // or holding a signature not the stack's own unless wipe.
-func admitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) error {
+func AdmitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) error {
 	if p.ReadOnly || d.ReadOnly {
-		return refuse(p.Name, fmt.Sprintf("%s is read-only", p.Name))
+		return Refuse(p.Name, fmt.Sprintf("%s is read-only", p.Name))
 	}
 	var busy []string
 	if !ownStack(use, p.Holders) {
@@ -110,10 +110,10 @@ func admitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) err
 		}
 	}
 	if len(busy) > 0 {
-		return refuse(p.Name, busy...)
+		return Refuse(p.Name, busy...)
 	}
-	if p.FSType != "" && !memberOf(use, p.FSType, p.FSLabel) && !wipe {
-		return refuse(p.Name, fmt.Sprintf("%s holds %s%s (pass --wipe to destroy it)", p.Name, p.FSType, labelSuffix(p.FSLabel)))
+	if p.FSType != "" && !MemberOf(use, p.FSType, p.FSLabel) && !wipe {
+		return Refuse(p.Name, fmt.Sprintf("%s holds %s%s (pass --wipe to destroy it)", p.Name, p.FSType, LabelSuffix(p.FSLabel)))
 	}
 	return nil
 }
@@ -121,9 +121,9 @@ func admitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) err
 // notEmpty is the refusal of a device holding what; --wipe destroys it.
 func notEmpty(subject, dev string, what []string) error {
 	if len(what) == 1 && strings.HasSuffix(what[0], " signature") {
-		return refuse(subject, fmt.Sprintf("%s already holds a %s (pass --wipe to destroy it)", dev, what[0]))
+		return Refuse(subject, fmt.Sprintf("%s already holds a %s (pass --wipe to destroy it)", dev, what[0]))
 	}
-	return refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", dev, strings.Join(what, ", ")))
+	return Refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", dev, strings.Join(what, ", ")))
 }
 
 func systemReason(d *hwinfo.Disk) string {
@@ -216,8 +216,8 @@ func (a *applier) checkMembersFree(devs []string, use string) error {
 			return err
 		}
 		for _, s := range sigs {
-			if !memberOf(use, s.Type, s.Label) {
-				return refuse(dev, fmt.Sprintf("%s holds a %s signature%s since planning", dev, s.Type, labelSuffix(s.Label)))
+			if !MemberOf(use, s.Type, s.Label) {
+				return Refuse(dev, fmt.Sprintf("%s holds a %s signature%s since planning", dev, s.Type, LabelSuffix(s.Label)))
 			}
 		}
 	}
@@ -598,7 +598,7 @@ func partsOurs(d *hwinfo.Disk, made map[string]string) bool {
 }
 
 func describeSignature(s signature) string {
-	out := s.Type + labelSuffix(s.Label)
+	out := s.Type + LabelSuffix(s.Label)
 	if s.UUID != "" {
 		out += " UUID " + s.UUID
 	}
@@ -622,7 +622,7 @@ func ErrReleaseNotConfirmed(p *ReleasePlan, how string) error {
 		}
 	}
 	sort.Strings(what)
-	return refuseWipe(p.Target, fmt.Sprintf("not made by diskprep: %s (%s)", strings.Join(what, "; "), how))
+	return RefuseWipe(p.Target, fmt.Sprintf("not made by diskprep: %s (%s)", strings.Join(what, "; "), how))
 }
 
 // ReleaseQuestion is the question put before a release that destroys what
@@ -638,3 +638,50 @@ func ReleaseQuestion(p *ReleasePlan) string {
 	fmt.Fprintf(&b, "Continue? [y/N] ")
 	return b.String()
 }
+
+// MemberOf says whether a signature found on a partition is that of the
+// stack use asks for (an earlier run of the same plan): an md member of
+// the array NAME (its name stored as "NAME" or "HOST:NAME") or an LVM
+// physical volume (which group it is in is the stack plan's to check).
+func MemberOf(use, fsType, label string) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	switch kind {
+	case "raid":
+		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
+	case "lvm":
+		return fsType == "LVM2_member"
+	case "origin", "cache":
+		// Which of the two the cache kind makes is its plan's to check.
+		return fsType == "LVM2_member" || fsType == "bcache"
+	}
+	return false
+}
+
+// ownStack says whether every holder on a partition is the stack use
+// names: the md array NAME, or logical volumes of VG.
+func ownStack(use string, hs []hwinfo.Holder) bool {
+	kind, name, _ := strings.Cut(use, ":")
+	if len(hs) == 0 {
+		return false
+	}
+	for _, h := range hs {
+		switch {
+		case kind == "raid" && h.Kind == "md" && MDNameIs(h.DMName, name):
+		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, DMEscape(name)+"-"):
+		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, DMEscape(name)+"-") || h.Kind == "bcache"):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// MDNameIs says whether an md array's name got (as sysfs or mdadm give
+// it: "NAME", "HOST:NAME", "/dev/md/NAME") is name.
+func MDNameIs(got, name string) bool {
+	got = strings.TrimPrefix(got, "/dev/md/")
+	return got == name || strings.HasSuffix(got, ":"+name)
+}
+
+// DMEscape is LVM's device-mapper spelling of a name: "-" doubled.
+func DMEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }

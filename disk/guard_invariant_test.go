@@ -1,6 +1,7 @@
 package disk_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 // take once the guard has looked and hold to the end. A destructive
 // effect added without passing the guard fails here.
 func TestGuardBeforeEveryDestructiveEffect(t *testing.T) {
+	// The stack layer's logs are held to the same rule.
 	logs, err := filepath.Glob(filepath.Join("testdata", "effects", "*.log"))
+	stacked, err2 := filepath.Glob(filepath.Join("stack", "testdata", "effects", "*.log"))
+	logs, err = append(logs, stacked...), errors.Join(err, err2)
 	if err != nil || len(logs) < 30 {
 		t.Fatalf("golden effect logs: %d found, %v", len(logs), err)
 	}

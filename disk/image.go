@@ -34,10 +34,10 @@ func InspectImage(path string) (ImageState, error) { return Planner{}.InspectIma
 
 // InspectImage is the package's InspectImage on pl's machine.
 func (pl Planner) InspectImage(path string) (ImageState, error) {
-	h := pl.host()
+	h := pl.HostOrLive()
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return ImageState{}, usagef("image %s: %v", path, err)
+		return ImageState{}, Usagef("image %s: %v", path, err)
 	}
 	real, err := resolveImagePath(h, abs)
 	if err != nil {
@@ -79,7 +79,7 @@ func (pl Planner) InspectImage(path string) (ImageState, error) {
 func resolveImagePath(h Host, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", usagef("image %s: %v", path, err)
+		return "", Usagef("image %s: %v", path, err)
 	}
 	dir := filepath.Dir(abs)
 	real, err := hwinfo.FollowTrustedLinks(h, dir)
@@ -92,7 +92,7 @@ func resolveImagePath(h Host, path string) (string, error) {
 		if le.Target != "" {
 			le.Target = filepath.Join(le.Target, filepath.Base(abs))
 		}
-		return "", refuse(abs, le.Error())
+		return "", Refuse(abs, le.Error())
 	case err == nil:
 		dir = real
 	}
@@ -110,17 +110,17 @@ func resolveImagePath(h Host, path string) (string, error) {
 		// it leads.
 		if uid, _, ok := owner(fi); !ok || trustedOwner(uid) {
 			if st, err := h.Stat(real); err == nil && st.Mode()&fs.ModeDevice != 0 {
-				return "", refuse(abs, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", abs, abs))
+				return "", Refuse(abs, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", abs, abs))
 			}
 		}
-		return "", refuse(abs, fmt.Sprintf("%s is a symbolic link: diskprep opens image files only by their own path (give the file the link names, if it is yours)", abs))
+		return "", Refuse(abs, fmt.Sprintf("%s is a symbolic link: diskprep opens image files only by their own path (give the file the link names, if it is yours)", abs))
 	}
 	if err := checkImageDir(h, dir); err != nil {
 		return "", err
 	}
 	if fi.Mode().IsRegular() {
 		if uid, perm, ok := owner(fi); ok && (!trustedOwner(uid) || perm&0o022 != 0) {
-			return "", refuse(real, fmt.Sprintf("%s belongs to uid %d with mode %04o: an image root formats and mounts must be root's and writable by no one else (chown root:root and chmod go-w it, or let diskprep create it)", real, uid, perm))
+			return "", Refuse(real, fmt.Sprintf("%s belongs to uid %d with mode %04o: an image root formats and mounts must be root's and writable by no one else (chown root:root and chmod go-w it, or let diskprep create it)", real, uid, perm))
 		}
 	}
 	return real, nil
@@ -140,7 +140,7 @@ func checkImageDir(h Host, dir string) error {
 		return nil
 	}
 	if !trustedOwner(uid) || perm&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-		return refuse(dir, fmt.Sprintf("%s belongs to uid %d with mode %04o: another user could replace an image file in it; keep images in a directory of root's (as /var/tmp or /var/lib)", dir, uid, perm))
+		return Refuse(dir, fmt.Sprintf("%s belongs to uid %d with mode %04o: another user could replace an image file in it; keep images in a directory of root's (as /var/tmp or /var/lib)", dir, uid, perm))
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func inspectImageContents(h Host, path string, size uint64) (*hwinfo.Disk, damag
 // describeDevice fills the table and signature facts of d from the device's
 // bytes, and the sector size when the table reveals it.
 func describeDevice(d *hwinfo.Disk, r io.ReaderAt, size uint64) error {
-	sigs, err := probeSignatures(r, int64(size))
+	sigs, err := ProbeSignatures(r, int64(size))
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func describeDevice(d *hwinfo.Disk, r io.ReaderAt, size uint64) error {
 			PartType:   tp.TypeGUID,
 			PartUUID:   tp.GUID,
 		}
-		ps, err := probeSignatures(io.NewSectionReader(r, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
+		ps, err := ProbeSignatures(io.NewSectionReader(r, int64(p.StartBytes), int64(p.SizeBytes)), int64(p.SizeBytes))
 		if err != nil {
 			return err
 		}

@@ -224,3 +224,14 @@ func SettleUdev(ctx context.Context, d Deps) {
 		a.log.Debug("udevadm settle before reading the facts failed", "err", err, "output", string(out))
 	}
 }
+
+// KernelPartitionNames are the kernel names of the partitions the kernel
+// has registered for disk; none when it cannot tell.
+func KernelPartitionNames(h Host, roots hwinfo.Roots, disk string) []string {
+	parts, _ := kernelPartitions(h, roots, disk)
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	return names
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/stack"
 )
 
 // linkHost is a machine with disks sdb and sdc, /tmp as it is
@@ -126,9 +127,9 @@ func TestGuardCacheDeviceLink(t *testing.T) {
 				}
 				h.ResetLog()
 			}
-			b := disk.CacheBuild{Origin: "/dev/sdb", CacheDevice: dev, Kind: "bcache", Mode: "writeback", Wipe: true,
-				Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/srv"}}
-			_, err := disk.BuildCache(context.Background(), b, h.FactsNow(), disk.Deps{Host: h, Refresh: h.Facts})
+			b := stack.CacheBuild{Origin: "/dev/sdb", CacheDevice: dev, Kind: "bcache", Mode: "writeback", Wipe: true,
+				Volume: stack.VolumeSpec{FS: "xfs", Mount: "/mnt/srv"}}
+			_, err := stack.BuildCache(context.Background(), b, h.FactsNow(), disk.Deps{Host: h, Refresh: h.Facts})
 			want := "refusing to prepare " + dev + ": /tmp/d is a link owned by uid 4242; give the device itself (/dev/" + dev[len("/tmp/d/"):] + ")"
 			if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), want) {
 				t.Errorf("build: %v, want a refusal saying %q", err, want)

@@ -140,7 +140,7 @@ func targetLock(req Request, deps Deps) (path, what string, err error) {
 	if !strings.HasPrefix(dev, "/") {
 		dev = "/dev/" + dev
 	}
-	if _, err := followUserPath(a.host, "", req.Device, dev); isRefusal(err) {
+	if _, err := FollowUserPath(a.host, "", req.Device, dev); IsRefusal(err) {
 		return "", "", err // refused before the lock: planning would refuse it too
 	}
 	devnum, err := a.devNumber(dev)

@@ -73,7 +73,7 @@ func (pl Planner) ownTrees() []string {
 		if !filepath.IsAbs(t) {
 			continue // the command makes them absolute
 		}
-		out = append(out, filepath.Clean(t), pl.resolveMountPoint(t))
+		out = append(out, filepath.Clean(t), pl.ResolveMountPoint(t))
 	}
 	return out
 }
@@ -83,13 +83,13 @@ func (pl Planner) ownTrees() []string {
 // mount at, and the one the mount table will name. A point that cannot
 // be resolved (a link to nothing) is returned cleaned, for
 // checkMountPoint to refuse.
-func (pl Planner) resolveMountPoint(point string) string {
+func (pl Planner) ResolveMountPoint(point string) string {
 	if point == "" {
 		return ""
 	}
 	point = filepath.Clean(point)
-	h := pl.host()
-	if _, err := followUserPath(h, "", "", point); isRefusal(err) {
+	h := pl.HostOrLive()
+	if _, err := FollowUserPath(h, "", "", point); IsRefusal(err) {
 		return point // through another user's link: checkMountPoint refuses it
 	}
 	dir, rest := point, ""
@@ -115,38 +115,38 @@ func (pl Planner) resolveMountPoint(point string) string {
 // read-only file system). mounted says this very file system is mounted
 // there already (a rerun), which needs nothing more than the first check.
 // mounts is the mount table. Refusals are for subject.
-func (pl Planner) checkMountPoint(subject, point string, mounted, over bool, mounts []mountEntry) (note string, err error) {
+func (pl Planner) CheckMountPoint(subject, point string, mounted, over bool, mounts []MountEntry) (note string, err error) {
 	if point == "" {
 		return "", nil
 	}
 	// Another user's link on the way could be turned elsewhere (onto
 	// /etc) between this check and the mount: refused, as for devices.
-	if _, err := followUserPath(pl.host(), "", subject, filepath.Clean(point)); isRefusal(err) {
+	if _, err := FollowUserPath(pl.HostOrLive(), "", subject, filepath.Clean(point)); IsRefusal(err) {
 		return "", err
 	}
-	real := pl.resolveMountPoint(point)
+	real := pl.ResolveMountPoint(point)
 	for _, p := range []string{filepath.Clean(point), real} {
 		if why := systemMountPoint(p, pl.ownTrees()); why != "" {
 			if p != filepath.Clean(point) {
 				why += " (" + point + " leads there)"
 			}
-			return "", refuse(subject, why)
+			return "", Refuse(subject, why)
 		}
 	}
 	if mounted {
 		return "", nil
 	}
-	h := pl.host()
+	h := pl.HostOrLive()
 	fi, err := h.Lstat(real)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-		return "", refuse(subject, fmt.Sprintf("mount point %s is a symbolic link that leads nowhere", point))
+		return "", Refuse(subject, fmt.Sprintf("mount point %s is a symbolic link that leads nowhere", point))
 	case err == nil && !fi.IsDir():
-		return "", refuse(subject, fmt.Sprintf("mount point %s exists and is not a directory", real))
+		return "", Refuse(subject, fmt.Sprintf("mount point %s exists and is not a directory", real))
 	case err == nil:
 		for _, m := range mounts {
-			if filepath.Clean(m.point) == real {
-				return "", refuse(subject, fmt.Sprintf("%s is already a mount point (of %s)", real, m.source))
+			if filepath.Clean(m.Point) == real {
+				return "", Refuse(subject, fmt.Sprintf("%s is already a mount point (of %s)", real, m.source))
 			}
 		}
 		des, err := h.ReadDir(real)
@@ -162,7 +162,7 @@ func (pl Planner) checkMountPoint(subject, point string, mounted, over bool, mou
 		}
 		what := describeEntries(des)
 		if !over {
-			return "", refuse(subject, fmt.Sprintf("mount point %s is not empty (%s): mounting there hides it; pass --mount-over (plan file: mount_over: true) to do so", real, what))
+			return "", Refuse(subject, fmt.Sprintf("mount point %s is not empty (%s): mounting there hides it; pass --mount-over (plan file: mount_over: true) to do so", real, what))
 		}
 		return fmt.Sprintf("mount point %s is not empty (%s): hidden while the file system is mounted there (--mount-over)", real, what), nil
 	case !errors.Is(err, fs.ErrNotExist) && !isNotDir(err):
@@ -175,7 +175,7 @@ func (pl Planner) checkMountPoint(subject, point string, mounted, over bool, mou
 		fi, err := h.Lstat(anc)
 		if err == nil {
 			if !fi.IsDir() {
-				return "", refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is not a directory", real, anc))
+				return "", Refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is not a directory", real, anc))
 			}
 			break
 		}
@@ -186,9 +186,9 @@ func (pl Planner) checkMountPoint(subject, point string, mounted, over bool, mou
 	if m := containingMount(mounts, anc); m != nil {
 		switch {
 		case kernelFS[m.fstype]:
-			return "", refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is the kernel's %s, which takes no new directories", real, m.point, m.fstype))
+			return "", Refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is the kernel's %s, which takes no new directories", real, m.Point, m.fstype))
 		case hasOption(m.opts, "ro") || hasOption(m.superOpts, "ro"):
-			return "", refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is on a read-only file system (mounted at %s)", real, anc, m.point))
+			return "", Refuse(subject, fmt.Sprintf("mount point %s cannot be made: %s is on a read-only file system (mounted at %s)", real, anc, m.Point))
 		}
 	}
 	return "", nil
@@ -210,11 +210,11 @@ func describeEntries(des []fs.DirEntry) string {
 
 // containingMount is the mount dir lies on: the last mounted of those
 // with the longest mount point at or above it.
-func containingMount(mounts []mountEntry, dir string) *mountEntry {
-	var best *mountEntry
+func containingMount(mounts []MountEntry, dir string) *MountEntry {
+	var best *MountEntry
 	for i := range mounts {
-		p := filepath.Clean(mounts[i].point)
-		if within(dir, p) && (best == nil || len(p) >= len(filepath.Clean(best.point))) {
+		p := filepath.Clean(mounts[i].Point)
+		if within(dir, p) && (best == nil || len(p) >= len(filepath.Clean(best.Point))) {
 			best = &mounts[i]
 		}
 	}

@@ -3,6 +3,7 @@ package disk
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -66,14 +67,16 @@ type Planner struct {
 	Protect []string
 }
 
-func (pl Planner) host() Host {
+// HostOrLive is pl.Host, or the live machine when nil.
+func (pl Planner) HostOrLive() Host {
 	if pl.Host == nil {
 		return &LiveHost{}
 	}
 	return pl.Host
 }
 
-func (pl Planner) newUUID() string {
+// MakeUUID is a new UUID: pl.NewUUID's, or a random one.
+func (pl Planner) MakeUUID() string {
 	if pl.NewUUID == nil {
 		return uuid.NewString()
 	}
@@ -121,16 +124,16 @@ func (pl Planner) PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Pl
 		return nil, err
 	}
 	if req.Image == "" {
-		return nil, usagef("no image file given")
+		return nil, Usagef("no image file given")
 	}
 	subject := img.Path
 	switch {
 	case img.DeviceNode:
-		return nil, refuse(subject, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", req.Image, img.Path))
+		return nil, Refuse(subject, fmt.Sprintf("%s is a device node, not an image file (use prepare %s)", req.Image, img.Path))
 	case img.Exists && !img.Regular:
-		return nil, usagef("image %s exists and is not a regular file", img.Path)
+		return nil, Usagef("image %s exists and is not a regular file", img.Path)
 	case !img.Exists && req.ImageSizeBytes == 0:
-		return nil, usagef("image %s does not exist: give its size with --size", img.Path)
+		return nil, Usagef("image %s does not exist: give its size with --size", img.Path)
 	}
 	size := req.ImageSizeBytes
 	if size == 0 {
@@ -152,7 +155,7 @@ func (pl Planner) PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Pl
 				continue
 			}
 			if size != img.SizeBytes {
-				return nil, refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
+				return nil, Refuse(subject, fmt.Sprintf("%s is attached to %s with %s, not the %s asked", img.Path, d.Name, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 			}
 			d, dmg := pl.liveFacts(d)
 			return pl.planOnDisk(req, d, ip, dmg)
@@ -166,7 +169,7 @@ func (pl Planner) PlanImage(req Request, host *hwinfo.Host, img ImageState) (*Pl
 		return pl.planOnDisk(req, &d, ip, damage{})
 	case img.SizeBytes != size:
 		if !req.Wipe {
-			return nil, refuse(subject, fmt.Sprintf("%s exists with %s, not the %s asked (pass --wipe to recreate it)", img.Path, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
+			return nil, Refuse(subject, fmt.Sprintf("%s exists with %s, not the %s asked (pass --wipe to recreate it)", img.Path, units.FormatSize(img.SizeBytes), units.FormatSize(size)))
 		}
 		ip.Recreate = true
 		d := placeholderDisk(size, ip.SectorBytes)
@@ -225,23 +228,23 @@ func (r Request) Validate() error { return validate(&r) }
 func validate(req *Request) error {
 	switch {
 	case req.Device == "" && req.Image == "":
-		return usagef("no device or image given")
+		return Usagef("no device or image given")
 	case req.Device != "" && req.Image != "":
-		return usagef("give a device or an image, not both")
+		return Usagef("give a device or an image, not both")
 	case req.Device == "" && req.ImageSizeBytes > 0 && req.Image == "":
-		return usagef("--size is for --image")
+		return Usagef("--size is for --image")
 	case len(req.Partitions) == 0:
-		return usagef("no partition asked for")
+		return Usagef("no partition asked for")
 	case len(req.Partitions) > gptEntryCount:
-		return usagef("%d partitions asked for, GPT holds %d", len(req.Partitions), gptEntryCount)
+		return Usagef("%d partitions asked for, GPT holds %d", len(req.Partitions), gptEntryCount)
 	}
 	if s := req.ImageSectorBytes; s != 0 && s != 512 && s != 4096 {
-		return usagef("image sector size %d: use 512 or 4096", s)
+		return Usagef("image sector size %d: use 512 or 4096", s)
 	}
 	if req.Image != "" {
 		abs, err := filepath.Abs(req.Image)
 		if err != nil {
-			return usagef("image %s: %v", req.Image, err)
+			return Usagef("image %s: %v", req.Image, err)
 		}
 		req.Image = abs
 	}
@@ -257,25 +260,25 @@ func validate(req *Request) error {
 		}
 		_, ok := filesystems[ps.FS]
 		if !ok {
-			return usagef("partition %d: unknown filesystem %q%s: use xfs, ext4 or swap", n, ps.FS, suggest.Hint(ps.FS, []string{"xfs", "ext4", "swap"}, ""))
+			return Usagef("partition %d: unknown filesystem %q%s: use xfs, ext4 or swap", n, ps.FS, suggest.Hint(ps.FS, []string{"xfs", "ext4", "swap"}, ""))
 		}
 		if ps.FS == "swap" && ps.Mount != "" {
-			return usagef("partition %d: a swap partition has no mount point (%s)", n, ps.Mount)
+			return Usagef("partition %d: a swap partition has no mount point (%s)", n, ps.Mount)
 		}
 		if ps.SizeBytes == 0 && i != len(req.Partitions)-1 {
-			return usagef("partition %d: only the last partition may take the rest of the disk", n)
+			return Usagef("partition %d: only the last partition may take the rest of the disk", n)
 		}
 		if err := CheckLabel(ps.FS, ps.Label); err != nil {
-			return usagef("partition %d: %v", n, err)
+			return Usagef("partition %d: %v", n, err)
 		}
 		if ps.Mount != "" {
 			if !filepath.IsAbs(ps.Mount) {
-				return usagef("partition %d: mount point %q is not an absolute path", n, ps.Mount)
+				return Usagef("partition %d: mount point %q is not an absolute path", n, ps.Mount)
 			}
 			given := ps.Mount
 			ps.Mount = filepath.Clean(ps.Mount)
 			if strings.ContainsAny(ps.Mount, "\n\t ") {
-				return usagef("partition %d: mount point %q is not usable for a data disk", n, ps.Mount)
+				return Usagef("partition %d: mount point %q is not usable for a data disk", n, ps.Mount)
 			}
 			// Checked here already, without the host, so that even a
 			// bad request is told the reason that matters most.
@@ -283,28 +286,28 @@ func validate(req *Request) error {
 				if given != ps.Mount {
 					why += fmt.Sprintf(" (%s, cleaned)", given)
 				}
-				return refuse(orNone(req.Device+req.Image), fmt.Sprintf("partition %d: %s", n, why))
+				return Refuse(orNone(req.Device+req.Image), fmt.Sprintf("partition %d: %s", n, why))
 			}
 			if j, dup := mounts[ps.Mount]; dup {
-				return usagef("partitions %d and %d both mount at %s", j, n, ps.Mount)
+				return Usagef("partitions %d and %d both mount at %s", j, n, ps.Mount)
 			}
 			mounts[ps.Mount] = n
 		}
 		if ps.Persist && ps.Mount == "" && ps.FS != "swap" {
-			return usagef("partition %d: --persist needs a mount point (--mount)", n)
+			return Usagef("partition %d: --persist needs a mount point (--mount)", n)
 		}
 		if ps.MountOpts != "" && ps.Mount == "" {
-			return usagef("partition %d: mount options given but no mount point", n)
+			return Usagef("partition %d: mount options given but no mount point", n)
 		}
 		if ps.MountOver && ps.Mount == "" {
-			return usagef("partition %d: --mount-over given but no mount point", n)
+			return Usagef("partition %d: --mount-over given but no mount point", n)
 		}
 		if err := CheckMountOptions(ps.FS, ps.MountOpts); err != nil {
-			return usagef("partition %d: %v", n, err)
+			return Usagef("partition %d: %v", n, err)
 		}
 		for _, o := range ps.MkfsOpts {
 			if o == "" {
-				return usagef("partition %d: empty mkfs option", n)
+				return Usagef("partition %d: empty mkfs option", n)
 			}
 		}
 	}
@@ -332,7 +335,7 @@ func (pl Planner) resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, err
 	lookup := func(n string) (*hwinfo.Disk, error) {
 		d, p := host.Device(n)
 		if p != nil {
-			return nil, refuse(n, fmt.Sprintf("%s is a partition of %s; give the whole disk (%s)", p.Name, d.Name, d.Path))
+			return nil, Refuse(n, fmt.Sprintf("%s is a partition of %s; give the whole disk (%s)", p.Name, d.Name, d.Path))
 		}
 		if d != nil {
 			return d, nil
@@ -353,22 +356,22 @@ func (pl Planner) resolveDisk(name string, host *hwinfo.Host) (*hwinfo.Disk, err
 	if !strings.HasPrefix(path, "/") {
 		path = "/dev/" + name
 	}
-	st, err := statDevicePath(pl.host(), path)
-	if isRefusal(err) {
+	st, err := statDevicePath(pl.HostOrLive(), path)
+	if IsRefusal(err) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, usagef("device %s does not exist", name)
+		return nil, Usagef("device %s does not exist", name)
 	}
 	if !st.Block {
-		return nil, refuse(name, fmt.Sprintf("%s is not a block device", name))
+		return nil, Refuse(name, fmt.Sprintf("%s is not a block device", name))
 	}
 	if st.Resolved != "" && st.Resolved != path {
 		if d, err := lookup(st.Resolved); d != nil || err != nil {
 			return d, err
 		}
 	}
-	return nil, refuse(name, fmt.Sprintf("%s is a block device the inventory does not list as a disk", name))
+	return nil, Refuse(name, fmt.Sprintf("%s is a block device the inventory does not list as a disk", name))
 }
 
 // planOnDisk is the heart of planning: layout, safety, idempotency, argv.
@@ -385,16 +388,16 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	fp := Fingerprint{Serial: d.Serial, WWN: d.WWN, SizeBytes: d.SizeBytes, TableType: d.PartitionTable, TableID: d.PartitionTableID}
 	if req.Expect != nil {
 		if diff := fp.diff(*req.Expect); diff != "" {
-			return nil, refuse(subject, fmt.Sprintf("%s changed since the plan was made: %s", d.Name, diff))
+			return nil, Refuse(subject, fmt.Sprintf("%s changed since the plan was made: %s", d.Name, diff))
 		}
 	}
 	// After the fingerprint, which Apply compares with facts read afresh.
 	d = dmg.mark(d)
 	if d.SizeBytes == 0 || d.LogicalSectorBytes == 0 {
-		return nil, refuse(subject, fmt.Sprintf("size or sector size of %s is unknown", d.Name))
+		return nil, Refuse(subject, fmt.Sprintf("size or sector size of %s is unknown", d.Name))
 	}
 	if d.LogicalSectorBytes&(d.LogicalSectorBytes-1) != 0 || d.LogicalSectorBytes < 512 {
-		return nil, refuse(subject, fmt.Sprintf("%s reports a logical sector of %d bytes", d.Name, d.LogicalSectorBytes))
+		return nil, Refuse(subject, fmt.Sprintf("%s reports a logical sector of %d bytes", d.Name, d.LogicalSectorBytes))
 	}
 
 	table, extents, notes, err := layoutGPT(d, req.Partitions)
@@ -405,7 +408,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		if err := admitLayout(subject, d, nil, existingState{kind: layoutDiffers}, false); err != nil {
 			return nil, err
 		}
-		return nil, refuse(subject, err.Error())
+		return nil, Refuse(subject, err.Error())
 	}
 	p := &Plan{
 		Schema:      PlanSchema,
@@ -435,7 +438,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			Use:        ps.Use,
 			FSLabel:    ps.Label,
 			MkfsOpts:   ps.MkfsOpts,
-			MountPoint: pl.resolveMountPoint(ps.Mount),
+			MountPoint: pl.ResolveMountPoint(ps.Mount),
 			MountOpts:  ps.MountOpts,
 			MountOver:  ps.MountOver,
 			Persist:    ps.Persist,
@@ -464,7 +467,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			case ex.FSType != "":
 				pp.FSUUID = ex.FSUUID
 			default:
-				pp.FSUUID = pl.newUUID()
+				pp.FSUUID = pl.MakeUUID()
 				pp.Mkfs = mkfsArgv(*pp, false, req.NoDiscard)
 			}
 			if pp.FS == "swap" && !ex.Swap {
@@ -481,11 +484,11 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 		fallthrough
 	default:
 		p.Destroys = describeContents(d)
-		table.DiskGUID = strings.ToUpper(pl.newUUID())
+		table.DiskGUID = strings.ToUpper(pl.MakeUUID())
 		p.Table = &table
 		for i := range p.Partitions {
 			pp := &p.Partitions[i]
-			pp.PartGUID = strings.ToUpper(pl.newUUID())
+			pp.PartGUID = strings.ToUpper(pl.MakeUUID())
 			if (pp.Use != "" || pp.FS == "swap") && !req.NoDiscard && d.Transport != "loop" && !d.Rotational {
 				// New space on an SSD: tell it the old blocks are free.
 				// mkfs does so itself; a stack member or swap area
@@ -495,7 +498,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			if pp.Use != "" {
 				continue
 			}
-			pp.FSUUID = pl.newUUID()
+			pp.FSUUID = pl.MakeUUID()
 			pp.Mkfs = mkfsArgv(*pp, req.Wipe, req.NoDiscard)
 			switch {
 			case pp.FS == "swap":
@@ -505,17 +508,17 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			}
 		}
 	}
-	var mounts []mountEntry
+	var mounts []MountEntry
 	for _, pp := range p.Partitions {
 		if pp.MountPoint == "" || pp.FS == "swap" {
 			continue
 		}
 		if mounts == nil {
-			if mounts, err = readMounts(pl.host(), pl.Roots); err != nil {
+			if mounts, err = ReadMounts(pl.HostOrLive(), pl.Roots); err != nil {
 				return nil, fmt.Errorf("read mounts: %w", err)
 			}
 		}
-		note, err := pl.checkMountPoint(subject, pp.MountPoint, pp.MountArgv == nil, pp.MountOver, mounts)
+		note, err := pl.CheckMountPoint(subject, pp.MountPoint, pp.MountArgv == nil, pp.MountOver, mounts)
 		if err != nil {
 			return nil, err
 		}
@@ -530,7 +533,7 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 			p.Unchanged = false
 		}
 		if pp.Persist {
-			pp.FstabLine = fstabLine(*pp)
+			pp.FstabLine = FstabEntryLine(*pp)
 		}
 	}
 	if img != nil && (img.Attach || img.Create) {
@@ -692,15 +695,15 @@ func partType(ps PartSpec) string {
 }
 
 func mkfsArgv(pp PartPlan, force, noDiscard bool) []string {
-	return mkfsFor(pp.FS, pp.FSLabel, pp.FSUUID, pp.MkfsOpts, pp.Path, force, noDiscard, "")
+	return MkfsFor(pp.FS, pp.FSLabel, pp.FSUUID, pp.MkfsOpts, pp.Path, force, noDiscard, "")
 }
 
-// mkfsFor is the mkfs argv for fs on dev. geometry is the stripe geometry
+// MkfsFor is the mkfs argv for fs on dev. geometry is the stripe geometry
 // an array implies (stripeGeometry: xfs's -d su=..,sw=.., ext4's
 // stride=..,stripe_width=.. in 4 KiB blocks, so ext4 gets -b 4096 with it:
 // below 512 MiB mke2fs would pick 1 KiB blocks and read the stride in
 // those). ext4's extended options go in one -E: mke2fs keeps only the last.
-func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDiscard bool, geometry string) []string {
+func MkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDiscard bool, geometry string) []string {
 	pp := PartPlan{FS: fsName, FSLabel: label, FSUUID: uuid}
 	fs := filesystems[pp.FS]
 	argv := []string{fs.mkfs}
@@ -756,9 +759,10 @@ func mkfsFor(fsName, label, uuid string, opts []string, dev string, force, noDis
 
 func swaponArgv(pp PartPlan) []string { return []string{"swapon", pp.Path} }
 
-func mountArgv(pp PartPlan) []string { return mountFor(pp.FS, pp.MountOpts, pp.Path, pp.MountPoint) }
+func mountArgv(pp PartPlan) []string { return MountFor(pp.FS, pp.MountOpts, pp.Path, pp.MountPoint) }
 
-func mountFor(fs, opts, dev, point string) []string {
+// MountFor is the mount argv of the fs on dev at point, with opts.
+func MountFor(fs, opts, dev, point string) []string {
 	argv := []string{"mount", "-t", fs}
 	if opts != "" {
 		argv = append(argv, "-o", opts)
@@ -774,3 +778,24 @@ func mountedAt(ms []hwinfo.Mount, point string) bool {
 	}
 	return false
 }
+
+var StackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
+
+// validateUse checks a partition's Use on its own.
+func validateUse(n int, ps PartSpec) error {
+	kind, name, _ := strings.Cut(ps.Use, ":")
+	switch {
+	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
+		return Usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
+	case !StackName.MatchString(name):
+		return Usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
+	case ps.FS != "":
+		return Usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
+	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
+		return Usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
+	}
+	return nil
+}
+
+// FSPackage names the package that brings the mkfs of fs.
+func FSPackage(fs string) string { return filesystems[fs].pkg }

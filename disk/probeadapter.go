@@ -25,7 +25,8 @@ type tablePart struct {
 	GUID             string
 }
 
-func probeSignatures(r io.ReaderAt, size int64) ([]signature, error) {
+// ProbeSignatures reads the signatures in r, size bytes long.
+func ProbeSignatures(r io.ReaderAt, size int64) ([]signature, error) {
 	return probe.Probe(r, size)
 }
 

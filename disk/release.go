@@ -10,8 +10,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/diskprep/diskprep/disk/fstab"
 	"golang.org/x/sys/unix"
+
+	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/hwinfo"
 )
 
 // ReleaseOptions tune Release.
@@ -123,7 +125,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	// elsewhere, a disk. Refused before anything is read of what it names;
 	// root's links (/dev/disk/by-id) are followed.
 	if target != "" {
-		if _, err := followUserPath(a.host, "release", target, target); isRefusal(err) {
+		if _, err := FollowUserPath(a.host, "release", target, target); IsRefusal(err) {
 			return nil, err
 		}
 	}
@@ -144,11 +146,11 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target, groups: map[string]string{}, unmountDevs: map[string]bool{}}
 	named := ""
 	if target == "" {
-		return nil, "", usagef("nothing to release: give a mount point, device or image")
+		return nil, "", Usagef("nothing to release: give a mount point, device or image")
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return nil, "", usagef("release %s: %v", target, err)
+		return nil, "", Usagef("release %s: %v", target, err)
 	}
 	mounts, err := a.mounts()
 	if err != nil {
@@ -208,10 +210,10 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 		named = point
 		fstabPoints[point] = true
 		for _, m := range mounts {
-			if m.point == point {
+			if m.Point == point {
 				points = append(points, point)
-				if name, err := a.blockName(parseDevnum(m.devnum)); err == nil {
-					devs[m.devnum] = name
+				if name, err := a.blockName(parseDevnum(m.Devnum)); err == nil {
+					devs[m.Devnum] = name
 					if d := a.wholeDisk(name); d != name {
 						parentLoop = d
 					}
@@ -222,7 +224,7 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 			plan.Notes = append(plan.Notes, point+" is not mounted")
 		}
 	default:
-		return nil, "", usagef("release %s: not a mount point, block device or image file", target)
+		return nil, "", Usagef("release %s: not a mount point, block device or image file", target)
 	}
 	if disk != "" {
 		plan.Device = "/dev/" + disk
@@ -232,15 +234,15 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	}
 	var stacks StackRelease
 	plan.Stacks = &stacks
-	if err := a.addStacks(ctx, plan, devs, opt); err != nil {
+	if err := a.planStackRelease(ctx, plan, devs, opt); err != nil {
 		return nil, "", err
 	}
 	if stacks.empty() {
 		plan.Stacks = nil
 	}
 	for _, m := range mounts {
-		if _, ok := devs[m.devnum]; ok && !contains(points, m.point) {
-			points = append(points, m.point)
+		if _, ok := devs[m.Devnum]; ok && !contains(points, m.Point) {
+			points = append(points, m.Point)
 		}
 	}
 	for _, name := range devs {
@@ -248,8 +250,8 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	}
 	plan.pointDev = map[string]string{}
 	for _, m := range mounts {
-		if name, ok := devs[m.devnum]; ok && contains(points, m.point) {
-			plan.pointDev[m.point] = name
+		if name, ok := devs[m.Devnum]; ok && contains(points, m.Point) {
+			plan.pointDev[m.Point] = name
 		}
 	}
 
@@ -373,7 +375,7 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *Release
 		return nil, fmt.Errorf("release: not a %s plan", ReleasePlanSchema)
 	}
 	a := newApplier(deps)
-	ended := recordPlan(a.host, plan)
+	ended := RecordPlan(a.host, plan)
 	defer func() { ended(err) }()
 	if plan.NeedsConfirmation && !plan.Confirmed {
 		return nil, plan.confirmationNeeded()
@@ -511,7 +513,7 @@ func (p *ReleasePlan) Actions() []Action {
 		s = append(s, a)
 	}
 	if len(p.FstabRemove) > 0 {
-		a := daemonReload("only when systemd is PID 1")
+		a := DaemonReload("only when systemd is PID 1")
 		a.Text = "run: " + a.Text
 		s = append(s, a)
 	}
@@ -667,12 +669,113 @@ func (r *ReleaseResult) WriteText(w io.Writer) error {
 
 // anyMounted says whether a partition of disk (or disk itself) is still
 // mounted somewhere other than the points unmounted.
-func (a *applier) anyMounted(mounts []mountEntry, disk string, unmounted []string) bool {
+func (a *applier) anyMounted(mounts []MountEntry, disk string, unmounted []string) bool {
 	nums := a.diskDevnums(disk)
 	for _, m := range mounts {
-		if _, ok := nums[m.devnum]; ok && !contains(unmounted, m.point) {
+		if _, ok := nums[m.Devnum]; ok && !contains(unmounted, m.Point) {
 			return true
 		}
 	}
 	return false
+}
+
+// wipeOrder is partitions first, then disks, each once, in name order.
+func (a *applier) wipeOrder(names []string) []string {
+	seen := map[string]bool{}
+	var parts, disks []string
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if a.wholeDisk(n) != n {
+			parts = append(parts, "/dev/"+n)
+		} else {
+			disks = append(disks, "/dev/"+n)
+		}
+	}
+	sort.Strings(parts)
+	sort.Strings(disks)
+	return append(parts, disks...)
+}
+
+// planStackRelease plans the swapoff of the swap areas among devs, then
+// has the layers (Deps.Layers) plan the teardown of what stands on devs.
+// Without layers, only disks and partitions can be released, and a wipe
+// takes their own signatures.
+func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+	names := map[string]bool{}
+	for _, n := range devs {
+		names[n] = true
+	}
+	// Swap areas among the devices given.
+	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
+		for _, sw := range hwinfo.ParseSwaps(string(b)) {
+			if names[filepath.Base(sw.Path)] {
+				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
+			}
+		}
+	}
+	if a.layers != nil {
+		return a.layers.PlanRelease(ctx, &Applier{a}, plan, devs, opt)
+	}
+	var lower []string
+	for n := range names {
+		des, _ := a.host.ReadDir(a.roots.SysPath("class/block", n, "holders"))
+		if len(des) > 0 || strings.HasPrefix(n, "md") || strings.HasPrefix(n, "dm-") || strings.HasPrefix(n, "bcache") {
+			return fmt.Errorf("release /dev/%s: a stack stands on it, and no layer was given to release it", n)
+		}
+		lower = append(lower, n)
+	}
+	if !opt.Wipe {
+		return nil
+	}
+	// A member of a stack that is not running (an inactive group, a
+	// stopped array) is the layers' to judge: its other members may be
+	// elsewhere.
+	sort.Strings(lower)
+	for _, n := range lower {
+		sigs, _ := a.probeDevice(a.roots.DevPath(n))
+		for _, s := range sigs {
+			if s.Type == "LVM2_member" || s.Type == "linux_raid_member" || s.Type == "bcache" {
+				return RefuseWipe("/dev/"+n, fmt.Sprintf("/dev/%s holds %s, and no layer was given to release it", n, s.Type))
+			}
+		}
+	}
+	plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+	return nil
+}
+
+// applyStackRelease has the layers take down the stacks of s, then wipes
+// the signatures s names: what is left is signature-free.
+func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+	if a.layers != nil {
+		if err := a.layers.ApplyRelease(ctx, &Applier{a}, s, res); err != nil {
+			return err
+		}
+	}
+	step := func(what string, argv ...string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := a.do(ctx, what, argv); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		return nil
+	}
+	for _, d := range s.WipeSignatures {
+		if err := step("wipe signatures of "+d, "wipefs", "--all", d); err != nil {
+			return err
+		}
+	}
+	if len(s.WipeSignatures) > 0 && a.udevRunning() {
+		// udev answers each wipe by probing the disk again; the next
+		// command reads its facts from udev's database, which must
+		// show the disks blank by then.
+		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
+			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		}
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 // Steps lists, in order, what Apply will do, one line each as a person
 // would type it. WriteText prints them; Apply carries out exactly these.
-func (p *Plan) Steps() []string { return steps(p.Actions()) }
+func (p *Plan) Steps() []string { return Steps(p.Actions()) }
 
 // Actions lists, in order, what Apply will do: the steps the dry run
 // prints, each with the effect that carries it out.
@@ -69,23 +69,23 @@ func (p *Plan) Actions() []Action {
 			}
 			continue
 		}
-		s = append(s, fileSystemActions(pp.Mkfs, pp.MountPoint, pp.MountArgv, pp.Persist, pp.FstabLine)...)
+		s = append(s, FileSystemActions(pp.Mkfs, pp.MountPoint, pp.MountArgv, pp.Persist, pp.FstabLine)...)
 	}
 	if p.persists() {
-		s = append(s, daemonReload("only when systemd is PID 1 and fstab changed"))
+		s = append(s, DaemonReload("only when systemd is PID 1 and fstab changed"))
 	}
 	return s
 }
 
-// fileSystemActions are the steps of a file system on a partition or a
+// FileSystemActions are the steps of a file system on a partition or a
 // stack's volume: mkfs, the mount, diskprep's marker and the fstab line.
-func fileSystemActions(mkfs []string, point string, mount []string, persist bool, fstabLine string) []Action {
+func FileSystemActions(mkfs []string, point string, mount []string, persist bool, fstabLine string) []Action {
 	var s []Action
 	if mkfs != nil {
 		s = append(s, Action{Text: QuoteArgv(mkfs), Op: OpRun, Argv: mkfs})
 	}
 	if mount != nil {
-		s = append(s, Action{Text: "mkdir -p " + quote(point), Op: OpMkdir, Path: point, Maybe: true})
+		s = append(s, Action{Text: "mkdir -p " + Quote(point), Op: OpMkdir, Path: point, Maybe: true})
 		s = append(s, Action{Text: QuoteArgv(mount), Op: OpRun, Argv: mount})
 	}
 	if point != "" {
@@ -110,7 +110,9 @@ func ensureFstab(line string, mayBeThere bool) Action {
 	return Action{Text: "ensure in fstab: " + line, Op: OpEditFstab, Maybe: mayBeThere}
 }
 
-func daemonReload(when string) Action {
+// DaemonReload is the systemctl daemon-reload step, a Maybe one: when
+// says when it runs.
+func DaemonReload(when string) Action {
 	return Action{Text: "systemctl daemon-reload (" + when + ")", Op: OpRun, Argv: []string{"systemctl", "daemon-reload"}, Maybe: true}
 }
 
@@ -184,12 +186,13 @@ func describeDisk(d DiskSummary) string {
 func QuoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = quote(a)
+		q[i] = Quote(a)
 	}
 	return strings.Join(q, " ")
 }
 
-func quote(s string) string {
+// Quote quotes s for a shell, as QuoteArgv does each word.
+func Quote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
 	}) < 0 {

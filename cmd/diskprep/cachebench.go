@@ -17,6 +17,7 @@ import (
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/cmd/diskprep/cachebench"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
@@ -103,9 +104,9 @@ Examples:
 }
 
 // check validates what does not depend on the machine.
-func (o cachebenchOptions) check() (disk.CacheBuild, cachebench.Options, error) {
-	b := disk.CacheBuild{Origin: o.Origin, CacheDevice: o.CacheDevice, Name: "cachebench", Kind: o.Kind, Mode: o.Mode,
-		Volume: disk.VolumeSpec{FS: "xfs", Label: "cachebench"}, Wipe: true}
+func (o cachebenchOptions) check() (stack.CacheBuild, cachebench.Options, error) {
+	b := stack.CacheBuild{Origin: o.Origin, CacheDevice: o.CacheDevice, Name: "cachebench", Kind: o.Kind, Mode: o.Mode,
+		Volume: stack.VolumeSpec{FS: "xfs", Label: "cachebench"}, Wipe: true}
 	run := cachebench.Options{Origin: o.Origin, CacheDevice: o.CacheDevice, Kind: o.Kind, Mode: o.Mode, Repeat: o.Repeat,
 		BlockBytes: 4096, IODepth: 4}
 	switch {
@@ -179,7 +180,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	if !e.Verbose {
 		factsEnv.Logger = slog.New(slog.DiscardHandler)
 	}
-	deps := m.diskDeps(e)
+	deps := m.deps(e)
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
 	}
@@ -206,7 +207,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			if err != nil {
 				return err
 			}
-			pl := disk.Planner{Host: deps.Host, Roots: deps.Roots}
+			pl := stack.Planner{Planner: disk.Planner{Host: deps.Host, Roots: deps.Roots}}
 			if r, isDisk := pl.CacheDeviceRequest(&st, host); isDisk {
 				reqs = append(reqs, r)
 			}
@@ -218,7 +219,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			return err
 		},
 		Build: func(ctx context.Context, host *hwinfo.Host) (string, error) {
-			built, err := disk.BuildCache(ctx, build, host, deps)
+			built, err := stack.BuildCache(ctx, build, host, deps)
 			if built != nil && built.Cache.Device != "" {
 				return built.Cache.Device, err
 			}
@@ -229,7 +230,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			return build.Origin, err
 		},
 		Release: func(ctx context.Context, cleanup bool) error {
-			res, err := disk.ReleaseCache(ctx, build, true, deps)
+			res, err := stack.ReleaseCache(ctx, build, true, deps)
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}
@@ -258,7 +259,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			}
 			return filepath.Base(real), nil
 		},
-		FlushWriteCache: func(ctx context.Context, device string) error { return disk.FlushWriteCache(ctx, device, deps) },
+		FlushWriteCache: func(ctx context.Context, device string) error { return stack.FlushWriteCache(ctx, device, deps) },
 	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {

@@ -232,7 +232,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if !e.Verbose {
 		factsEnv.Logger = slog.New(slog.DiscardHandler)
 	}
-	deps := m.diskDeps(e)
+	deps := m.deps(e)
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
 )
 
 // The -o json documents that cmd assembles itself. Each command has one
@@ -30,12 +31,12 @@ type versionDoc struct {
 
 // preparePlanDoc is what prepare --dry-run -o json prints.
 type preparePlanDoc struct {
-	Schema string          `json:"schema"`
-	Disks  []*disk.Plan    `json:"disks"`
-	Stacks *disk.StackPlan `json:"stacks"`
+	Schema string           `json:"schema"`
+	Disks  []*disk.Plan     `json:"disks"`
+	Stacks *stack.StackPlan `json:"stacks"`
 }
 
-func newPreparePlanDoc(plans []*disk.Plan, sp *disk.StackPlan) preparePlanDoc {
+func newPreparePlanDoc(plans []*disk.Plan, sp *stack.StackPlan) preparePlanDoc {
 	if plans == nil {
 		plans = []*disk.Plan{}
 	}
@@ -44,12 +45,12 @@ func newPreparePlanDoc(plans []*disk.Plan, sp *disk.StackPlan) preparePlanDoc {
 
 // prepareResultDoc is what prepare -o json prints once applied.
 type prepareResultDoc struct {
-	Schema string            `json:"schema"`
-	Disks  []*disk.Result    `json:"disks"`
-	Stacks *disk.StackResult `json:"stacks"`
+	Schema string             `json:"schema"`
+	Disks  []*disk.Result     `json:"disks"`
+	Stacks *stack.StackResult `json:"stacks"`
 }
 
-func newPrepareResultDoc(results []*disk.Result, sres *disk.StackResult) prepareResultDoc {
+func newPrepareResultDoc(results []*disk.Result, sres *stack.StackResult) prepareResultDoc {
 	if results == nil {
 		results = []*disk.Result{}
 	}

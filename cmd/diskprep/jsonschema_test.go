@@ -19,6 +19,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/cmd/diskprep/cachebench"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -142,10 +143,10 @@ var jsonSchemaTypes = map[string]any{
 	hwinfo.Schema:           hwinfo.Host{},
 	preparePlanSchema:       preparePlanDoc{},
 	disk.PlanSchema:         disk.Plan{},
-	disk.StackPlanSchema:    disk.StackPlan{},
+	stack.StackPlanSchema:   stack.StackPlan{},
 	prepareResultSchema:     prepareResultDoc{},
 	disk.ResultSchema:       disk.Result{},
-	disk.StackResultSchema:  disk.StackResult{},
+	stack.StackResultSchema: stack.StackResult{},
 	disk.ReleasePlanSchema:  disk.ReleasePlan{},
 	releaseResultSchema:     releaseResultDoc{},
 	record.Schema:           record.Record{},
@@ -277,7 +278,7 @@ func TestJSONOutputsNameADocumentedSchema(t *testing.T) {
 	}
 	// Every top-level schema of the doc's table is printed by some run above.
 	for s := range jsonSchemaTypes {
-		nested := s == disk.PlanSchema || s == disk.StackPlanSchema || s == disk.ResultSchema || s == disk.StackResultSchema
+		nested := s == disk.PlanSchema || s == stack.StackPlanSchema || s == disk.ResultSchema || s == stack.StackResultSchema
 		if !seen[s] && !nested {
 			t.Errorf("no command run here printed %s", s)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -55,4 +56,14 @@ func machineOf(c *cli.Context) *machine {
 		return st.machine
 	}
 	return liveMachine()
+}
+
+// deps are m's disk deps with the stack layers, which a release by any
+// command may meet on its disks.
+func (m *machine) deps(e *env) disk.Deps {
+	d := m.diskDeps(e)
+	if d.Layers == nil {
+		d.Layers = stack.Layers{}
+	}
+	return d
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/planfile"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -27,7 +28,7 @@ type prepareOptions struct {
 	LVM      string // --lvm VG[/LV:SIZE]: a volume group over Devices
 	// Cache is the origin disk of a cached volume (--cache), CacheDevice
 	// the fast disk or partition in front of it; CacheMode and CacheKind
-	// as disk.CacheSpec.
+	// as stack.CacheSpec.
 	Cache         string
 	CacheDevice   string
 	CacheMode     string
@@ -172,8 +173,8 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 
 // stackRequest turns --raid or --lvm into the disks' requests (one
 // member partition each) and the stack over them.
-func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error) {
-	var st disk.StackRequest
+func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, error) {
+	var st stack.StackRequest
 	switch {
 	case o.Raid != "" && o.LVM != "":
 		return nil, st, usageErr(errors.New("give --raid or --lvm, not both"))
@@ -186,14 +187,14 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 	case len(o.Devices) == 0:
 		return nil, st, usageErr(errors.New("--raid and --lvm need the member DEVICEs"))
 	}
-	vol := disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
+	vol := stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	use := ""
 	if o.Raid != "" {
 		level, err := strconv.Atoi(o.Raid)
 		if err != nil {
 			return nil, st, usageErr(fmt.Errorf("--raid %q: want a level: 0, 1, 5, 6 or 10", o.Raid))
 		}
-		st.Arrays = []disk.ArraySpec{{Name: o.RaidName, Level: level, Volume: vol}}
+		st.Arrays = []stack.ArraySpec{{Name: o.RaidName, Level: level, Volume: vol}}
 		use = "raid:" + o.RaidName
 	} else {
 		vg, lv, _ := strings.Cut(o.LVM, "/")
@@ -201,7 +202,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 		if name == "" {
 			name = "data"
 		}
-		spec := disk.LVSpec{Name: name, Volume: vol}
+		spec := stack.LVSpec{Name: name, Volume: vol}
 		if size != "" {
 			n, err := units.ParseSize(size)
 			if err != nil || n == 0 {
@@ -209,7 +210,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 			}
 			spec.SizeBytes = n
 		}
-		st.Groups = []disk.GroupSpec{{VG: vg, Volumes: []disk.LVSpec{spec}}}
+		st.Groups = []stack.GroupSpec{{VG: vg, Volumes: []stack.LVSpec{spec}}}
 		use = "lvm:" + vg
 	}
 	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
@@ -232,8 +233,8 @@ func (o prepareOptions) stackRequest() ([]disk.Request, disk.StackRequest, error
 // disk's request (one partition, use: origin:NAME) and the cache entry,
 // whose cache device is given as it is until the facts say whether it is
 // a disk (disk.CacheDeviceRequest).
-func (o prepareOptions) cacheRequest() ([]disk.Request, disk.StackRequest, error) {
-	var st disk.StackRequest
+func (o prepareOptions) cacheRequest() ([]disk.Request, stack.StackRequest, error) {
+	var st stack.StackRequest
 	switch {
 	case o.Cache == "":
 		return nil, st, usageErr(errors.New("--cache-device, --cache-mode and --cache-kind go with --cache ORIGIN_DISK"))
@@ -248,8 +249,8 @@ func (o prepareOptions) cacheRequest() ([]disk.Request, disk.StackRequest, error
 	case o.PartitionSize != "":
 		return nil, st, usageErr(errors.New("--partition-size is for a single disk: the origin gets the whole disk"))
 	}
-	b := disk.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
-		Volume: disk.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver},
+	b := stack.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
+		Volume: stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver},
 		Wipe:   o.Wipe, NoDiscard: o.NoDiscard}
 	return b.Requests()
 }
@@ -309,7 +310,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		return err
 	}
 	var reqs []disk.Request
-	var stacks disk.StackRequest
+	var stacks stack.StackRequest
 	switch {
 	case pf != nil:
 		stacks = pf.Stacks()
@@ -329,7 +330,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if !opts.DryRun && m.geteuid() != 0 {
 		return errors.New("prepare needs root (try --dry-run to see the plan)")
 	}
-	deps := m.diskDeps(e)
+	deps := m.deps(e)
 	if !opts.DryRun {
 		// Locked before the facts are read: a second prepare of the same
 		// disk started at the same time is refused here, naming this one,
@@ -354,7 +355,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if len(stacks.Caches) == 1 && opts.Cache != "" {
 		// The cache device is a disk to partition or a partition to use
 		// as it is: the facts say which. A disk is locked as the origin was.
-		r, isDisk := (disk.Planner{Host: deps.Host, Roots: deps.Roots}).CacheDeviceRequest(&stacks, host)
+		r, isDisk := (stack.Planner{Planner: disk.Planner{Host: deps.Host, Roots: deps.Roots}}).CacheDeviceRequest(&stacks, host)
 		if isDisk {
 			reqs = append(reqs, r)
 			if !opts.DryRun {
@@ -389,9 +390,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if err != nil {
 		return err
 	}
-	var sp *disk.StackPlan
+	var sp *stack.StackPlan
 	if !stacks.Empty() {
-		if sp, err = pl.PlanStacks(ctx, stacks, plans, reqs, host); err != nil {
+		if sp, err = (stack.Planner{Planner: pl}).PlanStacks(ctx, stacks, plans, reqs, host); err != nil {
 			return err
 		}
 	}
@@ -468,9 +469,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 		return err
 	}
-	var sres *disk.StackResult
+	var sres *stack.StackResult
 	if sp != nil {
-		sres, err = disk.ApplyStacks(ctx, sp, deps)
+		sres, err = stack.ApplyStacks(ctx, sp, deps)
 		if err != nil {
 			for _, r := range results {
 				r.WriteText(e.Stderr)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/stack"
 )
 
 // prepare --cache on the recording fake: the dry run's steps, the build,
@@ -25,7 +26,7 @@ func TestPrepareCache(t *testing.T) {
 	}{
 		{"", "", []string{"lvmcache cache data: /dev/sdd1", "writethrough", "vgcreate --physicalextentsize 4096k data /dev/sdb1 /dev/sdd1",
 			"lvconvert --yes --type cache --cachevol data_cache --cachemode writethrough data/data", "mkfs.xfs -m uuid=", "/dev/data/data"}},
-		{"writecache", "writeback", []string{"lvconvert --yes --type writecache --cachevol data_cache data/data", disk.WritebackRisk}},
+		{"writecache", "writeback", []string{"lvconvert --yes --type writecache --cachevol data_cache data/data", stack.WritebackRisk}},
 		{"bcache", "", []string{"make-bcache -B /dev/sdb1", "make-bcache -C --cset-uuid", "echo /dev/sdb1 > /sys/fs/bcache/register_quiet",
 			"echo writethrough > /sys/class/block/sdb1/bcache/cache_mode", "mkfs.xfs -f -m uuid=", "/dev/bcacheN /srv"}},
 	} {

@@ -99,7 +99,7 @@ func runRelease(ctx context.Context, opts releaseOptions, m *machine, e *env) er
 	if !opts.DryRun && m.geteuid() != 0 {
 		return errors.New("release needs root")
 	}
-	deps := m.diskDeps(e)
+	deps := m.deps(e)
 	if deps.Progress == nil && !e.Quiet {
 		deps.Progress = e.Stderr // a cache's flush before it is detached
 	}

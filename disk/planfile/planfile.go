@@ -63,9 +63,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/diskprep/diskprep/disk"
-	"github.com/diskprep/diskprep/internal/units"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
+	"github.com/diskprep/diskprep/internal/units"
 )
 
 // ErrPlan is wrapped by every error about a plan file: unreadable, malformed,
@@ -91,18 +93,18 @@ type Plan struct {
 	Disks   []DiskPlan
 	// Raid and LVM are the storage stacks over the partitions whose use
 	// names them (disk.PartSpec.Use).
-	Raid []disk.ArraySpec
-	LVM  []disk.GroupSpec
+	Raid []stack.ArraySpec
+	LVM  []stack.GroupSpec
 	// Cache are the cached volumes over the partitions whose use is
 	// origin:NAME and cache:NAME.
-	Cache []disk.CacheSpec
+	Cache []stack.CacheSpec
 	// StackWipe: an entry of raid, lvm or cache said wipe: true.
 	StackWipe bool
 }
 
 // Stacks is the plan's storage stacks as disk plans them.
-func (p *Plan) Stacks() disk.StackRequest {
-	return disk.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Wipe: p.StackWipe}
+func (p *Plan) Stacks() stack.StackRequest {
+	return stack.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Wipe: p.StackWipe}
 }
 
 // DiskPlan is one entry of disks: which disk, and what to make of it.
@@ -379,7 +381,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			if err != nil {
 				return err
 			}
-			a := disk.ArraySpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			a := stack.ArraySpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
 			nn, ok := rf["name"]
 			if !ok {
 				return p.errf(it, "%s: missing \"name\"", what)
@@ -434,7 +436,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			if err != nil {
 				return err
 			}
-			g := disk.GroupSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			g := stack.GroupSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
 			vn, ok := gf["vg"]
 			if !ok {
 				return p.errf(it, "%s: missing \"vg\"", what)
@@ -466,7 +468,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 				if err != nil {
 					return err
 				}
-				lv := disk.LVSpec{Origin: p.file + ":" + strconv.Itoa(vn.Line)}
+				lv := stack.LVSpec{Origin: p.file + ":" + strconv.Itoa(vn.Line)}
 				nn, ok := vf["name"]
 				if !ok {
 					return p.errf(vn, "%s: missing \"name\"", vw)
@@ -518,7 +520,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			if err != nil {
 				return err
 			}
-			c := disk.CacheSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			c := stack.CacheSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
 			nn, ok := cf["name"]
 			if !ok {
 				return p.errf(it, "%s: missing \"name\"", what)
@@ -530,7 +532,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 				if c.Kind, err = p.str(kn, what+".kind"); err != nil {
 					return err
 				}
-				if !slices.Contains(disk.CacheKinds, c.Kind) {
+				if !slices.Contains(stack.CacheKinds, c.Kind) {
 					return p.errf(kn, "%s.kind: %q: want lvmcache, writecache or bcache", what, c.Kind)
 				}
 			}
@@ -538,7 +540,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 				if c.Mode, err = p.str(mn, what+".mode"); err != nil {
 					return err
 				}
-				if !slices.Contains(disk.CacheModes, c.Mode) {
+				if !slices.Contains(stack.CacheModes, c.Mode) {
 					return p.errf(mn, "%s.mode: %q: want writethrough or writeback", what, c.Mode)
 				}
 			}
@@ -599,7 +601,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 		for i, d := range plan.Disks {
 			reqs = append(reqs, disk.Request{Device: fmt.Sprintf("disks[%d] (line %d)", i, d.Line), Partitions: d.Partitions})
 		}
-		if err := (disk.StackRequest{Caches: plan.Cache}).Validate(reqs); err != nil {
+		if err := (stack.StackRequest{Caches: plan.Cache}).Validate(reqs); err != nil {
 			if errors.Is(err, disk.ErrRefused) {
 				return err
 			}
@@ -610,15 +612,15 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 }
 
 // volume reads a stack's filesystem mapping.
-func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool) (disk.VolumeSpec, error) {
+func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool) (stack.VolumeSpec, error) {
 	f, err := p.fields(n, what, "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist")
 	if err != nil {
-		return disk.VolumeSpec{}, err
+		return stack.VolumeSpec{}, err
 	}
 	return p.volumeFields(n, f, what, mounts)
 }
 
-func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string, mounts map[string]int) (disk.VolumeSpec, error) {
+func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string, mounts map[string]int) (stack.VolumeSpec, error) {
 	// The same keys and checks as a partition's file system.
 	m := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
 	keys := make([]string, 0, len(f))
@@ -632,18 +634,18 @@ func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "size", Line: n.Line}, &yaml.Node{Kind: yaml.ScalarNode, Value: "rest", Line: n.Line})
 	ps, err := p.partition(m, what, true)
 	if err != nil {
-		return disk.VolumeSpec{}, err
+		return stack.VolumeSpec{}, err
 	}
 	if ps.Use != "" || ps.FS == "swap" {
-		return disk.VolumeSpec{}, p.errf(n, "%s: swap and use belong on a partition, not on a stack", what)
+		return stack.VolumeSpec{}, p.errf(n, "%s: swap and use belong on a partition, not on a stack", what)
 	}
 	if ps.Mount != "" {
 		if line, dup := mounts[ps.Mount]; dup {
-			return disk.VolumeSpec{}, p.errf(n, "%s: mount point %s is already used at line %d", what, ps.Mount, line)
+			return stack.VolumeSpec{}, p.errf(n, "%s: mount point %s is already used at line %d", what, ps.Mount, line)
 		}
 		mounts[ps.Mount] = n.Line
 	}
-	return disk.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver}, nil
+	return stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver}, nil
 }
 
 func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {

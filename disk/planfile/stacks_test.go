@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack"
 )
 
 func TestStacksExample(t *testing.T) {
@@ -21,7 +22,7 @@ func TestStacksExample(t *testing.T) {
 		t.Errorf("partitions %+v", ps)
 	}
 	st := p.Stacks()
-	if len(st.Arrays) != 1 || st.Arrays[0].Level != 1 || !reflect.DeepEqual(st.Arrays[0].Volume, disk.VolumeSpec{FS: "xfs", Label: "data", Mount: "/data", Persist: true}) || st.Arrays[0].Origin != "testdata/stacks.yaml:31" {
+	if len(st.Arrays) != 1 || st.Arrays[0].Level != 1 || !reflect.DeepEqual(st.Arrays[0].Volume, stack.VolumeSpec{FS: "xfs", Label: "data", Mount: "/data", Persist: true}) || st.Arrays[0].Origin != "testdata/stacks.yaml:31" {
 		t.Errorf("arrays %+v", st.Arrays)
 	}
 	if len(st.Groups) != 1 || len(st.Groups[0].Volumes) != 2 || st.Groups[0].Volumes[0].SizeBytes != 100<<30 || st.Groups[0].Volumes[1].SizeBytes != 0 || st.Groups[0].Volumes[1].Volume.Mount != "/var/lib/vm" {
@@ -71,7 +72,7 @@ cache:
 	}
 	st := p.Stacks()
 	if len(st.Caches) != 1 || st.Caches[0].Kind != "bcache" || st.Caches[0].Mode != "writeback" || st.Caches[0].Origin != "plan.yaml:10" ||
-		!reflect.DeepEqual(st.Caches[0].Volume, disk.VolumeSpec{FS: "xfs", Label: "srv", Mount: "/srv", Persist: true}) {
+		!reflect.DeepEqual(st.Caches[0].Volume, stack.VolumeSpec{FS: "xfs", Label: "srv", Mount: "/srv", Persist: true}) {
 		t.Errorf("caches %+v", st.Caches)
 	}
 	if p.Disks[1].Partitions[0].Use != "cache:srv" || p.Disks[0].Partitions[0].Use != "origin:srv" {

@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
@@ -91,7 +92,7 @@ func cacheLVName(name string) string { return name + "_cache" }
 // validateCache checks one cache entry against the partitions that use
 // it (uses: use -> the disks of the partitions saying it).
 func validateCache(c CacheSpec, uses map[string][]string, groups []GroupSpec, at func(origin, format string, args ...any) error) error {
-	if !stackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
+	if !disk.StackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
 		return at(c.Origin, "cache %q: use letters, digits, '_', '.', '+' or '-'", c.Name)
 	}
 	if !contains(CacheKinds, c.kind()) {
@@ -192,9 +193,9 @@ type CacheStep struct {
 // String is the step as the dry run shows it.
 func (s CacheStep) String() string {
 	if s.Argv != nil {
-		return QuoteArgv(s.Argv)
+		return disk.QuoteArgv(s.Argv)
 	}
-	return fmt.Sprintf("echo %s > %s", quote(s.Value), s.Path)
+	return fmt.Sprintf("echo %s > %s", disk.Quote(s.Value), s.Path)
 }
 
 // cacheMember is one side of a cache: a partition planned on a disk, or
@@ -207,7 +208,7 @@ type cacheMember struct {
 }
 
 // planCaches plans every cache entry of req.
-func (pl Planner) planCaches(ctx context.Context, req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []mountEntry, sp *StackPlan) error {
+func (pl Planner) planCaches(ctx context.Context, req StackRequest, byUse map[string][]member, host *hwinfo.Host, mounts []disk.MountEntry, sp *StackPlan) error {
 	var lvm *lvmState
 	var segs map[string]map[string]lvSeg
 	for _, c := range req.Caches {
@@ -229,7 +230,7 @@ func (pl Planner) planCaches(ctx context.Context, req StackRequest, byUse map[st
 		if cp.Mode == CacheModeWriteback {
 			cp.Risk = WritebackRisk
 		}
-		if c.CacheDevice != "" && req.Wipe && cache.ex != nil && cache.ex.FSType != "" && !memberOf("cache:"+c.Name, cache.ex.FSType, cache.ex.FSLabel) {
+		if c.CacheDevice != "" && req.Wipe && cache.ex != nil && cache.ex.FSType != "" && !disk.MemberOf("cache:"+c.Name, cache.ex.FSType, cache.ex.FSLabel) {
 			cp.Steps = append(cp.Steps, CacheStep{What: "wipe the cache device", Argv: []string{"wipefs", "--all", cache.path}})
 		}
 		var err error
@@ -266,8 +267,8 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 	}
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
-		real, err := followUserPath(pl.host(), "", c.CacheDevice, c.CacheDevice)
-		if isRefusal(err) {
+		real, err := disk.FollowUserPath(pl.HostOrLive(), "", c.CacheDevice, c.CacheDevice)
+		if disk.IsRefusal(err) {
 			return cacheMember{}, err
 		}
 		if err == nil {
@@ -276,13 +277,13 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 	}
 	switch {
 	case d == nil:
-		return cacheMember{}, usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
+		return cacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
 	case p == nil:
-		return cacheMember{}, usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
+		return cacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
 	case origin.plan != nil && d.Name == filepath.Base(origin.plan.Device):
-		return cacheMember{}, usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
+		return cacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
 	}
-	if err := admitMember(d, p, "cache:"+c.Name, wipe); err != nil {
+	if err := disk.AdmitMember(d, p, "cache:"+c.Name, wipe); err != nil {
 		return cacheMember{}, err
 	}
 	return cacheMember{path: p.Path, size: p.SizeBytes, ex: p, disk: d}, nil
@@ -296,7 +297,7 @@ type lvSeg struct {
 // readLVSegs runs lvs -a for every logical volume's segment type, the
 // cache volume it uses and its cache mode (read-only), under ctx.
 func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
-	out, err := pl.host().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
+	out, err := pl.HostOrLive().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
 	if err != nil {
 		return nil, lvmError("lvs", err)
 	}
@@ -314,7 +315,7 @@ func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, 
 	return st, nil
 }
 
-func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvm *lvmState, segs map[string]map[string]lvSeg, req StackRequest, mounts []mountEntry) error {
+func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvm *lvmState, segs map[string]map[string]lvSeg, req StackRequest, mounts []disk.MountEntry) error {
 	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
 	cp.Device = pl.Roots.DevPath(vg, lv)
 	var others []string
@@ -325,7 +326,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	sort.Strings(others)
 	if len(others) > 0 {
-		return usagef("lvm vg %s already exists on %s, not on the partitions planned", vg, strings.Join(others, ", "))
+		return disk.Usagef("lvm vg %s already exists on %s, not on the partitions planned", vg, strings.Join(others, ", "))
 	}
 	vgExists := false
 	for _, m := range []cacheMember{origin, cache} {
@@ -337,13 +338,13 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		case g == vg:
 			vgExists = true
 		case g != "":
-			return refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, g))
+			return disk.Refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, g))
 		}
 	}
 	if vgExists {
 		for _, m := range []cacheMember{origin, cache} {
 			if lvm.pvVG[m.path] != vg {
-				return refuse(m.path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.path))
+				return disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.path))
 			}
 		}
 	} else {
@@ -353,11 +354,11 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	have := segs[vg]
 	for name := range lvm.lvs[vg] {
 		if name != lv && name != clv {
-			return refuse(vg, fmt.Sprintf("vg %s has volume %s, which the cache does not make (release it with --wipe first)", vg, name))
+			return disk.Refuse(vg, fmt.Sprintf("vg %s has volume %s, which the cache does not make (release it with --wipe first)", vg, name))
 		}
 	}
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
-		MountPoint: pl.resolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
+		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	convert := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", clv, "--cachemode", cp.Mode, vg + "/" + lv}
 	if cp.Kind == CacheKindWritecache {
 		convert = []string{"lvconvert", "--yes", "--type", "writecache", "--cachevol", clv, vg + "/" + lv}
@@ -373,13 +374,13 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
 	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
 		if seg.segtype == "cache" && seg.mode != cp.Mode {
-			return refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, orNone(seg.mode), cp.Mode))
+			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, orNone(seg.mode), cp.Mode))
 		}
 		cp.Existing = fmt.Sprintf("cached volume %s/%s (%s, cache %s)", vg, lv, seg.segtype, strings.Trim(seg.pool, "[]"))
 	case seg.segtype == "cache" || seg.segtype == "writecache":
-		return refuse(cp.Device, fmt.Sprintf("%s is cached by %s, not %s as asked (release it with --wipe first)", cp.Device, map[string]string{"cache": CacheKindLVM, "writecache": CacheKindWritecache}[seg.segtype], cp.Kind))
+		return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached by %s, not %s as asked (release it with --wipe first)", cp.Device, map[string]string{"cache": CacheKindLVM, "writecache": CacheKindWritecache}[seg.segtype], cp.Kind))
 	default:
-		return refuse(cp.Device, fmt.Sprintf("%s is a %s volume, not the origin of a cache (release it with --wipe first)", cp.Device, seg.segtype))
+		return disk.Refuse(cp.Device, fmt.Sprintf("%s is a %s volume, not the origin of a cache (release it with --wipe first)", cp.Device, seg.segtype))
 	}
 	if seg.segtype != "cache" && seg.segtype != "writecache" || !exists {
 		if _, ok := have[clv]; !ok || !visibleLV(lvm, vg, clv) {
@@ -396,21 +397,21 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	if exists {
 		node := cp.Device
-		if real, err := pl.host().EvalSymlinks(cp.Device); err == nil {
+		if real, err := pl.HostOrLive().EvalSymlinks(cp.Device); err == nil {
 			node = real
 		}
 		if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
 			return err
 		}
 	} else {
-		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
+		vol.FSUUID = pl.MakeUUID()
+		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
 		if vol.MountPoint != "" {
-			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
 	}
 	if vol.Persist {
-		vol.FstabLine = fstabLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
 	}
 	cp.Volume = vol
 	if lvmCacheBytes := cache.size; lvmCacheBytes > lvmMetadataBytes {
@@ -459,7 +460,7 @@ func bcacheBucket(size uint64) (uint64, error) {
 
 // readBcacheSB reads the bcache superblock of dev; nil when there is none.
 func (pl Planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
-	f, err := pl.host().OpenDevice(dev, false)
+	f, err := pl.HostOrLive().OpenDevice(dev, false)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", dev, err)
 	}
@@ -491,8 +492,8 @@ func selectedMode(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, req StackRequest, mounts []mountEntry) error {
-	h := pl.host()
+func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, req StackRequest, mounts []disk.MountEntry) error {
+	h := pl.HostOrLive()
 	cp.Device = BcachePlaceholder
 	register := pl.Roots.SysPath("fs/bcache/register_quiet")
 	sbOf := func(m cacheMember) (*probe.BcacheSuper, error) {
@@ -511,9 +512,9 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	}
 	switch {
 	case osb != nil && !osb.Backing:
-		return refuse(origin.path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.path))
+		return disk.Refuse(origin.path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.path))
 	case csb != nil && csb.Backing:
-		return refuse(cache.path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", cache.path))
+		return disk.Refuse(cache.path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", cache.path))
 	}
 	fresh := osb == nil
 	if _, err := h.Stat(pl.Roots.SysPath("fs/bcache")); err != nil {
@@ -525,9 +526,9 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	if csb == nil {
 		bucket, err := bcacheBucket(cache.size)
 		if err != nil {
-			return usagef("cache device %s: %v", cache.path, err)
+			return disk.Usagef("cache device %s: %v", cache.path, err)
 		}
-		cp.SetUUID = pl.newUUID()
+		cp.SetUUID = pl.MakeUUID()
 		argv := []string{"make-bcache", "-C", "--cset-uuid", cp.SetUUID}
 		if bucket > 0 {
 			argv = append(argv, "--bucket", fmt.Sprintf("%dk", bucket>>10))
@@ -556,7 +557,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case attached == "":
 		cp.Steps = append(cp.Steps, CacheStep{What: "attach the backing device to the cache set", Path: filepath.Join(odir, "attach"), Value: cp.SetUUID, Wait: set})
 	case attached != cp.SetUUID:
-		return refuse(origin.path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.path, attached, cache.path, cp.SetUUID))
+		return disk.Refuse(origin.path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.path, attached, cache.path, cp.SetUUID))
 	default:
 		cp.Existing = fmt.Sprintf("bcache over %s attached to cache set %s on %s", origin.path, cp.SetUUID, cache.path)
 	}
@@ -568,7 +569,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		cp.Steps = append(cp.Steps, CacheStep{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
 	}
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
-		MountPoint: pl.resolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
+		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	node := ""
 	if link, err := h.Readlink(filepath.Join(odir, "dev")); err == nil {
 		node = filepath.Base(link)
@@ -578,10 +579,10 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		// What the partition held at the bcache data offset shows
 		// through the new device: wiped before mkfs.
 		cp.Steps = append(cp.Steps, CacheStep{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
-		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, "")
+		vol.FSUUID = pl.MakeUUID()
+		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, "")
 		if vol.MountPoint != "" {
-			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
@@ -597,7 +598,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		}
 	}
 	if vol.Persist {
-		vol.FstabLine = fstabLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
 	}
 	cp.Volume = vol
 	if origin.size > probe.BcacheDataOffset {
@@ -613,7 +614,7 @@ func (pl Planner) planVolumeAt(v *VolumePlan, dev string, offset int64, req Stac
 		return err
 	}
 	if v.MountPoint != "" {
-		v.MountArgv = mountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
+		v.MountArgv = disk.MountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
 	}
 	return nil
 }

@@ -1,10 +1,11 @@
-package disk
+package stack
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -35,18 +36,18 @@ func (b CacheBuild) name() string {
 // Requests are the origin disk's request and the cache entry, checked
 // (ErrUsage for bad input, whatever the machine); the cache device is
 // left as given until CacheDeviceRequest has seen the facts.
-func (b CacheBuild) Requests() ([]Request, StackRequest, error) {
+func (b CacheBuild) Requests() ([]disk.Request, StackRequest, error) {
 	st := StackRequest{Wipe: b.Wipe, NoDiscard: b.NoDiscard,
 		Caches: []CacheSpec{{Name: b.name(), Kind: b.Kind, Mode: b.Mode, Volume: b.Volume, CacheDevice: b.CacheDevice}}}
 	switch {
 	case b.Origin == "":
-		return nil, st, usagef("a cache needs its origin disk")
+		return nil, st, disk.Usagef("a cache needs its origin disk")
 	case b.CacheDevice == "":
-		return nil, st, usagef("a cache needs its cache device: the fast disk or partition in front of the origin")
+		return nil, st, disk.Usagef("a cache needs its cache device: the fast disk or partition in front of the origin")
 	case filepath.Clean(b.Origin) == filepath.Clean(b.CacheDevice):
-		return nil, st, usagef("the origin and the cache device are both %s: the cache goes on another, faster disk", b.Origin)
+		return nil, st, disk.Usagef("the origin and the cache device are both %s: the cache goes on another, faster disk", b.Origin)
 	}
-	reqs := []Request{{Device: b.Origin, Wipe: b.Wipe, NoDiscard: b.NoDiscard, Partitions: []PartSpec{{Use: "origin:" + b.name()}}}}
+	reqs := []disk.Request{{Device: b.Origin, Wipe: b.Wipe, NoDiscard: b.NoDiscard, Partitions: []disk.PartSpec{{Use: "origin:" + b.name()}}}}
 	if err := st.Validate(reqs); err != nil {
 		return nil, st, err
 	}
@@ -56,51 +57,51 @@ func (b CacheBuild) Requests() ([]Request, StackRequest, error) {
 // CacheDeviceRequest turns the cache device of st's one cache into a
 // disk request when the facts say it is a whole disk (one partition,
 // use: cache:NAME), and says so; a partition stays the cache as it is.
-func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (Request, bool) {
+func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (disk.Request, bool) {
 	if len(st.Caches) != 1 || st.Caches[0].CacheDevice == "" || host == nil {
-		return Request{}, false
+		return disk.Request{}, false
 	}
 	c := &st.Caches[0]
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
 		// Another user's link is refused by the stack plan
 		// (existingCacheDevice), which takes what is not a disk here.
-		if real, err := followUserPath(pl.host(), "", c.CacheDevice, c.CacheDevice); err == nil {
+		if real, err := disk.FollowUserPath(pl.HostOrLive(), "", c.CacheDevice, c.CacheDevice); err == nil {
 			d, p = host.Device(real)
 		}
 	}
 	if d == nil || p != nil {
-		return Request{}, false
+		return disk.Request{}, false
 	}
-	r := Request{Device: c.CacheDevice, Wipe: st.Wipe, NoDiscard: st.NoDiscard, Partitions: []PartSpec{{Use: "cache:" + c.Name}}}
+	r := disk.Request{Device: c.CacheDevice, Wipe: st.Wipe, NoDiscard: st.NoDiscard, Partitions: []disk.PartSpec{{Use: "cache:" + c.Name}}}
 	c.CacheDevice = ""
 	return r, true
 }
 
 // CacheBuilt is what BuildCache made.
 type CacheBuilt struct {
-	Build CacheBuild   `json:"build"`
-	Disks []*Result    `json:"disks"`
-	Stack *StackResult `json:"stack"`
-	Cache CacheResult  `json:"cache"`
+	Build CacheBuild     `json:"build"`
+	Disks []*disk.Result `json:"disks"`
+	Stack *StackResult   `json:"stack"`
+	Cache CacheResult    `json:"cache"`
 	// Plans and StackPlan are what was planned and carried out.
-	Plans     []*Plan    `json:"-"`
-	StackPlan *StackPlan `json:"-"`
+	Plans     []*disk.Plan `json:"-"`
+	StackPlan *StackPlan   `json:"-"`
 }
 
 // BuildCache plans b against host and carries it out: the disks'
 // partitions, then the cache and its file system. It asks nobody: the
 // caller has the user's consent (cachebench --yes).
-func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps) (*CacheBuilt, error) {
+func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps disk.Deps) (*CacheBuilt, error) {
 	reqs, st, err := b.Requests()
 	if err != nil {
 		return nil, err
 	}
-	pl := Planner{Host: deps.Host, Roots: deps.Roots}
+	pl := Planner{disk.Planner{Host: deps.Host, Roots: deps.Roots}}
 	if r, isDisk := pl.CacheDeviceRequest(&st, host); isDisk {
 		reqs = append(reqs, r)
 	}
-	plans, err := PlanAll(reqs, host)
+	plans, err := disk.PlanAll(reqs, host)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps)
 		return nil, err
 	}
 	built := &CacheBuilt{Build: b, Plans: plans, StackPlan: sp}
-	built.Disks, err = ApplyAll(ctx, plans, func(ctx context.Context, p *Plan) (*Result, error) { return Apply(ctx, p, deps) })
+	built.Disks, err = disk.ApplyAll(ctx, plans, func(ctx context.Context, p *disk.Plan) (*disk.Result, error) { return disk.Apply(ctx, p, deps) })
 	if err != nil {
 		return built, err
 	}
@@ -127,16 +128,19 @@ func BuildCache(ctx context.Context, b CacheBuild, host *hwinfo.Host, deps Deps)
 // reverse, its dirty blocks flushed to the origin first (progress on
 // deps.Progress); with wipe, both devices are left signature-free, and a
 // cache device given as a partition is still there.
-func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*ReleaseResult, error) {
+func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps disk.Deps) (*disk.ReleaseResult, error) {
 	// A cache device given as a partition stays one: the user made it
 	// (a whole disk given was partitioned by BuildCache and goes blank).
 	// BuildCache made everything else on the two devices, in this run:
 	// the guard has nothing to ask.
-	plan, err := PlanRelease(ctx, b.Origin, ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}, Yes: true, ForceUnmount: true}, deps)
+	if deps.Layers == nil {
+		deps.Layers = Layers{} // what it releases is a stack
+	}
+	plan, err := disk.PlanRelease(ctx, b.Origin, disk.ReleaseOptions{Wipe: wipe, Keep: []string{b.CacheDevice}, Yes: true, ForceUnmount: true}, deps)
 	if err != nil {
 		return nil, fmt.Errorf("release the cache over %s: %w", b.Origin, err)
 	}
-	return ApplyRelease(ctx, plan, deps)
+	return disk.ApplyRelease(ctx, plan, deps)
 }
 
 // FlushWriteCache writes every dirty block of the dm-writecache at device
@@ -146,9 +150,9 @@ func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps Deps) (*Rel
 // sends new writes around itself to the origin and pauses its write-back
 // while they come (pause_writeback, 3 s by default): a warm-up then warms
 // nothing. cachebench empties it before each working set for that.
-func FlushWriteCache(ctx context.Context, device string, deps Deps) error {
+func FlushWriteCache(ctx context.Context, device string, deps disk.Deps) error {
 	a := newApplier(deps)
-	if err := a.do(ctx, "flush the write cache", []string{"dmsetup", "message", device, "0", "flush"}); err != nil {
+	if err := a.Do(ctx, "flush the write cache", []string{"dmsetup", "message", device, "0", "flush"}); err != nil {
 		return fmt.Errorf("flush the write cache of %s: %w", device, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package disk_test
+package stack_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/hosttest/dryrun"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/internal/golden"
 )
 
@@ -34,32 +36,32 @@ func newStackRig(t *testing.T, disks ...string) *stackRig {
 	h := hosttest.New()
 	h.SetFile("/mnt/.keep", nil)
 	h.SetFile("/etc/mdadm/.keep", nil) // Debian's layout
-	holdToDryRuns(t, h)
+	dryrun.Hold(t, h)
 	for i, name := range disks {
 		h.AddDisk(hosttest.Disk{Name: name, Minor: uint32(16 * (i + 1)), SizeBytes: stackDisk, Model: "FAKE SSD", Serial: fmt.Sprintf("FAKE%04d", i+1)})
 	}
 	return &stackRig{h: h}
 }
 
-func (r *stackRig) planner() disk.Planner {
-	return disk.Planner{Host: r.h, NewUUID: func() string {
+func (r *stackRig) planner() stack.Planner {
+	return stack.Planner{Planner: disk.Planner{Host: r.h, NewUUID: func() string {
 		r.n++
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", r.n)
-	}}
+	}}}
 }
 
 func (r *stackRig) deps() disk.Deps {
-	return disk.Deps{Host: r.h, Refresh: r.h.Facts, Now: func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }}
+	return disk.Deps{Host: r.h, Refresh: r.h.Facts, Now: func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }, Layers: stack.Layers{}}
 }
 
 // stackCase is one whole prepare: the disks' requests and the stacks.
 type stackCase struct {
 	reqs  []disk.Request
-	stack disk.StackRequest
+	stack stack.StackRequest
 }
 
 // plan plans the disks and then the stacks, as prepare does.
-func (r *stackRig) plan(c stackCase) ([]*disk.Plan, *disk.StackPlan, error) {
+func (r *stackRig) plan(c stackCase) ([]*disk.Plan, *stack.StackPlan, error) {
 	pl := r.planner()
 	facts := r.h.FactsNow()
 	var plans []*disk.Plan
@@ -74,16 +76,16 @@ func (r *stackRig) plan(c stackCase) ([]*disk.Plan, *disk.StackPlan, error) {
 	return plans, sp, err
 }
 
-func (r *stackRig) apply(plans []*disk.Plan, sp *disk.StackPlan) (*disk.StackResult, error) {
+func (r *stackRig) apply(plans []*disk.Plan, sp *stack.StackPlan) (*stack.StackResult, error) {
 	for _, p := range plans {
 		if _, err := disk.Apply(context.Background(), p, r.deps()); err != nil {
 			return nil, err
 		}
 	}
-	return disk.ApplyStacks(context.Background(), sp, r.deps())
+	return stack.ApplyStacks(context.Background(), sp, r.deps())
 }
 
-func (r *stackRig) prepare(t *testing.T, c stackCase) *disk.StackResult {
+func (r *stackRig) prepare(t *testing.T, c stackCase) *stack.StackResult {
 	t.Helper()
 	plans, sp, err := r.plan(c)
 	if err != nil {
@@ -103,8 +105,8 @@ func member(dev, use string) disk.Request {
 func raid1Data() stackCase {
 	return stackCase{
 		reqs: []disk.Request{member("/dev/sdb", "raid:data"), member("/dev/sdc", "raid:data")},
-		stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "data", Level: 1,
-			Volume: disk.VolumeSpec{FS: "xfs", Label: "data", Mount: "/mnt/data", Persist: true}}}},
+		stack: stack.StackRequest{Arrays: []stack.ArraySpec{{Name: "data", Level: 1,
+			Volume: stack.VolumeSpec{FS: "xfs", Label: "data", Mount: "/mnt/data", Persist: true}}}},
 	}
 }
 
@@ -114,9 +116,9 @@ func lvmFast() stackCase {
 			{Device: "/dev/sdb", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "swap", Persist: true}, {Use: "lvm:fast"}}},
 			member("/dev/sdc", "lvm:fast"),
 		},
-		stack: disk.StackRequest{Groups: []disk.GroupSpec{{VG: "fast", Volumes: []disk.LVSpec{
-			{Name: "scratch", SizeBytes: 1 << 30, Volume: disk.VolumeSpec{FS: "ext4", Mount: "/mnt/scratch", Persist: true}},
-			{Name: "vm", Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/vm"}},
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "fast", Volumes: []stack.LVSpec{
+			{Name: "scratch", SizeBytes: 1 << 30, Volume: stack.VolumeSpec{FS: "ext4", Mount: "/mnt/scratch", Persist: true}},
+			{Name: "vm", Volume: stack.VolumeSpec{FS: "xfs", Mount: "/mnt/vm"}},
 		}}}},
 	}
 }
@@ -127,7 +129,7 @@ func combined() stackCase {
 	a, b := raid1Data(), lvmFast()
 	return stackCase{reqs: append(a.reqs[:2:2], disk.Request{Device: "/dev/sdd", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "swap", Persist: true}, {Use: "lvm:fast"}}},
 		member("/dev/sde", "lvm:fast")),
-		stack: disk.StackRequest{Arrays: a.stack.Arrays, Groups: b.stack.Groups}}
+		stack: stack.StackRequest{Arrays: a.stack.Arrays, Groups: b.stack.Groups}}
 }
 
 func TestStackRAID1(t *testing.T) {
@@ -219,7 +221,7 @@ func TestStackLVMAndSwap(t *testing.T) {
 func TestStackPlanGolden(t *testing.T) {
 	four := []string{"sdb", "sdc", "sdd", "sde"}
 	shape := func(level int, fs string) stackCase {
-		c := stackCase{stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "fast", Level: level, Volume: disk.VolumeSpec{FS: fs, Mount: "/mnt/fast"}}}}}
+		c := stackCase{stack: stack.StackRequest{Arrays: []stack.ArraySpec{{Name: "fast", Level: level, Volume: stack.VolumeSpec{FS: fs, Mount: "/mnt/fast"}}}}}
 		for _, d := range four {
 			c.reqs = append(c.reqs, member("/dev/"+d, "raid:fast"))
 		}
@@ -283,7 +285,7 @@ func TestStackGeometry(t *testing.T) {
 		for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
 			reqs = append(reqs, member("/dev/"+d, "raid:a"))
 		}
-		st := disk.StackRequest{NoDiscard: c.noDiscard, Arrays: []disk.ArraySpec{{Name: "a", Level: c.level, Volume: disk.VolumeSpec{FS: c.fs}}}}
+		st := stack.StackRequest{NoDiscard: c.noDiscard, Arrays: []stack.ArraySpec{{Name: "a", Level: c.level, Volume: stack.VolumeSpec{FS: c.fs}}}}
 		_, sp, err := r.plan(stackCase{reqs: reqs, stack: st})
 		if err != nil {
 			t.Fatal(err)
@@ -311,7 +313,7 @@ func TestStackGeometry(t *testing.T) {
 			reqs = append(reqs, member("/dev/"+name, "raid:a"))
 		}
 		r := &stackRig{h: small}
-		_, sp, err := r.plan(stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: 10, Volume: disk.VolumeSpec{FS: fs}}}}})
+		_, sp, err := r.plan(stackCase{reqs: reqs, stack: stack.StackRequest{Arrays: []stack.ArraySpec{{Name: "a", Level: 10, Volume: stack.VolumeSpec{FS: fs}}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +333,7 @@ func TestStackGeometry(t *testing.T) {
 	for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
 		reqs = append(reqs, member("/dev/"+d, "raid:a"))
 	}
-	res := r.prepare(t, stackCase{reqs: reqs, stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "a", Level: 0, Volume: disk.VolumeSpec{FS: "ext4"}}}}})
+	res := r.prepare(t, stackCase{reqs: reqs, stack: stack.StackRequest{Arrays: []stack.ArraySpec{{Name: "a", Level: 0, Volume: stack.VolumeSpec{FS: "ext4"}}}}})
 	v := res.Arrays[0].Volume
 	if v.Geometry != "stride=128,stripe_width=512" || !strings.Contains(disk.QuoteArgv(v.MkfsArgv), "-b 4096 -E stride=128,stripe_width=512") {
 		t.Errorf("result: geometry %q, mkfs %q", v.Geometry, disk.QuoteArgv(v.MkfsArgv))
@@ -365,7 +367,7 @@ func TestStackRefusals(t *testing.T) {
 	t.Run("member-in-another-array", func(t *testing.T) {
 		r := newStackRig(t, "sdb", "sdc", "sdd")
 		r.prepare(t, stackCase{reqs: []disk.Request{member("/dev/sdb", "raid:old"), member("/dev/sdc", "raid:old")},
-			stack: disk.StackRequest{Arrays: []disk.ArraySpec{{Name: "old", Level: 1, Volume: disk.VolumeSpec{FS: "xfs"}}}}})
+			stack: stack.StackRequest{Arrays: []stack.ArraySpec{{Name: "old", Level: 1, Volume: stack.VolumeSpec{FS: "xfs"}}}}})
 		r.h.ResetLog()
 		c := raid1Data()
 		c.reqs[1].Device = "/dev/sdd"
@@ -437,7 +439,7 @@ func TestStackBadInput(t *testing.T) {
 			return c
 		}(), "lvm vg fast: the volumes need 8.0 GiB"},
 		"undeclared":    {stackCase{reqs: []disk.Request{member("/dev/sdb", "raid:nope")}}, "says use: raid:nope, but no raid: (name: nope) declares it"},
-		"swap-on-stack": {func() stackCase { c := raid1Data(); c.stack.Arrays[0].Volume = disk.VolumeSpec{FS: "swap"}; return c }(), "swap belongs on a partition"},
+		"swap-on-stack": {func() stackCase { c := raid1Data(); c.stack.Arrays[0].Volume = stack.VolumeSpec{FS: "swap"}; return c }(), "swap belongs on a partition"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := r.plan(c.c)
@@ -456,7 +458,7 @@ func TestStackBadInput(t *testing.T) {
 	// A VG of that name on other disks.
 	r2 := newStackRig(t, "sdb", "sdc", "sdd")
 	r2.prepare(t, stackCase{reqs: []disk.Request{member("/dev/sdd", "lvm:fast")},
-		stack: disk.StackRequest{Groups: []disk.GroupSpec{{VG: "fast", Volumes: []disk.LVSpec{{Name: "x", Volume: disk.VolumeSpec{FS: "xfs"}}}}}}})
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "fast", Volumes: []stack.LVSpec{{Name: "x", Volume: stack.VolumeSpec{FS: "xfs"}}}}}}})
 	c := lvmFast()
 	c.stack.Groups[0].Origin = "plan.yaml:9"
 	if _, _, err := r2.plan(c); !errors.Is(err, disk.ErrUsage) || !strings.Contains(err.Error(), "plan.yaml:9: lvm vg fast already exists on /dev/sdd1") {
@@ -678,7 +680,7 @@ func TestStackRerunKeepsMadeMountPoint(t *testing.T) {
 // A stack run stopped by a failure does not claim a mount it did not make;
 // a finished run (or a rerun that found it mounted) says where it is.
 func TestStackResultTextMounts(t *testing.T) {
-	vol := disk.VolumeResult{Device: "/dev/md/data", FS: "xfs", UUID: "u", MountPoint: "/data"}
+	vol := stack.VolumeResult{Device: "/dev/md/data", FS: "xfs", UUID: "u", MountPoint: "/data"}
 	for _, c := range []struct {
 		name              string
 		incomplete, mount bool
@@ -691,7 +693,7 @@ func TestStackResultTextMounts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			v := vol
 			v.Mounted = c.mount
-			r := &disk.StackResult{Incomplete: c.incomplete, Changed: true, Arrays: []disk.ArrayResult{{Name: "data", Device: "/dev/md/data", Level: 1, Volume: v}}}
+			r := &stack.StackResult{Incomplete: c.incomplete, Changed: true, Arrays: []stack.ArrayResult{{Name: "data", Device: "/dev/md/data", Level: 1, Volume: v}}}
 			var b strings.Builder
 			if err := r.WriteText(&b); err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -98,12 +99,12 @@ type VolumeResult struct {
 // fstab line as for a partition. Every argv was decided by PlanStacks.
 // A step that was done by an earlier, interrupted run is found done: the
 // same plan made again skips it.
-func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResult, err error) {
+func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *StackResult, err error) {
 	if sp == nil || sp.Schema != StackPlanSchema {
 		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
 	}
 	a := newApplier(deps)
-	ended := recordPlan(a.host, sp) // runs last, after the undo of a failure
+	ended := disk.RecordPlan(a.host, sp) // runs last, after the undo of a failure
 	defer func() { ended(err) }()
 	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
 	var undo []func()
@@ -127,7 +128,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		out, err := a.host.Run(ctx, prog, args...)
 		if err != nil {
 			if isNotFound(err) {
-				return fmt.Errorf("%s is not installed: install the %s package: %w", prog, pkg, ErrMissingProgram)
+				return fmt.Errorf("%s is not installed: install the %s package: %w", prog, pkg, disk.ErrMissingProgram)
 			}
 			return fmt.Errorf("%s %s: %w", prog, strings.Join(args, " "), err)
 		}
@@ -137,7 +138,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 	}
 	for _, v := range sp.volumes() {
 		if v.Mkfs != nil {
-			if err := need(v.Mkfs[0], filesystems[v.FS].pkg, "-V"); err != nil {
+			if err := need(v.Mkfs[0], disk.FSPackage(v.FS), "-V"); err != nil {
 				return nil, err
 			}
 		}
@@ -160,8 +161,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 	volume := func(v VolumePlan) (VolumeResult, error) {
 		pp := v.partPlan()
 		pp.Name, pp.Mkfs, pp.MountArgv, pp.FstabLine = filepath.Base(v.Device), v.Mkfs, v.MountArgv, v.FstabLine
-		holder := &Plan{Device: v.Device, Disk: DiskSummary{Name: filepath.Base(v.Device)}}
-		pr, err := a.preparePartition(ctx, holder, pp, versions[firstOr(v.Mkfs)], &undo)
+		holder := &disk.Plan{Device: v.Device, Disk: disk.DiskSummary{Name: filepath.Base(v.Device)}}
+		pr, err := a.PreparePartition(ctx, holder, pp, versions[firstOr(v.Mkfs)], &undo)
 		vr := VolumeResult{Device: v.Device, FS: v.FS, Label: v.Label, UUID: pr.UUID, Formatted: pr.Formatted, MkfsArgv: pr.MkfsArgv,
 			MkfsVersion: pr.MkfsVersion, Geometry: v.Geometry, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Mounted: pr.Mounted,
 			FstabLine: v.FstabLine, FstabAdded: pr.FstabAdded}
@@ -174,10 +175,10 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		ar := ArrayResult{Name: ap.Name, Device: ap.Device, Level: ap.Level, Members: ap.Members, Metadata: ap.Metadata, UUID: ap.UUID,
 			ChunkBytes: ap.ChunkBytes, DataMembers: ap.DataMembers, MdadmVersion: versions["mdadm"], ConfFile: sp.MdadmConf, ConfLine: ap.ConfLine}
 		if ap.Create != nil {
-			if err := a.checkMembersFree(ap.Members, "raid:"+ap.Name); err != nil {
+			if err := a.CheckMembersFree(ap.Members, "raid:"+ap.Name); err != nil {
 				return res, err
 			}
-			if err := a.do(ctx, "create md array", ap.Create); err != nil {
+			if err := a.Do(ctx, "create md array", ap.Create); err != nil {
 				return res, fmt.Errorf("create md array %s: %w", ap.Name, err)
 			}
 			ar.Created, ar.CreateArgv = true, ap.Create
@@ -190,7 +191,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		}
 		ar.Node = node
 		if ap.Wipe != nil {
-			if err := a.do(ctx, "wipe the new array", ap.Wipe); err != nil {
+			if err := a.Do(ctx, "wipe the new array", ap.Wipe); err != nil {
 				res.Arrays = append(res.Arrays, ar)
 				return res, fmt.Errorf("wipe the new md array %s: %w", ap.Name, err)
 			}
@@ -216,17 +217,17 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: versions["lvm"]}
 		for _, argv := range gp.PVCreate {
 			dev := argv[len(argv)-1]
-			if err := a.checkMembersFree([]string{dev}, "lvm:"+gp.VG); err != nil {
+			if err := a.CheckMembersFree([]string{dev}, "lvm:"+gp.VG); err != nil {
 				return res, err
 			}
-			if err := a.do(ctx, "create physical volume", argv); err != nil {
+			if err := a.Do(ctx, "create physical volume", argv); err != nil {
 				return res, fmt.Errorf("pvcreate %s: %w", dev, err)
 			}
 			gr.PVCreateArgv = append(gr.PVCreateArgv, argv)
 			res.Changed = true
 		}
 		if gp.VGCreate != nil {
-			if err := a.do(ctx, "create volume group", gp.VGCreate); err != nil {
+			if err := a.Do(ctx, "create volume group", gp.VGCreate); err != nil {
 				return res, fmt.Errorf("vgcreate %s: %w", gp.VG, err)
 			}
 			gr.Created, gr.CreateArgv = true, gp.VGCreate
@@ -235,7 +236,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 		for _, lp := range gp.Volumes {
 			lr := LVResult{Name: lp.Name, Path: lp.Path, SizeBytes: lp.SizeBytes}
 			if lp.Create != nil {
-				if err := a.do(ctx, "create logical volume", lp.Create); err != nil {
+				if err := a.Do(ctx, "create logical volume", lp.Create); err != nil {
 					gr.Volumes = append(gr.Volumes, lr)
 					res.Groups = append(res.Groups, gr)
 					return res, fmt.Errorf("lvcreate %s/%s: %w", gp.VG, lp.Name, err)
@@ -266,8 +267,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 			return res, err
 		}
 	}
-	if fstabChanged && a.systemdIsInit() {
-		if err := a.do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
+	if fstabChanged && a.SystemdIsInit() {
+		if err := a.Do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
 			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
 		}
 	}
@@ -277,7 +278,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps Deps) (res *StackResul
 // waitStackNode waits for the node of a new array or logical volume (udev
 // makes /dev/md/NAME and /dev/VG/LV) and returns the kernel's name of it.
 func (a *applier) waitStackNode(ctx context.Context, path string) (string, error) {
-	if a.udevRunning() {
+	if a.UdevRunning() {
 		// Cut short by an interruption, it is no news: the last line says so.
 		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
@@ -353,21 +354,23 @@ func (sp *StackPlan) volumes() []VolumePlan {
 }
 
 // Steps lists, in order, what ApplyStacks will do, one line each.
-func (sp *StackPlan) Steps() []string { return steps(sp.Actions()) }
+func (sp *StackPlan) Steps() []string { return disk.Steps(sp.Actions()) }
 
 // Actions lists, in order, what ApplyStacks will do: the steps the dry
 // run prints, each with the effect that carries it out.
-func (sp *StackPlan) Actions() []Action {
-	var s []Action
+func (sp *StackPlan) Actions() []disk.Action {
+	var s []disk.Action
 	vol := func(v VolumePlan) {
-		s = append(s, fileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
+		s = append(s, disk.FileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
 	}
-	run := func(argv []string) Action { return Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv} }
+	run := func(argv []string) disk.Action {
+		return disk.Action{Text: disk.QuoteArgv(argv), Op: disk.OpRun, Argv: argv}
+	}
 	for _, ap := range sp.Arrays {
 		if ap.Create != nil {
 			s = append(s, run(ap.Create))
 		} else {
-			s = append(s, Action{Text: fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", "))})
+			s = append(s, disk.Action{Text: fmt.Sprintf("md array %s exists as asked (%s, raid%d over %s)", ap.Name, ap.Existing, ap.Level, strings.Join(ap.Members, ", "))})
 		}
 		if ap.Wipe != nil {
 			a := run(ap.Wipe)
@@ -375,7 +378,7 @@ func (sp *StackPlan) Actions() []Action {
 			s = append(s, a)
 		}
 		// A new array's UUID is new: its line cannot be there yet.
-		s = append(s, Action{Text: fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine), Op: OpWriteFile, Path: sp.MdadmConf, Maybe: ap.Create == nil})
+		s = append(s, disk.Action{Text: fmt.Sprintf("ensure in %s: %s", sp.MdadmConf, ap.ConfLine), Op: disk.OpWriteFile, Path: sp.MdadmConf, Maybe: ap.Create == nil})
 		vol(ap.Volume)
 	}
 	for _, gp := range sp.Groups {
@@ -394,20 +397,20 @@ func (sp *StackPlan) Actions() []Action {
 	}
 	for _, cp := range sp.Caches {
 		if len(cp.Steps) == 0 {
-			s = append(s, Action{Text: fmt.Sprintf("%s cache %s exists as asked (%s)", cp.Kind, cp.Name, cp.Existing)})
+			s = append(s, disk.Action{Text: fmt.Sprintf("%s cache %s exists as asked (%s)", cp.Kind, cp.Name, cp.Existing)})
 		}
 		for _, st := range cp.Steps {
 			if st.Argv != nil {
 				s = append(s, run(st.Argv))
 			} else {
-				s = append(s, Action{Text: st.String(), Op: OpWriteSys, Path: st.Path, Value: st.Value})
+				s = append(s, disk.Action{Text: st.String(), Op: disk.OpWriteSys, Path: st.Path, Value: st.Value})
 			}
 		}
 		vol(cp.Volume)
 	}
 	for _, v := range sp.volumes() {
 		if v.Persist {
-			s = append(s, daemonReload("only when systemd is PID 1 and fstab changed"))
+			s = append(s, disk.DaemonReload("only when systemd is PID 1 and fstab changed"))
 			break
 		}
 	}
@@ -471,7 +474,7 @@ func (r *StackResult) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 		if v.Formatted {
-			fmt.Fprintf(&b, "    made with: %s (%s)\n", QuoteArgv(v.MkfsArgv), v.MkfsVersion)
+			fmt.Fprintf(&b, "    made with: %s (%s)\n", disk.QuoteArgv(v.MkfsArgv), v.MkfsVersion)
 		}
 		switch {
 		case v.MountPoint == "":
@@ -497,7 +500,7 @@ func (r *StackResult) WriteText(w io.Writer) error {
 	for _, ar := range r.Arrays {
 		how := "exists"
 		if ar.Created {
-			how = "created with " + QuoteArgv(ar.CreateArgv) + " (" + ar.MdadmVersion + ")"
+			how = "created with " + disk.QuoteArgv(ar.CreateArgv) + " (" + ar.MdadmVersion + ")"
 		}
 		fmt.Fprintf(&b, "  md array %s (%s, raid%d over %s): %s\n", ar.Name, ar.Node, ar.Level, strings.Join(ar.Members, ", "), how)
 		state := "already present"
@@ -510,13 +513,13 @@ func (r *StackResult) WriteText(w io.Writer) error {
 	for _, gr := range r.Groups {
 		how := "exists"
 		if gr.Created {
-			how = "created with " + QuoteArgv(gr.CreateArgv) + " (" + gr.LVMVersion + ")"
+			how = "created with " + disk.QuoteArgv(gr.CreateArgv) + " (" + gr.LVMVersion + ")"
 		}
 		fmt.Fprintf(&b, "  lvm vg %s over %s: %s\n", gr.VG, strings.Join(gr.PVs, ", "), how)
 		for _, lr := range gr.Volumes {
 			how := "exists"
 			if lr.Created {
-				how = "created with " + QuoteArgv(lr.CreateArgv)
+				how = "created with " + disk.QuoteArgv(lr.CreateArgv)
 			}
 			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
 			vol(lr.Volume)

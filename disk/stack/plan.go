@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -48,7 +49,7 @@ type StackRequest struct {
 	Arrays []ArraySpec `json:"arrays,omitempty"`
 	Groups []GroupSpec `json:"groups,omitempty"`
 	// Caches are cached volumes over the partitions whose Use is
-	// "origin:"+Name and "cache:"+Name (stack_cache.go).
+	// "origin:"+Name and "cache:"+Name (cache.go).
 	Caches []CacheSpec `json:"caches,omitempty"`
 	// Wipe allows replacing a file system found on a new array or volume
 	// that is not the one asked for.
@@ -186,79 +187,16 @@ type VolumePlan struct {
 
 // partPlan is the volume as PartPlan, for the helpers partitions and
 // volumes share (fstab entry, marker).
-func (v VolumePlan) partPlan() PartPlan {
-	return PartPlan{Path: v.Device, FS: v.FS, FSLabel: v.Label, FSUUID: v.FSUUID, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Persist: v.Persist}
+func (v VolumePlan) partPlan() disk.PartPlan {
+	return disk.PartPlan{Path: v.Device, FS: v.FS, FSLabel: v.Label, FSUUID: v.FSUUID, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Persist: v.Persist}
 }
-
-var stackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
-
-// validateUse checks a partition's Use on its own.
-func validateUse(n int, ps PartSpec) error {
-	kind, name, _ := strings.Cut(ps.Use, ":")
-	switch {
-	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
-		return usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
-	case !stackName.MatchString(name):
-		return usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
-	case ps.FS != "":
-		return usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
-	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
-		return usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
-	}
-	return nil
-}
-
-// memberOf says whether a signature found on a partition is that of the
-// stack use asks for (an earlier run of the same plan): an md member of
-// the array NAME (its name stored as "NAME" or "HOST:NAME") or an LVM
-// physical volume (which group it is in is the stack plan's to check).
-func memberOf(use, fsType, label string) bool {
-	kind, name, _ := strings.Cut(use, ":")
-	switch kind {
-	case "raid":
-		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
-	case "lvm":
-		return fsType == "LVM2_member"
-	case "origin", "cache":
-		// Which of the two the cache kind makes is its plan's to check.
-		return fsType == "LVM2_member" || fsType == "bcache"
-	}
-	return false
-}
-
-// ownStack says whether every holder on a partition is the stack use
-// names: the md array NAME, or logical volumes of VG.
-func ownStack(use string, hs []hwinfo.Holder) bool {
-	kind, name, _ := strings.Cut(use, ":")
-	if len(hs) == 0 {
-		return false
-	}
-	for _, h := range hs {
-		switch {
-		case kind == "raid" && h.Kind == "md" && mdNameIs(h.DMName, name):
-		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-"):
-		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, dmEscape(name)+"-") || h.Kind == "bcache"):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func mdNameIs(got, name string) bool {
-	got = strings.TrimPrefix(got, "/dev/md/")
-	return got == name || strings.HasSuffix(got, ":"+name)
-}
-
-// dmEscape is LVM's device-mapper spelling of a name: "-" doubled.
-func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
 
 // minMembers is the least an md level takes.
 var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
 
 // Validate checks the stack request on its own and against the disk
 // requests that give it members: bad input (ErrUsage) whatever the machine.
-func (r StackRequest) Validate(reqs []Request) error {
+func (r StackRequest) Validate(reqs []disk.Request) error {
 	members := map[string][]string{} // use -> where
 	disks := map[string][]string{}   // use -> the disks
 	for _, q := range reqs {
@@ -271,21 +209,21 @@ func (r StackRequest) Validate(reqs []Request) error {
 	}
 	at := func(origin, format string, args ...any) error {
 		if origin != "" {
-			return usagef("%s: %s", origin, fmt.Sprintf(format, args...))
+			return disk.Usagef("%s: %s", origin, fmt.Sprintf(format, args...))
 		}
-		return usagef(format, args...)
+		return disk.Usagef(format, args...)
 	}
 	known := map[string]bool{}
 	mounts := map[string]string{}
 	checkVolume := func(origin, what string, v VolumeSpec) error {
-		ps := PartSpec{FS: v.FS, Label: v.Label, Mount: v.Mount, MountOpts: v.MountOpts, MkfsOpts: v.MkfsOpts, Persist: v.Persist, MountOver: v.MountOver, SizeBytes: 1}
+		ps := disk.PartSpec{FS: v.FS, Label: v.Label, Mount: v.Mount, MountOpts: v.MountOpts, MkfsOpts: v.MkfsOpts, Persist: v.Persist, MountOver: v.MountOver, SizeBytes: 1}
 		if v.FS == "swap" {
 			return at(origin, "%s: swap belongs on a partition (fs: swap), not on a stack", what)
 		}
-		probe := Request{Device: "x", Partitions: []PartSpec{ps}}
-		if err := validate(&probe); err != nil {
-			if r := Reasons(err); len(r) > 0 {
-				return withOrigin(origin, refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
+		probe := disk.Request{Device: "x", Partitions: []disk.PartSpec{ps}}
+		if err := probe.Validate(); err != nil {
+			if r := disk.Reasons(err); len(r) > 0 {
+				return withOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
 			}
 			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
 		}
@@ -299,7 +237,7 @@ func (r StackRequest) Validate(reqs []Request) error {
 	}
 	for _, a := range r.Arrays {
 		use := "raid:" + a.Name
-		if !stackName.MatchString(a.Name) {
+		if !disk.StackName.MatchString(a.Name) {
 			return at(a.Origin, "raid %q: use letters, digits, '_', '.', '+' or '-'", a.Name)
 		}
 		if known[use] {
@@ -319,7 +257,7 @@ func (r StackRequest) Validate(reqs []Request) error {
 	}
 	for _, g := range r.Groups {
 		use := "lvm:" + g.VG
-		if !stackName.MatchString(g.VG) || g.VG == "." || g.VG == ".." {
+		if !disk.StackName.MatchString(g.VG) || g.VG == "." || g.VG == ".." {
 			return at(g.Origin, "lvm vg %q: use letters, digits, '_', '.', '+' or '-'", g.VG)
 		}
 		if known[use] {
@@ -334,7 +272,7 @@ func (r StackRequest) Validate(reqs []Request) error {
 		}
 		names := map[string]bool{}
 		for i, lv := range g.Volumes {
-			if !stackName.MatchString(lv.Name) || strings.HasPrefix(lv.Name, "snapshot") || strings.HasPrefix(lv.Name, "pvmove") {
+			if !disk.StackName.MatchString(lv.Name) || strings.HasPrefix(lv.Name, "snapshot") || strings.HasPrefix(lv.Name, "pvmove") {
 				return at(lv.Origin, "lvm vg %s: volume name %q: use letters, digits, '_', '.', '+' or '-'", g.VG, lv.Name)
 			}
 			if names[lv.Name] {
@@ -366,7 +304,7 @@ func (r StackRequest) Validate(reqs []Request) error {
 			kind, name, _ := strings.Cut(use, ":")
 			section := map[string]string{"raid": "raid: (name: " + name + ")", "lvm": "lvm: (vg: " + name + ")",
 				"origin": "cache: (name: " + name + ")", "cache": "cache: (name: " + name + ")"}[kind]
-			return usagef("%s says use: %s, but no %s declares it", where[0], use, section)
+			return disk.Usagef("%s says use: %s, but no %s declares it", where[0], use, section)
 		}
 	}
 	return nil
@@ -375,8 +313,8 @@ func (r StackRequest) Validate(reqs []Request) error {
 // member is one stack member partition as planned, with its disk.
 type member struct {
 	path string
-	part PartPlan
-	plan *Plan
+	part disk.PartPlan
+	plan *disk.Plan
 	disk *hwinfo.Disk
 	ex   *hwinfo.Partition // in the facts; nil when the partition is new
 }
@@ -385,7 +323,7 @@ type member struct {
 // first, by PlanAll). It reads, never writes: sysfs and /dev for running
 // arrays, pvs and lvs for LVM, the file systems on existing volumes, the
 // mount table and mdadm.conf.
-func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*Plan, reqs []Request, host *hwinfo.Host) (*StackPlan, error) {
+func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*disk.Plan, reqs []disk.Request, host *hwinfo.Host) (*StackPlan, error) {
 	if err := req.Validate(reqs); err != nil {
 		return nil, err
 	}
@@ -411,8 +349,8 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*Pla
 			byUse[pp.Use] = append(byUse[pp.Use], m)
 		}
 	}
-	h := pl.host()
-	mounts, err := readMounts(h, pl.Roots)
+	h := pl.HostOrLive()
+	mounts, err := disk.ReadMounts(h, pl.Roots)
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
@@ -477,10 +415,10 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*Pla
 // checkVolumePoints refuses, before anything is made, a volume's mount
 // point that another file system holds, or that an fstab line gives to
 // something else: either would only fail after the array or group exists.
-func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
+func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []disk.MountEntry) error {
 	var lines []fstab.Line
 	fstabPath := pl.Roots.HostPath("etc/fstab")
-	if b, err := pl.host().ReadFile(fstabPath); err == nil {
+	if b, err := pl.HostOrLive().ReadFile(fstabPath); err == nil {
 		if lines, err = fstab.Parse(b); err != nil {
 			return fmt.Errorf("%s: %w", fstabPath, err)
 		}
@@ -489,7 +427,7 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
 		if v.MountPoint == "" {
 			continue
 		}
-		note, err := pl.checkMountPoint(v.Device, v.MountPoint, v.MountArgv == nil, v.MountOver, mounts)
+		note, err := pl.CheckMountPoint(v.Device, v.MountPoint, v.MountArgv == nil, v.MountOver, mounts)
 		if err != nil {
 			return err
 		}
@@ -499,7 +437,7 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
 		if !v.Persist {
 			continue
 		}
-		want := fstabEntry(v.partPlan())
+		want := disk.FstabEntry(v.partPlan())
 		for i, l := range lines {
 			if l.Entry == nil {
 				continue
@@ -507,7 +445,7 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []mountEntry) error {
 			samePoint := filepath.Clean(l.Entry.File) == v.MountPoint
 			sameSpec := strings.EqualFold(l.Entry.Spec, want.Spec)
 			if samePoint != sameSpec {
-				return refuse(v.Device, fmt.Sprintf("%s line %d already says %q", fstabPath, i+1, l.Raw))
+				return disk.Refuse(v.Device, fmt.Sprintf("%s line %d already says %q", fstabPath, i+1, l.Raw))
 			}
 		}
 	}
@@ -553,7 +491,7 @@ func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
 	return chunk, data
 }
 
-func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts []mountEntry, conf string) (ArrayPlan, error) {
+func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
 	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
 	var smallest uint64
@@ -575,7 +513,7 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 	}
 
 	// What is running: an array holding the members, or one by this name.
-	h := pl.host()
+	h := pl.HostOrLive()
 	running := ""
 	for _, m := range ms {
 		if m.ex == nil {
@@ -585,11 +523,11 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			if hd.Kind != "md" {
 				continue
 			}
-			if !mdNameIs(hd.DMName, a.Name) {
-				return ap, refuse(m.path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.path, hd.Name, orNone(hd.DMName), a.Name))
+			if !disk.MDNameIs(hd.DMName, a.Name) {
+				return ap, disk.Refuse(m.path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.path, hd.Name, orNone(hd.DMName), a.Name))
 			}
 			if running != "" && running != hd.Name {
-				return ap, refuse(m.path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
+				return ap, disk.Refuse(m.path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
 			}
 			running = hd.Name
 		}
@@ -602,13 +540,13 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			// The node of an array just stopped, which udev has not
 			// removed yet: nothing runs there, mdadm --create takes it.
 		case running == "":
-			return ap, refuse(ap.Device, fmt.Sprintf("md array %s already exists as %s over %s, not the partitions planned", a.Name, name, strings.Join(slaves, ", ")))
+			return ap, disk.Refuse(ap.Device, fmt.Sprintf("md array %s already exists as %s over %s, not the partitions planned", a.Name, name, strings.Join(slaves, ", ")))
 		case name != running:
-			return ap, refuse(ap.Device, fmt.Sprintf("%s is %s, but the members are in %s", ap.Device, name, running))
+			return ap, disk.Refuse(ap.Device, fmt.Sprintf("%s is %s, but the members are in %s", ap.Device, name, running))
 		}
 	}
 	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
-		MountPoint: pl.resolveMountPoint(a.Volume.Mount), MountOpts: a.Volume.MountOpts, MountOver: a.Volume.MountOver, Persist: a.Volume.Persist}
+		MountPoint: pl.ResolveMountPoint(a.Volume.Mount), MountOpts: a.Volume.MountOpts, MountOver: a.Volume.MountOver, Persist: a.Volume.Persist}
 	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
 	if vol.FS == "xfs" && ap.SizeBytes < minStripedXFSBytes {
 		geometry = ""
@@ -630,16 +568,16 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			// line, which comes before mkfs: whatever the new array
 			// shows is what its members held before, not ours.
 			ap.Wipe = []string{"wipefs", "--all", ap.Device}
-			vol.FSUUID = pl.newUUID()
-			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
+			vol.FSUUID = pl.MakeUUID()
+			vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
 			if vol.MountPoint != "" {
-				vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+				vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 			}
 		} else if err := pl.planVolume(&vol, pl.Roots.DevPath(running), req, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
-		ap.UUID = mdUUIDForm(pl.newUUID())
+		ap.UUID = mdUUIDForm(pl.MakeUUID())
 		ap.Create = []string{"mdadm", "--create", ap.Device, "--run", "--metadata=" + mdMetadata, "--name=" + a.Name,
 			"--level=" + fmt.Sprint(a.Level), fmt.Sprintf("--raid-devices=%d", n), "--uuid=" + ap.UUID}
 		if ap.ChunkBytes > 0 {
@@ -650,15 +588,15 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 		// before (an earlier array of the same layout, its file system):
 		// it is wiped before anything else, and mkfs may overwrite.
 		ap.Wipe = []string{"wipefs", "--all", ap.Device}
-		vol.FSUUID = pl.newUUID()
-		vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
+		vol.FSUUID = pl.MakeUUID()
+		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
 		if vol.MountPoint != "" {
-			vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 		}
 	}
 	ap.ConfLine = fmt.Sprintf("ARRAY %s metadata=%s UUID=%s", ap.Device, mdMetadata, ap.UUID)
 	if vol.Persist {
-		vol.FstabLine = fstabLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
 	}
 	ap.Volume = vol
 	return ap, nil
@@ -667,13 +605,13 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 // checkArray refuses a running array that is not the one asked for: other
 // level or other members.
 func (pl Planner) checkArray(ap ArrayPlan, name string) error {
-	h := pl.host()
+	h := pl.HostOrLive()
 	b, err := h.ReadFile(pl.Roots.SysPath("block", name, "md", "level"))
 	if err != nil {
 		return fmt.Errorf("level of %s: %w", name, err)
 	}
 	if lvl := strings.TrimSpace(string(b)); lvl != fmt.Sprintf("raid%d", ap.Level) {
-		return refuse(ap.Device, fmt.Sprintf("md array %s (%s) is %s, not raid%d asked (release it with --wipe first)", ap.Name, name, lvl, ap.Level))
+		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is %s, not raid%d asked (release it with --wipe first)", ap.Name, name, lvl, ap.Level))
 	}
 	have := pl.mdSlaves(name)
 	var want []string
@@ -682,14 +620,14 @@ func (pl Planner) checkArray(ap ArrayPlan, name string) error {
 	}
 	sort.Strings(want)
 	if strings.Join(have, ",") != strings.Join(want, ",") {
-		return refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, orNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
+		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, orNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
 	}
 	return nil
 }
 
 // confHas says whether mdadm.conf holds line.
 func (pl Planner) confHas(conf, line string) bool {
-	b, err := pl.host().ReadFile(conf)
+	b, err := pl.HostOrLive().ReadFile(conf)
 	if err != nil {
 		return false
 	}
@@ -703,7 +641,7 @@ func (pl Planner) confHas(conf, line string) bool {
 
 // mdSlaves lists the member devices of a running md array, sorted.
 func (pl Planner) mdSlaves(name string) []string {
-	des, _ := pl.host().ReadDir(pl.Roots.SysPath("block", name, "slaves"))
+	des, _ := pl.HostOrLive().ReadDir(pl.Roots.SysPath("block", name, "slaves"))
 	var out []string
 	for _, de := range des {
 		out = append(out, de.Name())
@@ -714,7 +652,7 @@ func (pl Planner) mdSlaves(name string) []string {
 
 // mdUUID is a running array's UUID in mdadm's form, from sysfs.
 func (pl Planner) mdUUID(name string) (string, error) {
-	b, err := pl.host().ReadFile(pl.Roots.SysPath("block", name, "md", "uuid"))
+	b, err := pl.HostOrLive().ReadFile(pl.Roots.SysPath("block", name, "md", "uuid"))
 	if err != nil {
 		return "", fmt.Errorf("uuid of %s: %w", name, err)
 	}
@@ -752,20 +690,20 @@ func stripeGeometry(fs string, chunk uint64, data int) string {
 // the one asked for (type and label) means keeping it; another is refused
 // for subject unless wipe, the refusal naming the volume as what.
 func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackRequest, geometry, subject, what string) error {
-	f, err := pl.host().OpenDevice(dev, false)
+	f, err := pl.HostOrLive().OpenDevice(dev, false)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", dev, err)
 	}
 	size, err := f.Size()
-	var sigs []signature
+	var sigs []probe.Signature
 	if err == nil && size > uint64(offset) {
-		sigs, err = probeSignatures(io.NewSectionReader(f, offset, int64(size)-offset), int64(size)-offset)
+		sigs, err = disk.ProbeSignatures(io.NewSectionReader(f, offset, int64(size)-offset), int64(size)-offset)
 	}
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", dev, err)
 	}
-	var found *signature
+	var found *probe.Signature
 	for i := range sigs {
 		if sigs[i].Usage == "filesystem" || sigs[i].Type == "swap" || sigs[i].Usage == "raid" || sigs[i].Usage == "crypto" {
 			found = &sigs[i]
@@ -774,15 +712,15 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackR
 	}
 	switch {
 	case found == nil:
-		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
+		v.FSUUID = pl.MakeUUID()
+		v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
 	case found.Type == v.FS && found.Label == v.Label:
 		v.FSUUID = found.UUID
 	case !req.Wipe:
-		return refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, labelSuffix(found.Label), v.FS))
+		return disk.Refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, disk.LabelSuffix(found.Label), v.FS))
 	default:
-		v.FSUUID = pl.newUUID()
-		v.Mkfs = mkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, geometry)
+		v.FSUUID = pl.MakeUUID()
+		v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, true, req.NoDiscard, geometry)
 	}
 	return nil
 }
@@ -790,8 +728,8 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackR
 // planVolume fills what the file system on an existing array or logical
 // volume (node dev) still needs: none yet means mkfs; the one asked for
 // means only mounting what is not mounted; another is refused unless wipe.
-func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []mountEntry, geometry string) error {
-	h := pl.host()
+func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts []disk.MountEntry, geometry string) error {
+	h := pl.HostOrLive()
 	if err := pl.planFormat(v, dev, 0, req, geometry, v.Device, v.Device); err != nil {
 		return err
 	}
@@ -802,19 +740,19 @@ func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts
 	devnum := fmt.Sprintf("%d:%d", major, minor)
 	mountedThere := false
 	for _, m := range mounts {
-		if m.devnum != devnum {
+		if m.Devnum != devnum {
 			continue
 		}
-		if v.MountPoint == "" || filepath.Clean(m.point) != v.MountPoint {
-			return refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.point))
+		if v.MountPoint == "" || filepath.Clean(m.Point) != v.MountPoint {
+			return disk.Refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.Point))
 		}
 		if v.Mkfs != nil {
-			return refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.point))
+			return disk.Refuse(v.Device, fmt.Sprintf("%s is mounted at %s", v.Device, m.Point))
 		}
 		mountedThere = true
 	}
 	if v.MountPoint != "" && !mountedThere {
-		v.MountArgv = mountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
+		v.MountArgv = disk.MountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
 	}
 	return nil
 }
@@ -831,7 +769,7 @@ type lvmState struct {
 // readLVM runs pvs and lvs (read-only) under ctx.
 func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}}
-	h := pl.host()
+	h := pl.HostOrLive()
 	out, err := h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "-o", "pv_name,vg_name")
 	if err != nil {
 		return nil, lvmError("pvs", err)
@@ -864,12 +802,12 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 
 func lvmError(prog string, err error) error {
 	if isNotFound(err) {
-		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, ErrMissingProgram)
+		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, disk.ErrMissingProgram)
 	}
 	return fmt.Errorf("%s: %w", prog, err)
 }
 
-func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvmState, mounts []mountEntry) (GroupPlan, error) {
+func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
 	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
 	var extents uint64
@@ -889,7 +827,7 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 	}
 	sort.Strings(others)
 	if len(others) > 0 {
-		return gp, usagef("lvm vg %s already exists on %s, not on the partitions planned", g.VG, strings.Join(others, ", "))
+		return gp, disk.Usagef("lvm vg %s already exists on %s, not on the partitions planned", g.VG, strings.Join(others, ", "))
 	}
 	vgExists := false
 	for _, m := range ms {
@@ -901,13 +839,13 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		case vg == g.VG:
 			vgExists = true
 		case vg != "":
-			return gp, refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, vg))
+			return gp, disk.Refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, vg))
 		}
 	}
 	if vgExists {
 		for _, m := range ms {
 			if vg := lvm.pvVG[m.path]; vg != g.VG {
-				return gp, refuse(m.path, fmt.Sprintf("vg %s exists without %s (extend it by hand, or release it with --wipe first)", g.VG, m.path))
+				return gp, disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (extend it by hand, or release it with --wipe first)", g.VG, m.path))
 			}
 		}
 	} else {
@@ -923,7 +861,7 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		need += lvmExtentBytes
 	}
 	if need > gp.SizeBytes {
-		return gp, usagef("lvm vg %s: the volumes need %s, the group has %s", g.VG, units.FormatSize(need), units.FormatSize(gp.SizeBytes))
+		return gp, disk.Usagef("lvm vg %s: the volumes need %s, the group has %s", g.VG, units.FormatSize(need), units.FormatSize(gp.SizeBytes))
 	}
 	have := lvm.lvs[g.VG]
 	for name := range have {
@@ -932,17 +870,17 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 			found = found || lv.Name == name
 		}
 		if !found {
-			return gp, refuse(g.VG, fmt.Sprintf("vg %s has volume %s, which the plan does not declare (release it with --wipe first)", g.VG, name))
+			return gp, disk.Refuse(g.VG, fmt.Sprintf("vg %s has volume %s, which the plan does not declare (release it with --wipe first)", g.VG, name))
 		}
 	}
-	h := pl.host()
+	h := pl.HostOrLive()
 	for _, lv := range g.Volumes {
 		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: roundUp(lv.SizeBytes, lvmExtentBytes)}
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
-			MountPoint: pl.resolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
+			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
 			if lv.SizeBytes != 0 && size != lp.SizeBytes {
-				return gp, withOrigin(lv.Origin, refuse(lp.Path, fmt.Sprintf("%s has %s, not the %s asked (diskprep does not resize)", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))))
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s has %s, not the %s asked (diskprep does not resize)", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))))
 			}
 			lp.SizeBytes = size
 			node := lp.Path
@@ -960,14 +898,14 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			vol.FSUUID = pl.newUUID()
-			vol.Mkfs = mkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
+			vol.FSUUID = pl.MakeUUID()
+			vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
 			if vol.MountPoint != "" {
-				vol.MountArgv = mountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+				vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
 			}
 		}
 		if vol.Persist {
-			vol.FstabLine = fstabLine(vol.partPlan())
+			vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
 		}
 		lp.Volume = vol
 		gp.Volumes = append(gp.Volumes, lp)
@@ -981,7 +919,7 @@ func pvAlignment(m member) uint64 {
 	if m.disk == nil {
 		return mib
 	}
-	a, _ := Alignment(m.disk.LogicalSectorBytes, m.disk.PhysicalSectorBytes, m.disk.OptimalIOBytes)
+	a, _ := disk.Alignment(m.disk.LogicalSectorBytes, m.disk.PhysicalSectorBytes, m.disk.OptimalIOBytes)
 	return a
 }
 
@@ -992,7 +930,7 @@ func (pl Planner) checkMdadmConf(sp *StackPlan) error {
 	if len(sp.Arrays) == 0 {
 		return nil
 	}
-	b, err := pl.host().ReadFile(sp.MdadmConf)
+	b, err := pl.HostOrLive().ReadFile(sp.MdadmConf)
 	if err != nil {
 		return nil
 	}
@@ -1006,7 +944,7 @@ func (pl Planner) checkMdadmConf(sp *StackPlan) error {
 				continue
 			}
 			if f[1] == ap.Device || strings.Contains(strings.ToLower(line), "uuid="+ap.UUID) {
-				return refuse(ap.Device, fmt.Sprintf("%s line %d already says %q", sp.MdadmConf, i+1, strings.TrimSpace(line)))
+				return disk.Refuse(ap.Device, fmt.Sprintf("%s line %d already says %q", sp.MdadmConf, i+1, strings.TrimSpace(line)))
 			}
 		}
 	}

@@ -1,10 +1,12 @@
-package disk
+package stack
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/diskprep/diskprep/disk"
 )
 
 // kernelFeature is one thing of the running kernel a stack needs: there
@@ -87,7 +89,7 @@ func (sp *StackPlan) needs() []need {
 // /lib/modules), or whose bcache tools are missing. Without modprobe it
 // cannot tell, and lets the tools say.
 func (pl Planner) checkKernel(ctx context.Context, sp *StackPlan) error {
-	h := pl.host()
+	h := pl.HostOrLive()
 	seen := map[string]bool{}
 	var lacks, whos []string
 	for _, f := range sp.needs() {
@@ -123,19 +125,19 @@ func (pl Planner) checkKernel(ctx context.Context, sp *StackPlan) error {
 			continue
 		}
 		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && isNotFound(err) {
-			return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", ErrMissingProgram)
+			return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 		}
 		break
 	}
 	if len(lacks) == 0 {
 		return nil
 	}
-	return refuse(strings.Join(whos, ", "), fmt.Sprintf("this kernel lacks %s: it cannot be built on this machine", strings.Join(lacks, " and ")))
+	return disk.Refuse(strings.Join(whos, ", "), fmt.Sprintf("this kernel lacks %s: it cannot be built on this machine", strings.Join(lacks, " and ")))
 }
 
 // kernelHas says whether the feature is loaded or built in.
 func (pl Planner) kernelHas(f kernelFeature) bool {
-	h := pl.host()
+	h := pl.HostOrLive()
 	for _, p := range f.sys {
 		if _, err := h.Stat(pl.Roots.SysPath(p)); err == nil {
 			return true

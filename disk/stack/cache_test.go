@@ -1,4 +1,4 @@
-package disk_test
+package stack_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/internal/golden"
 )
 
@@ -23,8 +24,8 @@ import (
 func cacheCase(kind, mode string) stackCase {
 	return stackCase{
 		reqs: []disk.Request{member("/dev/sdb", "origin:srv"), member("/dev/sdc", "cache:srv")},
-		stack: disk.StackRequest{Caches: []disk.CacheSpec{{Name: "srv", Kind: kind, Mode: mode,
-			Volume: disk.VolumeSpec{FS: "xfs", Label: "srv", Mount: "/mnt/srv", Persist: true}}}},
+		stack: stack.StackRequest{Caches: []stack.CacheSpec{{Name: "srv", Kind: kind, Mode: mode,
+			Volume: stack.VolumeSpec{FS: "xfs", Label: "srv", Mount: "/mnt/srv", Persist: true}}}},
 	}
 }
 
@@ -56,7 +57,7 @@ func TestCacheKinds(t *testing.T) {
 			if w := r.h.Writes(); len(w) > 0 {
 				t.Errorf("planning wrote: %v", w)
 			}
-			if wb := strings.Contains(dry.String(), disk.WritebackRisk); wb != (c.mode == "writeback") {
+			if wb := strings.Contains(dry.String(), stack.WritebackRisk); wb != (c.mode == "writeback") {
 				t.Errorf("the dry run of a %q cache says the writeback risk: %v", c.mode, wb)
 			}
 			res, err := r.apply(plans, sp)
@@ -88,7 +89,7 @@ func TestCacheKinds(t *testing.T) {
 			}
 			var out bytes.Buffer
 			res.WriteText(&out)
-			if !strings.Contains(out.String(), "srv (") || (c.mode == "writeback") != strings.Contains(out.String(), disk.WritebackRisk) {
+			if !strings.Contains(out.String(), "srv (") || (c.mode == "writeback") != strings.Contains(out.String(), stack.WritebackRisk) {
 				t.Errorf("result text:\n%s", out.String())
 			}
 			golden.Check(t, filepath.Join("testdata", "effects", c.golden+".log"), []byte(r.h.Transcript()))
@@ -224,7 +225,7 @@ func TestCacheBadInput(t *testing.T) {
 		"same-disk":            {stackCase{reqs: []disk.Request{{Device: "/dev/sdb", Partitions: []disk.PartSpec{{SizeBytes: 1 << 30, Use: "cache:srv"}, {Use: "origin:srv"}}}}, stack: cacheCase("", "").stack}, "both on /dev/sdb"},
 		"no-cache":             {stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:srv")}, stack: cacheCase("", "").stack}, "no partition says use: cache:srv"},
 		"no-origin":            {stackCase{reqs: []disk.Request{member("/dev/sdc", "cache:srv")}, stack: cacheCase("", "").stack}, "no partition says use: origin:srv"},
-		"undeclared":           {stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:x")}, stack: disk.StackRequest{Arrays: []disk.ArraySpec{}}}, "no cache: (name: x) declares it"},
+		"undeclared":           {stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:x")}, stack: stack.StackRequest{Arrays: []stack.ArraySpec{}}}, "no cache: (name: x) declares it"},
 		"cache-device-on-disk": {stackCase{reqs: []disk.Request{member("/dev/sdb", "origin:srv")}, stack: withCacheDevice(cacheCase("", "").stack, "/dev/sdb2")}, "is on /dev/sdb, the origin's disk"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -240,7 +241,7 @@ func TestCacheBadInput(t *testing.T) {
 	}
 }
 
-func withCacheDevice(s disk.StackRequest, dev string) disk.StackRequest {
+func withCacheDevice(s stack.StackRequest, dev string) stack.StackRequest {
 	s.Caches[0].CacheDevice = dev
 	return s
 }
@@ -366,7 +367,7 @@ func TestCacheCrashAtEveryStep(t *testing.T) {
 	}
 }
 
-func stepsOf(sp *disk.StackPlan) string {
+func stepsOf(sp *stack.StackPlan) string {
 	if sp == nil {
 		return ""
 	}
@@ -445,13 +446,13 @@ func TestReleaseCacheKeepsAGivenPartition(t *testing.T) {
 			if given == "/dev/sdc1" {
 				r.prepare(t, stackCase{reqs: []disk.Request{{Device: "/dev/sdc", Partitions: []disk.PartSpec{{FS: "xfs"}}}}})
 			}
-			b := disk.CacheBuild{Origin: "/dev/sdb", CacheDevice: given, Kind: "bcache", Mode: "writeback", Wipe: true,
-				Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/srv"}}
+			b := stack.CacheBuild{Origin: "/dev/sdb", CacheDevice: given, Kind: "bcache", Mode: "writeback", Wipe: true,
+				Volume: stack.VolumeSpec{FS: "xfs", Mount: "/mnt/srv"}}
 			deps := r.deps()
-			if _, err := disk.BuildCache(context.Background(), b, r.h.FactsNow(), deps); err != nil {
+			if _, err := stack.BuildCache(context.Background(), b, r.h.FactsNow(), deps); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := disk.ReleaseCache(context.Background(), b, true, deps); err != nil {
+			if _, err := stack.ReleaseCache(context.Background(), b, true, deps); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.h.Bcache(); len(got) != 0 {

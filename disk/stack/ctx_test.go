@@ -1,4 +1,4 @@
-package disk_test
+package stack_test
 
 import (
 	"context"

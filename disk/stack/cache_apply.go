@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/diskprep/diskprep/disk"
 )
 
 // CacheResult is one cached volume after ApplyStacks.
@@ -50,7 +52,7 @@ func (a *applier) needCachePrograms(ctx context.Context, sp *StackPlan, need fun
 			// make-bcache has no version flag and exits 1 on -h: only
 			// a program that cannot be run is missing.
 			if _, err := a.host.Run(ctx, "make-bcache", "-h"); err != nil && isNotFound(err) {
-				return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", ErrMissingProgram)
+				return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 			}
 			break
 		}
@@ -95,7 +97,7 @@ func (a *applier) applyCache(ctx context.Context, cp CachePlan, versions map[str
 			if st.Member == cp.CacheDevice {
 				use = "cache:" + cp.Name
 			}
-			if err := a.checkMembersFree([]string{st.Member}, use); err != nil {
+			if err := a.CheckMembersFree([]string{st.Member}, use); err != nil {
 				return cr, err
 			}
 		}
@@ -109,10 +111,10 @@ func (a *applier) applyCache(ctx context.Context, cp CachePlan, versions map[str
 			if err != nil {
 				return cr, err
 			}
-			if err := a.do(ctx, st.What, argv); err != nil {
+			if err := a.Do(ctx, st.What, argv); err != nil {
 				return cr, fmt.Errorf("%s %s: %w", st.What, cp.Name, err)
 			}
-			cr.Steps = append(cr.Steps, QuoteArgv(argv))
+			cr.Steps = append(cr.Steps, disk.QuoteArgv(argv))
 			continue
 		}
 		if err := a.waitPath(ctx, st.Path); err != nil {
@@ -142,10 +144,10 @@ func (a *applier) applyCache(ctx context.Context, cp CachePlan, versions map[str
 		if v.Mkfs != nil && !mkfsForced(v.Mkfs) {
 			// Planned over a backing device not registered yet: what
 			// shows on the new device now is checked before mkfs.
-			if sigs, err := a.probeDevice(dev); err != nil {
+			if sigs, err := a.ProbeDevice(dev); err != nil {
 				return cr, err
 			} else if len(sigs) > 0 {
-				return cr, refuse(dev, fmt.Sprintf("%s holds a %s signature since planning", dev, sigs[0].Type))
+				return cr, disk.Refuse(dev, fmt.Sprintf("%s holds a %s signature since planning", dev, sigs[0].Type))
 			}
 		}
 	} else {
@@ -181,7 +183,7 @@ func (a *applier) waitPath(ctx context.Context, path string) error {
 	if _, err := a.host.Stat(path); err == nil {
 		return nil
 	}
-	if a.udevRunning() {
+	if a.UdevRunning() {
 		// Cut short by an interruption, it is no news: the last line says so.
 		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
 			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))

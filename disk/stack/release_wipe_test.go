@@ -1,4 +1,4 @@
-package disk_test
+package stack_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/internal/golden"
 )
 
@@ -85,9 +86,9 @@ func (r *stackRig) refusedWipe(t *testing.T, target string, want ...string) {
 }
 
 func lvmOn(vg string, reqs ...disk.Request) stackCase {
-	return stackCase{reqs: reqs, stack: disk.StackRequest{Groups: []disk.GroupSpec{{VG: vg, Volumes: []disk.LVSpec{
-		{Name: "scratch", SizeBytes: 512 << 20, Volume: disk.VolumeSpec{FS: "ext4", Mount: "/mnt/scratch", Persist: true}},
-		{Name: "vm", Volume: disk.VolumeSpec{FS: "xfs", Mount: "/mnt/vm"}},
+	return stackCase{reqs: reqs, stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: vg, Volumes: []stack.LVSpec{
+		{Name: "scratch", SizeBytes: 512 << 20, Volume: stack.VolumeSpec{FS: "ext4", Mount: "/mnt/scratch", Persist: true}},
+		{Name: "vm", Volume: stack.VolumeSpec{FS: "xfs", Mount: "/mnt/vm"}},
 	}}}}}
 }
 

@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -9,51 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo/probe"
 )
-
-// StackRelease is the part of a ReleasePlan that undoes storage stacks, in
-// the order ApplyRelease carries it out after the unmounts and the fstab
-// lines: swap off first (before the unmounts), then logical volumes,
-// volume groups, physical volumes, md arrays, their mdadm.conf lines, and
-// with Wipe the members' superblocks and the disks' signatures.
-type StackRelease struct {
-	// Swapoff are active swap areas on the devices released.
-	Swapoff []string `json:"swapoff,omitempty"`
-	// Bcache are the bcache devices stopped, first of all, each flushed
-	// and detached from its cache set before; BcacheSets the cache sets
-	// unregistered after (stack_cache_release.go).
-	Bcache     []BcacheRelease `json:"bcache,omitempty"`
-	BcacheSets []string        `json:"bcache_sets,omitempty"`
-	// SplitCache are cached logical volumes ("VG/LV") whose cache is
-	// flushed and split off (lvconvert --splitcache) without Wipe;
-	// Uncache those whose cache is flushed and removed (lvconvert
-	// --uncache) with it. Both before the volumes go.
-	SplitCache []string `json:"split_cache,omitempty"`
-	Uncache    []string `json:"uncache,omitempty"`
-	// Deactivate are volume groups made inactive (vgchange -an), without
-	// Wipe: their data stays, vgchange -ay brings them back.
-	Deactivate []string `json:"deactivate,omitempty"`
-	// LVRemove ("VG/LV"), VGRemove and PVRemove are removed (Wipe only).
-	LVRemove []string `json:"lvremove,omitempty"`
-	VGRemove []string `json:"vgremove,omitempty"`
-	PVRemove []string `json:"pvremove,omitempty"`
-	// MDStop are md arrays stopped; MDZero the members whose superblock is
-	// zeroed (Wipe only).
-	MDStop []string `json:"md_stop,omitempty"`
-	MDZero []string `json:"md_zero,omitempty"`
-	// MdadmConf is the file whose diskprep ARRAY lines MdadmConfRemove go.
-	MdadmConf       string   `json:"mdadm_conf,omitempty"`
-	MdadmConfRemove []string `json:"mdadm_conf_remove,omitempty"`
-	// WipeSignatures are the devices wipefs -a clears, partitions before
-	// their disks (Wipe only): what is left is signature-free.
-	WipeSignatures []string `json:"wipe_signatures,omitempty"`
-}
-
-func (s StackRelease) empty() bool {
-	return len(s.Swapoff)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
-		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
-}
 
 // addStacks finds the stacks concerned by a release of the devices in devs
 // ("major:minor" -> kernel name: a disk and its partitions, or an array
@@ -61,7 +19,7 @@ func (s StackRelease) empty() bool {
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -96,29 +54,21 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 	members := map[string]bool{}
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
-	// Swap areas among the devices given.
-	if b, err := a.host.ReadFile(a.roots.ProcPath("swaps")); err == nil {
-		for _, sw := range hwinfo.ParseSwaps(string(b)) {
-			if names[filepath.Base(sw.Path)] {
-				plan.Stacks.Swapoff = append(plan.Stacks.Swapoff, sw.Path)
-			}
-		}
-	}
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
-			plan.Stacks.WipeSignatures = a.wipeOrder(lower)
+			plan.Stacks.WipeSignatures = a.WipeOrder(lower)
 			return a.addDormant(ctx, plan)
 		}
 		return nil
 	}
 	addDev := func(name string) {
-		if n, err := a.readDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
+		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
 			devs[n] = name
 		}
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx)
+		lvm, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx)
 		if err != nil {
 			return err
 		}
@@ -131,7 +81,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			dmName := strings.TrimSpace(string(b))
 			for vg, lvs := range lvm.lvs {
 				for lv := range lvs {
-					if dmEscape(vg)+"-"+dmEscape(lv) == dmName {
+					if disk.DMEscape(vg)+"-"+disk.DMEscape(lv) == dmName {
 						vgs[vg] = true
 					}
 				}
@@ -158,7 +108,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			for _, lv := range lvNames {
 				if real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv)); err == nil {
 					addDev(filepath.Base(real))
-					plan.groups[filepath.Base(real)] = "vg " + vg
+					plan.SetGroup(filepath.Base(real), "vg "+vg)
 				}
 				if opt.Wipe {
 					plan.Stacks.LVRemove = append(plan.Stacks.LVRemove, vg+"/"+lv)
@@ -174,7 +124,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 				if g == vg {
 					pvs = append(pvs, pv)
 					members[filepath.Base(pv)] = true
-					plan.groups[filepath.Base(pv)] = "vg " + vg
+					plan.SetGroup(filepath.Base(pv), "vg "+vg)
 				}
 			}
 			sort.Strings(pvs)
@@ -186,12 +136,12 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
 	for _, md := range sortedKeys(mds) {
 		addDev(md)
-		plan.groups[md] = "md " + md
+		plan.SetGroup(md, "md "+md)
 		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.roots.DevPath(md))
 		des, _ := a.host.ReadDir(a.roots.SysPath("block", md, "slaves"))
 		for _, de := range des {
 			members[de.Name()] = true
-			plan.groups[de.Name()] = "md " + md
+			plan.SetGroup(de.Name(), "md "+md)
 			if opt.Wipe {
 				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.roots.DevPath(de.Name()))
 			}
@@ -219,8 +169,8 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			if real, err := a.host.EvalSymlinks(k); err == nil {
 				k = real
 			}
-			if n := filepath.Base(k); a.wholeDisk(n) != n {
-				keep[a.wholeDisk(n)] = true
+			if n := filepath.Base(k); a.WholeDisk(n) != n {
+				keep[a.WholeDisk(n)] = true
 			}
 		}
 		var wipe []string
@@ -228,20 +178,19 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 			wipe = append(wipe, m)
 			// The disk of a member partition, when every partition it has
 			// is released too and none is kept.
-			d := a.wholeDisk(m)
+			d := a.WholeDisk(m)
 			if d == m || keep[d] {
 				continue
 			}
 			all := true
-			parts, _ := kernelPartitions(a.host, a.roots, d)
-			for _, kp := range parts {
-				all = all && (members[kp.name] || names[kp.name])
+			for _, kp := range disk.KernelPartitionNames(a.host, a.roots, d) {
+				all = all && (members[kp] || names[kp])
 			}
 			if all {
 				wipe = append(wipe, d)
 			}
 		}
-		plan.Stacks.WipeSignatures = a.wipeOrder(wipe)
+		plan.Stacks.WipeSignatures = a.WipeOrder(wipe)
 		return a.addDormant(ctx, plan)
 	}
 	return nil
@@ -259,7 +208,7 @@ func (a *applier) addStacks(ctx context.Context, plan *ReleasePlan, devs map[str
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
+func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -279,7 +228,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 		if done[name] {
 			continue
 		}
-		sigs, err := a.probeDevice(dev)
+		sigs, err := a.ProbeDevice(dev)
 		if err != nil {
 			continue // wipefs reports what cannot be read
 		}
@@ -287,7 +236,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 			switch sig.Type {
 			case "LVM2_member":
 				if lvm == nil {
-					if lvm, err = (Planner{Host: a.host, Roots: a.roots}).readLVM(ctx); err != nil {
+					if lvm, err = (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx); err != nil {
 						return err
 					}
 					for _, row := range lvm.pvList {
@@ -319,7 +268,7 @@ func (a *applier) addDormant(ctx context.Context, plan *ReleasePlan) error {
 // addDormantVG plans the removal of the physical volume pv and, when it
 // is in a group, of the whole group, or refuses when the group has a
 // physical volume that is not wiped.
-func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
 	s := plan.Stacks
 	vg := lvm.pvVG[pv]
 	if vg == "" {
@@ -349,7 +298,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 		}
 	}
 	if missing {
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
 	}
 	if len(others) > 0 {
 		sort.Strings(others)
@@ -357,7 +306,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 		if lvs := sortedKeys(boolSet(lvm.lvs[vg])); len(lvs) > 0 {
 			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
 		}
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
 			pv, vg, strings.Join(others, ", "), how))
 	}
 	for _, lv := range sortedKeys(boolSet(lvm.lvs[vg])) {
@@ -377,7 +326,7 @@ func (a *applier) addDormantVG(plan *ReleasePlan, lvm *lvmState, pv string, pvNo
 // addDormantMD plans zeroing the superblock of dev, a member of a stopped
 // md array, or refuses when another device that is not wiped is a member
 // of the same array.
-func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wiped map[string]bool) error {
+func (a *applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
 	var others []string
 	des, _ := a.host.ReadDir(a.roots.SysPath("class/block"))
 	for _, de := range des {
@@ -385,7 +334,7 @@ func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wip
 		if wiped[n] || strings.HasPrefix(n, "fd") || strings.HasPrefix(n, "sr") {
 			continue // a floppy or optical drive holds no array, and opening one can hang
 		}
-		sigs, err := a.probeDevice(a.roots.DevPath(n))
+		sigs, err := a.ProbeDevice(a.roots.DevPath(n))
 		if err != nil {
 			continue
 		}
@@ -405,7 +354,7 @@ func (a *applier) addDormantMD(plan *ReleasePlan, dev string, sig signature, wip
 		if name != "" {
 			how += " (diskprep release /dev/md/" + name + " --wipe)"
 		}
-		return refuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
+		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
 			dev, strings.TrimSpace(name+" (uuid "+sig.UUID+")"), strings.Join(others, ", "), how))
 	}
 	plan.Stacks.MDZero = append(plan.Stacks.MDZero, dev)
@@ -418,26 +367,6 @@ func boolSet[V any](m map[string]V) map[string]bool {
 		out[k] = true
 	}
 	return out
-}
-
-// wipeOrder is partitions first, then disks, each once, in name order.
-func (a *applier) wipeOrder(names []string) []string {
-	seen := map[string]bool{}
-	var parts, disks []string
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if a.wholeDisk(n) != n {
-			parts = append(parts, "/dev/"+n)
-		} else {
-			disks = append(disks, "/dev/"+n)
-		}
-	}
-	sort.Strings(parts)
-	sort.Strings(disks)
-	return append(parts, disks...)
 }
 
 // managedConfLines are diskprep's ARRAY lines (under its marker) for the
@@ -453,17 +382,17 @@ func managedConfLines(data, uuid string) []string {
 	return out
 }
 
-// applyStackRelease carries out the stack teardown after the unmounts and
-// fstab lines.
-func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+// applyLayersRelease carries out the stack teardown after the unmounts
+// and fstab lines; disk wipes the signatures after it.
+func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	step := func(what string, argv ...string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := a.do(ctx, what, argv); err != nil {
+		if err := a.Do(ctx, what, argv); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+		res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		return nil
 	}
 	if err := a.releaseBcache(ctx, s, res); err != nil {
@@ -532,62 +461,16 @@ func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *Re
 			}
 		}
 	}
-	for _, d := range s.WipeSignatures {
-		if err := step("wipe signatures of "+d, "wipefs", "--all", d); err != nil {
-			return err
-		}
-	}
-	if len(s.WipeSignatures) > 0 && a.udevRunning() {
-		// udev answers each wipe by probing the disk again; the next
-		// command reads its facts from udev's database, which must
-		// show the disks blank by then.
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
-			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
-		}
-	}
 	return nil
 }
 
-// actions are the teardown's steps, in the order applyStackRelease
-// carries them out.
-func (s StackRelease) actions() []Action {
-	out := s.bcacheActions()
-	run := func(text string, argv ...string) {
-		out = append(out, Action{Text: text, Op: OpRun, Argv: argv})
-	}
-	for _, lv := range s.SplitCache {
-		run("lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--splitcache", lv)
-	}
-	for _, lv := range s.Uncache {
-		run("lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--uncache", lv)
-	}
-	for _, vg := range s.Deactivate {
-		run("vgchange --activate n "+vg, "vgchange", "--activate", "n", vg)
-	}
-	for _, lv := range s.LVRemove {
-		run("lvremove --yes "+lv, "lvremove", "--yes", lv)
-	}
-	for _, vg := range s.VGRemove {
-		run("vgremove "+vg, "vgremove", vg)
-	}
-	for _, pv := range s.PVRemove {
-		run("pvremove "+pv, "pvremove", pv)
-	}
-	for _, md := range s.MDStop {
-		run("mdadm --stop "+md, "mdadm", "--stop", md)
-	}
-	for _, m := range s.MDZero {
-		run("mdadm --zero-superblock "+m, "mdadm", "--zero-superblock", m)
-	}
-	for i, l := range s.MdadmConfRemove {
-		a := Action{Text: "remove from " + s.MdadmConf + ": " + l}
-		if i == 0 {
-			a.Op, a.Path = OpWriteFile, s.MdadmConf // one write takes every line out
-		}
-		out = append(out, a)
-	}
-	for _, d := range s.WipeSignatures {
-		run("wipefs --all "+d, "wipefs", "--all", d)
-	}
-	return out
+// PlanRelease plans the teardown of the stacks and caches on devs
+// (disk.Layers).
+func (Layers) PlanRelease(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
+	return fromDisk(x).addStacks(ctx, plan, devs, opt)
+}
+
+// ApplyRelease carries out the teardown s (disk.Layers).
+func (Layers) ApplyRelease(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
+	return fromDisk(x).applyLayersRelease(ctx, s, res)
 }

@@ -1,4 +1,4 @@
-package disk
+package stack
 
 import (
 	"context"
@@ -10,40 +10,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// BcacheRelease is one bcache device released: flushed (its cache mode
-// set to writethrough and its dirty data waited out), detached from its
-// cache set, stopped.
-type BcacheRelease struct {
-	Device  string `json:"device"`  // bcache0
-	Backing string `json:"backing"` // sdb1
-	// SetUUID is the cache set it is attached to; "" when none.
-	SetUUID string `json:"set_uuid,omitempty"`
-	// Mode is its cache mode now; writeback is set to writethrough first.
-	Mode string `json:"mode,omitempty"`
-	// Wipe: wipefs --all on the bcache device (its file system) before it
-	// goes, so that a bcache made again over the same partition shows
-	// nothing of it.
-	Wipe bool `json:"wipe,omitempty"`
-}
-
 // dir is the backing device's bcache directory, where its attributes are.
-func (a *applier) bcacheAttr(b BcacheRelease, attr string) string {
+func (a *applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
 	return a.roots.SysPath("class/block", b.Backing, "bcache", attr)
 }
 
 // addBcache plans the release of the bcache devices among or on the
 // devices released, and of the cache sets they use or those devices are.
-func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt ReleaseOptions) {
+func (a *applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt disk.ReleaseOptions) {
 	sets := map[string]bool{}
 	for _, n := range lower {
 		// A cache device registered in a set, attached or not.
 		if link, err := a.host.Readlink(a.roots.SysPath("class/block", n, "bcache", "set")); err == nil {
 			sets[filepath.Base(link)] = true
 			members[n] = true
-			plan.groups[n] = "bcache set " + filepath.Base(link)
+			plan.SetGroup(n, "bcache set "+filepath.Base(link))
 		}
 	}
 	for _, bc := range sortedKeys(bcache) {
@@ -51,18 +36,18 @@ func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache ma
 		if err != nil {
 			continue
 		}
-		br := BcacheRelease{Device: bc, Backing: filepath.Base(filepath.Dir(link)), Wipe: opt.Wipe}
-		if n, err := a.readDevnum(a.roots.SysPath("class/block", bc, "dev")); err == nil {
+		br := disk.BcacheRelease{Device: bc, Backing: filepath.Base(filepath.Dir(link)), Wipe: opt.Wipe}
+		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", bc, "dev")); err == nil {
 			devs[n] = bc
 		}
 		members[br.Backing] = true
-		plan.groups[br.Backing] = "bcache " + bc
+		plan.SetGroup(br.Backing, "bcache "+bc)
 		if link, err := a.host.Readlink(a.bcacheAttr(br, "cache")); err == nil {
 			br.SetUUID = filepath.Base(link)
 			sets[br.SetUUID] = true
-			plan.groups[br.Backing] = "bcache set " + br.SetUUID
+			plan.SetGroup(br.Backing, "bcache set "+br.SetUUID)
 		}
-		plan.groups[bc] = plan.groups[br.Backing]
+		plan.SetGroup(bc, plan.Group(br.Backing))
 		if b, err := a.host.ReadFile(a.bcacheAttr(br, "cache_mode")); err == nil {
 			br.Mode = selectedMode(string(b))
 		}
@@ -81,7 +66,7 @@ func (a *applier) addBcache(plan *ReleasePlan, devs map[string]string, bcache ma
 			switch {
 			case strings.HasPrefix(name, "cache") && strings.Trim(strings.TrimPrefix(name, "cache"), "0123456789") == "":
 				members[owner] = true
-				plan.groups[owner] = "bcache set " + set
+				plan.SetGroup(owner, "bcache set "+set)
 			case strings.HasPrefix(name, "bdev"):
 				// A backing device of the set that is not released keeps
 				// it; the set stays registered, with a note.
@@ -120,7 +105,7 @@ func vgOfDMName(dm string) string {
 
 // addLVMCaches plans, for the cached logical volumes of the groups
 // released, the flush and split (or removal, with Wipe) of their cache.
-func (a *applier) addLVMCaches(ctx context.Context, plan *ReleasePlan, lvm *lvmState, vgs map[string]bool, opt ReleaseOptions) error {
+func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
 	stacked := false
 	for vg := range vgs {
 		for lv := range lvm.lvs[vg] {
@@ -139,7 +124,7 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *ReleasePlan, lvm *lvmS
 	if !stacked {
 		return nil
 	}
-	segs, err := (Planner{Host: a.host, Roots: a.roots}).readLVSegs(ctx)
+	segs, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVSegs(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,39 +145,9 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *ReleasePlan, lvm *lvmS
 	return nil
 }
 
-// bcacheActions are the bcache teardown's steps, in the order
-// releaseBcache carries them out.
-func (s StackRelease) bcacheActions() []Action {
-	var out []Action
-	write := func(path, value, why string) {
-		out = append(out, Action{Text: "echo " + value + " > " + path + why, Op: OpWriteSys, Path: path, Value: value})
-	}
-	for _, b := range s.Bcache {
-		dir := "/sys/class/block/" + b.Backing + "/bcache/"
-		if b.Wipe {
-			argv := []string{"wipefs", "--all", "/dev/" + b.Device}
-			out = append(out, Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv})
-		}
-		if b.SetUUID != "" {
-			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
-				write(dir+"cache_mode", CacheModeWritethrough, "")
-			}
-			write(dir+"writeback_percent", "0", "")
-			write(dir+"writeback_delay", "0", "")
-			write(dir+"detach", "1", " (bcache writes the dirty blocks back to "+b.Backing+" first)")
-			out = append(out, Action{Text: "wait for " + dir + "dirty_data to reach 0 and the cache to be detached"})
-		}
-		write(dir+"stop", "1", "")
-	}
-	for _, set := range s.BcacheSets {
-		write("/sys/fs/bcache/"+set+"/unregister", "1", "")
-	}
-	return out
-}
-
 // releaseBcache flushes, detaches and stops the bcache devices, then
 // unregisters their cache sets, each step waited for.
-func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *ReleaseResult) error {
+func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	write := func(what, path, value string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -206,10 +161,10 @@ func (a *applier) releaseBcache(ctx context.Context, s StackRelease, res *Releas
 	for _, b := range s.Bcache {
 		if b.Wipe {
 			argv := []string{"wipefs", "--all", a.roots.DevPath(b.Device)}
-			if err := a.do(ctx, "wipe the bcache device", argv); err != nil {
+			if err := a.Do(ctx, "wipe the bcache device", argv); err != nil {
 				return fmt.Errorf("wipe %s: %w", b.Device, err)
 			}
-			res.StackSteps = append(res.StackSteps, QuoteArgv(argv))
+			res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		}
 		if b.SetUUID != "" {
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
@@ -286,7 +241,7 @@ const bcacheFlushPatience = 2 * time.Minute
 
 // waitClean waits for a bcache device's dirty data to be written back,
 // reporting the amount left as it shrinks.
-func (a *applier) waitClean(ctx context.Context, b BcacheRelease) error {
+func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease) error {
 	path := a.bcacheAttr(b, "dirty_data")
 	last, lastChange := uint64(0), time.Now()
 	first := true

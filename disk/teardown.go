@@ -1,0 +1,134 @@
+package disk
+
+// StackRelease is the part of a ReleasePlan that undoes storage stacks, in
+// the order ApplyRelease carries it out after the unmounts and the fstab
+// lines: swap off first (before the unmounts), then logical volumes,
+// volume groups, physical volumes, md arrays, their mdadm.conf lines, and
+// with Wipe the members' superblocks and the disks' signatures.
+type StackRelease struct {
+	// Swapoff are active swap areas on the devices released.
+	Swapoff []string `json:"swapoff,omitempty"`
+	// Bcache are the bcache devices stopped, first of all, each flushed
+	// and detached from its cache set before; BcacheSets the cache sets
+	// unregistered after (disk/stack).
+	Bcache     []BcacheRelease `json:"bcache,omitempty"`
+	BcacheSets []string        `json:"bcache_sets,omitempty"`
+	// SplitCache are cached logical volumes ("VG/LV") whose cache is
+	// flushed and split off (lvconvert --splitcache) without Wipe;
+	// Uncache those whose cache is flushed and removed (lvconvert
+	// --uncache) with it. Both before the volumes go.
+	SplitCache []string `json:"split_cache,omitempty"`
+	Uncache    []string `json:"uncache,omitempty"`
+	// Deactivate are volume groups made inactive (vgchange -an), without
+	// Wipe: their data stays, vgchange -ay brings them back.
+	Deactivate []string `json:"deactivate,omitempty"`
+	// LVRemove ("VG/LV"), VGRemove and PVRemove are removed (Wipe only).
+	LVRemove []string `json:"lvremove,omitempty"`
+	VGRemove []string `json:"vgremove,omitempty"`
+	PVRemove []string `json:"pvremove,omitempty"`
+	// MDStop are md arrays stopped; MDZero the members whose superblock is
+	// zeroed (Wipe only).
+	MDStop []string `json:"md_stop,omitempty"`
+	MDZero []string `json:"md_zero,omitempty"`
+	// MdadmConf is the file whose diskprep ARRAY lines MdadmConfRemove go.
+	MdadmConf       string   `json:"mdadm_conf,omitempty"`
+	MdadmConfRemove []string `json:"mdadm_conf_remove,omitempty"`
+	// WipeSignatures are the devices wipefs -a clears, partitions before
+	// their disks (Wipe only): what is left is signature-free.
+	WipeSignatures []string `json:"wipe_signatures,omitempty"`
+}
+
+func (s StackRelease) empty() bool {
+	return len(s.Swapoff)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
+		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
+}
+
+// actions are the teardown's steps, in the order the layers
+// (Layers.ApplyRelease) and then applyStackRelease carry them out.
+func (s StackRelease) actions() []Action {
+	out := s.bcacheActions()
+	run := func(text string, argv ...string) {
+		out = append(out, Action{Text: text, Op: OpRun, Argv: argv})
+	}
+	for _, lv := range s.SplitCache {
+		run("lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--splitcache", lv)
+	}
+	for _, lv := range s.Uncache {
+		run("lvconvert --yes --uncache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--uncache", lv)
+	}
+	for _, vg := range s.Deactivate {
+		run("vgchange --activate n "+vg, "vgchange", "--activate", "n", vg)
+	}
+	for _, lv := range s.LVRemove {
+		run("lvremove --yes "+lv, "lvremove", "--yes", lv)
+	}
+	for _, vg := range s.VGRemove {
+		run("vgremove "+vg, "vgremove", vg)
+	}
+	for _, pv := range s.PVRemove {
+		run("pvremove "+pv, "pvremove", pv)
+	}
+	for _, md := range s.MDStop {
+		run("mdadm --stop "+md, "mdadm", "--stop", md)
+	}
+	for _, m := range s.MDZero {
+		run("mdadm --zero-superblock "+m, "mdadm", "--zero-superblock", m)
+	}
+	for i, l := range s.MdadmConfRemove {
+		a := Action{Text: "remove from " + s.MdadmConf + ": " + l}
+		if i == 0 {
+			a.Op, a.Path = OpWriteFile, s.MdadmConf // one write takes every line out
+		}
+		out = append(out, a)
+	}
+	for _, d := range s.WipeSignatures {
+		run("wipefs --all "+d, "wipefs", "--all", d)
+	}
+	return out
+}
+
+// BcacheRelease is one bcache device released: flushed (its cache mode
+// set to writethrough and its dirty data waited out), detached from its
+// cache set, stopped.
+type BcacheRelease struct {
+	Device  string `json:"device"`  // bcache0
+	Backing string `json:"backing"` // sdb1
+	// SetUUID is the cache set it is attached to; "" when none.
+	SetUUID string `json:"set_uuid,omitempty"`
+	// Mode is its cache mode now; writeback is set to writethrough first.
+	Mode string `json:"mode,omitempty"`
+	// Wipe: wipefs --all on the bcache device (its file system) before it
+	// goes, so that a bcache made again over the same partition shows
+	// nothing of it.
+	Wipe bool `json:"wipe,omitempty"`
+}
+
+// bcacheActions are the bcache teardown's steps, in the order the
+// layers carry them out.
+func (s StackRelease) bcacheActions() []Action {
+	var out []Action
+	write := func(path, value, why string) {
+		out = append(out, Action{Text: "echo " + value + " > " + path + why, Op: OpWriteSys, Path: path, Value: value})
+	}
+	for _, b := range s.Bcache {
+		dir := "/sys/class/block/" + b.Backing + "/bcache/"
+		if b.Wipe {
+			argv := []string{"wipefs", "--all", "/dev/" + b.Device}
+			out = append(out, Action{Text: QuoteArgv(argv), Op: OpRun, Argv: argv})
+		}
+		if b.SetUUID != "" {
+			if b.Mode != "writethrough" && b.Mode != "none" {
+				write(dir+"cache_mode", "writethrough", "")
+			}
+			write(dir+"writeback_percent", "0", "")
+			write(dir+"writeback_delay", "0", "")
+			write(dir+"detach", "1", " (bcache writes the dirty blocks back to "+b.Backing+" first)")
+			out = append(out, Action{Text: "wait for " + dir + "dirty_data to reach 0 and the cache to be detached"})
+		}
+		write(dir+"stop", "1", "")
+	}
+	for _, set := range s.BcacheSets {
+		write("/sys/fs/bcache/"+set+"/unregister", "1", "")
+	}
+	return out
+}
