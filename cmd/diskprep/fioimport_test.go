@@ -70,8 +70,10 @@ func TestImportTwiceOneRecord(t *testing.T) {
 		}
 	}
 	code, out, _ := runDiskprep(t, "", "results", "list", "-o", "json", "--results", dir)
-	var listed []json.RawMessage
-	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 2 {
-		t.Errorf("store after two imports of two files: exit %d, %d records (%v)\n%s", code, len(listed), err, out)
+	var list struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Results) != 2 {
+		t.Errorf("store after two imports of two files: exit %d, %d records (%v)\n%s", code, len(list.Results), err, out)
 	}
 }
