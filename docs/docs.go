@@ -6,7 +6,10 @@ package docs
 
 import "embed"
 
-// Pages are the *.md files of this directory.
+// Pages are the pages that are man pages too (cmd/diskprep's manDocs):
+// only those, so that the release binary carries no page about the test
+// builds (testing.md names the crash-test hooks, which scripts/test.sh
+// checks the release binary never contains).
 //
-//go:embed *.md
+//go:embed cli.md inventory.md prepare.md bench.md results.md compare.md cachebench.md
 var Pages embed.FS
