@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/diskprep/diskprep/docs"
@@ -98,12 +99,8 @@ func commandMan(app *cli.App, cmd *cli.Command) (string, error) {
 	if strings.HasPrefix(text, "# ") {
 		_, text, _ = strings.Cut(text, "\n")
 	}
-	// A link to another page reads as its man page.
-	for c, f := range manDocs {
-		if f != file {
-			text = strings.ReplaceAll(text, "("+f+")", " (see diskprep-"+c+"(8))")
-		}
-	}
+	text = manLinks(app.Commands, file).Replace(text)
+	text = docLink.ReplaceAllString(text, "]("+docsURL+"$1)")
 	sub := &cli.App{
 		Name:        app.Name + "-" + cmd.Name,
 		Usage:       cmd.Usage,
@@ -120,6 +117,27 @@ func commandMan(app *cli.App, cmd *cli.Command) (string, error) {
 	}
 	return page, nil
 }
+
+// docsURL is where the pages of docs/ are read online.
+const docsURL = "https://github.com/diskprep/diskprep/blob/main/docs/"
+
+// manLinks rewrites the links of page (a file of docs/) to the other
+// commands' pages: each reads as that man page, named after the first
+// command in cmds that the page serves (prepare.md is also release's).
+func manLinks(cmds []*cli.Command, page string) *strings.Replacer {
+	var pairs []string
+	seen := map[string]bool{page: true}
+	for _, c := range cmds {
+		if f, ok := manDocs[c.Name]; ok && !seen[f] {
+			seen[f] = true
+			pairs = append(pairs, "("+f+")", " (see diskprep-"+c.Name+"(8))")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// docLink is a markdown link to a page of docs/, with its anchor if any.
+var docLink = regexp.MustCompile(`\]\(([a-z0-9-]+\.md(?:#[^)\s]*)?)\)`)
 
 // writeManDir writes every page into dir, each atomically.
 func writeManDir(dir string, app *cli.App) error {

@@ -137,3 +137,18 @@ func TestManUnknownCommandHints(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// A page that serves two commands (prepare.md: prepare and release) is
+// always linked as the first of them, and a page of docs/ that is no man
+// page as its address: the same man page on every build.
+func TestManLinksAreStable(t *testing.T) {
+	text := "[a](prepare.md), [b](compare.md), [c](bench.md), [d](plans.md#selectors) and [e](statistics.md)"
+	want := "[a] (see diskprep-prepare(8)), [b] (see diskprep-compare(8)), [c](" + docsURL + "bench.md), " +
+		"[d](" + docsURL + "plans.md#selectors) and [e](" + docsURL + "statistics.md)"
+	for i := 0; i < 20; i++ {
+		got := docLink.ReplaceAllString(manLinks(commands(), "bench.md").Replace(text), "]("+docsURL+"$1)")
+		if got != want {
+			t.Fatalf("links rewritten as\n%s\nwant\n%s", got, want)
+		}
+	}
+}
