@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
@@ -185,13 +186,13 @@ func extract(data []byte) (*document, []string, error) {
 	return nil, nil, fmt.Errorf("%v: %w", lastErr, ErrNotFio)
 }
 
-var reFioErr = regexp.MustCompile(`(?m)^fio: pid=\d+, err=(\d+)/[^\n]*`)
+var reFioErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^fio: pid=\d+, err=(\d+)/[^\n]*`) })
 
 // parse finds fio's output in data, in whichever form fio wrote it.
 func parse(data []byte) (*document, []string, error) {
 	// A job that failed before it ran leaves no result, only fio's line
 	// "fio: pid=0, err=1/file:filesetup.c:150, func=unlink, error=...".
-	if m := reFioErr.FindSubmatch(data); m != nil && string(m[1]) != "0" {
+	if m := reFioErr().FindSubmatch(data); m != nil && string(m[1]) != "0" {
 		return nil, nil, badOutputf("a fio job failed: %s; nothing imported", oneLine(string(m[0])))
 	}
 	trimmed := bytes.TrimSpace(data)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // fio's terse output (--minimal, --output-format=terse) is one line per
@@ -32,12 +33,12 @@ const (
 	tersePercents = 20
 )
 
-var reTerse = regexp.MustCompile(`^(\d+);(fio-[^;]*|[^;]*);`)
+var reTerse = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+);(fio-[^;]*|[^;]*);`) })
 
 // looksTerse reports whether data has a terse line.
 func looksTerse(data []byte) bool {
 	for _, line := range splitLines(data) {
-		if reTerse.MatchString(line) && strings.Count(line, ";") > 20 {
+		if reTerse().MatchString(line) && strings.Count(line, ";") > 20 {
 			return true
 		}
 	}
@@ -68,7 +69,7 @@ func parseTerse(data []byte) (*document, []string, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if !reTerse.MatchString(line) {
+		if !reTerse().MatchString(line) {
 			skipped++
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,30 +32,37 @@ import (
 // fio 2.x's KB, MB and GB are 1024-based (its kb_base=1024 default); fio
 // 3.x says KiB/MiB for those and kB/MB for powers of 1000. Times carry
 // fio's num2str suffixes (max=1973.2K is 1973200).
-var (
-	reOptionHeader = regexp.MustCompile(`^(\S.*?): \(g=(\d+)\): (rw=.*)$`)
-	reJobHeader    = regexp.MustCompile(`^(\S.*?): \(groupid=(\d+), jobs=(\d+)\): err=\s*(-?\d+)(.*)$`)
-	reVersion      = regexp.MustCompile(`^fio-(\d+)\.\S*$`)
-	reDir3         = regexp.MustCompile(`^\s+(read|write|trim|mixed)\s*: IOPS=([\d.]+[kKMGT]?), BW=([\d.]+)([kKMGTP]i?B|B)/s \([\d.]+[kKMGTP]?i?B/s\)\(([\d.]+)([kKMGTP]i?B|B)/(\d+)msec\)`)
-	reDir2         = regexp.MustCompile(`^\s+(read|write|trim|mixed)\s*: io=([\d.]+)([kKMGTP]i?B|B), bw=([\d.]+)([kKMGTP]i?B|B)/s, iops=\s*([\d.]+[kKMGT]?)\s*, runt=\s*(\d+)msec`)
-	reLatStat      = regexp.MustCompile(`^\s+(slat|clat|lat)\s+\((nsec|usec|msec|sec)\)\s*:\s*min=\s*([\d.]+[kKMG]?)\s*,\s*max=\s*([\d.]+[kKMG]?)\s*,\s*avg=\s*([\d.]+[kKMG]?)`)
-	rePctHeader    = regexp.MustCompile(`^\s+(clat|lat) percentiles \((nsec|usec|msec|sec)\):`)
-	rePct          = regexp.MustCompile(`([\d.]+)th=\[\s*([\d.]+[kKMG]?)\]`)
-	reCPU          = regexp.MustCompile(`^\s+cpu\s+: usr=([\d.]+)%, sys=([\d.]+)%`)
-	reIssued3      = regexp.MustCompile(`^\s+issued rwts?: total=(\d+),(\d+)`)
-	reIssued2      = regexp.MustCompile(`^\s+issued\s*: total=r=(\d+)/w=(\d+)`)
-	reBS3          = regexp.MustCompile(`bs=\(R\) ([\d.]+[kKMGT]?i?B?)-`)
-	reBS2          = regexp.MustCompile(`bs=([\d.]+[kKMGT]?i?B?)-`)
-	reIOEngine     = regexp.MustCompile(`ioengine=([^,\s]+)`)
-	reIODepth      = regexp.MustCompile(`iodepth=(\d+)`)
-	reRW           = regexp.MustCompile(`rw=(\w+)`)
-)
+//
+// textRE are the patterns of fio's normal output, compiled on first use:
+// every diskprep command would otherwise pay for them at start.
+var textRE = sync.OnceValue(func() *textPatterns {
+	return &textPatterns{
+		reOptionHeader: regexp.MustCompile(`^(\S.*?): \(g=(\d+)\): (rw=.*)$`),
+		reJobHeader:    regexp.MustCompile(`^(\S.*?): \(groupid=(\d+), jobs=(\d+)\): err=\s*(-?\d+)(.*)$`),
+		reVersion:      regexp.MustCompile(`^fio-(\d+)\.\S*$`),
+		reDir3:         regexp.MustCompile(`^\s+(read|write|trim|mixed)\s*: IOPS=([\d.]+[kKMGT]?), BW=([\d.]+)([kKMGTP]i?B|B)/s \([\d.]+[kKMGTP]?i?B/s\)\(([\d.]+)([kKMGTP]i?B|B)/(\d+)msec\)`),
+		reDir2:         regexp.MustCompile(`^\s+(read|write|trim|mixed)\s*: io=([\d.]+)([kKMGTP]i?B|B), bw=([\d.]+)([kKMGTP]i?B|B)/s, iops=\s*([\d.]+[kKMGT]?)\s*, runt=\s*(\d+)msec`),
+		reLatStat:      regexp.MustCompile(`^\s+(slat|clat|lat)\s+\((nsec|usec|msec|sec)\)\s*:\s*min=\s*([\d.]+[kKMG]?)\s*,\s*max=\s*([\d.]+[kKMG]?)\s*,\s*avg=\s*([\d.]+[kKMG]?)`),
+		rePctHeader:    regexp.MustCompile(`^\s+(clat|lat) percentiles \((nsec|usec|msec|sec)\):`),
+		rePct:          regexp.MustCompile(`([\d.]+)th=\[\s*([\d.]+[kKMG]?)\]`),
+		reCPU:          regexp.MustCompile(`^\s+cpu\s+: usr=([\d.]+)%, sys=([\d.]+)%`),
+		reIssued3:      regexp.MustCompile(`^\s+issued rwts?: total=(\d+),(\d+)`),
+		reIssued2:      regexp.MustCompile(`^\s+issued\s*: total=r=(\d+)/w=(\d+)`),
+		reBS3:          regexp.MustCompile(`bs=\(R\) ([\d.]+[kKMGT]?i?B?)-`),
+		reBS2:          regexp.MustCompile(`bs=([\d.]+[kKMGT]?i?B?)-`),
+		reIOEngine:     regexp.MustCompile(`ioengine=([^,\s]+)`),
+		reIODepth:      regexp.MustCompile(`iodepth=(\d+)`),
+		reRW:           regexp.MustCompile(`rw=(\w+)`),
+	}
+})
+
+type textPatterns struct{ reOptionHeader, reJobHeader, reVersion, reDir3, reDir2, reLatStat, rePctHeader, rePct, reCPU, reIssued3, reIssued2, reBS3, reBS2, reIOEngine, reIODepth, reRW *regexp.Regexp }
 
 // looksNormal reports whether data holds fio's normal output: a job's
 // result header "name: (groupid=N, jobs=N): err=".
 func looksNormal(data []byte) bool {
 	for _, line := range splitLines(data) {
-		if reJobHeader.MatchString(line) {
+		if textRE().reJobHeader.MatchString(line) {
 			return true
 		}
 	}
@@ -88,16 +96,16 @@ func parseNormal(data []byte) (*document, []string, error) {
 	lastHeader, lastStatus := -1, -1
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
-		if m := reVersion.FindStringSubmatch(strings.TrimSpace(line)); m != nil && doc.Version == "" {
+		if m := textRE().reVersion.FindStringSubmatch(strings.TrimSpace(line)); m != nil && doc.Version == "" {
 			doc.Version = strings.TrimSpace(line)
 			major, _ = strconv.Atoi(m[1])
 			continue
 		}
-		if m := reOptionHeader.FindStringSubmatch(line); m != nil {
+		if m := textRE().reOptionHeader.FindStringSubmatch(line); m != nil {
 			headers[m[1]+"/"+m[2]] = headerOptions(m[3])
 			continue
 		}
-		if m := reJobHeader.FindStringSubmatch(line); m != nil {
+		if m := textRE().reJobHeader.FindStringSubmatch(line); m != nil {
 			blocks++
 			lastHeader = i
 			gid, _ := strconv.Atoi(m[2])
@@ -132,7 +140,7 @@ func parseNormal(data []byte) (*document, []string, error) {
 		if cur == nil {
 			continue
 		}
-		if m := reDir3.FindStringSubmatch(line); m != nil {
+		if m := textRE().reDir3.FindStringSubmatch(line); m != nil {
 			d, err := dir3(m)
 			if err != nil {
 				return nil, nil, badOutputf("job %s: %s: %v", oneLine(cur.Name), strings.TrimSpace(line), err)
@@ -140,7 +148,7 @@ func parseNormal(data []byte) (*document, []string, error) {
 			curDir = setDir(cur, m[1], d)
 			continue
 		}
-		if m := reDir2.FindStringSubmatch(line); m != nil {
+		if m := textRE().reDir2.FindStringSubmatch(line); m != nil {
 			d, err := dir2(m)
 			if err != nil {
 				return nil, nil, badOutputf("job %s: %s: %v", oneLine(cur.Name), strings.TrimSpace(line), err)
@@ -151,7 +159,7 @@ func parseNormal(data []byte) (*document, []string, error) {
 			}
 			continue
 		}
-		if m := reLatStat.FindStringSubmatch(line); m != nil && curDir != nil {
+		if m := textRE().reLatStat.FindStringSubmatch(line); m != nil && curDir != nil {
 			scale := timeScale(m[2])
 			l := &lat{Min: suffixed(m[3]) * scale, Max: suffixed(m[4]) * scale, Mean: suffixed(m[5]) * scale}
 			switch m[1] {
@@ -170,12 +178,12 @@ func parseNormal(data []byte) (*document, []string, error) {
 			}
 			continue
 		}
-		if m := rePctHeader.FindStringSubmatch(line); m != nil && curDir != nil {
+		if m := textRE().rePctHeader.FindStringSubmatch(line); m != nil && curDir != nil {
 			scale := timeScale(m[2])
 			pct := map[string]float64{}
 			for i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") {
 				i++
-				for _, pm := range rePct.FindAllStringSubmatch(lines[i], -1) {
+				for _, pm := range textRE().rePct.FindAllStringSubmatch(lines[i], -1) {
 					pct[pm[1]] = suffixed(pm[2]) * scale
 				}
 			}
@@ -189,14 +197,14 @@ func parseNormal(data []byte) (*document, []string, error) {
 			(*target).Percentile = pct
 			continue
 		}
-		if m := reCPU.FindStringSubmatch(line); m != nil {
+		if m := textRE().reCPU.FindStringSubmatch(line); m != nil {
 			cur.UsrCPU, _ = strconv.ParseFloat(m[1], 64)
 			cur.SysCPU, _ = strconv.ParseFloat(m[2], 64)
 			continue
 		}
-		m := reIssued3.FindStringSubmatch(line)
+		m := textRE().reIssued3.FindStringSubmatch(line)
 		if m == nil {
-			m = reIssued2.FindStringSubmatch(line)
+			m = textRE().reIssued2.FindStringSubmatch(line)
 		}
 		if m != nil {
 			for k, d := range []*direction{cur.Read, cur.Write} {
@@ -238,18 +246,18 @@ func versionOr(v, def string) string {
 // "32M-32M/32M-32M"), ioengine and iodepth.
 func headerOptions(s string) map[string]any {
 	opts := map[string]any{}
-	if m := reRW.FindStringSubmatch(s); m != nil {
+	if m := textRE().reRW.FindStringSubmatch(s); m != nil {
 		opts["rw"] = m[1]
 	}
-	if m := reBS3.FindStringSubmatch(s); m != nil {
+	if m := textRE().reBS3.FindStringSubmatch(s); m != nil {
 		opts["bs"] = m[1]
-	} else if m := reBS2.FindStringSubmatch(s); m != nil {
+	} else if m := textRE().reBS2.FindStringSubmatch(s); m != nil {
 		opts["bs"] = m[1]
 	}
-	if m := reIOEngine.FindStringSubmatch(s); m != nil {
+	if m := textRE().reIOEngine.FindStringSubmatch(s); m != nil {
 		opts["ioengine"] = m[1]
 	}
-	if m := reIODepth.FindStringSubmatch(s); m != nil {
+	if m := textRE().reIODepth.FindStringSubmatch(s); m != nil {
 		opts["iodepth"] = m[1]
 	}
 	return opts

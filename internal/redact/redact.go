@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Kind names what a token stands for; it is the token's prefix.
@@ -43,11 +44,11 @@ const (
 	KindID Kind = "id"
 )
 
-var tokenRE = regexp.MustCompile(`^(host|serial|wwn|uuid|mac|id)-[0-9a-f]{6}$`)
+var tokenRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(host|serial|wwn|uuid|mac|id)-[0-9a-f]{6}$`) })
 
 // IsToken reports whether s is already a token, so redacting twice (a
 // redacted record copied into another person's comparison) changes nothing.
-func IsToken(s string) bool { return tokenRE.MatchString(s) }
+func IsToken(s string) bool { return tokenRE().MatchString(s) }
 
 // normalize gives the spelling of a value that is hashed, so the spellings
 // one value takes in different places (a serial with spaces in sysfs and
@@ -222,11 +223,11 @@ func ruleOf(parent, key string) rule {
 
 // quotedRE finds quoted words, where a known value is replaced whatever
 // its length.
-var quotedRE = regexp.MustCompile(`"[^"]+"`)
+var quotedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"[^"]+"`) })
 
 // hostNoteRE finds the real hostname bench names in its warning when
 // --hostname recorded an alias: no field holds it.
-var hostNoteRE = regexp.MustCompile(`it calls itself "([^"]+)"`)
+var hostNoteRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`it calls itself "([^"]+)"`) })
 
 // placeholders stand where a value is not known; they identify nothing,
 // and searching text for one ("none") would mangle unrelated fields.
@@ -310,7 +311,7 @@ func (r *redactor) learnTree(node any, key string) {
 				if prev == "-U" && !uuidKeyword[s] {
 					r.learn(KindUUID, s)
 				}
-				for _, m := range uuidOptRE.FindAllString(s, -1) {
+				for _, m := range uuidOptRE().FindAllString(s, -1) {
 					r.learn(KindUUID, strings.TrimPrefix(m, "uuid="))
 				}
 				prev = s
@@ -321,7 +322,7 @@ func (r *redactor) learnTree(node any, key string) {
 			r.learn(kind, n)
 		}
 		if key == "warnings" {
-			if m := hostNoteRE.FindStringSubmatch(n); m != nil {
+			if m := hostNoteRE().FindStringSubmatch(n); m != nil {
 				r.learn(KindHost, m[1])
 			}
 		}
@@ -382,7 +383,7 @@ func (r *redactor) argv(args []any) []any {
 		case strings.HasPrefix(s, "-U") && len(s) > 2 && !uuidKeyword[s[2:]]:
 			s = "-U" + Token(KindUUID, s[2:])
 		default:
-			s = uuidOptRE.ReplaceAllStringFunc(s, func(m string) string {
+			s = uuidOptRE().ReplaceAllStringFunc(s, func(m string) string {
 				return "uuid=" + Token(KindUUID, strings.TrimPrefix(m, "uuid="))
 			})
 		}
@@ -395,47 +396,56 @@ func (r *redactor) argv(args []any) []any {
 // uuidKeyword are mke2fs -U words that ask for a UUID rather than give one.
 var uuidKeyword = map[string]bool{"clear": true, "random": true, "time": true}
 
-var uuidOptRE = regexp.MustCompile(`uuid=[^,\s]+`)
+var uuidOptRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`uuid=[^,\s]+`) })
 
-// Shapes found in any text. No \b around UUIDs, colon MACs and WWNs: it
+// Shapes found in any text, compiled on first use (every diskprep
+// command would otherwise pay for them at start). No \b around UUIDs, colon MACs and WWNs: it
 // counts "_" as part of a word, and udev puts these values after one
 // ("luks_<uuid>"); matching inside a longer run of hex only hides more.
 var (
-	uuidRE = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	macRE  = regexp.MustCompile(`(?i)[0-9a-f]{2}(?::[0-9a-f]{2}){5}|\b[0-9a-f]{2}(?:-[0-9a-f]{2}){5}\b`)
+	uuidRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	})
+	macRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)[0-9a-f]{2}(?::[0-9a-f]{2}){5}|\b[0-9a-f]{2}(?:-[0-9a-f]{2}){5}\b`)
+	})
 	// NAA WWNs as the kernel and udev spell them, EUI-64 and NGUIDs.
-	wwnRE = regexp.MustCompile(`(?i)0x[0-9a-f]{16}|(?:naa|eui)\.[0-9a-f]{16,32}`)
+	wwnRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)0x[0-9a-f]{16}|(?:naa|eui)\.[0-9a-f]{16,32}`) })
 	// udev's links name a disk by serial, WWN or UUID after these folders.
-	diskLinkRE = regexp.MustCompile(`/dev/disk/by-(id|uuid|partuuid)/([^\s/,;:"'()\[\]]+)`)
-	anyTokenRE = regexp.MustCompile(`(?:^|[^0-9A-Za-z])(?:host|serial|wwn|uuid|mac|id)-[0-9a-f]{6}(?:$|[^0-9A-Za-z])`)
-	partSuffix = regexp.MustCompile(`-part[0-9]+$`)
+	diskLinkRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`/dev/disk/by-(id|uuid|partuuid)/([^\s/,;:"'()\[\]]+)`)
+	})
+	anyTokenRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[^0-9A-Za-z])(?:host|serial|wwn|uuid|mac|id)-[0-9a-f]{6}(?:$|[^0-9A-Za-z])`)
+	})
+	partSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-part[0-9]+$`) })
 )
 
 // text redacts free text: known values first (so each keeps the token of
 // its field), then udev link names, then the shapes of UUIDs, MACs and WWNs.
 func (r *redactor) text(s string) string {
-	s = quotedRE.ReplaceAllStringFunc(s, func(m string) string {
+	s = quotedRE().ReplaceAllStringFunc(s, func(m string) string {
 		if tok, ok := r.quoted[asciiLower(m[1:len(m)-1])]; ok {
 			return `"` + tok + `"`
 		}
 		return m
 	})
 	s = r.replaceKnown(s)
-	s = diskLinkRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := diskLinkRE.FindStringSubmatch(m)
+	s = diskLinkRE().ReplaceAllStringFunc(s, func(m string) string {
+		sub := diskLinkRE().FindStringSubmatch(m)
 		dir, name := sub[1], sub[2]
 		if dir == "id" {
 			return "/dev/disk/by-id/" + byIDName(name)
 		}
 		suffix := ""
-		if loc := partSuffix.FindStringIndex(name); loc != nil {
+		if loc := partSuffix().FindStringIndex(name); loc != nil {
 			name, suffix = name[:loc[0]], name[loc[0]:]
 		}
 		return "/dev/disk/by-" + dir + "/" + Token(KindUUID, name) + suffix
 	})
-	s = uuidRE.ReplaceAllStringFunc(s, func(m string) string { return Token(KindUUID, m) })
-	s = macRE.ReplaceAllStringFunc(s, func(m string) string { return Token(KindMAC, m) })
-	return wwnRE.ReplaceAllStringFunc(s, func(m string) string { return Token(KindWWN, m) })
+	s = uuidRE().ReplaceAllStringFunc(s, func(m string) string { return Token(KindUUID, m) })
+	s = macRE().ReplaceAllStringFunc(s, func(m string) string { return Token(KindMAC, m) })
+	return wwnRE().ReplaceAllStringFunc(s, func(m string) string { return Token(KindWWN, m) })
 }
 
 // byIDName redacts one by-id link name whose known values are already
@@ -445,7 +455,7 @@ func (r *redactor) text(s string) string {
 // prefix and the partition suffix is hashed.
 func byIDName(name string) string {
 	suffix := ""
-	if loc := partSuffix.FindStringIndex(name); loc != nil {
+	if loc := partSuffix().FindStringIndex(name); loc != nil {
 		name, suffix = name[:loc[0]], name[loc[0]:]
 	}
 	bus, rest, ok := strings.Cut(name, "-")
@@ -453,7 +463,7 @@ func byIDName(name string) string {
 	case bus == "wwn" && rest != "":
 		// wwn-0x5000... is the WWN itself: the token of the WWN field.
 		return Token(KindWWN, rest) + suffix
-	case anyTokenRE.MatchString(name):
+	case anyTokenRE().MatchString(name):
 		return name + suffix
 	case !ok || rest == "":
 		return Token(KindID, name) + suffix
