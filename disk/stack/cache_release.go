@@ -167,6 +167,15 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 			res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		}
 		if b.SetUUID != "" {
+			// Said before the flush starts: once the kernel writes back at
+			// full speed a few MiB can be gone before the first look.
+			dirty, err := a.bcacheDirty(b)
+			if err != nil {
+				return err
+			}
+			if dirty > 0 {
+				a.progressf("%s: %s of dirty data to write back to %s first", b.Device, units.FormatSize(dirty), b.Backing)
+			}
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
 				if err := write("stop caching writes on "+b.Device, a.bcacheAttr(b, "cache_mode"), CacheModeWritethrough); err != nil {
 					return err
@@ -190,7 +199,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 			if err := write("detach "+b.Device+" from its cache set (its dirty blocks written back first)", a.bcacheAttr(b, "detach"), "1"); err != nil {
 				return err
 			}
-			if err := a.waitClean(ctx, b); err != nil {
+			if err := a.waitClean(ctx, b, dirty); err != nil {
 				return err
 			}
 			if err := a.waitGone(ctx, a.bcacheAttr(b, "cache")); err != nil {
@@ -239,30 +248,39 @@ func parseBcacheSize(s string) (uint64, bool) {
 // shrinking before release gives up (it reports progress all along).
 const bcacheFlushPatience = 2 * time.Minute
 
-// waitClean waits for a bcache device's dirty data to be written back,
-// reporting the amount left as it shrinks.
-func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease) error {
+// bcacheDirty is how much dirty data bcache device b holds.
+func (a *applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
 	path := a.bcacheAttr(b, "dirty_data")
-	last, lastChange := uint64(0), time.Now()
-	first := true
+	raw, err := a.host.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	dirty, ok := parseBcacheSize(string(raw))
+	if !ok {
+		return 0, fmt.Errorf("%s: %q is not a size bcache writes", path, strings.TrimSpace(string(raw)))
+	}
+	return dirty, nil
+}
+
+// waitClean waits for a bcache device's dirty data (before, when the
+// flush began) to be written back, reporting the amount left as it
+// shrinks.
+func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease, before uint64) error {
+	last, lastChange := before, time.Now()
 	for {
-		raw, err := a.host.ReadFile(path)
+		dirty, err := a.bcacheDirty(b)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		dirty, ok := parseBcacheSize(string(raw))
-		if !ok {
-			return fmt.Errorf("%s: %q is not a size bcache writes", path, strings.TrimSpace(string(raw)))
+			return err
 		}
 		if dirty == 0 {
-			if !first {
+			if before > 0 {
 				a.progressf("%s: every dirty block is on %s", b.Device, b.Backing)
 			}
 			return nil
 		}
-		if first || dirty != last {
+		if dirty != last {
 			a.progressf("%s: %s of dirty data left to write back to %s", b.Device, units.FormatSize(dirty), b.Backing)
-			last, lastChange, first = dirty, time.Now(), false
+			last, lastChange = dirty, time.Now()
 		}
 		if time.Since(lastChange) > bcacheFlushPatience {
 			return fmt.Errorf("%s: the dirty data (%s) has not shrunk in %s: the cache device or %s may be failing", b.Device, units.FormatSize(dirty), bcacheFlushPatience, b.Backing)

@@ -156,7 +156,7 @@ func TestCacheKinds(t *testing.T) {
 			if !strings.Contains(progress.String(), "flush") && !strings.Contains(progress.String(), "dirty data left") {
 				t.Errorf("no flush progress:\n%s", progress.String())
 			}
-			if c.kind == "bcache" && !strings.Contains(progress.String(), "bcache0: 48 MiB of dirty data left to write back to sdb1") {
+			if c.kind == "bcache" && !strings.Contains(progress.String(), "bcache0: 48 MiB of dirty data to write back to sdb1 first") {
 				t.Errorf("bcache flush progress:\n%s", progress.String())
 			}
 			// The detach comes before the wait: only a detach cuts short

@@ -249,7 +249,7 @@ func TestScenarioCache(t *testing.T) {
 	if strings.Contains(out["2.release.dry"], "not made by diskprep") {
 		t.Errorf("release --dry-run of diskprep's own bcache asks first:\n%s", out["2.release.dry"])
 	}
-	if out["2.release.bc.exit"] != "0" || !strings.Contains(out["2.release.bc"], "of dirty data left to write back") {
+	if out["2.release.bc.exit"] != "0" || !strings.Contains(out["2.release.bc"], "of dirty data to write back to ") {
 		t.Errorf("release --wipe of the bcache (exit %s) did not flush with progress:\n%s", out["2.release.bc.exit"], out["2.release.bc"])
 	}
 	if out["2.release.fast.exit"] != "0" || !strings.Contains(out["2.release.fast"], "lvconvert --yes --uncache fast/fast") {
