@@ -283,6 +283,10 @@ tmpstate='' qpid='' cat_pids=() tail_pid='' build_pid='' cache=''
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
+	# Nothing cuts the cleanup short: not a second signal (go test's
+	# timeout, then the Ctrl-C of a user who is tired of waiting), not a
+	# stderr whose reader has gone.
+	trap '' INT TERM HUP PIPE
 	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
 		kill -TERM "$qpid" 2>/dev/null || true
 		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$qpid" 2>/dev/null || break; sleep 0.2; done
@@ -305,7 +309,7 @@ cleanup() {
 	if [ -n "$tmpstate" ]; then rm -rf "$tmpstate"; fi
 }
 trap cleanup EXIT
-trap 'note "interrupted"; exit 130' INT TERM HUP
+trap 'trap "" PIPE; note "interrupted" || true; exit 130' INT TERM HUP
 
 if [ -z "$state" ]; then
 	tmpstate=$(mktemp -d "${TMPDIR:-/tmp}/diskprep-guest.XXXXXX")
