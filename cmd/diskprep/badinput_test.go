@@ -348,6 +348,8 @@ func badCases(fx *badInputFixture) []badCase {
 		{"fscompare --size overflowing", []string{"fscompare", "--image", img, "--size", "99999999999T"}, 2, "too large"},
 		{"fscompare unknown --fs", []string{"fscompare", "--image", img, "--size", "1G", "--fs", "xfs,btrfs"}, 2, `--fs "btrfs"`},
 		{"fscompare --fs twice", []string{"fscompare", "--image", img, "--size", "1G", "--fs", "xfs,xfs"}, 2, "twice"},
+		{"fscompare one --fs", []string{"fscompare", "--image", img, "--size", "1G", "--fs", "xfs"}, 2, "--fs xfs: fscompare compares two filesystems"},
+		{"fscompare empty --fs", []string{"fscompare", "--image", img, "--size", "1G", "--fs", ","}, 2, "--fs needs two filesystems"},
 		{"fscompare unknown set", []string{"fscompare", "--image", img, "--size", "1G", "--set", "nope"}, 2, `unknown workload set "nope"`},
 		{"fscompare bad duration", []string{"fscompare", "--image", img, "--size", "1G", "--runtime", "1x"}, 2, `duration "1x"`},
 		{"fscompare --repeat 0", []string{"fscompare", "--image", img, "--size", "1G", "--repeat", "0"}, 2, "--repeat 0"},

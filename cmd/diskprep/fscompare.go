@@ -157,7 +157,11 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 	case o.Size != "" && o.Image == "":
 		return dreq, breq, errors.New("--size is for --image")
 	case len(o.FS) == 0:
-		return dreq, breq, errors.New("--fs needs at least one filesystem: xfs, ext4")
+		return dreq, breq, errors.New("--fs needs two filesystems to compare: --fs xfs,ext4")
+	case len(o.FS) == 1:
+		// Refused before the disk is touched: one filesystem would be
+		// made and measured for nothing to compare it with.
+		return dreq, breq, fmt.Errorf("--fs %s: fscompare compares two filesystems (--fs xfs,ext4); to measure one, prepare it and run diskprep bench on its mount point", o.FS[0])
 	case o.Repeat < 1 || o.Repeat > workload.MaxRepeat:
 		return dreq, breq, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, workload.MaxRepeat)
 	case o.Order != "" && o.Order != record.OrderInterleaved && o.Order != record.OrderBlocked:

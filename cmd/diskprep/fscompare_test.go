@@ -17,21 +17,23 @@ import (
 )
 
 func TestFSCompareBadInput(t *testing.T) {
+	two := []string{"xfs", "ext4"}
 	cases := []struct {
 		name string
 		opts fscompareOptions
 		want string
 	}{
-		{"nothing", fscompareOptions{FS: []string{"xfs"}, Repeat: 1}, "needs a DEVICE"},
-		{"both", fscompareOptions{Device: "/dev/sdx", Image: "/x.img", FS: []string{"xfs"}, Repeat: 1}, "not both"},
-		{"size without image", fscompareOptions{Device: "/dev/sdx", Size: "1G", FS: []string{"xfs"}, Repeat: 1}, "--size is for --image"},
+		{"nothing", fscompareOptions{FS: two, Repeat: 1}, "needs a DEVICE"},
+		{"both", fscompareOptions{Device: "/dev/sdx", Image: "/x.img", FS: two, Repeat: 1}, "not both"},
+		{"size without image", fscompareOptions{Device: "/dev/sdx", Size: "1G", FS: two, Repeat: 1}, "--size is for --image"},
 		{"btrfs", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "btrfs"}, Repeat: 1}, "btrfs"},
+		{"one", fscompareOptions{Device: "/dev/sdx", FS: []string{"ext4"}, Repeat: 1}, "--fs ext4: fscompare compares two filesystems"},
 		{"twice", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "xfs"}, Repeat: 1}, "twice"},
-		{"repeat 0", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 0}, "--repeat"},
-		{"unknown set", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Set: "nosuch"}, "nosuch"},
-		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Repeat: 1, Runtime: "soon"}, "--runtime"},
-		{"unknown order", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 1, Order: "random"}, `--order "random": interleaved or blocked`},
-		{"interleaved auto", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs", "ext4"}, Repeat: 9, RepeatAuto: true, Order: "interleaved"}, "--repeat auto stops each filesystem's runs on its own"},
+		{"repeat 0", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 0}, "--repeat"},
+		{"unknown set", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 1, Set: "nosuch"}, "nosuch"},
+		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 1, Runtime: "soon"}, "--runtime"},
+		{"unknown order", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 1, Order: "random"}, `--order "random": interleaved or blocked`},
+		{"interleaved auto", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 9, RepeatAuto: true, Order: "interleaved"}, "--repeat auto stops each filesystem's runs on its own"},
 	}
 	for _, c := range cases {
 		e, _, _ := resultsEnv(t, "")

@@ -413,7 +413,7 @@ func TestPrivilegedFSCompareLiveRunKept(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tmp := t.TempDir()
 			run := func(runtime, store string) []string {
-				return append(append([]string{"fscompare"}, c.target...), "--fs", "ext4", "--set", "quick", "--repeat", "1", "--runtime", runtime, "--results", store)
+				return append(append([]string{"fscompare"}, c.target...), "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", runtime, "--results", store)
 			}
 			storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 			live := startIn(t, bin, tmp, run("2s", storeA)...)
@@ -454,7 +454,7 @@ func TestPrivilegedFSCompareKeptRefused(t *testing.T) {
 	bin := faultBuild(t)
 	loop := testenv.NewLoop(t, killedDiskSize, testenv.LoopOptions{})
 	tmp, store := t.TempDir(), filepath.Join(t.TempDir(), "results")
-	args := []string{"fscompare", loop.Dev, "--fs", "ext4", "--set", "quick", "--repeat", "1", "--runtime", "500ms", "--results", store, "--yes"}
+	args := []string{"fscompare", loop.Dev, "--fs", "xfs,ext4", "--set", "quick", "--repeat", "1", "--runtime", "500ms", "--results", store, "--yes"}
 	if p := startIn(t, bin, tmp, append(args, "--keep")...); p.wait(t) != 0 {
 		t.Fatalf("fscompare --keep: %s", p.stderr)
 	}

@@ -47,7 +47,7 @@ func TestPrivilegedDeviceLinkOtherUser(t *testing.T) {
 		cases = append(cases,
 			badCase{"prepare dry run " + kind, []string{"prepare", c.path, "--fs", "ext4", "--wipe", "--dry-run"}, exitRefused, as("prepare")},
 			badCase{"prepare " + kind, []string{"prepare", c.path, "--fs", "ext4", "--wipe", "--yes"}, exitRefused, as("prepare")},
-			badCase{"fscompare " + kind, []string{"fscompare", c.path, "--fs", "ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, as("prepare")},
+			badCase{"fscompare " + kind, []string{"fscompare", c.path, "--fs", "xfs,ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, as("prepare")},
 			badCase{"bench " + kind, []string{"--results", store, "bench", c.path, "--workload", "rw=read,size=1M,runtime=1s"}, exitRefused, as("bench")},
 			badCase{"bench write " + kind, []string{"--results", store, "bench", c.path, "--workload", "rw=write,size=1M,runtime=1s", "--allow-device-write"}, exitRefused, as("bench")},
 			badCase{"cachebench origin " + kind, []string{"--results", store, "cachebench", c.path, "--cache-device", disk2.Dev, "--yes"}, exitRefused, as("cachebench")},
@@ -117,7 +117,7 @@ func TestPrivilegedImageDirLinkOtherUser(t *testing.T) {
 		cases = append(cases,
 			badCase{"prepare " + img, []string{"prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--wipe", "--yes"}, exitRefused, want},
 			badCase{"prepare dry run " + img, []string{"prepare", "--image", path, "--size", "64M", "--fs", "ext4", "--wipe", "--dry-run"}, exitRefused, want},
-			badCase{"fscompare " + img, []string{"fscompare", "--image", path, "--size", "64M", "--fs", "ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, want},
+			badCase{"fscompare " + img, []string{"fscompare", "--image", path, "--size", "64M", "--fs", "xfs,ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, want},
 		)
 	}
 	cases = append(cases,

@@ -137,7 +137,7 @@ func TestPrivilegedImageOtherUsers(t *testing.T) {
 	} {
 		cases = append(cases,
 			badCase{"prepare " + filepath.Base(c.path), []string{"prepare", "--image", c.path, "--size", "64M", "--fs", "ext4", "--yes"}, exitRefused, c.want},
-			badCase{"fscompare " + filepath.Base(c.path), []string{"fscompare", "--image", c.path, "--size", "64M", "--fs", "ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, c.want},
+			badCase{"fscompare " + filepath.Base(c.path), []string{"fscompare", "--image", c.path, "--size", "64M", "--fs", "xfs,ext4", "--set", "quick", "--results", store, "--yes"}, exitRefused, c.want},
 			badCase{"release " + filepath.Base(c.path), []string{"release", c.path, "--remove-image"}, exitRefused, c.release},
 		)
 	}
@@ -236,7 +236,7 @@ func TestPrivilegedFSCompareAfterSIGKILL(t *testing.T) {
 			testenv.Run("losetup", "-d", dev)
 		}
 	})
-	args := []string{"fscompare", "--image", img, "--size", "1G", "--fs", "ext4", "--repeat", "1", "--results", store, "--yes"}
+	args := []string{"fscompare", "--image", img, "--size", "1G", "--fs", "xfs,ext4", "--repeat", "1", "--results", store, "--yes"}
 	p := exec.Command(bin, append(args, "--runtime", "30s")...)
 	p.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if err := p.Start(); err != nil {

@@ -224,7 +224,7 @@ func TestPrivilegedSignalFSCompareImage(t *testing.T) {
 			testenv.Run("losetup", "-d", dev)
 		}
 	})
-	p := faultStart(t, bin, "fscompare", "--image", img, "--size", "1G", "--fs", "ext4", "--mount", mnt,
+	p := faultStart(t, bin, "fscompare", "--image", img, "--size", "1G", "--fs", "xfs,ext4", "--mount", mnt,
 		"--runtime", "30s", "--repeat", "1", "--results", store, "--yes")
 	faultWaitFor(t, "the test file", faultLaidOut(mnt, 16<<20))
 	p.cmd.Process.Signal(syscall.SIGHUP)
