@@ -33,6 +33,7 @@ diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes -
 echo "exit $?"
 mark stderr; cat /root/cb.err
 mark records; ls /root/res | wc -l
+mark ssd-record; for f in /root/res/*.json; do grep -q '"label": *"ssd"' "$f" && cat "$f"; done
 mark signatures; wipefs "$H" "${N}p1"; lsblk -rno NAME "$H" | wc -l
 mark nvme; udevadm settle; lsblk -rno NAME "$N"
 mark end
@@ -82,6 +83,7 @@ func TestScenarioCachebench(t *testing.T) {
 	if res.Schema != "diskprep/cachebench/v1" || res.Kind != "lvmcache" || res.Mode != "writethrough" || len(res.WorkingSets) != 4 || res.CacheBytes == 0 {
 		t.Fatalf("result %+v", res)
 	}
+	slow := false
 	for _, ws := range res.WorkingSets {
 		if ws.HDD == nil || ws.SSD == nil || ws.Cold == nil || ws.Warm == nil || ws.Steady == nil || ws.Cold.HitRatio == nil ||
 			ws.Warm.HitRatio == nil || ws.Steady.HitRatio == nil || ws.Sentence == "" {
@@ -92,7 +94,11 @@ func TestScenarioCachebench(t *testing.T) {
 			ws.Steady.IOPS, *ws.Steady.HitRatio, ws.Sentence)
 		if ws.SSD.IOPS <= ws.HDD.IOPS {
 			t.Errorf("%s: the SSD alone (%.0f IOPS) not faster than the throttled HDD (%.0f)", ws.Name, ws.SSD.IOPS, ws.HDD.IOPS)
+			slow = true
 		}
+	}
+	if slow {
+		t.Logf("the SSD's record:\n%s\ncachebench's stderr:\n%s", out["ssd-record"], out["stderr"])
 	}
 	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "--repeat 2: the comparison needs 4 runs a side") {
 		t.Errorf("no warning that 2 repeats are too few to judge:\n%s", w)
