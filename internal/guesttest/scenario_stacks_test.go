@@ -64,6 +64,16 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	mark other.stderr; tail -n 1 /root/err
 	mdadm --stop /dev/md/other >/dev/null 2>&1
 	mdadm --zero-superblock ${byid}OTHER1 >/dev/null 2>&1
+else
+	# The fstab lines are nofail: the boot does not wait for them, and
+	# the volumes are activated (udev, lvm autoactivation) and mounted a
+	# little after the guest's command starts.
+	udevadm settle
+	for _ in $(seq 1 120); do
+		findmnt /data >/dev/null && findmnt /scratch >/dev/null && findmnt /var/lib/vm >/dev/null &&
+			[ "$(tail -n +2 /proc/swaps | wc -l)" -gt 0 ] && break
+		sleep 0.5
+	done
 fi
 mark mdstat; cat /proc/mdstat
 mark level; cat /sys/block/md*/md/level
