@@ -1,8 +1,8 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/json"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -164,7 +164,11 @@ func hashDevice(t *testing.T, dev string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := sha256.New()
+	// CRC-32, not SHA-256: it tells changed bytes from unchanged as well
+	// (nothing here tries to forge a sum), and the guest tier runs these
+	// tests under TCG, where SHA-256 read 64 MiB in 1.25 s and CRC-32 in
+	// 0.21 s, for every device after every case.
+	h := crc32.NewIEEE()
 	if _, err := io.Copy(h, f); err != nil {
 		t.Fatal(err)
 	}

@@ -336,40 +336,6 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	}
 }
 
-// With --systemd, systemd is PID 1 and the root disk lives under --state, so
-// an fstab line written in the first boot is mounted by systemd in the
-// second.
-func TestSystemdRootKeepsFstabAcrossBoots(t *testing.T) {
-	t.Parallel() // each guest has its own state; they share only the CPU
-	opt := Options{
-		Disks:   []string{"sata-hdd:1G:serial=FSTAB01"},
-		State:   t.TempDir(),
-		Boots:   2,
-		Systemd: true,
-	}
-	script := `set -e
-disk=/dev/disk/by-id/ata-QEMU_HARDDISK_FSTAB01
-echo "boot $DISKPREP_GUEST_BOOT pid1=$(cat /proc/1/comm)"
-if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
-	mkfs.ext4 -q -F $disk
-	mkdir -p /data
-	echo "$disk /data ext4 defaults,nofail 0 2" >>/etc/fstab
-	systemctl daemon-reload
-	exit 0
-fi
-echo "data.mount $(systemctl is-active data.mount) $(findmnt -n -o FSTYPE /data)"
-`
-	r := Run(t, opt, "sh", "-c", script)
-	if r.ExitCode != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
-	}
-	for _, want := range []string{"boot 1 pid1=systemd\n", "boot 2 pid1=systemd\n", "data.mount active ext4\n"} {
-		if !strings.Contains(r.Stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
-		}
-	}
-}
-
 // Issue 25 item 3: a guest test cut off by go test's own -timeout (which
 // panics and exits the test process at once, running no cleanup of the
 // test's) leaves no QEMU running and no images in the temporary directory:

@@ -75,6 +75,7 @@ else
 		sleep 0.5
 	done
 fi
+mark pid1; cat /proc/1/comm
 mark mdstat; cat /proc/mdstat
 mark level; cat /sys/block/md*/md/level
 mark lvs; lvs --noheadings -o vg_name,lv_name | awk '{print $1"/"$2}' | sort
@@ -170,6 +171,11 @@ func TestScenarioStacks(t *testing.T) {
 		t.Errorf("a disk in another array: exit %s, %s", out["1.other.exit"], out["1.other.stderr"])
 	}
 	for _, boot := range []string{"1", "2"} {
+		// The --systemd root: systemd is PID 1, and it mounts the fstab
+		// lines of boot 1 in boot 2 (below).
+		if out[boot+".pid1"] != "systemd" {
+			t.Errorf("boot %s: PID 1 is %q, want systemd", boot, out[boot+".pid1"])
+		}
 		if out[boot+".level"] != "raid1" {
 			t.Errorf("boot %s: md levels %q, want one raid1", boot, out[boot+".level"])
 		}
