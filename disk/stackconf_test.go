@@ -611,6 +611,18 @@ func (r *loopConfRig) facts(t *testing.T) *hwinfo.Host {
 	}
 	return h
 }
-func (r *loopConfRig) settle() { testenv.SettleUdev() }
+
+// settle waits for udev twice, a moment apart: its watch turns the close
+// of a device written to (pvremove's wipe of a label) into a change event
+// a little after the close, and a settle before that event is queued
+// returns at once (the guest once read A's old LVM2_member after its
+// pvremove, B's already gone).
+func (r *loopConfRig) settle() {
+	testenv.SettleUdev()
+	if _, err := os.Stat("/run/udev/control"); err == nil {
+		time.Sleep(300 * time.Millisecond)
+		testenv.SettleUdev()
+	}
+}
 
 func confExists(p string) bool { _, err := os.Lstat(p); return err == nil }

@@ -431,7 +431,7 @@ func TestPrivilegedFSCompareLiveRunKept(t *testing.T) {
 			if code := live.wait(t); code != 0 {
 				t.Fatalf("live run: exit %d\n%s", code, live.stderr)
 			}
-			if labels, _ := storeLabels(t, storeA); !slices.Equal(labels, []string{"ext4"}) {
+			if labels, _ := storeLabels(t, storeA); !slices.Equal(labels, []string{"xfs", "ext4"}) {
 				t.Errorf("live run's records %v", labels)
 			}
 			if _, err := os.Lstat(storeB); !os.IsNotExist(err) {
@@ -465,7 +465,10 @@ func TestPrivilegedFSCompareKeptRefused(t *testing.T) {
 	p := startIn(t, bin, tmp, args...)
 	code, stderr := p.wait(t), p.stderr.String()
 	name := filepath.Base(loop.Dev)
-	want := "diskprep: prepare ext4: refusing to prepare " + name + ": " + name + "p1 is mounted at " + point +
+	// --keep left the round's last filesystem (ext4) mounted; the next
+	// run's first (xfs) finds it.
+	want := "diskprep: prepare xfs: refusing to prepare " + name + ": " + name + "p1 is mounted at " + point +
+		"; the disk differs from the plan: " + name + "p1 is named \"fscmp-ext4\", the plan's \"fscmp-xfs\"" +
 		" (diskprep made what is mounted there: diskprep release " + loop.Dev + " releases it)\n"
 	if code != exitRefused || stderr != want {
 		t.Fatalf("after --keep: exit %d, stderr %q; want 3 and %q", code, stderr, want)
@@ -479,7 +482,7 @@ func TestPrivilegedFSCompareKeptRefused(t *testing.T) {
 	if p := startIn(t, bin, tmp, args...); p.wait(t) != 0 {
 		t.Fatalf("after release: %s", p.stderr)
 	}
-	if labels, _ := storeLabels(t, store); !slices.Equal(labels, []string{"ext4", "ext4"}) {
+	if labels, _ := storeLabels(t, store); !slices.Equal(labels, []string{"xfs", "ext4", "xfs", "ext4"}) {
 		t.Errorf("records %v", labels)
 	}
 	if points := mountsFrom(t, loop.Dev); len(points) != 0 {
