@@ -80,8 +80,9 @@ out the test file, release) on a loop image or zram: +19 to +24% on the quick
 set's 5 rounds. A record is saved once its filesystem's last round
 is done, and says "order": "interleaved", each run keeping its start time.
 --order blocked runs every repetition of one filesystem, then of the next,
-on one mkfs each; so does --repeat auto (each filesystem stops on its own),
-and one filesystem alone.
+on one mkfs each; so does --repeat auto (each filesystem stops on its own).
+--fs names at least two filesystems: one alone is refused (prepare and bench
+measure one).
 
 At the end the disk is released: unmounted, no fstab line, a loop image
 detached; an --image file this run made is removed, one that was there
