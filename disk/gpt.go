@@ -3,6 +3,7 @@ package disk
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/backend/file"
@@ -98,4 +99,92 @@ func verifyGPT(f Device, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// writeTable checks the disk is still what was planned, wipes (if asked)
+// and writes and verifies the GPT.
+func (a *applier) writeTable(f Device, p *Plan, res *Result) error {
+	t := p.Table
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	lss, err := f.LogicalSector()
+	if err != nil {
+		return err
+	}
+	if size != p.Fingerprint.SizeBytes || lss != t.SectorBytes {
+		return Refuse(p.Device, fmt.Sprintf("%s is now %d bytes with %d-byte sectors; planned %d bytes with %d-byte sectors", p.Device, size, lss, p.Fingerprint.SizeBytes, t.SectorBytes))
+	}
+	cur, terr := readTable(f, int64(size), lss)
+	curType, curID := "", ""
+	if cur != nil {
+		curType, curID = cur.Type, cur.ID
+	}
+	if terr == nil && (!sameTableID(curID, p.Fingerprint.TableID) || curType != p.Fingerprint.TableType && p.Fingerprint.TableType != "") {
+		return Refuse(p.Device, fmt.Sprintf("the partition table of %s changed since planning (now %s %s, planned %s %s)", p.Device, orNone(curType), curID, orNone(p.Fingerprint.TableType), p.Fingerprint.TableID))
+	}
+	sigs, err := a.signaturesToWipe(f, p, size)
+	if err != nil {
+		return err
+	}
+	if len(sigs) > 0 && !p.Wipe {
+		var ev []string
+		for _, s := range sigs {
+			ev = append(ev, fmt.Sprintf("%s signature at offset %d", s.Type, s.Offset))
+		}
+		return notEmpty(p.Device, p.Device, ev)
+	}
+	for _, s := range sigs {
+		a.log.Info("wipe signature: started", "device", p.Device, "type", s.Type, "offset", s.Offset, "bytes", len(s.Magic))
+		if _, err := f.WriteAt(make([]byte, len(s.Magic)), s.Offset); err != nil {
+			a.log.Info("wipe signature: failed", "device", p.Device, "err", err)
+			return fmt.Errorf("wipe %s signature at %d on %s: %w", s.Type, s.Offset, p.Device, err)
+		}
+		res.Wiped = append(res.Wiped, fmt.Sprintf("%s at offset %d", s.Type, s.Offset))
+	}
+	if len(sigs) > 0 {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("wipe %s: %w", p.Device, err)
+		}
+		a.log.Info("wipe signatures: finished", "device", p.Device, "count", len(sigs))
+	}
+	a.log.Info("write GPT: started", "device", p.Device, "disk_guid", t.DiskGUID, "partitions", len(p.Partitions))
+	if err := writeGPT(f, p); err != nil {
+		a.log.Info("write GPT: failed", "device", p.Device, "err", err)
+		return err
+	}
+	res.TableWritten = true
+	if err := verifyGPT(f, p); err != nil {
+		a.log.Info("write GPT: verify failed", "device", p.Device, "err", err)
+		return err
+	}
+	a.log.Info("write GPT: finished", "device", p.Device)
+	return nil
+}
+
+// signaturesToWipe finds every signature on the disk, and inside each
+// planned partition's region, where a whole-disk probe cannot see an old
+// filesystem that mkfs would trip over (or that would resurface).
+func (a *applier) signaturesToWipe(f Device, p *Plan, size uint64) ([]signature, error) {
+	sigs, err := ProbeSignatures(f, int64(size))
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", p.Device, err)
+	}
+	for _, pp := range p.Partitions {
+		in, err := ProbeSignatures(io.NewSectionReader(f, int64(pp.StartBytes), int64(pp.SizeBytes)), int64(pp.SizeBytes))
+		if err != nil {
+			return nil, fmt.Errorf("probe %s region of %s: %w", pp.Name, p.Device, err)
+		}
+		for _, s := range in {
+			s.Offset += int64(pp.StartBytes)
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs, nil
+}
+
+func sameTableID(a, b string) bool {
+	norm := func(s string) string { return strings.TrimPrefix(strings.ToLower(s), "0x") }
+	return norm(a) == norm(b)
 }

@@ -242,3 +242,87 @@ func detachLoop(dev string) error {
 	}
 	return fmt.Errorf("detach %s: still attached 5s after LOOP_CLR_FD (another process holds it open)", dev)
 }
+
+// prepareImage creates and attaches the image as planned and returns the
+// loop device.
+func (a *applier) prepareImage(p *Plan, res *Result, undo *[]func()) (string, func(), error) {
+	im := p.Image
+	unlock, err := a.lockImage(im.Path)
+	if err != nil {
+		return "", nil, err
+	}
+	fail := func(err error) (string, func(), error) {
+		unlock()
+		return "", nil, err
+	}
+	if im.Attach {
+		if dev := a.loopFor(im.Path); dev != "" {
+			return fail(Refuse(im.Path, fmt.Sprintf("%s was attached to %s since planning", im.Path, dev)))
+		}
+	}
+	switch {
+	case im.Create:
+		a.log.Info("create image: started", "path", im.Path, "size", im.SizeBytes)
+		if err := a.host.CreateImage(im.Path, im.SizeBytes); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fail(Refuse(im.Path, fmt.Sprintf("%s appeared since planning", im.Path)))
+			}
+			a.host.Remove(im.Path)
+			return fail(fmt.Errorf("create image %s: %w", im.Path, err))
+		}
+		*undo = append(*undo, func() { a.host.Remove(im.Path) })
+		a.log.Info("create image: finished", "path", im.Path)
+	case im.Recreate:
+		a.log.Info("recreate image: started", "path", im.Path, "size", im.SizeBytes)
+		if err := a.host.EmptyImage(im.Path, im.SizeBytes); err != nil {
+			return fail(fmt.Errorf("recreate image %s: %w", im.Path, err))
+		}
+		res.Wiped = append(res.Wiped, "image "+im.Path+" recreated empty")
+	default:
+		fi, err := a.host.Stat(im.Path)
+		if err != nil || !fi.Mode().IsRegular() || uint64(fi.Size()) != im.SizeBytes {
+			return fail(Refuse(im.Path, fmt.Sprintf("%s changed since planning", im.Path)))
+		}
+	}
+	if !im.Attach {
+		if bf := a.loopBackingFile(filepath.Base(p.Device)); bf != im.Path {
+			return fail(Refuse(im.Path, fmt.Sprintf("%s no longer backs %s", im.Path, p.Device)))
+		}
+		// Adopts a device a killed run attached without recording it.
+		a.readLoopState(p.Device)
+		return p.Device, unlock, nil
+	}
+	a.log.Info("attach image: started", "path", im.Path, "sector", im.SectorBytes)
+	if err := a.writeAttaching(im.Path); err != nil {
+		return fail(fmt.Errorf("record attaching %s: %w", im.Path, err))
+	}
+	defer a.host.Remove(attachingPath(a.runDir, im.Path))
+	dev, err := a.host.AttachLoop(im.Path, im.SectorBytes)
+	if err != nil {
+		a.log.Info("attach image: failed", "path", im.Path, "err", err)
+		return fail(err)
+	}
+	a.log.Info("attach image: finished", "path", im.Path, "device", dev)
+	*undo = append(*undo, func() {
+		if err := a.host.DetachLoop(dev); err != nil {
+			a.log.Error("detach after failure", "device", dev, "err", err)
+		}
+		a.host.Remove(loopStatePath(a.runDir, dev))
+	})
+	res.LoopAttached = true
+	if err := a.writeLoopState(loopState{Device: dev, Image: im.Path, AttachedAt: a.now().UTC().Format(time.RFC3339), PID: os.Getpid()}); err != nil {
+		return fail(fmt.Errorf("record loop device %s: %w", dev, err))
+	}
+	return dev, unlock, nil
+}
+
+// loopFor names the loop device backed by image, "" when none.
+func (a *applier) loopFor(image string) string {
+	des, _ := a.host.ReadDir(a.roots.SysPath("block"))
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), "loop") && a.loopBackingFile(de.Name()) == image {
+			return "/dev/" + de.Name()
+		}
+	}
+	return ""
+}

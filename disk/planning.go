@@ -572,23 +572,6 @@ func PartitionName(disk string, n int) string {
 	return fmt.Sprintf("%s%d", disk, n)
 }
 
-func (f Fingerprint) diff(want Fingerprint) string {
-	var d []string
-	cmp := func(what, got, exp string) {
-		if !strings.EqualFold(got, exp) {
-			d = append(d, fmt.Sprintf("%s %q, expected %q", what, got, exp))
-		}
-	}
-	cmp("serial", f.Serial, want.Serial)
-	cmp("wwn", f.WWN, want.WWN)
-	if f.SizeBytes != want.SizeBytes {
-		d = append(d, fmt.Sprintf("size %d bytes, expected %d", f.SizeBytes, want.SizeBytes))
-	}
-	cmp("partition table", f.TableType, want.TableType)
-	cmp("partition table id", f.TableID, want.TableID)
-	return strings.Join(d, ", ")
-}
-
 type extent struct{ start, end uint64 } // LBAs, inclusive
 
 // Alignment is the partition alignment for a disk: 1 MiB, or a multiple of

@@ -316,9 +316,3 @@ func keepOwner(path string, old os.FileInfo) {
 		_ = os.Lchown(path, int(s.Uid), int(s.Gid))
 	}
 }
-
-// sameTarget is sameFile that also matches identical non-path targets
-// ("none", "swap"), for the already-present check.
-func sameTarget(a, b string) bool {
-	return a == b || sameFile(a, b)
-}

@@ -267,3 +267,9 @@ func sameFile(a, b string) bool {
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
 }
+
+// sameTarget is sameFile that also matches identical non-path targets
+// ("none", "swap"), for the already-present check.
+func sameTarget(a, b string) bool {
+	return a == b || sameFile(a, b)
+}
