@@ -38,7 +38,7 @@ func warnImagePersist(w io.Writer, p *disk.Plan) {
 	if p.Image.SectorBytes > 512 {
 		sector = fmt.Sprintf(" --sector-size %d", p.Image.SectorBytes)
 	}
-	fmt.Fprintf(w, `warning: --persist on an image: the fstab line for %s mounts nothing after a reboot unless %s is attached to a loop device at boot (the loop device is gone then; nofail keeps the boot going). A unit that attaches it, to save as /etc/systemd/system/%s and enable with systemctl enable %s:
+	fmt.Fprintf(w, `warning: --persist on an image: the fstab line for %s mounts nothing after a reboot unless %s is attached to a loop device at boot (the loop device is gone then; nofail keeps the boot going). A unit that attaches it, to save as %s and enable with systemctl enable %s:
 [Unit]
 Description=Attach %s to a loop device for %s (diskprep)
 DefaultDependencies=no
