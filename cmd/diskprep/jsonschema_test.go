@@ -148,6 +148,7 @@ var jsonSchemaTypes = map[string]any{
 	disk.ResultSchema:       disk.Result{},
 	stack.StackResultSchema: stack.StackResult{},
 	disk.ReleasePlanSchema:  disk.ReleasePlan{},
+	disk.DiffSchema:         planDiffDoc{},
 	releaseResultSchema:     releaseResultDoc{},
 	record.Schema:           record.Record{},
 	report.ResultListSchema: report.ResultListJSON{},
@@ -223,6 +224,7 @@ func TestJSONOutputsNameADocumentedSchema(t *testing.T) {
 	cache := []string{"-o", "json", "prepare", "--cache", "/dev/sdb", "--cache-device", "/dev/sdd", "--fs", "xfs", "--mount", "/srv", "--persist"}
 	run(preparePlanSchema, m, append(cache, "--dry-run")...)
 	run(prepareResultSchema, m, append(cache, "--yes")...)
+	run(disk.DiffSchema, m, append(slices.Clip(cache), "--diff")...)
 	run(disk.ReleasePlanSchema, m, "-o", "json", "release", "/srv", "--wipe", "--dry-run")
 	run(releaseResultSchema, m, "-o", "json", "release", "/srv", "--wipe", "--yes")
 	m, _ = cacheMachine(t)

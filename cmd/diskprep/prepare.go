@@ -48,6 +48,7 @@ type prepareOptions struct {
 	MountOver     bool
 	Wipe          bool
 	DryRun        bool
+	Diff          bool
 	Yes           bool
 }
 
@@ -96,12 +97,21 @@ are bad input (exit 2).
 machine-readable plan, diskprep/plan/v2 for one disk or several alike) and
 needs no root when the facts are readable.
 
+--diff reads the disks and says, one line a layer in the order prepare
+would take them (image, table, partition, filesystem, mount, fstab, md,
+mdadm.conf, pv, vg, lv, cache), what it would keep, create, change or
+destroy, naming what a destroyed partition holds. It changes nothing and
+exits 0 when the disks are already as asked, 1 when something would
+change, 3 when the guard would refuse (the lines then show what --wipe
+would destroy). -o json: diskprep/plan-diff/v1.
+
 Examples:
   diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist
   diskprep prepare /dev/nvme1n1 --fs ext4 --mkfs-opt=-E --mkfs-opt=lazy_itable_init=0 --dry-run
   diskprep prepare /dev/sdc --fs xfs --wipe --yes --mount /srv --mount-opt noatime
   diskprep prepare --image /var/tmp/scratch.img --size 10G --fs xfs --mount /mnt/scratch
   diskprep prepare --plan bootstrap.yaml --dry-run
+  diskprep prepare --plan bootstrap.yaml --diff   # exit 0: nothing to do
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
   diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
@@ -117,6 +127,7 @@ Examples:
 			&cli.StringFlag{Name: "partition-size", Usage: "make the partition `SIZE` instead of the whole disk"},
 			&cli.BoolFlag{Name: "wipe", Usage: "destroy existing partition tables and signatures (as wipefs -a) first"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the plan and change nothing"},
+			&cli.BoolFlag{Name: "diff", Usage: "print, layer by layer, what would be kept, created, changed or destroyed, and change nothing (exit 0 nothing to do, 1 changes, 3 refused)"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			&cli.StringFlag{Name: "image", Usage: "prepare a sparse image `FILE` on a loop device instead of a disk"},
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
@@ -141,7 +152,7 @@ Examples:
 				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
 				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
-				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run"), Yes: c.Bool("yes"),
+				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
@@ -166,7 +177,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
 		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
 		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" {
-		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run and --yes go with it"))
+		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff and --yes go with it"))
 	}
 	return planfile.Load(o.PlanFile)
 }
@@ -386,15 +397,12 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 	}
 	pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
-	plans, err := pl.PlanAll(reqs, host)
+	plans, sp, err := planPrepare(ctx, pl, reqs, stacks, host)
+	if opts.Diff {
+		return runDiff(ctx, e, format, pl, reqs, stacks, host, deps, plans, sp, err)
+	}
 	if err != nil {
 		return err
-	}
-	var sp *stack.StackPlan
-	if !stacks.Empty() {
-		if sp, err = (stack.Planner{Planner: pl}).PlanStacks(ctx, stacks, plans, reqs, host); err != nil {
-			return err
-		}
 	}
 	if opts.DryRun && sp != nil {
 		if format == "json" {
@@ -528,4 +536,82 @@ func imageGeometry(size, sector string) (sizeBytes, sectorBytes uint64, err erro
 		return 0, 0, fmt.Errorf("--sector-size %q: use 512 or 4096", sector)
 	}
 	return sizeBytes, sectorBytes, nil
+}
+
+// planPrepare plans the disks, then the stacks over them.
+func planPrepare(ctx context.Context, pl disk.Planner, reqs []disk.Request, stacks stack.StackRequest, host *hwinfo.Host) ([]*disk.Plan, *stack.StackPlan, error) {
+	plans, err := pl.PlanAll(reqs, host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stacks.Empty() {
+		return plans, nil, nil
+	}
+	sp, err := (stack.Planner{Planner: pl}).PlanStacks(ctx, stacks, plans, reqs, host)
+	return plans, sp, err
+}
+
+// planDiffDoc is what prepare --diff -o json prints.
+type planDiffDoc struct {
+	Schema  string        `json:"schema"`
+	Changed bool          `json:"changed"`
+	Refused string        `json:"refused,omitempty"`
+	Changes []disk.Change `json:"changes"`
+}
+
+// runDiff prints what applying the plans would do, layer by layer. A plan
+// the guard refuses is planned again as with --wipe, to show what that
+// would destroy; the refusal is still the outcome (exit 3).
+func runDiff(ctx context.Context, e *env, format string, pl disk.Planner, reqs []disk.Request, stacks stack.StackRequest, host *hwinfo.Host,
+	deps disk.Deps, plans []*disk.Plan, sp *stack.StackPlan, planErr error) error {
+	refused := ""
+	if planErr != nil {
+		if !errors.Is(planErr, disk.ErrRefused) {
+			return planErr
+		}
+		refused = planErr.Error()
+		wiped := make([]disk.Request, len(reqs))
+		for i, r := range reqs {
+			r.Wipe = true
+			wiped[i] = r
+		}
+		stacks.Wipe = true
+		var err error
+		if plans, sp, err = planPrepare(ctx, pl, wiped, stacks, host); err != nil {
+			plans, sp = nil, nil
+		}
+	}
+	cs, lines, err := disk.Diff(plans, host, deps)
+	if err != nil {
+		return err
+	}
+	if sp != nil {
+		more, err := stack.DiffStacks(sp, lines, deps)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, more...)
+	}
+	if cs == nil {
+		cs = []disk.Change{}
+	}
+	if format == "json" {
+		if err := writeJSON(e.Stdout, planDiffDoc{Schema: disk.DiffSchema, Changed: disk.Changed(cs), Refused: refused, Changes: cs}); err != nil {
+			return err
+		}
+	} else if len(cs) > 0 {
+		if refused != "" {
+			fmt.Fprintln(e.Stdout, "refused as planned; with --wipe it would do:")
+		}
+		if err := disk.WriteChanges(e.Stdout, cs); err != nil {
+			return err
+		}
+	}
+	switch {
+	case planErr != nil:
+		return planErr
+	case disk.Changed(cs):
+		return silentError{errors.New("the plan would change the disks"), exitFailure}
+	}
+	return nil
 }

@@ -257,6 +257,16 @@ disks:
 	if code != 0 || strings.Count(out, "Plan for ") != 2 {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 	}
+	// --diff reads only: every disk's bytes are the same after it.
+	sums := func() string { return hashDevice(t, a.Dev) + hashDevice(t, b.Dev) }
+	sum := sums()
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--diff")
+	if code != 1 || strings.Count(out, "create  partition") != 3 || !strings.Contains(out, "10 to create, 0 to change, 0 to destroy, 0 kept") {
+		t.Errorf("diff before: exit %d, want 1 and 3 partitions made\n%s%s", code, out, errOut)
+	}
+	if sums() != sum {
+		t.Fatal("prepare --diff changed a disk")
+	}
 	code, out, errOut = runArgsOn(m, "-o", "json", "prepare", "--plan", plan, "--yes")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -281,6 +291,23 @@ disks:
 	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--yes")
 	if code != 0 || strings.Count(out, "already prepared as asked") != 2 {
 		t.Errorf("second run: exit %d\n%s%s", code, out, errOut)
+	}
+	sum = sums()
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--diff")
+	if code != 0 || strings.Contains(out, "create") || !strings.Contains(out, "no change: 10 layers already as planned") {
+		t.Errorf("diff after: exit %d, want 0 and nothing made\n%s%s", code, out, errOut)
+	}
+	// The plan changed: the second disk's xfs becomes ext4, which the
+	// guard refuses without wipe; the diff names what a wipe destroys.
+	changed := filepath.Join(dir, "changed.yaml")
+	old, _ := os.ReadFile(plan)
+	os.WriteFile(changed, []byte(strings.Replace(string(old), "fs: xfs, label: scratch", "fs: ext4, label: scratch", 1)), 0o644)
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", changed, "--diff")
+	if code != 3 || !strings.Contains(out, "destroy  partition   "+b.Dev+"p1") || !strings.Contains(out, `xfs label "scratch"`) {
+		t.Errorf("diff of a changed plan: exit %d, want 3 and the xfs destroyed\n%s%s", code, out, errOut)
+	}
+	if sums() != sum {
+		t.Fatal("prepare --diff changed a disk")
 	}
 }
 

@@ -79,10 +79,8 @@ func ReplaceWith(edit Editor, path string, stale func(Entry) bool, e Entry, at t
 }
 
 func addEntry(path string, lines []Line, e Entry, at time.Time) ([]Line, bool, error) {
-	for _, l := range lines {
-		if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
-			return lines, false, nil
-		}
+	if Has(lines, e) {
+		return lines, false, nil
 	}
 	for _, l := range lines {
 		if l.Entry == nil {
@@ -315,4 +313,15 @@ func keepOwner(path string, old os.FileInfo) {
 	if s, ok := old.Sys().(*syscall.Stat_t); ok {
 		_ = os.Lchown(path, int(s.Uid), int(s.Gid))
 	}
+}
+
+// Has says whether lines already hold e as Add would leave it: an entry
+// for the same device at the same mount point, managed or not.
+func Has(lines []Line, e Entry) bool {
+	for _, l := range lines {
+		if l.Entry != nil && sameSpec(l.Entry.Spec, e.Spec) && sameTarget(l.Entry.File, e.File) {
+			return true
+		}
+	}
+	return false
 }

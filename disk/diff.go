@@ -1,0 +1,252 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// DiffSchema names the JSON shape of `prepare --diff`.
+const DiffSchema = "diskprep/plan-diff/v1"
+
+// What a change does to its layer.
+const (
+	ActKeep    = "keep"
+	ActCreate  = "create"
+	ActChange  = "change"
+	ActDestroy = "destroy"
+)
+
+// Change is one line of a plan's diff: what apply would do to one layer of
+// one device, in the order apply would do it.
+type Change struct {
+	Action string `json:"action"` // keep, create, change or destroy
+	// Layer is image, loop, signature, table, partition, filesystem, swap,
+	// mount, fstab (and, from disk/stack, md, mdadm.conf, pv, vg, lv, cache).
+	Layer  string `json:"layer"`
+	Device string `json:"device"`
+	// What is the layer as planned (keep, create, change) or as found
+	// (destroy).
+	What string `json:"what"`
+	// From is what a change replaces, as found.
+	From string `json:"from,omitempty"`
+}
+
+// Changed says whether apply would do anything at all.
+func Changed(cs []Change) bool {
+	for _, c := range cs {
+		if c.Action != ActKeep {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteChanges prints one aligned line per change and a count.
+func WriteChanges(w io.Writer, cs []Change) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	n := map[string]int{}
+	for _, c := range cs {
+		n[c.Action]++
+		what := c.What
+		if c.Action == ActChange && c.From != "" {
+			what = c.From + " -> " + c.What
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Action, c.Layer, c.Device, what)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !Changed(cs) {
+		_, err := fmt.Fprintf(w, "no change: %d layers already as planned\n", n[ActKeep])
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d to create, %d to change, %d to destroy, %d kept\n", n[ActCreate], n[ActChange], n[ActDestroy], n[ActKeep])
+	return err
+}
+
+// DiffPlan lists, layer by layer, what Apply would do with p: d is the disk
+// as the facts read it (nil for an image not attached yet) and fstabLines
+// the host's fstab as it is. It reads nothing itself.
+func DiffPlan(p *Plan, d *hwinfo.Disk, fstabLines []fstab.Line) []Change {
+	var cs []Change
+	add := func(act, layer, dev, what string) {
+		cs = append(cs, Change{Action: act, Layer: layer, Device: dev, What: what})
+	}
+	if im := p.Image; im != nil {
+		switch {
+		case im.Create:
+			add(ActCreate, "image", im.Path, "sparse file of "+units.FormatSize(im.SizeBytes))
+		case im.Recreate:
+			cs = append(cs, Change{Action: ActChange, Layer: "image", Device: im.Path, What: "emptied, " + units.FormatSize(im.SizeBytes), From: "its contents"})
+		default:
+			add(ActKeep, "image", im.Path, units.FormatSize(im.SizeBytes))
+		}
+		if im.Attach {
+			add(ActCreate, "loop", p.Device, fmt.Sprintf("attached to %s, %d-byte sectors", im.Path, im.SectorBytes))
+		} else {
+			add(ActKeep, "loop", p.Device, "attached to "+im.Path)
+		}
+	}
+	on := diskName(p)
+	if p.Table != nil && d != nil {
+		if d.FSType != "" {
+			add(ActDestroy, "signature", d.Path, fmt.Sprintf("%s on the whole disk%s%s, %s", d.FSType, LabelSuffix(d.FSLabel), uuidSuffix(d.FSUUID), on))
+		}
+		for _, ex := range d.Partitions {
+			add(ActDestroy, "partition", ex.Path, describePartition(ex)+", "+on)
+		}
+	}
+	newTable := ""
+	if p.Table != nil {
+		newTable = fmt.Sprintf("gpt %s, %d partition", p.Table.DiskGUID, len(p.Partitions))
+		if len(p.Partitions) != 1 {
+			newTable += "s"
+		}
+	}
+	old := p.Fingerprint.TableType + " " + p.Fingerprint.TableID
+	if p.Fingerprint.TableType == "gpt" {
+		old = "gpt " + strings.ToUpper(p.Fingerprint.TableID) // as planned GUIDs are written
+	}
+	switch {
+	case p.Table == nil:
+		add(ActKeep, "table", p.Device, strings.TrimSpace(old))
+	case p.Fingerprint.TableType != "":
+		cs = append(cs, Change{Action: ActChange, Layer: "table", Device: p.Device, What: newTable, From: strings.TrimSpace(old)})
+	default:
+		add(ActCreate, "table", p.Device, newTable)
+	}
+	for _, pp := range p.Partitions {
+		act := ActKeep
+		if p.Table != nil {
+			act = ActCreate
+		}
+		what := fmt.Sprintf("%d: %s", pp.Number, units.FormatSize(pp.SizeBytes))
+		if pp.Label != "" {
+			what += fmt.Sprintf(" %q", pp.Label)
+		}
+		if pp.Use != "" {
+			what += ", member of " + pp.Use
+		}
+		add(act, "partition", pp.Path, what)
+		if pp.Use == "" {
+			cs = append(cs, FileSystemChanges(pp, fstabLines)...)
+		}
+	}
+	return cs
+}
+
+// FileSystemChanges are the filesystem, mount and fstab lines of pp (a
+// partition, or a stack's volume given as one): created where its argv is
+// set, kept where nil.
+func FileSystemChanges(pp PartPlan, fstabLines []fstab.Line) []Change {
+	var cs []Change
+	add := func(act, layer, what string) {
+		cs = append(cs, Change{Action: act, Layer: layer, Device: pp.Path, What: what})
+	}
+	act := func(argv []string) string {
+		if argv != nil {
+			return ActCreate
+		}
+		return ActKeep
+	}
+	if pp.FS == "swap" {
+		add(act(pp.Mkfs), "swap", "swap area"+uuidSuffix(pp.FSUUID))
+		if pp.MountArgv != nil || pp.Persist {
+			add(act(pp.MountArgv), "swapon", "active")
+		}
+	} else if pp.FS != "" {
+		add(act(pp.Mkfs), "filesystem", pp.FS+LabelSuffix(pp.FSLabel)+uuidSuffix(pp.FSUUID))
+		if pp.MountPoint != "" {
+			what := "at " + pp.MountPoint
+			if pp.MountOpts != "" {
+				what += " (" + pp.MountOpts + ")"
+			}
+			add(act(pp.MountArgv), "mount", what)
+		}
+	}
+	if pp.Persist {
+		e := FstabEntry(pp)
+		a := ActCreate
+		if fstab.Has(fstabLines, e) {
+			a = ActKeep
+		}
+		add(a, "fstab", fstab.EntryLine(e))
+	}
+	return cs
+}
+
+func diskName(p *Plan) string {
+	s := "on " + p.Device
+	if p.Disk.Model != "" {
+		s += " (" + p.Disk.Model
+		if p.Disk.Serial != "" {
+			s += " serial " + p.Disk.Serial
+		}
+		s += ")"
+	} else if p.Disk.Serial != "" {
+		s += " (serial " + p.Disk.Serial + ")"
+	}
+	return s
+}
+
+func describePartition(ex hwinfo.Partition) string {
+	s := units.FormatSize(ex.SizeBytes)
+	if ex.FSType != "" {
+		s += ", " + ex.FSType + LabelSuffix(ex.FSLabel) + uuidSuffix(ex.FSUUID)
+	} else {
+		s += ", no signature"
+	}
+	return s
+}
+
+func uuidSuffix(u string) string {
+	if u == "" {
+		return ""
+	}
+	return " UUID " + u
+}
+
+// Diff is DiffPlan of every plan against the facts, with the fstab read
+// through deps' host; the fstab lines are returned for the stacks' diff.
+func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) ([]Change, []fstab.Line, error) {
+	a := newApplier(deps)
+	lines, err := a.readFstab()
+	if err != nil {
+		return nil, nil, err
+	}
+	var cs []Change
+	for _, p := range plans {
+		var d *hwinfo.Disk
+		if facts != nil && p.Device != LoopPlaceholder {
+			if dd, part := facts.Device(p.Device); part == nil {
+				d = dd
+			}
+		}
+		cs = append(cs, DiffPlan(p, d, lines)...)
+	}
+	return cs, lines, nil
+}
+
+// readFstab parses the host's fstab; a missing one has no lines.
+func (a *applier) readFstab() ([]fstab.Line, error) {
+	b, err := a.host.ReadFile(a.fstabPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", a.fstabPath, err)
+	}
+	lines, err := fstab.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.fstabPath, err)
+	}
+	return lines, nil
+}

@@ -1,0 +1,100 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/internal/units"
+)
+
+// Diff lists, layer by layer and in ApplyStacks' order, what it would do
+// with sp: mdadmConf is the mdadm.conf as it is ("" when missing), and
+// fstabLines the host's fstab. It reads nothing itself.
+func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Change {
+	var cs []disk.Change
+	add := func(act, layer, dev, what string) {
+		cs = append(cs, disk.Change{Action: act, Layer: layer, Device: dev, What: what})
+	}
+	act := func(argv []string) string {
+		if argv != nil {
+			return disk.ActCreate
+		}
+		return disk.ActKeep
+	}
+	for _, ap := range sp.Arrays {
+		what := fmt.Sprintf("raid%d of %s, %s", ap.Level, strings.Join(ap.Members, ", "), units.FormatSize(ap.SizeBytes))
+		if ap.Create == nil && ap.Existing != "" {
+			what += ", running as " + ap.Existing
+		}
+		add(act(ap.Create), "md", ap.Device, what)
+		conf := disk.ActCreate
+		for _, l := range strings.Split(mdadmConf, "\n") {
+			if strings.TrimSpace(l) == ap.ConfLine {
+				conf = disk.ActKeep
+			}
+		}
+		add(conf, "mdadm.conf", sp.MdadmConf, ap.ConfLine)
+		cs = append(cs, volumeChanges(ap.Volume, fstabLines)...)
+	}
+	for _, gp := range sp.Groups {
+		made := map[string]bool{}
+		for _, argv := range gp.PVCreate {
+			made[argv[len(argv)-1]] = true
+		}
+		for _, pv := range gp.PVs {
+			a := disk.ActKeep
+			if made[pv] {
+				a = disk.ActCreate
+			}
+			add(a, "pv", pv, "physical volume of "+gp.VG)
+		}
+		add(act(gp.VGCreate), "vg", gp.VG, fmt.Sprintf("over %s, %s", strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes)))
+		for _, lv := range gp.Volumes {
+			what := lv.Name
+			if lv.SizeBytes > 0 {
+				what += ", " + units.FormatSize(lv.SizeBytes)
+			} else {
+				what += ", the rest of " + gp.VG
+			}
+			add(act(lv.Create), "lv", lv.Path, what)
+			cs = append(cs, volumeChanges(lv.Volume, fstabLines)...)
+		}
+	}
+	for _, cp := range sp.Caches {
+		a := disk.ActKeep
+		if len(cp.Steps) > 0 {
+			a = disk.ActCreate
+		}
+		what := fmt.Sprintf("%s %s, %s (%s) in front of %s (%s)", cp.Kind, cp.Mode, cp.CacheDevice, units.FormatSize(cp.CacheBytes), cp.OriginDevice, units.FormatSize(cp.OriginBytes))
+		if a == disk.ActKeep && cp.Existing != "" {
+			what += ", " + cp.Existing
+		}
+		add(a, "cache", cp.Device, what)
+		cs = append(cs, volumeChanges(cp.Volume, fstabLines)...)
+	}
+	return cs
+}
+
+// volumeChanges are a stack volume's filesystem, mount and fstab lines.
+func volumeChanges(v VolumePlan, fstabLines []fstab.Line) []disk.Change {
+	pp := v.partPlan()
+	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
+	return disk.FileSystemChanges(pp, fstabLines)
+}
+
+// DiffStacks is sp.Diff with the mdadm.conf read through deps' host.
+func DiffStacks(sp *StackPlan, fstabLines []fstab.Line, deps disk.Deps) ([]disk.Change, error) {
+	conf := ""
+	if sp.MdadmConf != "" && len(sp.Arrays) > 0 {
+		b, err := disk.NewApplier(deps).Host().ReadFile(sp.MdadmConf)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", sp.MdadmConf, err)
+		}
+		conf = string(b)
+	}
+	return sp.Diff(conf, fstabLines), nil
+}
