@@ -214,15 +214,29 @@ func uuidSuffix(u string) string {
 	return " UUID " + u
 }
 
+// DiffResult is what Diff found.
+type DiffResult struct {
+	Changes []Change
+	// Fstab is the host's fstab as read, for the stacks' diff.
+	Fstab []fstab.Line
+	// Notes say what could not be read (a device without the right to
+	// open it), so the diff may be incomplete.
+	Notes []string
+	// Refusal is the guard's refusal of a plan for what the diff found
+	// on its disk (stale signatures, and no Wipe); nil when none.
+	Refusal error
+}
+
 // Diff is DiffPlan of every plan against the facts, with the fstab read
-// through deps' host; the fstab lines are returned for the stacks' diff.
-func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) ([]Change, []fstab.Line, error) {
+// through deps' host, and the stale signatures Apply would meet inside the
+// new partitions (staleSignatures). It reads only.
+func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) (*DiffResult, error) {
 	a := newApplier(deps)
 	lines, err := a.readFstab()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var cs []Change
+	r := &DiffResult{Fstab: lines}
 	for _, p := range plans {
 		var d *hwinfo.Disk
 		if facts != nil && p.Device != LoopPlaceholder {
@@ -230,9 +244,62 @@ func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) ([]Change, []fstab.Line,
 				d = dd
 			}
 		}
-		cs = append(cs, DiffPlan(p, d, lines)...)
+		pc := DiffPlan(p, d, lines)
+		stale, err := a.staleSignatures(p, d)
+		if err != nil {
+			r.Notes = append(r.Notes, err.Error())
+		}
+		if len(stale) > 0 {
+			// Wiped before the table is written: after the destroyed
+			// partitions, before the table line.
+			i := 0
+			for i < len(pc) && pc[i].Layer != "table" {
+				i++
+			}
+			pc = append(pc[:i], append(stale, pc[i:]...)...)
+			if !p.Wipe && r.Refusal == nil {
+				var what []string
+				for _, c := range stale {
+					what = append(what, c.What)
+				}
+				r.Refusal = notEmpty(p.Device, p.Device, what)
+			}
+		}
+		r.Changes = append(r.Changes, pc...)
 	}
-	return cs, lines, nil
+	return r, nil
+}
+
+// staleSignatures are the signatures inside the regions of the partitions
+// p would make that no partition of the disk starts with today: an old md
+// superblock at a region's end, an LVM label or a bcache superblock near
+// its start, left by an earlier layout. Apply finds them with the same
+// probe (signaturesToWipe) and wipes them, with Wipe, before the table
+// is written; without Wipe it refuses. Read-only.
+func (a *applier) staleSignatures(p *Plan, d *hwinfo.Disk) ([]Change, error) {
+	if p.Table == nil || p.Device == LoopPlaceholder || (p.Image != nil && (p.Image.Create || p.Image.Recreate)) {
+		return nil, nil
+	}
+	f, err := a.host.OpenDevice(p.Device, false)
+	if err != nil {
+		return nil, fmt.Errorf("not looked for old signatures inside the new partitions of %s: %v", p.Device, err)
+	}
+	defer f.Close()
+	var cs []Change
+	for _, pp := range p.Partitions {
+		sigs, err := ProbeSignatures(io.NewSectionReader(f, int64(pp.StartBytes), int64(pp.SizeBytes)), int64(pp.SizeBytes))
+		if err != nil {
+			return cs, fmt.Errorf("not looked for old signatures inside %s: %v", pp.Path, err)
+		}
+		for _, s := range sigs {
+			if d != nil && startsWith(d.Partitions, pp.StartBytes, s.Type) {
+				continue // its partition's destroy line says so
+			}
+			what := fmt.Sprintf("%s signature, its magic at byte %d of the new partition %d%s", s.Type, s.Offset, pp.Number, LabelSuffix(s.Label))
+			cs = append(cs, Change{Action: ActDestroy, Layer: "signature", Device: pp.Path, What: what + uuidSuffix(s.UUID)})
+		}
+	}
+	return cs, nil
 }
 
 // readFstab parses the host's fstab; a missing one has no lines.
@@ -249,4 +316,14 @@ func (a *applier) readFstab() ([]fstab.Line, error) {
 		return nil, fmt.Errorf("%s: %w", a.fstabPath, err)
 	}
 	return lines, nil
+}
+
+// startsWith says whether one of parts starts at start holding fsType.
+func startsWith(parts []hwinfo.Partition, start uint64, fsType string) bool {
+	for _, ex := range parts {
+		if ex.StartBytes == start && ex.FSType == fsType {
+			return true
+		}
+	}
+	return false
 }

@@ -619,9 +619,27 @@ func (r *loopConfRig) facts(t *testing.T) *hwinfo.Host {
 // pvremove, B's already gone).
 func (r *loopConfRig) settle() {
 	testenv.SettleUdev()
-	if _, err := os.Stat("/run/udev/control"); err == nil {
-		time.Sleep(300 * time.Millisecond)
-		testenv.SettleUdev()
+	if _, err := os.Stat("/run/udev/control"); err != nil {
+		return
+	}
+	// udev re-probes a device when a writer closes it (its inotify
+	// watch), some time after the program that wrote has exited: settle
+	// can return before that event is even queued, and inventory then
+	// reads the old type (LVM2_member after pvremove). Where the
+	// database and the disk disagree, udev is asked to probe again.
+	for _, dev := range r.members() {
+		onDisk, _ := testenv.Run("blkid", "-p", "-s", "TYPE", "-o", "value", dev)
+		props, _ := testenv.Run("udevadm", "info", "--query=property", "--name", dev)
+		inDB := ""
+		for _, l := range strings.Split(props, "\n") {
+			if v, ok := strings.CutPrefix(l, "ID_FS_TYPE="); ok {
+				inDB = v
+			}
+		}
+		if strings.TrimSpace(onDisk) != inDB {
+			testenv.Run("udevadm", "trigger", "--action=change", "--settle", dev)
+			testenv.SettleUdev()
+		}
 	}
 }
 

@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 // prepare --diff on the recording fake: before the first apply every layer
@@ -129,4 +133,121 @@ func diffLines(t *testing.T, out string) map[string]string {
 		}
 	}
 	return got
+}
+
+// Stale signatures inside the partitions a plan would make, which no
+// partition of today's disk shows (the disk has no table): an LVM label
+// near the first region's start, a bcache superblock at 4 KiB of the
+// second and, where the kernel has md, an md 1.0 superblock at its end.
+// --diff lists each and, without wipe, says the guard would refuse (exit
+// 3), reading only; with wipe, prepare wipes them before the table and
+// the partitions hold the new filesystem alone.
+func TestPrivilegedPrepareDiffStaleSignatures(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "losetup", "pvcreate", "make-bcache", "wipefs")
+	_, m := useTempRoot(t)
+	l := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+	t.Cleanup(func() { testenv.UnmountAll(t, l.Dev); dropKernelPartitions(t, l.Dev) })
+	dir := t.TempDir()
+	write := func(wipe bool) string {
+		p := filepath.Join(dir, fmt.Sprintf("plan-%v.yaml", wipe))
+		w := ""
+		if wipe {
+			w = "    wipe: true\n"
+		}
+		os.WriteFile(p, []byte("version: 1\ndisks:\n  - select: {path: "+l.Dev+"}\n"+w+
+			"    partitions:\n      - {size: 100M, fs: ext4, label: one}\n      - {size: rest, fs: ext4, label: two}\n"), 0o644)
+		return p
+	}
+	plan, wiped := write(false), write(true)
+	code, out, errOut := runArgsOn(m, "-o", "json", "prepare", "--plan", plan, "--dry-run")
+	var doc struct {
+		Disks []disk.Plan `json:"disks"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Disks) != 1 || len(doc.Disks[0].Partitions) != 2 {
+		t.Fatalf("dry run: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	p1, p2 := doc.Disks[0].Partitions[0], doc.Disks[0].Partitions[1]
+	// A loop device over a byte range of the disk's image: where a
+	// partition will be.
+	region := func(start, size uint64) string {
+		dev := strings.TrimSpace(testenv.MustRun(t, "losetup", "-f", "--show", "-o", fmt.Sprint(start), "--sizelimit", fmt.Sprint(size), l.Image))
+		t.Cleanup(func() { testenv.Run("losetup", "-d", dev) })
+		return dev
+	}
+	want := []string{"LVM2_member signature, its magic at byte 536 of the new partition 1", "bcache signature, its magic at byte 4120 of the new partition 2"}
+	if _, err := os.Stat("/proc/mdstat"); err == nil {
+		r := region(p2.StartBytes, p2.SizeBytes)
+		t.Cleanup(func() { stopArraysOn(t, r) })
+		testenv.MustRun(t, "mdadm", "--create", "/dev/md/diffstale", "--run", "--metadata=1.0", "--level=1", "--raid-devices=2", r, "missing")
+		testenv.MustRun(t, "mdadm", "--stop", "/dev/md/diffstale")
+		// udev may assemble it again from the superblock just written.
+		stopArraysOn(t, r)
+		want = append(want, "linux_raid_member signature, its magic at byte ")
+	} else {
+		t.Log("no md in this kernel: the md 1.0 case runs in the guest tier")
+	}
+	testenv.MustRun(t, "pvcreate", "-ff", "-y", region(p1.StartBytes, p1.SizeBytes))
+	testenv.MustRun(t, "make-bcache", "-B", region(p2.StartBytes, 64<<20))
+	sum := hashDevice(t, l.Dev)
+
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--diff")
+	if code != exitRefused || !strings.Contains(errOut, "refusing to prepare") || !strings.Contains(errOut, "pass --wipe") {
+		t.Errorf("diff without wipe: exit %d, want 3 and the guard's line:\n%s%s", code, out, errOut)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, "destroy  signature   ") || !strings.Contains(out, w) {
+			t.Errorf("the diff does not list %q:\n%s", w, out)
+		}
+	}
+	code, out, errOut = runArgsOn(m, "prepare", "--plan", wiped, "--diff")
+	if code != exitFailure || strings.Count(out, "destroy  signature") != len(want) {
+		t.Errorf("diff with wipe: exit %d, want 1 and %d signatures to destroy:\n%s%s", code, len(want), out, errOut)
+	}
+	if hashDevice(t, l.Dev) != sum {
+		t.Fatal("prepare --diff changed the disk")
+	}
+
+	// Without wipe, prepare refuses as the diff said, and writes nothing.
+	if code, _, errOut := runArgsOn(m, "prepare", "--plan", plan, "--yes"); code != exitRefused {
+		t.Errorf("prepare without wipe: exit %d, want 3: %s", code, errOut)
+	}
+	if hashDevice(t, l.Dev) != sum {
+		t.Fatal("a refused prepare changed the disk")
+	}
+	if code, _, errOut := runArgsOn(m, "prepare", "--plan", wiped, "--yes"); code != 0 {
+		t.Fatalf("prepare with wipe: exit %d: %s", code, errOut)
+	}
+	for _, part := range []string{p1.Path, p2.Path} {
+		dev := strings.Replace(part, disk.LoopPlaceholder, l.Dev, 1)
+		if got := strings.Fields(testenv.MustRun(t, "wipefs", "--no-act", "--noheadings", "--output", "TYPE", dev)); len(got) != 1 || got[0] != "ext4" {
+			t.Errorf("%s holds %q after prepare, want ext4 alone", dev, got)
+		}
+	}
+	if code, out, errOut := runArgsOn(m, "prepare", "--plan", wiped, "--diff"); code != 0 {
+		t.Errorf("diff after prepare: exit %d, want 0:\n%s%s", code, out, errOut)
+	}
+}
+
+// stopArraysOn stops the md arrays /proc/mdstat shows with dev as a
+// member, after udev has handled its events: only those, never another
+// array of the machine's.
+func stopArraysOn(t *testing.T, dev string) {
+	t.Helper()
+	testenv.Run("udevadm", "settle", "--timeout=10")
+	b, err := os.ReadFile("/proc/mdstat")
+	if err != nil {
+		return
+	}
+	name := filepath.Base(dev)
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.HasPrefix(f[0], "md") || f[1] != ":" {
+			continue
+		}
+		for _, m := range f[2:] {
+			if strings.HasPrefix(m, name+"[") {
+				testenv.Run("mdadm", "--stop", "/dev/"+f[0])
+			}
+		}
+	}
 }

@@ -581,16 +581,23 @@ func runDiff(ctx context.Context, e *env, format string, pl disk.Planner, reqs [
 			plans, sp = nil, nil
 		}
 	}
-	cs, lines, err := disk.Diff(plans, host, deps)
+	d, err := disk.Diff(plans, host, deps)
 	if err != nil {
 		return err
 	}
+	cs := d.Changes
+	if planErr == nil && d.Refusal != nil {
+		planErr, refused = d.Refusal, d.Refusal.Error()
+	}
 	if sp != nil {
-		more, err := stack.DiffStacks(sp, lines, deps)
+		more, err := stack.DiffStacks(sp, d.Fstab, deps)
 		if err != nil {
 			return err
 		}
 		cs = append(cs, more...)
+	}
+	for _, n := range d.Notes {
+		fmt.Fprintln(e.Stderr, "note: "+n)
 	}
 	if cs == nil {
 		cs = []disk.Change{}
@@ -600,7 +607,7 @@ func runDiff(ctx context.Context, e *env, format string, pl disk.Planner, reqs [
 			return err
 		}
 	} else if len(cs) > 0 {
-		if refused != "" {
+		if refused != "" && d.Refusal == nil {
 			fmt.Fprintln(e.Stdout, "refused as planned; with --wipe it would do:")
 		}
 		if err := disk.WriteChanges(e.Stdout, cs); err != nil {

@@ -47,7 +47,7 @@ var suites = []struct {
 	// against the fake's golden effect logs.
 	{name: "stackconf", pkg: "./disk", run: `^TestPrivilegedStackConformance$`},
 	{name: "cmd", pkg: "./cmd/diskprep", bin: "diskprep",
-		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestPrivilegedDeviceLinkOtherUser|TestPrivilegedImageDirLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
+		run: `^(TestBadInvocations|TestPrivilegedPreparePlanTwoDisks|TestPrivilegedPrepareDiffStaleSignatures|TestPrivilegedPrepareImageCLI|TestPrivilegedReleaseForeignWipe|TestPrivilegedImageOtherUsers|TestPrivilegedUnsafeStore|TestPrivilegedStoreLinkOtherUser|TestPrivilegedDeviceLinkOtherUser|TestPrivilegedImageDirLinkOtherUser|TestReleaseRefusesSystemDiskLive)$`},
 }
 
 const suitesScript = `set -u
