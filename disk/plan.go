@@ -63,13 +63,16 @@ type Request struct {
 
 // PartSpec is one partition asked for.
 type PartSpec struct {
-	SizeBytes uint64   `json:"size_bytes,omitempty"` // 0: rest of the disk
-	Label     string   `json:"label,omitempty"`      // GPT partition name and filesystem label
-	FS        string   `json:"fs"`                   // xfs or ext4
-	MkfsOpts  []string `json:"mkfs_opts,omitempty"`  // extra mkfs arguments, passed as given
-	Mount     string   `json:"mount,omitempty"`      // mount point; empty: not mounted
-	MountOpts string   `json:"mount_opts,omitempty"` // comma separated, as mount -o
-	Persist   bool     `json:"persist,omitempty"`    // add an fstab line (needs Mount)
+	SizeBytes uint64 `json:"size_bytes,omitempty"` // 0 (and no SizePercent): rest of the disk
+	// SizePercent is a share of the disk's size ("50%"), rounded down to
+	// the alignment; the partition table keeps what it came to.
+	SizePercent float64  `json:"size_percent,omitempty"`
+	Label       string   `json:"label,omitempty"`      // GPT partition name and filesystem label
+	FS          string   `json:"fs"`                   // xfs or ext4
+	MkfsOpts    []string `json:"mkfs_opts,omitempty"`  // extra mkfs arguments, passed as given
+	Mount       string   `json:"mount,omitempty"`      // mount point; empty: not mounted
+	MountOpts   string   `json:"mount_opts,omitempty"` // comma separated, as mount -o
+	Persist     bool     `json:"persist,omitempty"`    // add an fstab line (needs Mount)
 	// MountOver allows mounting over a directory that is not empty,
 	// hiding what it holds while mounted (--mount-over).
 	MountOver bool `json:"mount_over,omitempty"`

@@ -265,7 +265,7 @@ func validate(req *Request) error {
 		if ps.FS == "swap" && ps.Mount != "" {
 			return Usagef("partition %d: a swap partition has no mount point (%s)", n, ps.Mount)
 		}
-		if ps.SizeBytes == 0 && i != len(req.Partitions)-1 {
+		if ps.SizeBytes == 0 && ps.SizePercent == 0 && i != len(req.Partitions)-1 {
 			return Usagef("partition %d: only the last partition may take the rest of the disk", n)
 		}
 		if err := CheckLabel(ps.FS, ps.Label); err != nil {
@@ -637,6 +637,16 @@ func layoutGPT(d *hwinfo.Disk, specs []PartSpec) (TablePlan, []extent, []string,
 		var end uint64
 		if start > t.LastUsableLBA {
 			return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: no room for partition %d", d.Name, units.FormatSize(d.SizeBytes), i+1)
+		}
+		if s.SizePercent > 0 {
+			// A share of the whole disk, whatever comes before it.
+			s.SizeBytes = uint64(float64(d.SizeBytes)*s.SizePercent/100) / align * align
+			if s.SizeBytes == 0 {
+				return t, nil, nil, fmt.Errorf("%s (%s) is too small for the plan: %g%% of it is less than one %s alignment unit", d.Name, units.FormatSize(d.SizeBytes), s.SizePercent, units.FormatSize(align))
+			}
+			if start+s.SizeBytes/lss-1 > t.LastUsableLBA {
+				s.SizeBytes = 0 // up to the last usable, aligned sector
+			}
 		}
 		if s.SizeBytes == 0 {
 			endExcl := (t.LastUsableLBA + 1) / alignSec * alignSec

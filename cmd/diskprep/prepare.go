@@ -124,7 +124,7 @@ Examples:
 			&cli.BoolFlag{Name: "mount-over", Usage: "mount even over a --mount DIR that is not empty, hiding what it holds while mounted"},
 			&cli.GenericFlag{Name: "mkfs-opt", Value: &appendValue{}, Usage: "extra mkfs `ARG`, repeatable, passed as given (--mkfs-opt=-m --mkfs-opt=reflink=1)"},
 			&cli.BoolFlag{Name: "persist", Usage: "add an /etc/fstab line (by UUID, defaults,nofail); needs --mount"},
-			&cli.StringFlag{Name: "partition-size", Usage: "make the partition `SIZE` instead of the whole disk"},
+			&cli.StringFlag{Name: "partition-size", Usage: "make the partition `SIZE` (100G) or a share of the disk (50%) instead of the whole disk"},
 			&cli.BoolFlag{Name: "wipe", Usage: "destroy existing partition tables and signatures (as wipefs -a) first"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the plan and change nothing"},
 			&cli.BoolFlag{Name: "diff", Usage: "print, layer by layer, what would be kept, created, changed or destroyed, and change nothing (exit 0 nothing to do, 1 changes, 3 refused)"},
@@ -135,7 +135,7 @@ Examples:
 			&cli.StringFlag{Name: "plan", Usage: "prepare the disks of a YAML plan `FILE`"},
 			&cli.StringFlag{Name: "raid", Usage: "make an md array of `LEVEL` (0, 1, 5, 6, 10) over the DEVICEs, the file system on it"},
 			&cli.StringFlag{Name: "name", Usage: "`NAME` of the --raid array (/dev/md/NAME) or --cache volume (/dev/NAME/NAME, vg NAME)", Value: "data"},
-			&cli.StringFlag{Name: "lvm", Usage: "make the LVM volume group `VG[/LV:SIZE]` over the DEVICEs and one logical volume (default data, the whole group) with the file system"},
+			&cli.StringFlag{Name: "lvm", Usage: "make the LVM volume group `VG[/LV:SIZE]` over the DEVICEs and one logical volume (default data; SIZE 100G, a share of the group such as 50%, or the whole group) with the file system"},
 			&cli.BoolFlag{Name: "no-discard", Usage: "do not discard (TRIM) the new space of SSDs"},
 			&cli.StringFlag{Name: "cache", Usage: "make a cached volume: the slow `ORIGIN_DISK` (an HDD) gets one partition, the file system goes on the cached volume"},
 			&cli.StringFlag{Name: "cache-device", Usage: "the fast `DISK_OR_PARTITION` (an SSD or NVMe) in front of --cache; a disk gets one partition, a partition is used as it is"},
@@ -214,10 +214,15 @@ func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, erro
 			name = "data"
 		}
 		spec := stack.LVSpec{Name: name, Volume: vol}
-		if size != "" {
+		pct, isPct, perr := units.ParsePercent(size)
+		switch {
+		case size == "" || strings.EqualFold(size, "100%FREE") || strings.EqualFold(size, "rest"):
+		case isPct && perr == nil:
+			spec.SizePercent = pct
+		default:
 			n, err := units.ParseSize(size)
-			if err != nil || n == 0 {
-				return nil, st, usageErr(fmt.Errorf("--lvm %s: size %q: want VG[/LV:SIZE] with a size such as 100G", o.LVM, size))
+			if isPct || err != nil || n == 0 {
+				return nil, st, usageErr(fmt.Errorf("--lvm %s: size %q: want VG[/LV:SIZE] with a size such as 100G, a share of the group such as 50%%, or rest", o.LVM, size))
 			}
 			spec.SizeBytes = n
 		}
@@ -281,7 +286,12 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 		return nil, usageErr(errors.New("--fs is required: xfs or ext4"))
 	}
 	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
-	if o.PartitionSize != "" {
+	if pct, isPct, err := units.ParsePercent(o.PartitionSize); isPct {
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--partition-size: %w (of the disk's size)", err))
+		}
+		ps.SizePercent = pct
+	} else if o.PartitionSize != "" {
 		n, err := units.ParseSize(o.PartitionSize)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("--partition-size: %w", err))

@@ -18,7 +18,7 @@
 //	      transport: nvme       # nvme, sata, sas, scsi, virtio, usb
 //	    wipe: false             # allow destroying existing signatures/tables
 //	    partitions:             # one or more, in disk order
-//	      - size: 100G          # a size, or "rest" (last partition only)
+//	      - size: 100G          # a size, a share of the disk (50%), or "rest" (last only)
 //	        fs: xfs             # xfs or ext4
 //	        label: data         # GPT name and fs label: xfs <= 12, ext4 <= 16 bytes
 //	        mount: /data        # absolute; optional; never a system directory
@@ -34,7 +34,8 @@
 //	    filesystem: {fs: xfs, label: data, mount: /data, persist: true}
 //	lvm:                        # LVM volume groups over the partitions that "use" them
 //	  - vg: fast
-//	    volumes:                # in order; size "rest" for the last only
+//	    volumes:                # in order; size a share of the group (50%), or
+//	                            #   "rest" (or 100%FREE) for the last only
 //	      - {name: scratch, size: 100G, fs: ext4, mount: /scratch, persist: true}
 //	cache:                      # cached volumes: the partition that says
 //	  - name: srv               #   use: origin:srv (the HDD's) behind the one
@@ -478,16 +479,22 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 				}
 				sn, ok := vf["size"]
 				if !ok {
-					return p.errf(vn, "%s: missing \"size\" (a size such as 100G, or rest)", vw)
+					return p.errf(vn, "%s: missing \"size\" (a size such as 100G, a share of the group such as 50%%, or rest)", vw)
 				}
 				size, err := p.str(sn, vw+".size")
 				if err != nil {
 					return err
 				}
-				if strings.EqualFold(size, "rest") {
+				pct, isPct, perr := units.ParsePercent(size)
+				if strings.EqualFold(size, "rest") || strings.EqualFold(size, "100%FREE") {
 					if j != len(vols)-1 {
-						return p.errf(sn, "%s.size: \"rest\" is allowed only for the last volume", vw)
+						return p.errf(sn, "%s.size: %q is allowed only for the last volume", vw, size)
 					}
+				} else if isPct {
+					if perr != nil {
+						return p.errf(sn, "%s.size: %v", vw, perr)
+					}
+					lv.SizePercent = pct
 				} else if lv.SizeBytes, err = units.ParseSize(size); err != nil || lv.SizeBytes == 0 {
 					if err == nil {
 						err = errors.New("must be more than 0")
@@ -809,10 +816,14 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 	}
 	switch {
 	case size == "":
-		return ps, p.errf(n, "%s: missing \"size\" (a size such as 100G, or rest)", what)
+		return ps, p.errf(n, "%s: missing \"size\" (a size such as 100G, a share such as 50%%, or rest)", what)
 	case strings.EqualFold(size, "rest"):
 		if !last {
 			return ps, p.errf(sn, "%s.size: \"rest\" is allowed only for the last partition", what)
+		}
+	case strings.HasSuffix(size, "%"):
+		if ps.SizePercent, _, err = units.ParsePercent(size); err != nil {
+			return ps, p.errf(sn, "%s.size: %v (of the disk's size)", what, err)
 		}
 	default:
 		if ps.SizeBytes, err = units.ParseSize(size); err != nil {

@@ -83,10 +83,14 @@ type GroupSpec struct {
 // LVSpec is one logical volume; SizeBytes 0 is the rest of the group (last
 // only).
 type LVSpec struct {
-	Name      string     `json:"name"`
-	SizeBytes uint64     `json:"size_bytes,omitempty"`
-	Volume    VolumeSpec `json:"filesystem"`
-	Origin    string     `json:"origin,omitempty"`
+	Name      string `json:"name"`
+	SizeBytes uint64 `json:"size_bytes,omitempty"`
+	// SizePercent is a share of the group's size ("50%"), whole extents
+	// rounded down: the group is what the plan's members make, so the
+	// share comes to the same size on every run.
+	SizePercent float64    `json:"size_percent,omitempty"`
+	Volume      VolumeSpec `json:"filesystem"`
+	Origin      string     `json:"origin,omitempty"`
 }
 
 // VolumeSpec is the file system made on an array or logical volume.
@@ -279,7 +283,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 				return at(lv.Origin, "lvm vg %s: volume %s is declared twice", g.VG, lv.Name)
 			}
 			names[lv.Name] = true
-			if lv.SizeBytes == 0 && i != len(g.Volumes)-1 {
+			if lv.SizeBytes == 0 && lv.SizePercent == 0 && i != len(g.Volumes)-1 {
 				return at(lv.Origin, "lvm vg %s: only the last volume may take the rest", g.VG)
 			}
 			if err := checkVolume(lv.Origin, "lvm "+g.VG+"/"+lv.Name, lv.Volume); err != nil {
@@ -818,6 +822,16 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		}
 	}
 	gp.SizeBytes = extents * lvmExtentBytes
+	g.Volumes = append([]LVSpec(nil), g.Volumes...)
+	for i, lv := range g.Volumes {
+		if lv.SizePercent > 0 {
+			lv.SizeBytes = uint64(float64(extents)*lv.SizePercent/100) * lvmExtentBytes
+			if lv.SizeBytes == 0 {
+				return gp, disk.Usagef("lvm vg %s: %g%% of the group (%s) is less than one extent", g.VG, lv.SizePercent, units.FormatSize(gp.SizeBytes))
+			}
+			g.Volumes[i] = lv
+		}
+	}
 	// The group's members as pvs sees them now.
 	var others []string
 	for pv, vg := range lvm.pvVG {

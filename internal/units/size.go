@@ -236,3 +236,18 @@ func parseGoDuration(s, in string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParsePercent reads a share written as "50%" or "12.5%": ok is false
+// when s is not a percentage at all (a size, "rest"), and err says why a
+// percentage is not one of more than 0 and at most 100.
+func ParsePercent(s string) (pct float64, ok bool, err error) {
+	num, isPct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	if !isPct {
+		return 0, false, nil
+	}
+	pct, err = strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || pct <= 0 || pct > 100 || pct != pct {
+		return 0, true, fmt.Errorf("%q: a share is more than 0%% and at most 100%%", s)
+	}
+	return pct, true, nil
+}

@@ -116,3 +116,21 @@ func TestParseCapacity(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePercent(t *testing.T) {
+	for s, want := range map[string]float64{"50%": 50, "12.5%": 12.5, " 100% ": 100, "0.1%": 0.1} {
+		if got, ok, err := ParsePercent(s); !ok || err != nil || got != want {
+			t.Errorf("ParsePercent(%q) = %v, %v, %v; want %v", s, got, ok, err, want)
+		}
+	}
+	for _, s := range []string{"0%", "-5%", "100.5%", "%", "abc%", "NaN%", "Inf%"} {
+		if _, ok, err := ParsePercent(s); !ok || err == nil {
+			t.Errorf("ParsePercent(%q): ok %v, err %v; want a refused share", s, ok, err)
+		}
+	}
+	for _, s := range []string{"50", "10G", "rest", ""} {
+		if _, ok, err := ParsePercent(s); ok || err != nil {
+			t.Errorf("ParsePercent(%q): ok %v, err %v; want not a share", s, ok, err)
+		}
+	}
+}

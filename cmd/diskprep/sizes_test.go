@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Sizes people write: a share of the disk for a partition, a share of the
+// group for a logical volume, 100%FREE for the last one. Each comes to
+// the same bytes on every run, so a rerun is "already as planned" (the
+// diff keeps every layer) even after the free space is gone.
+func TestPrepareSizeShares(t *testing.T) {
+	planOf := func(t *testing.T, out string) preparePlanDoc {
+		t.Helper()
+		var doc preparePlanDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return doc
+	}
+	t.Run("partition", func(t *testing.T) {
+		m, h := cacheMachine(t) // sdb: 2 GiB
+		args := []string{"prepare", "/dev/sdb", "--fs", "ext4", "--partition-size", "50%", "--mount", "/half"}
+		code, out, errOut := runArgsOn(m, append(args, "--dry-run", "-o", "json")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if got := planOf(t, out).Disks[0].Partitions[0].SizeBytes; got != 1<<30 {
+			t.Errorf("50%% of 2 GiB made %d bytes, want %d", got, 1<<30)
+		}
+		if code, _, errOut := runArgsOn(m, append(args, "--yes")...); code != 0 {
+			t.Fatalf("prepare: exit %d: %s", code, errOut)
+		}
+		n := len(h.Writes())
+		code, out, errOut = runArgsOn(m, append(args, "--diff")...)
+		if code != 0 || !strings.Contains(out, "keep  partition   /dev/sdb1  1: 1 GiB") {
+			t.Errorf("rerun diff: exit %d, want 0 and the 1 GiB partition kept:\n%s%s", code, out, errOut)
+		}
+		if code, out, errOut := runArgsOn(m, append(args, "--yes")...); code != 0 || !strings.Contains(out, "already prepared as asked") || len(h.Writes()) != n {
+			t.Errorf("rerun: exit %d, wrote %v:\n%s%s", code, h.Writes()[n:], out, errOut)
+		}
+	})
+	t.Run("whole", func(t *testing.T) {
+		m, _ := cacheMachine(t)
+		_, all, _ := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--partition-size", "100%", "--dry-run", "-o", "json")
+		_, rest, _ := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--dry-run", "-o", "json")
+		a, r := planOf(t, all).Disks[0].Partitions[0], planOf(t, rest).Disks[0].Partitions[0]
+		if a.StartLBA != r.StartLBA || a.EndLBA != r.EndLBA {
+			t.Errorf("100%% is LBA %d-%d, the rest of the disk %d-%d", a.StartLBA, a.EndLBA, r.StartLBA, r.EndLBA)
+		}
+	})
+	t.Run("volume", func(t *testing.T) {
+		m, h := cacheMachine(t) // sdb, sdc: 2 GiB each
+		args := []string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "pool/half:50%", "--fs", "ext4", "--mount", "/half"}
+		code, out, errOut := runArgsOn(m, append(args, "--dry-run", "-o", "json")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		g := planOf(t, out).Stacks.Groups[0]
+		want := g.SizeBytes / 2 / g.ExtentBytes * g.ExtentBytes
+		if lv := g.Volumes[0]; lv.SizeBytes != want || !strings.Contains(strings.Join(lv.Create, " "), "--size "+strconv.FormatUint(want, 10)+"b") {
+			t.Errorf("50%% of a %d-byte group: %d bytes (%q), want %d", g.SizeBytes, lv.SizeBytes, lv.Create, want)
+		}
+		if code, _, errOut := runArgsOn(m, append(args, "--yes")...); code != 0 {
+			t.Fatalf("prepare: exit %d: %s", code, errOut)
+		}
+		n := len(h.Writes())
+		if code, out, errOut := runArgsOn(m, append(args, "--diff")...); code != 0 || !strings.Contains(out, "keep  lv ") {
+			t.Errorf("rerun diff: exit %d, want 0 and the volume kept:\n%s%s", code, out, errOut)
+		}
+		if len(h.Writes()) != n {
+			t.Errorf("the diff wrote %v", h.Writes()[n:])
+		}
+	})
+}
+
+// The plan file takes the same shares; a bad one is one line, exit 2.
+func TestPlanFileSizeShares(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "p.yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	m, _ := cacheMachine(t)
+	ok := write("version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - {size: 25%, fs: ext4}\n      - {size: 25%, fs: ext4}\n      - {size: rest, fs: xfs}\n")
+	code, out, errOut := runArgsOn(m, "prepare", "--plan", ok, "--dry-run", "-o", "json")
+	var doc preparePlanDoc
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Disks) != 1 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if ps := doc.Disks[0].Partitions; ps[0].SizeBytes != 512<<20 || ps[1].SizeBytes != 512<<20 {
+		t.Errorf("25%% of 2 GiB: %d and %d bytes, want %d", ps[0].SizeBytes, ps[1].SizeBytes, 512<<20)
+	}
+	for body, want := range map[string]string{
+		"version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - {size: 150%, fs: ext4}\n": "a share is more than 0% and at most 100%",
+		"version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - {size: 0%, fs: ext4}\n":   "a share is more than 0% and at most 100%",
+		"version: 1\ndisks:\n  - select: {path: /dev/sdb}\n    partitions:\n      - {size: rest, use: lvm:vg}\n  - select: {path: /dev/sdc}\n    partitions:\n      - {size: rest, use: lvm:vg}\n" +
+			"lvm:\n  - vg: vg\n    volumes:\n      - {name: a, size: 100%FREE, fs: xfs}\n      - {name: b, size: 1G, fs: xfs}\n": `"100%FREE" is allowed only for the last volume`,
+	} {
+		code, _, errOut := runArgsOn(m, "prepare", "--plan", write(body), "--dry-run")
+		if code != exitUsage || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("exit %d, want 2 and one line saying %q:\n%s", code, want, errOut)
+		}
+	}
+	if code, _, errOut := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--partition-size", "101%", "--dry-run"); code != exitUsage || !strings.Contains(errOut, "at most 100%") {
+		t.Errorf("--partition-size 101%%: exit %d: %s", code, errOut)
+	}
+}
