@@ -95,6 +95,14 @@ func TestPersistUnitCommandQuoted(t *testing.T) {
 	if !strings.Contains(name, `\x2d`) {
 		t.Fatalf("unit name %q has no escaped dash: the test lost its point", name)
 	}
+	// Where to save it: the unit's path once (it was printed as
+	// /etc/systemd/system//etc/systemd/system/NAME).
+	_, saveAs, _ := strings.Cut(errOut, "to save as ")
+	saveAs, _, _ = strings.Cut(saveAs, " and enable")
+	where, err := exec.Command("sh", "-c", "printf '%s\\n' "+saveAs).Output()
+	if err != nil || strings.TrimSuffix(string(where), "\n") != "/etc/systemd/system/"+name {
+		t.Errorf("save as %q reads %q, want /etc/systemd/system/%s (%v)", saveAs, where, name, err)
+	}
 	_, cmd, ok := strings.Cut(errOut, "enable with ")
 	if !ok {
 		t.Fatalf("no enable command in %q", errOut)
