@@ -418,7 +418,10 @@ qemu_common() { # accel disks
 	fi
 	a+=(-smp "${DISKPREP_GUEST_SMP:-1}")
 	a+=(-kernel "$kernel" -initrd "$initrd")
-	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=false}")
+	# nvme_core.io_timeout: under TCG on a busy host an emulated NVMe
+	# command can outlast the default 30 s; the kernel then resets the
+	# controller and fails the I/O ("Host Pathing Error").
+	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off nvme_core.io_timeout=600 nvme_core.admin_timeout=600 guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=false}")
 	a+=(-device virtio-rng-pci)
 	printf '%q ' "${a[@]}"
 }

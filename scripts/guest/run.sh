@@ -72,6 +72,12 @@ while :; do
 	sleep 0.1
 done
 udevadm settle --timeout=30 || say "udevadm settle timed out"
+# As nvme_core.io_timeout on the kernel's command line: a SCSI or SATA
+# command on a busy TCG host may outlast the default 30 s, and the kernel
+# would abort it and reset the disk.
+for t in /sys/block/sd*/device/timeout; do
+	[ -w "$t" ] && echo 600 >"$t"
+done
 
 [ -n "$minimal" ] && say "mounts"
 mkdir -p /run/guest
