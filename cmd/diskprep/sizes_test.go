@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,4 +111,74 @@ func TestPlanFileSizeShares(t *testing.T) {
 	if code, _, errOut := runArgsOn(m, "prepare", "/dev/sdb", "--fs", "xfs", "--partition-size", "101%", "--dry-run"); code != exitUsage || !strings.Contains(errOut, "at most 100%") {
 		t.Errorf("--partition-size 101%%: exit %d: %s", code, errOut)
 	}
+}
+
+// Day two on the fake: a volume asked bigger (50% -> 75% of its group)
+// and a group given another disk (its last volume, the rest, grows onto
+// it) are diffed as changes, grown by prepare through lvextend
+// --resizefs and vgextend, and kept on the next diff. Smaller is
+// refused: xfs cannot shrink.
+func TestPrepareGrowsAVolume(t *testing.T) {
+	m, h := cacheMachine(t) // sdb, sdc: 2 GiB; sdd: 1 GiB
+	base := []string{"prepare", "/dev/sdb", "/dev/sdc", "--fs", "xfs", "--mount", "/pool", "--persist"}
+	with := func(lvm string, more ...string) []string {
+		return append(append(slices.Clone(base), more...), "--lvm", lvm)
+	}
+	if code, _, errOut := runArgsOn(m, append(with("pool/data:50%"), "--yes")...); code != 0 {
+		t.Fatalf("prepare: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runArgsOn(m, append(with("pool/data:75%"), "--diff")...)
+	if code != exitFailure || !strings.Contains(squash(out), "change lv /dev/pool/data data, 2.0 GiB -> 3.0 GiB (grown, with its xfs)") {
+		t.Errorf("diff of 50%% -> 75%%: exit %d, want 1 and the volume grown:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runArgsOn(m, append(with("pool/data:75%"), "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "lvextend --resizefs --size ") || !strings.Contains(out, "pool/data (from 2.0 GiB to 3.0 GiB, with its xfs)") {
+		t.Errorf("dry run: exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runArgsOn(m, append(with("pool/data:75%"), "--yes")...); code != 0 {
+		t.Fatalf("grow: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := runArgsOn(m, append(with("pool/data:75%"), "--diff")...); code != 0 {
+		t.Errorf("diff after the grow: exit %d, want 0:\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runArgsOn(m, append(with("pool/data:50%"), "--diff")...); code != exitRefused || !strings.Contains(errOut, "xfs cannot shrink") {
+		t.Errorf("50%% again: exit %d, want 3 (xfs cannot shrink): %s", code, errOut)
+	}
+
+	// Another disk for the group; the volume is the rest of it.
+	if code, _, errOut := runArgsOn(m, append(with("pool/data"), "--yes")...); code != 0 {
+		t.Fatalf("rest: exit %d: %s", code, errOut)
+	}
+	n := len(h.Writes())
+	code, out, errOut = runArgsOn(m, append(with("pool/data", "/dev/sdd"), "--diff")...)
+	if s := squash(out); code != exitFailure || !strings.Contains(s, "create pv /dev/sdd1") ||
+		!strings.Contains(s, "change vg pool over /dev/sdb1, /dev/sdc1 -> over /dev/sdb1, /dev/sdc1, /dev/sdd1, 5.0 GiB") ||
+		!strings.Contains(s, "change lv /dev/pool/data data, 3.0 GiB -> 5.0 GiB (grown, with its xfs)") {
+		t.Errorf("diff with a third disk: exit %d:\n%s%s", code, out, errOut)
+	}
+	if len(h.Writes()) != n {
+		t.Errorf("the diff wrote %v", h.Writes()[n:])
+	}
+	code, out, errOut = runArgsOn(m, append(with("pool/data", "/dev/sdd"), "--yes", "-o", "json")...)
+	var doc prepareResultDoc
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc.Stacks == nil || len(doc.Stacks.Groups) != 1 {
+		t.Fatalf("grow onto sdd: exit %d:\n%s%s", code, out, errOut)
+	}
+	g := doc.Stacks.Groups[0]
+	if lv := g.Volumes[0]; !lv.Grown || g.ExtendArgv == nil || lv.FromBytes == 0 || lv.SizeBytes <= lv.FromBytes {
+		t.Errorf("result: group %+v", g)
+	}
+	if code, out, errOut := runArgsOn(m, append(with("pool/data", "/dev/sdd"), "--diff")...); code != 0 {
+		t.Errorf("diff after growing onto sdd: exit %d, want 0:\n%s%s", code, out, errOut)
+	}
+}
+
+// squash is out with every run of blanks one space: the diff's columns
+// are aligned to its widest entry.
+func squash(out string) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n")
 }

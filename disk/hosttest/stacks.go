@@ -121,6 +121,10 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 		out, err = h.vgcreate(args, fail)
 	case "lvcreate":
 		out, err = h.lvcreate(args, fail)
+	case "vgextend":
+		out, err = h.vgextend(args, fail)
+	case "lvextend":
+		out, err = h.lvextend(args, fail)
 	case "vgchange", "lvremove", "vgremove", "pvremove":
 		out, err = h.lvmRemove(name, args, fail)
 	case "mkswap":
@@ -1029,4 +1033,84 @@ func (h *Host) SignaturesAt(disk string, e Extent) []string {
 		return nil
 	}
 	return probeAll(&reader{d: &blockDev{store: d.store, offset: d.offset + int64(e.Offset), size: e.Bytes}}, e.Bytes)
+}
+
+// vgextend VG PV...: physical volumes in no group join VG.
+func (h *Host) vgextend(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	if len(words) < 2 {
+		return fail(3, "vgextend: want a VG name and PVs")
+	}
+	vg, pvs := words[0], words[1:]
+	if len(h.groupPVs(vg)) == 0 {
+		return fail(5, "  Volume group \""+vg+"\" not found")
+	}
+	for _, d := range pvs {
+		pv, ok := h.pvs[d]
+		if !ok || !h.pvVisible(d) {
+			return fail(5, "  "+d+" is not a physical volume")
+		}
+		if pv.vg != "" {
+			return fail(5, "  Physical volume '"+d+"' is already in volume group '"+pv.vg+"'")
+		}
+	}
+	for _, d := range pvs {
+		h.pvs[d].vg = vg
+	}
+	return []byte("  Volume group \"" + vg + "\" successfully extended\n"), nil
+}
+
+// lvextend [--resizefs] --size Nb|--extents +100%FREE VG/LV: the volume
+// takes more extents of its group; its device grows, and with --resizefs
+// the file system on it is taken to fill it (the fake keeps no file
+// system size apart from the device's).
+func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	target := args[len(args)-1]
+	vg, lv, _ := strings.Cut(target, "/")
+	var dev *blockDev
+	var st *stackDev
+	for name, s := range h.stacks {
+		if s.kind == "lvm" && s.vg == vg && s.lv == lv {
+			dev, st = h.devs[name], s
+		}
+	}
+	if st == nil || dev == nil {
+		return fail(5, "  Failed to find logical volume \""+target+"\"")
+	}
+	have := dev.size / fakeExtent
+	var more uint64
+	if s, ok := flagValue(args, "--size"); ok {
+		n, err := strconv.ParseUint(strings.TrimSuffix(s, "b"), 10, 64)
+		if err != nil {
+			return fail(3, "lvextend: bad size "+s)
+		}
+		want := (n + fakeExtent - 1) / fakeExtent
+		if want <= have {
+			return fail(5, "  New size given ("+strconv.FormatUint(want, 10)+" extents) not larger than existing size ("+strconv.FormatUint(have, 10)+" extents)")
+		}
+		more = want - have
+	} else if e, _ := flagValue(args, "--extents"); e == "+100%FREE" {
+		more = h.freeExtents(h.groupPVs(vg))
+	}
+	segs, ok := h.allocate(h.groupPVs(vg), more)
+	if more == 0 || !ok {
+		return fail(5, "  Insufficient free space: "+strconv.FormatUint(more, 10)+" extents needed")
+	}
+	st.segs = append(st.segs, segs...)
+	sys := h.sysDir(dev)
+	for _, m := range h.segMembers(segs) {
+		if !slices.Contains(st.members, m) {
+			st.members = append(st.members, m)
+			h.fs.mkdirAll(sys + "/slaves/" + m.name)
+			h.fs.mkdirAll(h.sysDir(m) + "/holders/" + dev.name)
+		}
+	}
+	dev.size += more * fakeExtent
+	h.fs.put(sys+"/size", &node{mode: 0o444, data: fmt.Appendf(nil, "%d\n", dev.size/512)})
+	return []byte("  Logical volume " + target + " successfully resized.\n"), nil
 }

@@ -58,6 +58,8 @@ type GroupResult struct {
 	PVCreateArgv [][]string `json:"pvcreate_argv,omitempty"`
 	Created      bool       `json:"created"`
 	CreateArgv   []string   `json:"create_argv,omitempty"`
+	// ExtendArgv added the plan's new members to an existing group.
+	ExtendArgv []string `json:"extend_argv,omitempty"`
 	// LVMVersion is lvm version's first line.
 	LVMVersion string     `json:"lvm_version,omitempty"`
 	Volumes    []LVResult `json:"volumes"`
@@ -65,12 +67,17 @@ type GroupResult struct {
 
 // LVResult is one logical volume after ApplyStacks.
 type LVResult struct {
-	Name       string       `json:"name"`
-	Path       string       `json:"path"`
-	SizeBytes  uint64       `json:"size_bytes,omitempty"`
-	Created    bool         `json:"created"`
-	CreateArgv []string     `json:"create_argv,omitempty"`
-	Volume     VolumeResult `json:"volume"`
+	Name       string   `json:"name"`
+	Path       string   `json:"path"`
+	SizeBytes  uint64   `json:"size_bytes,omitempty"`
+	Created    bool     `json:"created"`
+	CreateArgv []string `json:"create_argv,omitempty"`
+	// Grown: an existing volume and its file system were grown from
+	// FromBytes, by GrowArgv.
+	Grown     bool         `json:"grown,omitempty"`
+	GrowArgv  []string     `json:"grow_argv,omitempty"`
+	FromBytes uint64       `json:"from_bytes,omitempty"`
+	Volume    VolumeResult `json:"volume"`
 }
 
 // VolumeResult is the file system on an array or logical volume.
@@ -233,6 +240,13 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			gr.Created, gr.CreateArgv = true, gp.VGCreate
 			res.Changed = true
 		}
+		if gp.VGExtend != nil {
+			if err := a.Do(ctx, "extend volume group", gp.VGExtend); err != nil {
+				return res, fmt.Errorf("vgextend %s: %w", gp.VG, err)
+			}
+			gr.ExtendArgv = gp.VGExtend
+			res.Changed = true
+		}
 		for _, lp := range gp.Volumes {
 			lr := LVResult{Name: lp.Name, Path: lp.Path, SizeBytes: lp.SizeBytes}
 			if lp.Create != nil {
@@ -242,6 +256,18 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 					return res, fmt.Errorf("lvcreate %s/%s: %w", gp.VG, lp.Name, err)
 				}
 				lr.Created, lr.CreateArgv = true, lp.Create
+				res.Changed = true
+			}
+			if lp.Grow != nil {
+				// lvextend --resizefs grows the file system with it,
+				// mounted or not (fsadm mounts an unmounted xfs for the
+				// time it takes).
+				if err := a.Do(ctx, "grow logical volume and its file system", lp.Grow); err != nil {
+					gr.Volumes = append(gr.Volumes, lr)
+					res.Groups = append(res.Groups, gr)
+					return res, fmt.Errorf("lvextend %s/%s: %w", gp.VG, lp.Name, err)
+				}
+				lr.Grown, lr.GrowArgv, lr.FromBytes = true, lp.Grow, lp.FromBytes
 				res.Changed = true
 			}
 			if _, err := a.waitStackNode(ctx, lp.Path); err != nil {
@@ -388,9 +414,17 @@ func (sp *StackPlan) Actions() []disk.Action {
 		if gp.VGCreate != nil {
 			s = append(s, run(gp.VGCreate))
 		}
+		if gp.VGExtend != nil {
+			s = append(s, run(gp.VGExtend))
+		}
 		for _, lp := range gp.Volumes {
 			if lp.Create != nil {
 				s = append(s, run(lp.Create))
+			}
+			if lp.Grow != nil {
+				a := run(lp.Grow)
+				a.Text += fmt.Sprintf(" (from %s to %s, with its %s)", units.FormatSize(lp.FromBytes), units.FormatSize(lp.SizeBytes), lp.Volume.FS)
+				s = append(s, a)
 			}
 			vol(lp.Volume)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
@@ -52,7 +53,18 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			}
 			add(a, "pv", pv, "physical volume of "+gp.VG)
 		}
-		add(act(gp.VGCreate), "vg", gp.VG, fmt.Sprintf("over %s, %s", strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes)))
+		vgWhat := fmt.Sprintf("over %s, %s", strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes))
+		if gp.VGExtend != nil {
+			var had []string
+			for _, pv := range gp.PVs {
+				if !slices.Contains(gp.VGExtend[2:], pv) {
+					had = append(had, pv)
+				}
+			}
+			cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "vg", Device: gp.VG, What: vgWhat, From: "over " + strings.Join(had, ", ")})
+		} else {
+			add(act(gp.VGCreate), "vg", gp.VG, vgWhat)
+		}
 		for _, lv := range gp.Volumes {
 			what := lv.Name
 			if lv.SizeBytes > 0 {
@@ -60,7 +72,12 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			} else {
 				what += ", the rest of " + gp.VG
 			}
-			add(act(lv.Create), "lv", lv.Path, what)
+			if lv.Grow != nil {
+				cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "lv", Device: lv.Path,
+					What: fmt.Sprintf("%s (grown, with its %s)", units.FormatSize(lv.SizeBytes), lv.Volume.FS), From: lv.Name + ", " + units.FormatSize(lv.FromBytes)})
+			} else {
+				add(act(lv.Create), "lv", lv.Path, what)
+			}
 			cs = append(cs, volumeChanges(lv.Volume, fstabLines)...)
 		}
 	}

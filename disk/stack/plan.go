@@ -151,12 +151,15 @@ type GroupPlan struct {
 	PVs []string `json:"pvs"`
 	// PVCreate are the pvcreate argvs of the members not yet physical
 	// volumes; VGCreate is nil when the group exists.
-	PVCreate    [][]string `json:"pvcreate,omitempty"`
-	VGCreate    []string   `json:"vgcreate,omitempty"`
-	ExtentBytes uint64     `json:"extent_bytes"`
-	SizeBytes   uint64     `json:"size_bytes"` // the extents the group will have
-	Volumes     []LVPlan   `json:"volumes"`
-	Origin      string     `json:"origin,omitempty"`
+	PVCreate [][]string `json:"pvcreate,omitempty"`
+	VGCreate []string   `json:"vgcreate,omitempty"`
+	// VGExtend adds to an existing group the members the plan gives it
+	// that are not in it yet; nil when none.
+	VGExtend    []string `json:"vgextend,omitempty"`
+	ExtentBytes uint64   `json:"extent_bytes"`
+	SizeBytes   uint64   `json:"size_bytes"` // the extents the group will have
+	Volumes     []LVPlan `json:"volumes"`
+	Origin      string   `json:"origin,omitempty"`
 }
 
 // LVPlan is one logical volume.
@@ -165,8 +168,13 @@ type LVPlan struct {
 	Path      string `json:"path"` // /dev/VG/LV
 	SizeBytes uint64 `json:"size_bytes,omitempty"`
 	// Create is the lvcreate argv; nil when the volume exists as asked.
-	Create []string   `json:"create,omitempty"`
-	Volume VolumePlan `json:"volume"`
+	Create []string `json:"create,omitempty"`
+	// Grow is the lvextend argv that grows an existing volume and its
+	// file system to the size asked (SizeBytes, from FromBytes); nil when
+	// it has that size.
+	Grow      []string   `json:"grow,omitempty"`
+	FromBytes uint64     `json:"from_bytes,omitempty"`
+	Volume    VolumePlan `json:"volume"`
 }
 
 // VolumePlan is the file system on an array or logical volume, with every
@@ -857,10 +865,16 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		}
 	}
 	if vgExists {
+		// A member the plan adds to the group: a new physical volume,
+		// or one in no group, extends it.
+		var add []string
 		for _, m := range ms {
-			if vg := lvm.pvVG[m.path]; vg != g.VG {
-				return gp, disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (extend it by hand, or release it with --wipe first)", g.VG, m.path))
+			if vg, isPV := lvm.pvVG[m.path]; !isPV || vg == "" {
+				add = append(add, m.path)
 			}
+		}
+		if len(add) > 0 {
+			gp.VGExtend = append([]string{"vgextend", g.VG}, add...)
 		}
 	} else {
 		gp.VGCreate = append([]string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvmExtentBytes>>10), g.VG}, gp.PVs...)
@@ -893,10 +907,33 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
 			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
-			if lv.SizeBytes != 0 && size != lp.SizeBytes {
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s has %s, not the %s asked (diskprep does not resize)", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))))
+			switch {
+			case lv.SizeBytes != 0 && size > lp.SizeBytes:
+				why := "xfs cannot shrink"
+				if lv.Volume.FS != "xfs" {
+					why = "prepare only grows a volume: shrink " + lv.Volume.FS + " unmounted, by hand (resize2fs, then lvreduce)"
+				}
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s has %s, more than the %s asked: %s", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes), why)))
+			case lv.SizeBytes != 0 && size < lp.SizeBytes:
+				lp.Grow = []string{"lvextend", "--resizefs", "--size", fmt.Sprintf("%db", lp.SizeBytes), g.VG + "/" + lv.Name}
+				lp.FromBytes = size
+			case lv.SizeBytes == 0 && gp.VGExtend != nil:
+				// The rest of a group that grows: what the others leave.
+				rest := gp.SizeBytes
+				for _, o := range g.Volumes {
+					if o.Name != lv.Name {
+						rest -= max(have[o.Name], roundUp(o.SizeBytes, lvmExtentBytes))
+					}
+				}
+				if rest > size {
+					lp.Grow = []string{"lvextend", "--resizefs", "--extents", "+100%FREE", g.VG + "/" + lv.Name}
+					lp.FromBytes, lp.SizeBytes = size, rest
+				} else {
+					lp.SizeBytes = size
+				}
+			default:
+				lp.SizeBytes = size
 			}
-			lp.SizeBytes = size
 			node := lp.Path
 			if real, err := h.EvalSymlinks(lp.Path); err == nil {
 				node = real
