@@ -103,6 +103,27 @@ var confScenarios = []confScenario{
 		c.must("pvremove", c.b)
 		c.snapshot("removed")
 	}},
+	// Day two: a volume grown on its disk, then onto a second one the
+	// group is extended with (prepare's lvextend and vgextend).
+	{"lvm-grow", func(c *confCase) {
+		c.pvs = true
+		c.pvcreate()
+		c.must("vgcreate", "--physicalextentsize", "4096k", confVG, c.a)
+		c.must("lvcreate", "--yes", "--wipesignatures", "y", "--name", "one", "--size", "8388608b", confVG)
+		c.waitPresent("/dev/" + confVG + "/one")
+		c.snapshot("created on A")
+		c.must("lvextend", "--size", "16777216b", confVG+"/one")
+		c.snapshot("grown on A")
+		c.must("vgextend", confVG, c.b)
+		c.must("lvextend", "--extents", "+100%FREE", confVG+"/one")
+		c.snapshot("grown onto B")
+		c.must("vgchange", "--activate", "n", confVG)
+		c.must("lvremove", "--yes", confVG+"/one")
+		c.must("vgremove", confVG)
+		c.must("pvremove", c.a)
+		c.must("pvremove", c.b)
+		c.snapshot("removed")
+	}},
 	{"lvmcache", func(c *confCase) {
 		c.originAndCacheLVs()
 		attach := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", "fast", "--cachemode", "writethrough", confVG + "/data"}

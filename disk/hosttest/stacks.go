@@ -1101,7 +1101,14 @@ func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) (
 	if more == 0 || !ok {
 		return fail(5, "  Insufficient free space: "+strconv.FormatUint(more, 10)+" extents needed")
 	}
-	st.segs = append(st.segs, segs...)
+	for _, sg := range segs {
+		// LVM merges a segment that continues the last one on its PV.
+		if k := len(st.segs) - 1; k >= 0 && st.segs[k].pv == sg.pv && st.segs[k].start+st.segs[k].count == sg.start {
+			st.segs[k].count += sg.count
+		} else {
+			st.segs = append(st.segs, sg)
+		}
+	}
 	sys := h.sysDir(dev)
 	for _, m := range h.segMembers(segs) {
 		if !slices.Contains(st.members, m) {
