@@ -438,19 +438,28 @@ func (h *Host) vgcreate(args []string, fail func(int, string) ([]byte, error)) (
 			return fail(5, "  A volume group called "+vg+" already exists.")
 		}
 	}
+	if msg := h.joinGroup(vg, devs); msg != "" {
+		return fail(5, msg)
+	}
+	return []byte("  Volume group \"" + vg + "\" successfully created\n"), nil
+}
+
+// joinGroup puts the physical volumes devs, each in no group, into vg;
+// else it changes nothing and says why, as LVM does.
+func (h *Host) joinGroup(vg string, devs []string) string {
 	for _, d := range devs {
 		pv, ok := h.pvs[d]
 		if !ok || !h.pvVisible(d) {
-			return fail(5, "  "+d+" is not a physical volume")
+			return "  " + d + " is not a physical volume"
 		}
 		if pv.vg != "" {
-			return fail(5, "  Physical volume '"+d+"' is already in volume group '"+pv.vg+"'")
+			return "  Physical volume '" + d + "' is already in volume group '" + pv.vg + "'"
 		}
 	}
 	for _, d := range devs {
 		h.pvs[d].vg = vg
 	}
-	return []byte("  Volume group \"" + vg + "\" successfully created\n"), nil
+	return ""
 }
 
 // fakeExtent is the groups' extent size (vgcreate --physicalextentsize
@@ -1050,17 +1059,8 @@ func (h *Host) vgextend(args []string, fail func(int, string) ([]byte, error)) (
 	if len(h.groupPVs(vg)) == 0 {
 		return fail(5, "  Volume group \""+vg+"\" not found")
 	}
-	for _, d := range pvs {
-		pv, ok := h.pvs[d]
-		if !ok || !h.pvVisible(d) {
-			return fail(5, "  "+d+" is not a physical volume")
-		}
-		if pv.vg != "" {
-			return fail(5, "  Physical volume '"+d+"' is already in volume group '"+pv.vg+"'")
-		}
-	}
-	for _, d := range pvs {
-		h.pvs[d].vg = vg
+	if msg := h.joinGroup(vg, pvs); msg != "" {
+		return fail(5, msg)
 	}
 	return []byte("  Volume group \"" + vg + "\" successfully extended\n"), nil
 }
