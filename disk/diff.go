@@ -245,6 +245,11 @@ func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) (*DiffResult, error) {
 			}
 		}
 		pc := DiffPlan(p, d, lines)
+		for i, c := range pc {
+			if c.Action == ActDestroy && c.Layer == "partition" {
+				pc[i].What = a.withUsed(c.Device, c.What)
+			}
+		}
 		stale, err := a.staleSignatures(p, d)
 		if err != nil {
 			r.Notes = append(r.Notes, err.Error())
@@ -326,4 +331,25 @@ func startsWith(parts []hwinfo.Partition, start uint64, fsType string) bool {
 		}
 	}
 	return false
+}
+
+// withUsed adds to a destroyed partition's description how much its file
+// system says it holds, read from its superblock (read-only); what as it
+// is when that cannot be read or the file system does not say.
+func (a *applier) withUsed(path, what string) string {
+	sigs, err := a.probeDevice(path)
+	if err != nil {
+		return what
+	}
+	for _, s := range sigs {
+		if s.UsedBytes > 0 {
+			// Before ", on DISK", which ends the line.
+			i := strings.LastIndex(what, ", on ")
+			if i < 0 {
+				i = len(what)
+			}
+			return what[:i] + ", " + units.FormatSize(s.UsedBytes) + " used" + what[i:]
+		}
+	}
+	return what
 }

@@ -303,7 +303,8 @@ disks:
 	old, _ := os.ReadFile(plan)
 	os.WriteFile(changed, []byte(strings.Replace(string(old), "fs: xfs, label: scratch", "fs: ext4, label: scratch", 1)), 0o644)
 	code, out, errOut = runArgsOn(m, "prepare", "--plan", changed, "--diff")
-	if code != 3 || !strings.Contains(out, "destroy  partition   "+b.Dev+"p1") || !strings.Contains(out, `xfs label "scratch"`) {
+	if code != 3 || !strings.Contains(out, "destroy  partition   "+b.Dev+"p1") || !strings.Contains(out, `xfs label "scratch"`) ||
+		!regexp.MustCompile(`[0-9.]+ [KMGT]iB used, on `+b.Dev).MatchString(out) {
 		t.Errorf("diff of a changed plan: exit %d, want 3 and the xfs destroyed\n%s%s", code, out, errOut)
 	}
 	if sums() != sum {

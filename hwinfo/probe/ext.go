@@ -12,6 +12,7 @@ const (
 	ext2IncompatSupp      = extIncompatFiletype | extIncompatMetaBG
 	ext3IncompatSupp      = extIncompatFiletype | extIncompatRecover | extIncompatMetaBG
 	extFlagsTestFilesys   = 0x0004
+	extIncompat64Bit      = 0x0080
 )
 
 const extSuperOffset = 1024
@@ -42,6 +43,17 @@ func probeExt(d *device) []Signature {
 		// No journal but needs recovery: libblkid calls this nothing.
 		return nil
 	}
-	return []Signature{{Type: typ, Usage: usage, Label: cString(sb[120:136]), UUID: formatUUID(sb[104:120]),
-		Offset: extSuperOffset + 56, Magic: clone(sb[56:58])}}
+	s := Signature{Type: typ, Usage: usage, Label: cString(sb[120:136]), UUID: formatUUID(sb[104:120]),
+		Offset: extSuperOffset + 56, Magic: clone(sb[56:58])}
+	if logBS := le32(sb[24:]); usage == UsageFilesystem && logBS <= 6 {
+		// s_blocks_count and s_free_blocks_count, with their high halves
+		// when the file system is 64bit.
+		blocks, free := uint64(le32(sb[4:])), uint64(le32(sb[12:]))
+		if incompat&extIncompat64Bit != 0 {
+			blocks |= uint64(le32(sb[0x150:])) << 32
+			free |= uint64(le32(sb[0x158:])) << 32
+		}
+		s.UsedBytes = (blocks - min(free, blocks)) * (1024 << logBS)
+	}
+	return []Signature{s}
 }

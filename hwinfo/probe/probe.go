@@ -38,6 +38,11 @@ type Signature struct {
 	// Magic is the bytes at Offset that identify the signature; zeroing them
 	// is what `wipefs -a` does.
 	Magic []byte
+	// UsedBytes is the space an xfs or ext2/3/4 file system counts as in
+	// use in its superblock (data and metadata; xfs's internal log left
+	// out, as df leaves it out): exact once it was unmounted cleanly, a
+	// mounted one updates its counts lazily. 0 for other kinds.
+	UsedBytes uint64
 }
 
 // Usage values.

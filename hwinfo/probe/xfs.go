@@ -33,5 +33,12 @@ func probeXFS(d *device) []Signature {
 	if sb[108] != 0 {
 		s.Label = cString(sb[108:120])
 	}
+	// sb_fdblocks at 144; an internal log (sb_logstart at 48 not 0) of
+	// sb_logblocks at 96 is not space for data.
+	used := dblocks - min(be64(sb[144:]), dblocks)
+	if be64(sb[48:]) != 0 {
+		used -= min(uint64(be32(sb[96:])), used)
+	}
+	s.UsedBytes = used * blocksize
 	return []Signature{s}
 }
