@@ -104,6 +104,7 @@ func commands() []*cli.Command {
 		inventoryCommand(),
 		prepareCommand(),
 		releaseCommand(),
+		replaceCommand(),
 		benchCommand(),
 		resultsCommand(),
 		compareCommand(),

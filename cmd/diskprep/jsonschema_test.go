@@ -149,6 +149,8 @@ var jsonSchemaTypes = map[string]any{
 	stack.StackResultSchema: stack.StackResult{},
 	disk.ReleasePlanSchema:  disk.ReleasePlan{},
 	disk.DiffSchema:         planDiffDoc{},
+	stack.ReplacePlanSchema: stack.ReplacePlan{},
+	replaceResultSchema:     replaceResultDoc{},
 	releaseResultSchema:     releaseResultDoc{},
 	record.Schema:           record.Record{},
 	report.ResultListSchema: report.ResultListJSON{},
@@ -229,6 +231,9 @@ func TestJSONOutputsNameADocumentedSchema(t *testing.T) {
 	run(releaseResultSchema, m, "-o", "json", "release", "/srv", "--wipe", "--yes")
 	m, _ = cacheMachine(t)
 	run(prepareResultSchema, m, "-o", "json", "prepare", "/dev/sdc", "--fs", "ext4", "--mount", "/data", "--yes")
+	m = replaceMachine(t)
+	run(stack.ReplacePlanSchema, m, "-o", "json", "replace", "/dev/md/data", "--with", "/dev/sde", "--dry-run")
+	run(replaceResultSchema, m, "-o", "json", "replace", "/dev/md/data", "--with", "/dev/sde", "--yes", "--no-wait")
 
 	// bench, one target and several, then the store they filled.
 	results := filepath.Join(t.TempDir(), "results")

@@ -20,6 +20,7 @@ var manDocs = map[string]string{
 	"inventory":  "inventory.md",
 	"prepare":    "prepare.md",
 	"release":    "prepare.md",
+	"replace":    "stacks.md",
 	"bench":      "bench.md",
 	"results":    "results.md",
 	"compare":    "compare.md",

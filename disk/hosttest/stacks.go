@@ -276,8 +276,46 @@ func (h *Host) mdadm(args []string, fail func(int, string) ([]byte, error)) ([]b
 			b.store.writeAt(make([]byte, 4096), b.offset+4096)
 		}
 		return nil, nil
+	case "--manage":
+		return h.mdManage(args[1:], fail)
 	}
 	return fail(2, "mdadm: mode "+args[0]+" is not faked")
+}
+
+// mdManage runs mdadm --manage MD --add PART (the member joins the array,
+// its superblock written) and --remove failed (the fake has no failed
+// members: nothing to do).
+func (h *Host) mdManage(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	if len(args) != 3 {
+		return fail(2, "mdadm --manage: want MD --add|--remove DEV")
+	}
+	b, err := h.deviceAt(args[0])
+	if err != nil {
+		return fail(1, err.Error())
+	}
+	st := h.stacks[b.name]
+	if st == nil || st.kind != "md" {
+		return fail(1, "mdadm: "+args[0]+" does not appear to be an md device")
+	}
+	switch {
+	case args[1] == "--remove" && args[2] == "failed":
+		return nil, nil
+	case args[1] == "--add":
+		m, err := h.deviceAt(args[2])
+		if err != nil {
+			return fail(1, err.Error())
+		}
+		if m.claimed || m.exclusive || h.mountedDev(m) || h.holdersOf(m) {
+			return fail(1, "mdadm: Cannot open "+args[2]+": Device or resource busy")
+		}
+		u, _ := hex.DecodeString(strings.NewReplacer(":", "", "-", "").Replace(st.uuid))
+		m.store.writeAt(mdSuperblock(st.name, u), m.offset+4096)
+		st.members = append(st.members, m)
+		h.fs.mkdirAll(h.sysDir(b) + "/slaves/" + m.name)
+		h.fs.mkdirAll(h.sysDir(m) + "/holders/" + b.name)
+		return []byte("mdadm: added " + args[2] + "\n"), nil
+	}
+	return fail(2, "mdadm --manage "+args[1]+" is not faked")
 }
 
 // holdersOf says whether a stack device is held on b.

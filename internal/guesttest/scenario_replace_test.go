@@ -1,0 +1,97 @@
+package guesttest
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 24 item 3 on a real kernel: a RAID1 made by prepare loses a disk
+// (the kernel drops the SATA device, as when a drive dies or is pulled),
+// inventory shows it degraded, and diskprep replace puts a blank disk in
+// its place: partitioned like the remaining member, the failed member
+// removed, the new one added, the rebuild followed to its end. The file
+// written before reads back the same, the mdadm.conf and fstab lines are
+// unchanged, inventory shows the array whole, and a second replace is
+// refused (nothing missing).
+
+var replaceDisks = []string{"sata-hdd:512M:serial=RPA", "sata-hdd:512M:serial=RPB", "sata-hdd:512M:serial=RPC", "sata-hdd:256M:serial=RPSMALL"}
+
+const replaceScript = `set -u
+mark() { echo "@@ $1"; }
+id() { readlink -f "/dev/disk/by-id/ata-QEMU_HARDDISK_$1"; }
+A=$(id RPA) B=$(id RPB) C=$(id RPC) S=$(id RPSMALL)
+echo 100000 >/proc/sys/dev/raid/speed_limit_min
+mark made; diskprep prepare "$A" "$B" --raid 1 --fs xfs --mount /data --persist --yes >/dev/null 2>&1; echo "exit $?"
+mdadm --wait /dev/md/data >/dev/null 2>&1
+dd if=/dev/urandom of=/data/f bs=1M count=16 2>/dev/null && sync
+mark sum1; md5sum </data/f
+conf=/etc/mdadm/mdadm.conf; [ -e "$conf" ] || conf=/etc/mdadm.conf
+mark conf1; grep '^ARRAY' "$conf"
+mark fstab1; awk '$2 == "/data"' /etc/fstab
+echo 1 >"/sys/block/${B##*/}/device/delete"
+sleep 1; udevadm settle
+mark degraded; diskprep inventory -o json
+mark small; diskprep replace /dev/md/data --with "$S" --dry-run 2>&1; echo "exit $?"
+mark dry; diskprep replace /dev/md/data --with "$C" --dry-run 2>&1; echo "exit $?"
+mark replace; diskprep replace /dev/md/data --with "$C" --yes 2>&1; echo "exit $?"
+mark whole; diskprep inventory -o json
+mark again; diskprep replace /dev/md/data --with "$C" --yes 2>&1; echo "exit $?"
+echo 3 >/proc/sys/vm/drop_caches
+mark sum2; md5sum </data/f
+mark conf2; grep '^ARRAY' "$conf"
+mark fstab2; awk '$2 == "/data"' /etc/fstab
+mark end
+`
+
+func TestScenarioReplaceMirrorMember(t *testing.T) {
+	t.Parallel()
+	r := Run(t, Options{Disks: replaceDisks}, "sh", "-c", replaceScript)
+	out := splitMarked(r.Stdout)
+	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
+		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	exit := func(step string) string {
+		lines := strings.Split(strings.TrimSpace(out[step]), "\n")
+		return lines[len(lines)-1]
+	}
+	for step, want := range map[string]string{"made": "exit 0", "small": "exit 3", "dry": "exit 0", "replace": "exit 0", "again": "exit 3"} {
+		if got := exit(step); got != want {
+			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
+		}
+	}
+	type inv struct {
+		Arrays []struct {
+			Degraded bool
+			Members  []struct{ Device, Role string }
+		}
+	}
+	var before, after inv
+	decodeJSON(t, "degraded", out["degraded"], &before)
+	decodeJSON(t, "whole", out["whole"], &after)
+	if len(before.Arrays) != 1 || !before.Arrays[0].Degraded {
+		t.Errorf("inventory before the replace: %+v, want one degraded array", before.Arrays)
+	}
+	if len(after.Arrays) != 1 || after.Arrays[0].Degraded {
+		t.Errorf("inventory after the replace: %+v, want the array whole", after.Arrays)
+	}
+	for _, w := range []string{"the new member is made like", "mdadm --manage", "--add", "dry run: nothing was changed"} {
+		if !strings.Contains(out["dry"], w) {
+			t.Errorf("the dry run does not say %q:\n%s", w, out["dry"])
+		}
+	}
+	if !strings.Contains(out["small"], "too small") {
+		t.Errorf("a smaller disk: %s", out["small"])
+	}
+	if !strings.Contains(out["replace"], "the array is whole again") {
+		t.Errorf("replace said:\n%s", out["replace"])
+	}
+	if !strings.Contains(out["again"], "every member working") {
+		t.Errorf("a second replace: %s", out["again"])
+	}
+	for _, k := range []string{"sum", "conf", "fstab"} {
+		if out[k+"1"] == "" || out[k+"1"] != out[k+"2"] {
+			t.Errorf("%s changed: %q -> %q", k, out[k+"1"], out[k+"2"])
+		}
+	}
+	t.Logf("replace:\n%s", out["replace"])
+}
