@@ -188,7 +188,7 @@ func TestPrivilegedPrepareDiffStaleSignatures(t *testing.T) {
 	}
 	testenv.MustRun(t, "pvcreate", "-ff", "-y", region(p1.StartBytes, p1.SizeBytes))
 	testenv.MustRun(t, "make-bcache", "-B", region(p2.StartBytes, 64<<20))
-	sum := hashDevice(t, l.Dev)
+	sum := deviceWrites(t, l.Dev)
 
 	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--diff")
 	if code != exitRefused || !strings.Contains(errOut, "refusing to prepare") || !strings.Contains(errOut, "pass --wipe") {
@@ -203,7 +203,7 @@ func TestPrivilegedPrepareDiffStaleSignatures(t *testing.T) {
 	if code != exitFailure || strings.Count(out, "destroy  signature") != len(want) {
 		t.Errorf("diff with wipe: exit %d, want 1 and %d signatures to destroy:\n%s%s", code, len(want), out, errOut)
 	}
-	if hashDevice(t, l.Dev) != sum {
+	if deviceWrites(t, l.Dev) != sum {
 		t.Fatal("prepare --diff changed the disk")
 	}
 
@@ -211,7 +211,7 @@ func TestPrivilegedPrepareDiffStaleSignatures(t *testing.T) {
 	if code, _, errOut := runArgsOn(m, "prepare", "--plan", plan, "--yes"); code != exitRefused {
 		t.Errorf("prepare without wipe: exit %d, want 3: %s", code, errOut)
 	}
-	if hashDevice(t, l.Dev) != sum {
+	if deviceWrites(t, l.Dev) != sum {
 		t.Fatal("a refused prepare changed the disk")
 	}
 	if code, _, errOut := runArgsOn(m, "prepare", "--plan", wiped, "--yes"); code != 0 {
