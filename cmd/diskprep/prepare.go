@@ -452,18 +452,8 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		return nil
 	}
 	for _, p := range plans {
-		ask, err := disk.NeedConfirmation(p, opts.Yes, e.IsTerminal)
-		if err != nil {
+		if err := confirmPlan(ctx, e, p, opts.Yes); err != nil {
 			return err
-		}
-		if ask {
-			ok, err := confirm(ctx, e, p)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return disk.ErrNotConfirmed
-			}
 		}
 	}
 	if deps.Refresh == nil {

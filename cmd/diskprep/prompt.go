@@ -107,3 +107,20 @@ func interruptedState(p *disk.Plan, res *disk.Result, err error) error {
 	}
 	return interrupted(msg+"; "+again, err)
 }
+
+// confirmPlan asks, when the plan needs it (disk.NeedConfirmation), and
+// says ErrNotConfirmed unless the answer is yes.
+func confirmPlan(ctx context.Context, e *env, p *disk.Plan, yes bool) error {
+	ask, err := disk.NeedConfirmation(p, yes, e.IsTerminal)
+	if err != nil || !ask {
+		return err
+	}
+	ok, err := confirm(ctx, e, p)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return disk.ErrNotConfirmed
+	}
+	return nil
+}

@@ -107,19 +107,9 @@ func runReplace(ctx context.Context, opts replaceOptions, m *machine, e *env) er
 		_, err := fmt.Fprintln(e.Stdout, "dry run: nothing was changed")
 		return err
 	}
-	ask := false
 	if rp.Disk != nil {
-		if ask, err = disk.NeedConfirmation(rp.Disk, opts.Yes, e.IsTerminal); err != nil {
+		if err := confirmPlan(ctx, e, rp.Disk, opts.Yes); err != nil {
 			return err
-		}
-	}
-	if ask {
-		ok, err := confirm(ctx, e, rp.Disk)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return disk.ErrNotConfirmed
 		}
 	}
 	if deps.Refresh == nil {

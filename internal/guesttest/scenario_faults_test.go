@@ -217,3 +217,22 @@ func TestScenarioFailingDisks(t *testing.T) {
 
 // progressLine is bench's step line on a stderr that is no terminal.
 var progressLine = regexp.MustCompile(`^\[\d+/\d+\] \S+`)
+
+// runMarked runs script in a guest with disks and returns its marked
+// sections (splitMarked), failing the test unless it ran to "@@ end".
+func runMarked(t *testing.T, disks []string, script string) map[string]string {
+	t.Helper()
+	r := Run(t, Options{Disks: disks}, "sh", "-c", script)
+	out := splitMarked(r.Stdout)
+	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
+		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	return out
+}
+
+// lastLine is a section's last line: the "exit N" a script echoes after
+// a command.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -41,15 +41,8 @@ mark end
 
 func TestScenarioGrowVolume(t *testing.T) {
 	t.Parallel()
-	r := Run(t, Options{Disks: growDisks}, "sh", "-c", growScript)
-	out := splitMarked(r.Stdout)
-	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
-		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
-	}
-	exit := func(step string) string {
-		lines := strings.Split(strings.TrimSpace(out[step]), "\n")
-		return lines[len(lines)-1]
-	}
+	out := runMarked(t, growDisks, growScript)
+	exit := func(step string) string { return lastLine(out[step]) }
 	size := func(step string) uint64 {
 		n, err := strconv.ParseUint(strings.TrimSpace(out[step]), 10, 64)
 		if err != nil {

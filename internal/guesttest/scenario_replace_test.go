@@ -45,15 +45,8 @@ mark end
 
 func TestScenarioReplaceMirrorMember(t *testing.T) {
 	t.Parallel()
-	r := Run(t, Options{Disks: replaceDisks}, "sh", "-c", replaceScript)
-	out := splitMarked(r.Stdout)
-	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
-		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
-	}
-	exit := func(step string) string {
-		lines := strings.Split(strings.TrimSpace(out[step]), "\n")
-		return lines[len(lines)-1]
-	}
+	out := runMarked(t, replaceDisks, replaceScript)
+	exit := func(step string) string { return lastLine(out[step]) }
 	for step, want := range map[string]string{"made": "exit 0", "small": "exit 3", "dry": "exit 0", "replace": "exit 0", "again": "exit 3"} {
 		if got := exit(step); got != want {
 			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
