@@ -233,11 +233,12 @@ func noValue(err error) bool {
 	return false
 }
 
-// readUint reads a decimal number from a sysfs attribute. Missing files are
-// silent; malformed content warns.
+// readUint reads a decimal number from a sysfs attribute. Missing files
+// and empty ones (an inactive md array's raid_disks) are silent; malformed
+// content warns.
 func (r *reader) readUint(p string) (uint64, bool) {
 	s, ok := r.readString(p)
-	if !ok {
+	if !ok || s == "" {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(s, 10, 64)

@@ -72,6 +72,10 @@ func (pl Planner) PlanReplace(ref, newDisk string, wipe bool, host *hwinfo.Host)
 	}
 	rp := &ReplacePlan{Schema: ReplacePlanSchema, Array: ref, Kernel: "/dev/" + a.Name, Name: name, Level: a.Level, Missing: a.MissingDevices}
 	switch {
+	case a.Level == "" || a.State == "inactive":
+		// Its members were not all found when it was assembled (a disk
+		// gone at boot): md keeps it stopped until told to run degraded.
+		return nil, disk.Refuse(ref, fmt.Sprintf("%s is not running (inactive: not all its members were there when it was assembled): start it degraded with mdadm --run %s, then replace again", ref, rp.Kernel))
 	case !redundant[a.Level]:
 		return nil, disk.Refuse(ref, fmt.Sprintf("%s is %s: it keeps no copy of a lost member to rebuild from", ref, orDash(a.Level)))
 	case !a.Degraded && a.Sync == nil:

@@ -84,6 +84,7 @@ func TestPlanReplaceRefuses(t *testing.T) {
 		{"nothing missing", "/dev/sdd", func(a *hwinfo.Array) { a.Degraded, a.MissingDevices = false, 0 }, "every member working"},
 		{"raid0", "/dev/sdd", func(a *hwinfo.Array) { a.Level = "raid0" }, "keeps no copy"},
 		{"no member left", "/dev/sdd", func(a *hwinfo.Array) { a.Members[0].Role = "faulty" }, "no working member"},
+		{"inactive", "/dev/sdd", func(a *hwinfo.Array) { a.Level, a.State, a.Members[0].Role = "", "inactive", "spare" }, "start it degraded with mdadm --run /dev/md127"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pl, facts := replaceFacts(t, c.mutate)

@@ -222,7 +222,13 @@ var progressLine = regexp.MustCompile(`^\[\d+/\d+\] \S+`)
 // sections (splitMarked), failing the test unless it ran to "@@ end".
 func runMarked(t *testing.T, disks []string, script string) map[string]string {
 	t.Helper()
-	r := Run(t, Options{Disks: disks}, "sh", "-c", script)
+	return runMarkedOpts(t, Options{Disks: disks}, script)
+}
+
+// runMarkedOpts is runMarked with the guest's other options.
+func runMarkedOpts(t *testing.T, opt Options, script string) map[string]string {
+	t.Helper()
+	r := Run(t, opt, "sh", "-c", script)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
 		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)

@@ -88,3 +88,72 @@ func TestScenarioReplaceMirrorMember(t *testing.T) {
 	}
 	t.Logf("replace:\n%s", out["replace"])
 }
+
+// The same across two boots, with the drive gone from the machine: boot 1
+// makes the mirror and a file; boot 2 starts without the second disk's
+// QEMU drive and with a blank one. md assembled the array inactive (a
+// member missing at assembly), inventory shows it without a warning,
+// replace refuses it with the one command to run, and once it runs
+// degraded, replace makes it whole; the file, mounted from its fstab
+// line, reads back the same.
+
+const acrossBootOne = `set -u
+A=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_XBA) B=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_XBB)
+echo 100000 >/proc/sys/dev/raid/speed_limit_min
+diskprep prepare "$A" "$B" --raid 1 --fs xfs --mount /data --persist --yes >/dev/null 2>&1 || echo "@@ prepare-failed"
+mdadm --wait /dev/md/data >/dev/null 2>&1
+dd if=/dev/urandom of=/data/f bs=1M count=8 2>/dev/null && sync
+echo "@@ sum"; md5sum </data/f
+umount /data
+echo "@@ end"
+`
+
+const acrossBootTwo = `set -u
+mark() { echo "@@ $1"; }
+C=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_XBC)
+udevadm settle
+md=$(basename "$(ls -d /sys/block/md* | head -n 1)")
+mark mdstat; cat /proc/mdstat
+mark inventory-warnings; diskprep inventory 2>&1 >/dev/null
+mark inactive; diskprep replace "/dev/$md" --with "$C" --yes 2>&1; echo "exit $?"
+mdadm --run "/dev/$md" >/dev/null 2>&1; udevadm settle
+mark degraded; diskprep inventory -o json
+mark replace; diskprep replace /dev/md/data --with "$C" --yes 2>&1; echo "exit $?"
+mark whole; diskprep inventory -o json
+mount /data
+mark sum; md5sum </data/f
+mark end
+`
+
+func TestScenarioReplaceAcrossBoots(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	d := func(name string) string { return "sata-hdd:512M:serial=" + strings.ToUpper(name) + ",name=" + name }
+	one := runMarkedOpts(t, Options{Disks: []string{d("xba"), d("xbb"), d("xbc")}, State: state}, acrossBootOne)
+	if _, failed := one["prepare-failed"]; failed {
+		t.Fatalf("boot 1: prepare failed")
+	}
+	two := runMarkedOpts(t, Options{Disks: []string{d("xba"), d("xbc")}, State: state}, acrossBootTwo)
+	if !strings.Contains(two["mdstat"], "inactive") {
+		t.Errorf("boot 2: the array is not inactive:\n%s", two["mdstat"])
+	}
+	if w := strings.TrimSpace(two["inventory-warnings"]); w != "" {
+		t.Errorf("inventory of an inactive array warned: %s", w)
+	}
+	if lastLine(two["inactive"]) != "exit 3" || !strings.Contains(two["inactive"], "mdadm --run") {
+		t.Errorf("replace of the inactive array: %s", two["inactive"])
+	}
+	if lastLine(two["replace"]) != "exit 0" || !strings.Contains(two["replace"], "the array is whole again") {
+		t.Errorf("replace: %s", two["replace"])
+	}
+	type inv struct{ Arrays []struct{ Degraded bool } }
+	var before, after inv
+	decodeJSON(t, "degraded", two["degraded"], &before)
+	decodeJSON(t, "whole", two["whole"], &after)
+	if len(before.Arrays) != 1 || !before.Arrays[0].Degraded || len(after.Arrays) != 1 || after.Arrays[0].Degraded {
+		t.Errorf("inventory: before %+v, after %+v; want degraded, then whole", before.Arrays, after.Arrays)
+	}
+	if one["sum"] == "" || one["sum"] != two["sum"] {
+		t.Errorf("the file changed across the replace: %q -> %q", one["sum"], two["sum"])
+	}
+}
