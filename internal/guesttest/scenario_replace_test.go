@@ -157,3 +157,45 @@ func TestScenarioReplaceAcrossBoots(t *testing.T) {
 		t.Errorf("the file changed across the replace: %q -> %q", one["sum"], two["sum"])
 	}
 }
+
+// RAID5 the same way: three members, one dropped by the kernel, a blank
+// disk put in its place and rebuilt from the parity.
+
+const replaceRAID5Script = `set -u
+mark() { echo "@@ $1"; }
+id() { readlink -f "/dev/disk/by-id/ata-QEMU_HARDDISK_$1"; }
+D=$(id R5A) E=$(id R5B) F=$(id R5C) G=$(id R5NEW)
+echo 100000 >/proc/sys/dev/raid/speed_limit_min
+mark made; diskprep prepare "$D" "$E" "$F" --raid 5 --name r5 --fs ext4 --mount /r5 --yes >/dev/null 2>&1; echo "exit $?"
+mdadm --wait /dev/md/r5 >/dev/null 2>&1
+dd if=/dev/urandom of=/r5/f bs=1M count=16 2>/dev/null && sync
+mark sum1; md5sum </r5/f
+echo 1 >"/sys/block/${E##*/}/device/delete"
+sleep 1; udevadm settle
+mark replace; diskprep replace /dev/md/r5 --with "$G" --yes 2>&1; echo "exit $?"
+mark whole; diskprep inventory -o json
+echo 3 >/proc/sys/vm/drop_caches
+mark sum2; md5sum </r5/f
+mark end
+`
+
+func TestScenarioReplaceRAID5Member(t *testing.T) {
+	t.Parallel()
+	out := runMarked(t, []string{"sata-hdd:256M:serial=R5A", "sata-hdd:256M:serial=R5B", "sata-hdd:256M:serial=R5C", "sata-hdd:256M:serial=R5NEW"}, replaceRAID5Script)
+	if lastLine(out["made"]) != "exit 0" || lastLine(out["replace"]) != "exit 0" || !strings.Contains(out["replace"], "the array is whole again") {
+		t.Errorf("made: %s\nreplace: %s", out["made"], out["replace"])
+	}
+	var inv struct {
+		Arrays []struct {
+			Level    string
+			Degraded bool
+		}
+	}
+	decodeJSON(t, "whole", out["whole"], &inv)
+	if len(inv.Arrays) != 1 || inv.Arrays[0].Level != "raid5" || inv.Arrays[0].Degraded {
+		t.Errorf("inventory after the replace: %+v, want raid5, whole", inv.Arrays)
+	}
+	if out["sum1"] == "" || out["sum1"] != out["sum2"] {
+		t.Errorf("the file changed: %q -> %q", out["sum1"], out["sum2"])
+	}
+}
