@@ -1157,5 +1157,23 @@ func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) (
 	}
 	dev.size += more * fakeExtent
 	h.fs.put(sys+"/size", &node{mode: 0o444, data: fmt.Appendf(nil, "%d\n", dev.size/512)})
+	if slices.Contains(args, "--resizefs") {
+		growFS(dev)
+	}
 	return []byte("  Logical volume " + target + " successfully resized.\n"), nil
+}
+
+// growFS takes the fake xfs on dev (its superblock's block counts) to the
+// device's size, as xfs_growfs would; the fake's ext4 keeps no size.
+func growFS(dev *blockDev) {
+	b := make([]byte, 512)
+	dev.store.readAt(b, dev.offset)
+	if string(b[:4]) != "XFSB" {
+		return
+	}
+	be := binary.BigEndian
+	dblocks := dev.size / uint64(be.Uint32(b[4:]))
+	be.PutUint64(b[8:], dblocks)
+	be.PutUint32(b[84:], uint32((dblocks+uint64(be.Uint32(b[88:]))-1)/uint64(be.Uint32(b[88:]))))
+	dev.store.writeAt(b, dev.offset)
 }

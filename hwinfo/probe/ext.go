@@ -54,6 +54,7 @@ func probeExt(d *device) []Signature {
 			free |= uint64(le32(sb[0x158:])) << 32
 		}
 		s.UsedBytes = (blocks - min(free, blocks)) * (1024 << logBS)
+		s.SizeBytes = blocks * (1024 << logBS)
 	}
 	return []Signature{s}
 }

@@ -43,6 +43,10 @@ type Signature struct {
 	// out, as df leaves it out): exact once it was unmounted cleanly, a
 	// mounted one updates its counts lazily. 0 for other kinds.
 	UsedBytes uint64
+	// SizeBytes is the size an xfs or ext2/3/4 file system says it has
+	// (its block count): less than its device's when the device grew and
+	// the file system has not yet. 0 for other kinds.
+	SizeBytes uint64
 }
 
 // Usage values.

@@ -69,6 +69,9 @@ func TestUsedBytesAgainstTools(t *testing.T) {
 		if got := probeImage(t, img, "ext4").UsedBytes; got != want || got < 24<<20 {
 			t.Errorf("ext4 used %d bytes; dumpe2fs says %d (and the files are 24 MiB)", got, want)
 		}
+		if got := probeImage(t, img, "ext4").SizeBytes; got != 64<<20 {
+			t.Errorf("ext4 size %d bytes, want the image's 64 MiB", got)
+		}
 	})
 	t.Run("xfs", func(t *testing.T) {
 		img := filepath.Join(dir, "xfs.img")
@@ -83,6 +86,9 @@ func TestUsedBytesAgainstTools(t *testing.T) {
 		want := (num(t, `dblocks = (\d+)`, out) - num(t, `fdblocks = (\d+)`, out) - num(t, `logblocks = (\d+)`, out)) * num(t, `blocksize = (\d+)`, out)
 		if got := probeImage(t, img, "xfs").UsedBytes; got != want || got < 24<<20 {
 			t.Errorf("xfs used %d bytes; xfs_db says %d (and the files are 24 MiB)", got, want)
+		}
+		if got := probeImage(t, img, "xfs").SizeBytes; got != 320<<20 {
+			t.Errorf("xfs size %d bytes, want the image's 320 MiB", got)
 		}
 	})
 }

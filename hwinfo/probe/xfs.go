@@ -39,6 +39,6 @@ func probeXFS(d *device) []Signature {
 	if be64(sb[48:]) != 0 {
 		used -= min(uint64(be32(sb[96:])), used)
 	}
-	s.UsedBytes = used * blocksize
+	s.UsedBytes, s.SizeBytes = used*blocksize, dblocks*blocksize
 	return []Signature{s}
 }
