@@ -34,7 +34,9 @@ The new disk goes through prepare's guard: it is refused (exit 3, nothing
 written) when it holds the system, is in use, is smaller than the
 members' partition, already holds a working member, or carries a
 partition table or signature (unless --wipe). An array with every member
-working, or one that keeps no copy (raid0, linear), is refused too.
+working, or one that keeps no copy (raid0, linear), is refused too, and
+one md left inactive at boot (a member was missing when it was assembled)
+is refused with the command that starts it degraded (mdadm --run).
 Running it again while the array rebuilds adds nothing twice.
 
 Examples:
