@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/internal/testenv"
@@ -187,7 +188,12 @@ func TestPrivilegedPrepareDiffStaleSignatures(t *testing.T) {
 		t.Log("no md in this kernel: the md 1.0 case runs in the guest tier")
 	}
 	testenv.MustRun(t, "pvcreate", "-ff", "-y", region(p1.StartBytes, p1.SizeBytes))
-	testenv.MustRun(t, "make-bcache", "-B", region(p2.StartBytes, 64<<20))
+	bc := region(p2.StartBytes, 64<<20)
+	testenv.MustRun(t, "make-bcache", "-B", bc)
+	// Where the kernel has bcache, udev registers the new backing device,
+	// which then holds the region's loop device: stop it, so that only
+	// the superblock is left and the loop device can go.
+	stopBcache(t, bc)
 	sum := deviceWrites(t, l.Dev)
 
 	code, out, errOut = runArgsOn(m, "prepare", "--plan", plan, "--diff")
@@ -250,4 +256,26 @@ func stopArraysOn(t *testing.T, dev string) {
 			}
 		}
 	}
+}
+
+// stopBcache stops the bcache device udev may have registered on dev and
+// waits until the kernel has let go of dev.
+func stopBcache(t *testing.T, dev string) {
+	t.Helper()
+	testenv.SettleUdev()
+	stop := filepath.Join("/sys/block", filepath.Base(dev), "bcache", "stop")
+	if _, err := os.Stat(stop); err != nil {
+		return
+	}
+	if err := os.WriteFile(stop, []byte("1"), 0o200); err != nil {
+		t.Fatalf("stop the bcache on %s: %v", dev, err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(stop); err != nil {
+			testenv.SettleUdev()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the bcache on %s did not stop in 10 s", dev)
 }
