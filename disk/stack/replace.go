@@ -55,9 +55,14 @@ var redundant = map[string]bool{"raid1": true, "raid4": true, "raid5": true, "ra
 // takes (not the system's, not in use, empty unless wipe), and must hold
 // a partition as large as the remaining members'.
 func (pl Planner) PlanReplace(ref, newDisk string, wipe bool, host *hwinfo.Host) (*ReplacePlan, error) {
-	kernel := ref
-	if real, err := pl.HostOrLive().EvalSymlinks(ref); err == nil {
-		kernel = real
+	// The array named through a link another user made or could replace
+	// (/tmp/md -> another array) is refused, as every device argument is.
+	kernel, err := disk.FollowUserPath(pl.HostOrLive(), "replace in", ref, ref)
+	if disk.IsRefusal(err) {
+		return nil, err
+	}
+	if err != nil {
+		kernel = ref
 	}
 	a := host.Array(filepath.Base(kernel))
 	if a == nil {
