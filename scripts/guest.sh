@@ -4,7 +4,7 @@
 #
 #   scripts/guest.sh [--disk KIND:SIZE[:key=value,...]]... [--state DIR]
 #                    [--share DIR] [--boots N] [--systemd] [--timeout DURATION]
-#                    [--verbose] -- COMMAND [ARG...]
+#                    [--ssh PORT] [--verbose] -- COMMAND [ARG...]
 #
 # KIND is nvme, sata-hdd, sata-ssd, scsi, virtio or usb; SIZE is bytes or
 # K/M/G/T (binary). Keys: model, vendor (scsi, usb), serial, wwn (0x and 16 hex
@@ -23,6 +23,12 @@
 # the system disk and every --disk is free. Without --systemd the root is a
 # minimal one (busybox, udevd started by hand, the storage tools); with
 # --systemd it is a Debian minbase with systemd as PID 1.
+#
+# --ssh PORT (with --systemd) gives the guest a network card on QEMU's user
+# network, restricted to the host, with the guest's sshd forwarded from
+# 127.0.0.1:PORT here; root logs in with a key the command puts in
+# /root/.ssh/authorized_keys (sshd is up before the command starts). The
+# guest reaches nothing but the forwarded port.
 #
 # --state DIR keeps the disk images and the guest's root disk between calls
 # (else they live in a temporary directory removed at the end); the console
@@ -52,7 +58,7 @@ note() { printf '%s: %s\n' "$prog" "$*" >&2; }
 
 # ---- arguments ----------------------------------------------------------
 
-disks=() state='' share='' boots=1 systemd='' timeout=5m verbose=''
+disks=() state='' share='' boots=1 systemd='' timeout=5m verbose='' ssh_port=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--disk) [ $# -ge 2 ] || bad "--disk needs KIND:SIZE[:key=value,...]"; disks+=("$2"); shift 2 ;;
@@ -66,6 +72,8 @@ while [ $# -gt 0 ]; do
 	--timeout) [ $# -ge 2 ] || bad "--timeout needs a duration"; timeout=$2; shift 2 ;;
 	--timeout=*) timeout=${1#*=}; shift ;;
 	--systemd) systemd=1; shift ;;
+	--ssh) [ $# -ge 2 ] || bad "--ssh needs a port"; ssh_port=$2; shift 2 ;;
+	--ssh=*) ssh_port=${1#*=}; shift ;;
 	--verbose | -v) verbose=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
@@ -73,9 +81,14 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -gt 0 ] || bad "no COMMAND: usage: $prog [--disk KIND:SIZE[:key=value,...]]... [--state DIR] [--share DIR] [--boots N] [--systemd] [--timeout DURATION] -- COMMAND [ARG...]"
+[ $# -gt 0 ] || bad "no COMMAND: usage: $prog [--disk KIND:SIZE[:key=value,...]]... [--state DIR] [--share DIR] [--boots N] [--systemd] [--timeout DURATION] [--ssh PORT] -- COMMAND [ARG...]"
 
 case $boots in '' | *[!0-9]* | 0*) bad "--boots $boots: want a whole number from 1" ;; esac
+if [ -n "$ssh_port" ]; then
+	case $ssh_port in '' | *[!0-9]* | 0* | ??????*) bad "--ssh $ssh_port: want a port number from 1024 to 65535" ;; esac
+	if [ "$ssh_port" -lt 1024 ] || [ "$ssh_port" -gt 65535 ]; then bad "--ssh $ssh_port: want a port number from 1024 to 65535"; fi
+	[ -n "$systemd" ] || bad "--ssh needs --systemd (the minimal root has no sshd)"
+fi
 
 duration_seconds() {
 	local d=$1 n unit
@@ -423,6 +436,11 @@ qemu_common() { # accel disks
 	# controller and fails the I/O ("Host Pathing Error").
 	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off nvme_core.io_timeout=600 nvme_core.admin_timeout=600 guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=false}")
 	a+=(-device virtio-rng-pci)
+	# restrict=on: the guest reaches neither this machine nor any other
+	# address; the forward below still reaches the guest.
+	if [ -n "$ssh_port" ]; then
+		a+=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:$ssh_port-:22")
+	fi
 	printf '%q ' "${a[@]}"
 }
 

@@ -297,6 +297,10 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad sector past the end", nil, []string{"--disk", "sata-ssd:1M:badwrite=2048", "--", "true"}, "badwrite 2048: want a 512-byte sector number under 2048"},
 		{"no command", nil, []string{"--disk", "nvme:1G", "--"}, "no COMMAND"},
 		{"unknown option", nil, []string{"--colour", "--", "true"}, "unknown option --colour"},
+		{"ssh without systemd", nil, []string{"--ssh", "2222", "--", "true"}, "--ssh needs --systemd"},
+		{"ssh port not a number", nil, []string{"--systemd", "--ssh", "22x", "--", "true"}, "--ssh 22x: want a port number"},
+		{"ssh port privileged", nil, []string{"--systemd", "--ssh", "22", "--", "true"}, "--ssh 22: want a port number"},
+		{"ssh port too large", nil, []string{"--systemd", "--ssh", "65536", "--", "true"}, "--ssh 65536: want a port number"},
 		{"bad timeout", nil, []string{"--timeout", "soon", "--", "true"}, "--timeout soon"},
 		{"qemu missing", []string{"DISKPREP_GUEST_QEMU=/nonexistent/qemu-system-x86_64"}, []string{"--", "true"}, "/nonexistent/qemu-system-x86_64 not found"},
 	}

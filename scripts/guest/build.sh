@@ -16,7 +16,7 @@ guest_dir=${guest_dir:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 # The kernel modules the guest may need, loaded at boot in dependency order.
 guest_modules=(
 	virtio_pci virtio_blk virtio_scsi virtio_console virtio_rng crc32c_generic crc32c_intel
-	nvme ahci sd_mod sg usb_storage uas xhci_pci
+	nvme ahci sd_mod sg usb_storage uas xhci_pci virtio_net
 	dm_mod dm_cache dm_cache_smq dm_writecache dm_flakey dm_delay dm_crypt
 	dm_snapshot dm_thin_pool dm_mirror
 	md_mod raid0 raid1 raid456 raid10 bcache
@@ -213,6 +213,7 @@ guest_build_minimal_root() {
 systemd_packages=(
 	systemd systemd-sysv udev kmod dbus util-linux fdisk xfsprogs e2fsprogs gdisk dmsetup
 	lvm2 mdadm bcache-tools smartmontools fio procps
+	openssh-server python3
 )
 
 # debian_mirror prints the Debian mirror apt uses here (deb822 or one-line
@@ -264,6 +265,14 @@ guest_build_systemd_root() {
 	printf 'options usb-storage delay_use=0\n' >"$tmp/etc/modprobe.d/guest.conf"
 	printf 'guest\n' >"$tmp/etc/hostname"
 	printf 'LABEL=guestroot / ext4 defaults 0 0\n' >"$tmp/etc/fstab"
+	# The network of scripts/guest.sh --ssh: QEMU's user network gives the
+	# guest 10.0.2.15 and forwards the host's port to its sshd.
+	mkdir -p "$tmp/etc/systemd/network" "$tmp/etc/systemd/system/multi-user.target.wants"
+	printf '[Match]\nType=ether\n[Network]\nAddress=10.0.2.15/24\nGateway=10.0.2.2\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
+		>"$tmp/etc/systemd/network/10-guest.network"
+	ln -sfn /lib/systemd/system/systemd-networkd.service "$tmp/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+	# No DNS here: a lookup of the client's address would stall each login.
+	printf 'UseDNS no\nPasswordAuthentication no\nPermitRootLogin prohibit-password\n' >"$tmp/etc/ssh/sshd_config.d/guest.conf"
 	: >"$tmp/etc/machine-id"
 	mkdir -p "$tmp/src" "$tmp/share"
 	cp "$guest_dir/run.sh" "$tmp/usr/sbin/guest-run"
