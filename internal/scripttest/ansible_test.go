@@ -132,6 +132,58 @@ diskprep_plan:
 	if err != nil || !strings.Contains(string(html), "node-a") || !strings.Contains(string(html), "node-b") || !strings.Contains(strings.ToLower(string(html)), "<html") {
 		t.Errorf("report.html: %v\n%.300s", err, html)
 	}
+
+	// The same run again: node-a and node-b keep the records fetched
+	// before (no benchmark, nothing fetched), node-b's plan is already
+	// prepared (changed=0), and the report still compares both.
+	r2 := runEnv(t, env, play, "ansible-playbook",
+		"-i", "inventory.example.ini", "-i", extra, "site.yml",
+		"-e", "diskprep_demo_dir="+dir,
+		"-e", "diskprep_fetch_dir="+fetch,
+		"-e", "diskprep_binary_src="+bin,
+		"-e", "diskprep_bin="+filepath.Join(dir, "bin", "diskprep"),
+		"-e", "diskprep_local_bin="+bin,
+		"-e", `{"diskprep_bench_args": ["--runtime", "1s", "--size", "64M"]}`,
+	)
+	recs2, _ := filepath.Glob(filepath.Join(fetch, "records", "*.json"))
+	if len(recs2) != len(recs) {
+		t.Errorf("the rerun left %d records, want the %d of the first run\n%v", len(recs2), len(recs), r2)
+	}
+	for _, task := range []string{"benchmark", "fetch the records"} {
+		for _, h := range []string{"node-a", "node-b"} {
+			if st := taskStatus(r2.stdout, task, h); st != "skipping" {
+				t.Errorf("rerun: task %q on %s: %q, want skipping\n%s", task, h, st, r2.stdout)
+			}
+		}
+	}
+	if st := taskStatus(r2.stdout, "prepare the plan's disks", "node-b"); st != "ok" {
+		t.Errorf("rerun: prepare on node-b: %q, want ok (nothing changed)\n%s", st, r2.stdout)
+	}
+	if md2, err := os.ReadFile(filepath.Join(fetch, "report.md")); err != nil || !strings.Contains(string(md2), "node-a") || !strings.Contains(string(md2), "node-b") {
+		t.Errorf("rerun report: %v\n%s", err, md2)
+	}
+}
+
+// taskStatus is what ansible-playbook's default output said of task on
+// host: ok, changed, skipping, failed or fatal ("" when it did not).
+func taskStatus(out, task, host string) string {
+	_, after, found := strings.Cut(out, "TASK [diskprep : "+task+"]")
+	if !found {
+		_, after, found = strings.Cut(out, "TASK ["+task+"]")
+	}
+	if !found {
+		return ""
+	}
+	if i := strings.Index(after, "\nTASK ["); i >= 0 {
+		after = after[:i]
+	}
+	for _, l := range strings.Split(after, "\n") {
+		st, rest, ok := strings.Cut(l, ": [")
+		if ok && (rest == host+"]" || strings.HasPrefix(rest, host+"]") || strings.HasPrefix(rest, host+" ")) {
+			return st
+		}
+	}
+	return ""
 }
 
 // detachLoopsUnder unmounts and detaches every loop device whose backing
