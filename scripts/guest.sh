@@ -322,7 +322,9 @@ cleanup() {
 	if [ -n "$tmpstate" ]; then rm -rf "$tmpstate"; fi
 }
 trap cleanup EXIT
-trap 'trap "" PIPE; note "interrupted" || true; exit 130' INT TERM HUP
+# PIPE too: a caller that dies closes the pipes this script writes to, and
+# an untrapped SIGPIPE would end it without the cleanup, leaving QEMU.
+trap 'trap "" PIPE; note "interrupted" || true; exit 130' INT TERM HUP PIPE
 
 if [ -z "$state" ]; then
 	tmpstate=$(mktemp -d "${TMPDIR:-/tmp}/diskprep-guest.XXXXXX")

@@ -135,14 +135,15 @@ func Exec(ctx context.Context, opt Options, command ...string) (Result, error) {
 	}
 	cmd := exec.CommandContext(ctx, script, opt.Args(command...)...)
 	cmd.Env = append(os.Environ(), opt.Env...)
-	// Ctrl-C semantics for the script: on cancel it gets SIGINT and cleans up
-	// (stops QEMU) before it exits.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// On cancel the script gets SIGTERM and cleans up (stops QEMU) before
+	// it exits. Not SIGINT: a shell starts background jobs with SIGINT
+	// ignored, and a script cannot trap a signal ignored when it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	// The same when this process dies without cancelling: go test's own
 	// timeout panics and exits, and the script, left behind, would keep
 	// its guest running and its images in /tmp.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

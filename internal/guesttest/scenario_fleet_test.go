@@ -1,0 +1,273 @@
+package guesttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 22 end to end: three real-kernel hosts with systemd and sshd, each
+// with a disk of another kind (an NVMe, a SATA HDD throttled like a
+// spinning disk, a virtio disk), driven from this machine by Debian's
+// ansible-core over SSH with the playbook's README command. One plan
+// (by size) fits all three; fleet-a's host_vars choose its disk by
+// transport instead. A fourth inventory host answers on no port.
+//
+//  1. The first run prepares, benchmarks and fetches the three hosts,
+//     names the unreachable one, and compares the three by host.
+//  2. The same run again changes nothing: prepare ok, no benchmark, no
+//     record fetched twice.
+//  3. A new run where fleet-c's plan chooses a disk holding a file system
+//     (refused) and fleet-b powers off in its benchmark: fleet-a's record
+//     is kept and compared, and the report names both failed hosts with
+//     their reasons.
+//  4. fleet-b booted again and fleet-c's plan put back, the same run
+//     again fills in fleet-b and fleet-c only.
+func TestScenarioFleet(t *testing.T) {
+	t.Parallel()
+	a := &fleetGuest{Name: "fleet-a", Disks: []string{"nvme:1G:serial=FLEETA"}}
+	b := &fleetGuest{Name: "fleet-b", Disks: []string{"sata-hdd:1G:serial=FLEETB,iops=150"}, ClockShift: 5}
+	c := &fleetGuest{Name: "fleet-c", Disks: []string{"virtio:1G:serial=FLEETC", "sata-ssd:512M:serial=FLEETC2"}}
+	f := startFleet(t, a, b, c)
+	if _, err := f.ssh(c, `mkfs.ext4 -q -F -L precious "$(readlink -f /dev/disk/by-id/ata-*FLEETC2)"`); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := filepath.Join(f.dir, "diskprep")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/diskprep")
+	build.Dir = repoRoot(t)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	inv := filepath.Join(f.dir, "inventory")
+	fetch := filepath.Join(f.dir, "fetch")
+	var hosts strings.Builder
+	hosts.WriteString("[diskprep]\n")
+	for _, g := range f.guests {
+		hosts.WriteString(f.inventoryLine(g) + "\n")
+	}
+	fmt.Fprintf(&hosts, "fleet-gone ansible_host=127.0.0.1 ansible_port=%d ansible_user=root ansible_ssh_private_key_file=%s\n", freePort(t), f.key)
+	// Root logs in with the key: no sudo on the hosts, none needed.
+	hosts.WriteString("\n[diskprep:vars]\nansible_become=false\nansible_ssh_common_args=-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n")
+	writeTestFile(t, filepath.Join(inv, "inventory.ini"), hosts.String())
+	all := func(run string) string {
+		return fmt.Sprintf(`diskprep_binary_src: %q
+diskprep_local_bin: %q
+diskprep_fetch_dir: %q
+diskprep_run: %q
+diskprep_apply_plan: true
+diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
+`, bin, bin, fetch, run)
+	}
+	writeTestFile(t, filepath.Join(inv, "group_vars", "all.yml"), all("one"))
+	writeTestFile(t, filepath.Join(inv, "group_vars", "diskprep.yml"), `diskprep_plan:
+  version: 1
+  disks:
+    - select: {size: 1G}
+      partitions:
+        - {size: rest, fs: xfs, label: fleet, mount: /srv/fleet, persist: true}
+`)
+	writeTestFile(t, filepath.Join(inv, "host_vars", "fleet-a.yml"), `diskprep_plan:
+  version: 1
+  disks:
+    - select: {transport: nvme}
+      partitions:
+        - {size: rest, fs: xfs, label: fleet, mount: /srv/fleet, persist: true}
+`)
+	play := func(name string) playResult {
+		t.Helper()
+		r := runPlaybook(t, f, filepath.Join(inv, "inventory.ini"))
+		t.Logf("%s: ansible-playbook exit %d in %.0f s", name, r.code, r.elapsed.Seconds())
+		return r
+	}
+
+	// 1. Three hosts benchmarked and compared; the fourth named.
+	r1 := play("run 1")
+	if r1.code == 0 || !strings.Contains(r1.stdout, "fleet-gone") {
+		t.Errorf("run 1: want a failed run naming fleet-gone:\n%s", r1.stdout)
+	}
+	recs1 := fleetRecords(t, fetch)
+	if got := recordHosts(t, recs1); strings.Join(got, " ") != "fleet-a fleet-b fleet-c" {
+		t.Fatalf("run 1: records of %q, want fleet-a fleet-b fleet-c\n%s", got, r1.stdout)
+	}
+	report := readTestFile(t, filepath.Join(fetch, "report.md"))
+	if !strings.Contains(report, "- fleet-gone: ") {
+		t.Errorf("run 1: report.md does not name fleet-gone:\n%s", report)
+	}
+	for _, g := range f.guests {
+		if !strings.Contains(report, g.Name) {
+			t.Errorf("run 1: report.md does not compare %s:\n%s", g.Name, report)
+		}
+	}
+	// Each host's disk is the one its plan chose, mounted from fstab.
+	for _, g := range f.guests {
+		out, err := f.ssh(g, "findmnt -n -o SOURCE,FSTYPE /srv/fleet; grep -c ' /srv/fleet ' /etc/fstab")
+		if err != nil || !strings.Contains(out, "xfs") || !strings.HasSuffix(strings.TrimSpace(out), "1") {
+			t.Errorf("%s: /srv/fleet: %v\n%s", g.Name, err, out)
+		}
+	}
+
+	// 2. The same run again: nothing prepared, benchmarked or fetched.
+	r2 := play("run 2")
+	for _, g := range f.guests {
+		if st := taskStatus(r2.stdout, "prepare the plan's disks", g.Name); st != "ok" {
+			t.Errorf("run 2: prepare on %s: %q, want ok\n%s", g.Name, st, r2.stdout)
+		}
+		for _, task := range []string{"benchmark", "fetch the records"} {
+			if st := taskStatus(r2.stdout, task, g.Name); st != "skipping" {
+				t.Errorf("run 2: %s on %s: %q, want skipping", task, g.Name, st)
+			}
+		}
+	}
+	if recs2 := fleetRecords(t, fetch); len(recs2) != len(recs1) {
+		t.Errorf("run 2: %d records, want the %d of run 1", len(recs2), len(recs1))
+	}
+
+	// 3. A new run: fleet-c's plan refused, fleet-b dead mid-benchmark.
+	writeTestFile(t, filepath.Join(inv, "group_vars", "all.yml"), all("two"))
+	writeTestFile(t, filepath.Join(inv, "host_vars", "fleet-c.yml"), `diskprep_plan:
+  version: 1
+  disks:
+    - select: {serial: FLEETC2}
+      partitions:
+        - {size: rest, fs: xfs, mount: /srv/other}
+`)
+	writeTestFile(t, filepath.Join(b.share, "poweroff-in-bench"), "")
+	r3 := play("run 3")
+	down := f.waitDown(b, stretched(2*time.Minute))
+	t.Logf("fleet-b powered off (guest.sh exit %d)", down.ExitCode)
+	report = readTestFile(t, filepath.Join(fetch, "report.md"))
+	for _, want := range []string{"- fleet-b: benchmark", "- fleet-c: ", "- fleet-gone: unreachable: "} {
+		if !strings.Contains(report, want) {
+			t.Errorf("run 3: report.md lacks %q:\n%s\nplaybook:\n%s", want, report, r3.stdout)
+		}
+	}
+	if !strings.Contains(report, "precious") && !strings.Contains(report, "ext4") {
+		t.Errorf("run 3: fleet-c's reason does not say what is on the disk:\n%s", report)
+	}
+	two := runRecords(t, fetch, "two")
+	if got := recordHosts(t, two); strings.Join(got, " ") != "fleet-a" {
+		t.Errorf("run 3: records of %q, want fleet-a's", got)
+	}
+
+	// 4. fleet-b back, fleet-c's plan put back: the rerun fills them in.
+	os.Remove(filepath.Join(b.share, "poweroff-in-bench"))
+	os.Remove(filepath.Join(inv, "host_vars", "fleet-c.yml"))
+	f.boot(b)
+	f.waitSSH(b)
+	f.reconnect(inv, b)
+	r4 := play("run 4")
+	if st := taskStatus(r4.stdout, "benchmark", "fleet-a"); st != "skipping" {
+		t.Errorf("run 4: benchmark on fleet-a: %q, want skipping", st)
+	}
+	for _, g := range []*fleetGuest{b, c} {
+		if st := taskStatus(r4.stdout, "benchmark", g.Name); st != "changed" {
+			t.Errorf("run 4: benchmark on %s: %q, want changed\n%s", g.Name, st, r4.stdout)
+		}
+	}
+	two = runRecords(t, fetch, "two")
+	if got := recordHosts(t, two); strings.Join(got, " ") != "fleet-a fleet-b fleet-c" {
+		t.Errorf("run 4: run two's records of %q, want all three", got)
+	}
+}
+
+// playResult is one ansible-playbook run.
+type playResult struct {
+	code    int
+	stdout  string
+	elapsed time.Duration
+}
+
+// runPlaybook runs the README's command, `ansible-playbook -i INVENTORY
+// site.yml`, in scripts/ansible, with nothing of this machine's Ansible
+// configuration.
+func runPlaybook(t *testing.T, f *fleet, inventory string) playResult {
+	t.Helper()
+	cfg := filepath.Join(f.dir, "ansible.cfg")
+	writeTestFile(t, cfg, "[defaults]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), stretched(15*time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ansible-playbook", "-i", inventory, "site.yml")
+	cmd.Dir = filepath.Join(repoRoot(t), "scripts", "ansible")
+	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+cfg, "ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0",
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(f.dir, "ansible-tmp"), "ANSIBLE_PIPELINING=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	r := playResult{stdout: out.String(), elapsed: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("ansible-playbook: %v\n%s", err, r.stdout)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("ansible-playbook did not end in time:\n%s", r.stdout)
+	}
+	return r
+}
+
+// reconnect writes g's new port into the inventory after a reboot.
+func (f *fleet) reconnect(inv string, g *fleetGuest) {
+	f.t.Helper()
+	p := filepath.Join(inv, "inventory.ini")
+	lines := strings.Split(readTestFile(f.t, p), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, g.Name+" ") {
+			lines[i] = f.inventoryLine(g)
+		}
+	}
+	writeTestFile(f.t, p, strings.Join(lines, "\n"))
+}
+
+// fleetRecords are the record files fetched to the control machine.
+func fleetRecords(t *testing.T, fetch string) []string {
+	t.Helper()
+	recs, err := filepath.Glob(filepath.Join(fetch, "records", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// runRecords are the records the control machine keeps for run.
+func runRecords(t *testing.T, fetch, run string) []string {
+	t.Helper()
+	lists, _ := filepath.Glob(filepath.Join(fetch, "runs", run, "*.json"))
+	var recs []string
+	for _, l := range lists {
+		var paths []string
+		if err := json.Unmarshal([]byte(readTestFile(t, l)), &paths); err != nil {
+			t.Errorf("%s: %v", l, err)
+		}
+		recs = append(recs, paths...)
+	}
+	return recs
+}
+
+// recordHosts are the host names of records, sorted.
+func recordHosts(t *testing.T, recs []string) []string {
+	t.Helper()
+	var hosts []string
+	for _, p := range recs {
+		var rec struct {
+			Host struct {
+				Hostname string `json:"hostname"`
+			} `json:"host"`
+		}
+		if err := json.Unmarshal([]byte(readTestFile(t, p)), &rec); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		hosts = append(hosts, rec.Host.Hostname)
+	}
+	slices.Sort(hosts)
+	return hosts
+}
