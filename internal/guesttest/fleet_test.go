@@ -36,7 +36,9 @@ cp /share/key.pub /root/.ssh/authorized_keys
 chmod 600 /root/.ssh/authorized_keys
 : >/share/ready
 while [ ! -e /share/stop ]; do
-	if [ -e /share/poweroff-in-bench ] && pgrep -f 'diskprep .*bench' >/dev/null; then
+	# The first word diskprep: this script's own command line holds the
+	# pattern too.
+	if [ -e /share/poweroff-in-bench ] && pgrep -f '^[^ ]*diskprep .*bench' >/dev/null; then
 		sleep 2
 		echo "powering off in the benchmark" >/dev/console
 		echo o >/proc/sysrq-trigger

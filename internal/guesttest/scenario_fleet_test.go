@@ -109,7 +109,7 @@ diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
 	}
 	// Each host's disk is the one its plan chose, mounted from fstab.
 	for _, g := range f.guests {
-		out, err := f.ssh(g, "findmnt -n -o SOURCE,FSTYPE /srv/fleet; grep -c ' /srv/fleet ' /etc/fstab")
+		out, err := f.ssh(g, `findmnt -n -o SOURCE,FSTYPE /srv/fleet; awk '$2 == "/srv/fleet"' /etc/fstab | wc -l`)
 		if err != nil || !strings.Contains(out, "xfs") || !strings.HasSuffix(strings.TrimSpace(out), "1") {
 			t.Errorf("%s: /srv/fleet: %v\n%s", g.Name, err, out)
 		}
