@@ -238,7 +238,10 @@ for i in "${!disks[@]}"; do
 	[ -z "$pbs" ] || blk+=",physical_block_size=$pbs"
 	case $kind in
 	nvme)
-		dev=(-device "nvme,id=nvme$n_nvme,serial=$serial$blk"
+		# ioeventfd=on: without it QEMU 7.2's NVMe, under TCG, now and then
+		# stops taking commands from a queue; the guest's reads then hang
+		# until the kernel resets the controller, and again after it.
+		dev=(-device "nvme,id=nvme$n_nvme,serial=$serial,ioeventfd=on$blk"
 			-device "nvme-ns,bus=nvme$n_nvme,drive=$id,nsid=1$blk")
 		n_nvme=$((n_nvme + 1))
 		;;
