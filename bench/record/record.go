@@ -46,6 +46,68 @@ type Record struct {
 	// Health is the target disk's SMART state before and after the run,
 	// or a note saying why there is none (observe.go).
 	Health *Health `json:"device_health,omitempty"`
+	// StartAt is the start asked for (bench --start-at), on the clock of
+	// whoever asked (the fleet's controller); nil when none was. The
+	// run waited until StartAt plus Clock's offset by its own clock.
+	StartAt *time.Time `json:"start_at,omitempty"`
+	// ActualStart is when the measured run began (setup, preconditioning
+	// and the wait for StartAt done), by this host's clock, to the
+	// nanosecond: Start is the command's start, to the second. A fleet's
+	// start skew is ActualStart less Clock's offset, host against host.
+	ActualStart *time.Time `json:"actual_start,omitempty"`
+	// Clock is this host's clock against the controller's when the run
+	// began; nil in records from before it was recorded, and in imports.
+	Clock *Clock `json:"clock,omitempty"`
+}
+
+// Clock sources: where a record's clock offset comes from.
+const (
+	// ClockController: measured by whoever ran bench (bench
+	// --clock-offset, --clock-rtt), against its own clock: the fleet
+	// playbook's timestamp round trips over SSH.
+	ClockController = "controller"
+	// ClockChrony: chronyd's estimate of this host's clock against NTP
+	// time (chronyc tracking), which is the controller's when it is
+	// synchronised to the same servers.
+	ClockChrony = "chrony"
+	// ClockUnknown: neither; Note says why.
+	ClockUnknown = "unknown"
+)
+
+// Clock is a host's clock offset: the host's clock less the reference
+// clock (positive: the host's clock is ahead), how well it is known, and
+// where it comes from.
+type Clock struct {
+	Source string `json:"source"`
+	// OffsetMS is the host's clock less the reference's, in ms; omitted
+	// when unknown (0 is a measured offset).
+	OffsetMS *float64 `json:"offset_ms,omitempty"`
+	// RTTMS is the round trip of the sample the offset was taken from;
+	// omitted when not given.
+	RTTMS *float64 `json:"rtt_ms,omitempty"`
+	// UncertaintyMS bounds the offset's error either way: half the round
+	// trip for a controller's sample, chrony's root dispersion plus half
+	// its root delay; omitted when not known.
+	UncertaintyMS *float64 `json:"uncertainty_ms,omitempty"`
+	// Reference is what the offset is against: "controller", or chrony's
+	// reference (its NTP server's name or address).
+	Reference string `json:"reference,omitempty"`
+	// Note says why an offset is unknown, or what qualifies it.
+	Note string `json:"note,omitempty"`
+}
+
+// Offset is the clock's offset as a duration; ok is false when unknown.
+func (c *Clock) Offset() (d time.Duration, ok bool) {
+	if c == nil || c.OffsetMS == nil {
+		return 0, false
+	}
+	return time.Duration(*c.OffsetMS * float64(time.Millisecond)), true
+}
+
+// MS is d in milliseconds, for a Clock's fields.
+func MS(d time.Duration) *float64 {
+	v := float64(d) / float64(time.Millisecond)
+	return &v
 }
 
 // Host is the hwinfo host identity without the disk list (the target's disk
