@@ -76,7 +76,25 @@ type Options struct {
 	// DeviceMapper answers the device-mapper queries for the counters of
 	// a cached volume under the target; nil is the kernel's ioctl.
 	DeviceMapper hwinfo.DeviceMapper
+	// StartAt, when set, is when the measured run is to begin (bench
+	// --start-at), by the controller's clock. Run does its setup first
+	// (the target's checks, the device claim, the disk's health,
+	// preconditioning, the first workload's test file), then waits until
+	// this host's clock reads StartAt plus Clock's offset, then measures;
+	// a setup that ends later starts at once and the record says how
+	// late. Zero starts as soon as the setup is done.
+	StartAt time.Time
+	// Clock is this host's clock offset against the controller's, kept in
+	// the record; nil records none (and StartAt is taken as this host's
+	// time).
+	Clock *record.Clock
+	// Sleep waits d or until ctx is done; nil is a timer. Tests pass one
+	// that advances their Now instead, so no test waits.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
+
+// PhaseWait is the Progress phase of waiting for Options.StartAt.
+const PhaseWait = "wait"
 
 // Progress is the live state of a run, for a progress line.
 type Progress struct {
@@ -92,10 +110,13 @@ type Progress struct {
 	// DoneBytes of TotalBytes: the preconditioning pass's progress.
 	DoneBytes  uint64
 	TotalBytes uint64
-	ReadIOPS   float64 // over the last interval
-	WriteIOPS  float64
-	ReadBps    float64
-	WriteBps   float64
+	// StartAt is the start waited for, in PhaseWait; ETA is then the
+	// time left until it.
+	StartAt   time.Time
+	ReadIOPS  float64 // over the last interval
+	WriteIOPS float64
+	ReadBps   float64
+	WriteBps  float64
 }
 
 // Run benchmarks req.Target: plan, resolve and check the target, lay out
@@ -231,6 +252,23 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if req.Precondition {
 		if rec.Precondition, err = r.precondition(ctx); err != nil {
 			return nil, err
+		}
+	}
+	if !opts.StartAt.IsZero() {
+		if err = r.waitForStart(ctx, workloads[0], repeat, opts); err != nil {
+			return nil, err
+		}
+	}
+	began := now().UTC()
+	rec.ActualStart, rec.Clock = &began, opts.Clock
+	if !opts.StartAt.IsZero() {
+		at := opts.StartAt.UTC()
+		rec.StartAt = &at
+		if late := lateStart(at, startTarget(at, opts.Clock), began); late != "" {
+			rec.Warnings = append(rec.Warnings, late)
+			if opts.Notes != nil {
+				fmt.Fprintln(opts.Notes, late)
+			}
 		}
 	}
 	// Under --repeat auto a workload leaves the rounds once its median is

@@ -11,6 +11,9 @@ import (
 
 // ProgressLine is the one-line live view of a run, without a line ending.
 func ProgressLine(p bench.Progress) string {
+	if p.Phase == bench.PhaseWait {
+		return waitLine(p)
+	}
 	head := fmt.Sprintf("[%d/%d] %s", p.Index, p.Count, p.Workload)
 	if p.Repeat > 1 {
 		head += fmt.Sprintf(" (run %d/%d)", p.Repetition, p.Repeat)
@@ -46,6 +49,16 @@ func ProgressLine(p bench.Progress) string {
 		s += "  ETA " + p.ETA.Round(time.Second).String()
 	}
 	return s
+}
+
+// waitLine is the wait for a synchronized start: "waiting 23 s for
+// --start-at 2026-12-03T10:00:00Z".
+func waitLine(p bench.Progress) string {
+	left := p.ETA.Round(time.Second)
+	if p.ETA > 0 && left == 0 {
+		left = time.Second // the last part of a second reads as one, not 0
+	}
+	return fmt.Sprintf("waiting %d s for --start-at %s", int(left/time.Second), p.StartAt.UTC().Format(time.RFC3339))
 }
 
 // LiveLine redraws a progress line in place on a terminal.
@@ -90,6 +103,15 @@ const StepMin = 30 * time.Second
 
 // Update writes a line when p starts a step the last did not.
 func (s *StepLines) Update(p bench.Progress) {
+	if p.Phase == bench.PhaseWait {
+		// Once, whatever the run's length: a fleet's log shows each
+		// host waiting, and for how long.
+		if s.last != bench.PhaseWait {
+			s.last = bench.PhaseWait
+			fmt.Fprintln(s.W, waitLine(p))
+		}
+		return
+	}
 	if !s.decided {
 		if p.ETA <= 0 {
 			return

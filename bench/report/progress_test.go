@@ -61,3 +61,25 @@ func TestStepLines(t *testing.T) {
 		t.Errorf("an 8-second run wrote %q", buf.String())
 	}
 }
+
+// The wait for a synchronized start: a live line counting down, and in a
+// log one line, however long the run.
+func TestWaitProgress(t *testing.T) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	p := bench.Progress{Phase: bench.PhaseWait, StartAt: at, ETA: 23400 * time.Millisecond}
+	if line := ProgressLine(p); line != "waiting 23 s for --start-at 2026-12-03T10:00:00Z" {
+		t.Errorf("wait line %q", line)
+	}
+	if line := ProgressLine(bench.Progress{Phase: bench.PhaseWait, StartAt: at, ETA: 300 * time.Millisecond}); line != "waiting 1 s for --start-at 2026-12-03T10:00:00Z" {
+		t.Errorf("last wait line %q", line)
+	}
+	var buf bytes.Buffer
+	s := &StepLines{W: &buf, Min: StepMin}
+	for left := 23; left > 0; left-- {
+		s.Update(bench.Progress{Phase: bench.PhaseWait, StartAt: at, ETA: time.Duration(left) * time.Second})
+	}
+	s.Update(bench.Progress{Workload: "seq1m-read", Index: 1, Count: 4, Repetition: 1, Repeat: 1, Phase: "run", ETA: 8 * time.Second})
+	if buf.String() != "waiting 23 s for --start-at 2026-12-03T10:00:00Z\n" {
+		t.Errorf("step lines %q", buf.String())
+	}
+}
