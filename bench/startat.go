@@ -88,8 +88,12 @@ func (r *runner) waitForStart(ctx context.Context, first workload.Workload, repe
 		if off < 0 {
 			ahead = "behind"
 		}
+		by := "chrony's estimate"
+		if opts.Clock.Source == record.ClockController {
+			by = "--clock-offset"
+		}
 		fmt.Fprintf(opts.Notes, "this host's clock is %s %s the controller's (%s): it starts when it reads %s\n",
-			absDuration(off), ahead, opts.Clock.Source, target.UTC().Format("15:04:05.000"))
+			absDuration(off), ahead, by, target.UTC().Format("15:04:05.000"))
 	}
 	sleep := opts.Sleep
 	if sleep == nil {

@@ -145,7 +145,7 @@ func TestRunWaitsForStartAt(t *testing.T) {
 	if len(back.Warnings) > 0 && strings.Contains(strings.Join(back.Warnings, " "), "after --start-at") {
 		t.Errorf("an on-time start warned: %q", back.Warnings)
 	}
-	if !strings.Contains(notes.String(), "5s ahead of the controller's (controller): it starts when it reads 10:00:05.000") {
+	if !strings.Contains(notes.String(), "5s ahead of the controller's (--clock-offset): it starts when it reads 10:00:05.000") {
 		t.Errorf("notes %q", notes.String())
 	}
 }

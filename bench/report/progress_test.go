@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
 )
 
 // The Progress of bench's TestRunDirectory's first run (second
@@ -81,5 +82,27 @@ func TestWaitProgress(t *testing.T) {
 	s.Update(bench.Progress{Workload: "seq1m-read", Index: 1, Count: 4, Repetition: 1, Repeat: 1, Phase: "run", ETA: 8 * time.Second})
 	if buf.String() != "waiting 23 s for --start-at 2026-12-03T10:00:00Z\n" {
 		t.Errorf("step lines %q", buf.String())
+	}
+}
+
+func TestClockAndStartText(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		c    *record.Clock
+		want string
+	}{
+		{&record.Clock{Source: record.ClockController, OffsetMS: ms(4.02), RTTMS: ms(1.8), UncertaintyMS: ms(0.9)}, "+4.02 ms ± 900 µs against the controller (--clock-offset, round trip 1.80 ms)"},
+		{&record.Clock{Source: record.ClockChrony, OffsetMS: ms(-0.0123), UncertaintyMS: ms(3), Reference: "192.168.0.1"}, "-12.3 µs ± 3.00 ms against NTP time (chrony, 192.168.0.1)"},
+		{&record.Clock{Source: record.ClockController, OffsetMS: ms(-5012)}, "-5.01 s against the controller (--clock-offset)"},
+		{&record.Clock{Source: record.ClockUnknown, Note: "chronyc not found"}, "unknown: chronyc not found"},
+	} {
+		if got := clockText(tc.c); got != tc.want {
+			t.Errorf("clockText = %q, want %q", got, tc.want)
+		}
+	}
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	began := at.Add(5004 * time.Millisecond)
+	if got := startText(&record.Record{StartAt: &at, ActualStart: &began}); got != "2026-12-03T10:00:05.004Z, for --start-at 2026-12-03T10:00:00Z (this host's clock)" {
+		t.Errorf("startText = %q", got)
 	}
 }

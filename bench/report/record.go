@@ -45,6 +45,14 @@ func recordFacts(rec *record.Record) []compare.Field {
 		when += fmt.Sprintf(" (%s)", rec.End.Sub(rec.Start).Round(time.Second))
 	}
 	facts = append(facts, compare.Field{Key: "time", Name: "Time", Value: when})
+	// A synchronized run says when it began and by what clock; any other
+	// says its clock only when something is known of it.
+	if rec.StartAt != nil && rec.ActualStart != nil {
+		facts = append(facts, compare.Field{Key: "actual_start", Name: "Started", Value: startText(rec)})
+	}
+	if c := rec.Clock; c != nil && (rec.StartAt != nil || c.OffsetMS != nil) {
+		facts = append(facts, compare.Field{Key: "clock", Name: "Clock", Value: clockText(c)})
+	}
 	if rec.Partial {
 		facts = append(facts, compare.Field{Key: "partial", Name: "Partial", Value: "yes: interrupted, kept with --keep-partial"})
 	}

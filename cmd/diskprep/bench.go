@@ -41,6 +41,11 @@ type benchOptions struct {
 	NoDirect         bool
 	SteadyState      bool
 	Precondition     bool
+	// StartAt is --start-at as typed; ClockOffset and ClockRTT are
+	// --clock-offset and --clock-rtt (bench_start.go reads them).
+	StartAt     string
+	ClockOffset string
+	ClockRTT    string
 }
 
 // specList collects repeated --workload flags verbatim: a SPEC is itself
@@ -97,7 +102,22 @@ Examples:
   diskprep bench /mnt/a /mnt/b --label xfs,ext4 --repeat 5   # interleaved
   diskprep bench /dev/sdb --set nvme                 # reads only
   diskprep bench /dev/sdb --set nvme --allow-device-write   # destroys its data
-  diskprep bench /dev/nvme1n1 --set nvme --allow-device-write --precondition --steady-state`,
+  diskprep bench /dev/nvme1n1 --set nvme --allow-device-write --precondition --steady-state
+  diskprep bench /mnt/data --set quick --start-at 2026-12-03T10:00:00Z --clock-offset=-0.004s --clock-rtt 2ms
+  diskprep bench /mnt/data --set quick --start-at +30s
+
+A synchronized start (--start-at TIME, an RFC 3339 time with its zone, or
++DURATION from now): bench first does everything that is setup (the target's
+checks, the device's claim, its SMART reading, --precondition, the first
+workload's test file), then waits until TIME, saying how long, then measures;
+Ctrl-C during the wait ends it as any interruption (exit 130, 143 for
+SIGTERM). TIME is the controller's: with --clock-offset (this host's clock
+less the controller's, as the fleet playbook measures it; chrony's estimate
+when not given) the wait ends when this host's clock reads TIME plus the
+offset. A TIME more than 1 s past, or more than 24 h ahead, is refused before
+anything is done (exit 2). The record keeps start_at, actual_start (when the
+measured run began, by this host's clock) and the clock offset with its
+source and bound; compare --by host shows each host's start skew from them.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "set", Aliases: []string{"s"}, Usage: "built-in workload `SET`: " + strings.Join(workload.SetNames(), ", ") + " (default " + workload.DefaultSet + ")"},
 			// No short alias: cli copies an alias's value onto the long name
@@ -117,6 +137,9 @@ Examples:
 			&cli.BoolFlag{Name: "no-direct", Usage: "buffered I/O instead of O_DIRECT (measures the page cache too)"},
 			&cli.BoolFlag{Name: "steady-state", Usage: "run rounds of each workload until the last 5 are steady (SNIA PTS: range within 20% and fitted slope within 10% of their average), at most 25; the record says at which round, or that it was not reached"},
 			&cli.BoolFlag{Name: "precondition", Usage: "first write the whole raw device twice with 128 KiB sequential writes (SNIA PTS; needs --allow-device-write, destroys its data)"},
+			&cli.StringFlag{Name: "start-at", Usage: "do the setup, then wait and start measuring at `TIME`: RFC 3339 with its zone (2026-12-03T10:00:00Z, the controller's time) or +DURATION from now (+30s); at most 24 h ahead"},
+			&cli.StringFlag{Name: "clock-offset", Usage: "this host's clock less the controller's, `DURATION` (e.g. 5.012s, -3ms; write --clock-offset=-3ms): recorded, and --start-at waits by it (default: chrony's estimate, else unknown)"},
+			&cli.StringFlag{Name: "clock-rtt", Usage: "round trip (`DURATION`) of the timestamp sample --clock-offset was taken from: the offset is good to half of it"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() < 1 {
@@ -144,6 +167,9 @@ Examples:
 				NoDirect:         c.Bool("no-direct"),
 				SteadyState:      c.Bool("steady-state"),
 				Precondition:     c.Bool("precondition"),
+				StartAt:          c.String("start-at"),
+				ClockOffset:      c.String("clock-offset"),
+				ClockRTT:         c.String("clock-rtt"),
 			}
 			if s, ok := c.Generic("workload").(*specList); ok && s != nil {
 				opts.Workloads = *s
@@ -157,9 +183,9 @@ Examples:
 				if err != nil {
 					return usageErr(err)
 				}
-				return runBenchInterleaved(c.Context, opts, c.Args().Slice(), labels, e)
+				return runBenchInterleaved(c.Context, opts, c.Args().Slice(), labels, machineOf(c), e)
 			}
-			return runBench(c.Context, opts, e)
+			return runBench(c.Context, opts, machineOf(c), e)
 		}),
 	}
 }
@@ -227,7 +253,8 @@ func checkResultsDir(dir string) error {
 	return record.CheckStore(dir)
 }
 
-func runBench(ctx context.Context, opts benchOptions, e *env) error {
+func runBench(ctx context.Context, opts benchOptions, m *machine, e *env) error {
+	began := m.clockNow()
 	format, err := e.format("table", "json", "markdown")
 	if err != nil {
 		return err
@@ -240,6 +267,10 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if _, err := workload.Plan(req); err != nil {
 		return usageErr(err)
 	}
+	start, err := startOf(ctx, opts, m, began)
+	if err != nil {
+		return err
+	}
 	if err := checkResultsDir(e.ResultsDir); err != nil {
 		return err
 	}
@@ -247,7 +278,7 @@ func runBench(ctx context.Context, opts benchOptions, e *env) error {
 	if err != nil {
 		return err
 	}
-	rec, err := runBenchLive(ctx, req, host, e)
+	rec, err := runBenchLive(ctx, req, host, e, start)
 	if rec != nil && errors.Is(err, record.ErrNotSaved) {
 		// Only the store failed (full, gone, refused): the numbers are
 		// shown all the same, as they are nowhere else.
@@ -359,7 +390,7 @@ func (u *unsavedRecords) err() error {
 // workload and repetition elsewhere.
 // adjust, when given, rewrites each progress report first (fscompare
 // makes it count the whole comparison).
-func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
+func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, start benchStart, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
 	var live *report.LiveLine
 	var progress func(bench.Progress)
 	switch {
@@ -382,10 +413,12 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 	if !e.Quiet {
 		notes = e.Stderr
 	}
-	rec, err := bench.Run(ctx, req, bench.Options{
+	o := bench.Options{
 		Host: host, ToolVersion: toolVersion(), ResultsDir: e.ResultsDir,
 		Progress: progress, Notes: notes, Logger: e.Logger, Runner: disk.ExecRunner{},
-	})
+	}
+	start.options(&o)
+	rec, err := bench.Run(ctx, req, o)
 	if live != nil {
 		live.Clear()
 	}

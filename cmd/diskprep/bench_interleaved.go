@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
@@ -46,7 +47,12 @@ func interleavedTargets(targets []string, labels string, o benchOptions) ([]stri
 // drifts during the run (other load, caches, heat) falls on every target
 // alike. Each target's rounds become one record (Order "interleaved"),
 // saved when all rounds are done; the output is their comparison by label.
-func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels []string, e *env) error {
+//
+// With --start-at the synchronized start is the first round's first run:
+// it alone waits, and every target's record keeps that run's start, the
+// one the fleet's hosts share.
+func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels []string, m *machine, e *env) error {
+	began := m.clockNow()
 	format, err := e.format("table", "json", "markdown")
 	if err != nil {
 		return err
@@ -61,6 +67,10 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 		if _, err := workload.Plan(reqs[i]); err != nil {
 			return usageErr(err)
 		}
+	}
+	start, err := startOf(ctx, opts, m, began)
+	if err != nil {
+		return err
 	}
 	if err := checkResultsDir(e.ResultsDir); err != nil {
 		return err
@@ -78,7 +88,8 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 			if !e.Quiet {
 				fmt.Fprintf(e.Stderr, "bench: round %d/%d: %s (%s)\n", r+1, opts.Repeat, labels[i], targets[i])
 			}
-			rec, err := runBenchLive(ctx, reqs[i], host, &roundEnv)
+			rec, err := runBenchLive(ctx, reqs[i], host, &roundEnv, start)
+			start.at = time.Time{} // the rounds after the first start at once
 			if err != nil {
 				if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 					return interrupted(fmt.Sprintf("; in round %d of %d, no result saved", r+1, opts.Repeat), err)
@@ -91,18 +102,20 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 			rounds[i] = append(rounds[i], rec)
 		}
 	}
+	first := rounds[record.RoundOrder(0, len(targets))[0]][0]
 	var merged []*record.Record
 	var ids []string
 	for i := range targets {
-		m, err := record.MergeRounds(record.NewID(rounds[i][0].Start), rounds[i])
+		rec, err := record.MergeRounds(record.NewID(rounds[i][0].Start), rounds[i])
 		if err != nil {
 			return err
 		}
-		if err := record.Save(e.ResultsDir, m); err != nil {
+		rec.StartAt, rec.ActualStart = first.StartAt, first.ActualStart
+		if err := record.Save(e.ResultsDir, rec); err != nil {
 			return err
 		}
-		merged = append(merged, m)
-		ids = append(ids, m.ID)
+		merged = append(merged, rec)
+		ids = append(ids, rec.ID)
 	}
 	c, err := compare.Compare(merged, compare.Options{By: compare.ByLabel})
 	if err != nil {

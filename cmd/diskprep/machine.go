@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/diskprep/diskprep/bench/clock"
+	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
@@ -23,6 +26,13 @@ type machine struct {
 	apply        func(ctx context.Context, p *disk.Plan, d disk.Deps) (*disk.Result, error)
 	planRelease  func(ctx context.Context, target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleasePlan, error)
 	applyRelease func(ctx context.Context, p *disk.ReleasePlan, d disk.Deps) (*disk.ReleaseResult, error)
+	// now, sleep and clock are bench's: the wall clock a synchronized
+	// start is waited on, the wait, and this host's clock offset when no
+	// --clock-offset is given (chrony's). Nil now and sleep are the real
+	// clock and a timer.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	clock func(ctx context.Context) *record.Clock
 }
 
 // liveMachine is this machine.
@@ -37,6 +47,7 @@ func liveMachine() *machine {
 		apply:        disk.Apply,
 		planRelease:  disk.PlanRelease,
 		applyRelease: disk.ApplyRelease,
+		clock:        func(ctx context.Context) *record.Clock { return clock.Chrony(ctx, disk.ExecRunner{}) },
 	}
 }
 
@@ -66,4 +77,12 @@ func (m *machine) deps(e *env) disk.Deps {
 		d.Layers = stack.Layers{}
 	}
 	return d
+}
+
+// clockNow is the machine's wall clock.
+func (m *machine) clockNow() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
 }

@@ -307,7 +307,7 @@ func TestRedactBench(t *testing.T) {
 			err := runBench(context.Background(), benchOptions{
 				Target: t.TempDir(), Workloads: []string{"rw=read,bs=64k,size=1M,runtime=0"}, Repeat: 1,
 				Hostname: "node-alias-7", Label: "on-node-alias-7",
-			}, e)
+			}, liveMachine(), e)
 			if err != nil {
 				t.Fatalf("-o %s redact=%v: %v", format, red, err)
 			}
