@@ -11,5 +11,5 @@ import "embed"
 // builds (testing.md names the crash-test hooks, which scripts/test.sh
 // checks the release binary never contains).
 //
-//go:embed cli.md inventory.md prepare.md stacks.md bench.md results.md compare.md cachebench.md
+//go:embed cli.md inventory.md prepare.md stacks.md bench.md results.md compare.md cachebench.md fleets.md
 var Pages embed.FS

@@ -110,6 +110,7 @@ func commands() []*cli.Command {
 		compareCommand(),
 		fscompareCommand(),
 		cachebenchCommand(),
+		clockOffsetCommand(),
 		completionCommand(),
 		completeCommand(),
 		manCommand(),

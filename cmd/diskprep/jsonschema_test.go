@@ -160,6 +160,7 @@ var jsonSchemaTypes = map[string]any{
 	}{},
 	cachebench.Schema: cachebench.Result{},
 	versionSchema:     versionDoc{},
+	clockOffsetSchema: clockOffsetDoc{},
 }
 
 func TestJSONSchemaDocMatchesTypes(t *testing.T) {
@@ -210,6 +211,7 @@ func TestJSONOutputsNameADocumentedSchema(t *testing.T) {
 
 	run(hwinfo.Schema, nil, "-o", "json", "inventory", "--root", "../../hwinfo/testdata/desktop-nvme-sata")
 	run(versionSchema, nil, "--version", "-o", "json")
+	run(clockOffsetSchema, nil, "clock-offset", "-o", "json", "../../bench/clock/testdata/samples-ssh.txt")
 
 	// prepare and release: one disk, a plan file, a stack, a cache; dry
 	// run and applied, on the recording fake.

@@ -17,16 +17,17 @@ import (
 // manDocs names the page of docs/ that is each command's man page body.
 // Every visible command has one (TestEveryCommandHasAManPage).
 var manDocs = map[string]string{
-	"inventory":  "inventory.md",
-	"prepare":    "prepare.md",
-	"release":    "prepare.md",
-	"replace":    "stacks.md",
-	"bench":      "bench.md",
-	"results":    "results.md",
-	"compare":    "compare.md",
-	"fscompare":  "compare.md",
-	"cachebench": "cachebench.md",
-	"completion": "cli.md",
+	"inventory":    "inventory.md",
+	"prepare":      "prepare.md",
+	"release":      "prepare.md",
+	"replace":      "stacks.md",
+	"bench":        "bench.md",
+	"results":      "results.md",
+	"compare":      "compare.md",
+	"fscompare":    "compare.md",
+	"cachebench":   "cachebench.md",
+	"clock-offset": "fleets.md",
+	"completion":   "cli.md",
 }
 
 // manCommand prints the man pages: diskprep(8) made from the CLI definition
