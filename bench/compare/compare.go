@@ -76,6 +76,12 @@ type Options struct {
 	// Baseline names the group every other is compared against; "" keeps
 	// the first group (the records' order) as the baseline.
 	Baseline string
+	// Expected are the hosts a fleet run was to have records of: those
+	// without any are named among the failed hosts. By host only.
+	Expected []string
+	// Failed are hosts known to have failed, each with its one-line
+	// reason (the fleet playbook's). By host only.
+	Failed []FailedHost
 }
 
 // Comparison is the whole result: what was grouped how, the shared
@@ -106,6 +112,8 @@ type Comparison struct {
 	// Notes say how the records' numbers came about (record.Verdicts:
 	// repetitions, steady state, engine cost, device health), per column.
 	Notes []string `json:"notes,omitempty"`
+	// Fleet is the summary by host (fleet.go), when grouped by host.
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // Field is one named identity fact.
@@ -237,6 +245,9 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if !slices.Contains(ByNames, by) {
 		return nil, usageError{fmt.Errorf("unknown --by %q (valid: %s)", by, strings.Join(ByNames, ", "))}
 	}
+	if by != ByHost && (len(opts.Expected) > 0 || len(opts.Failed) > 0) {
+		return nil, usageError{fmt.Errorf("expected and failed hosts are a fleet's, compared --by host, not --by %s", by)}
+	}
 	c := &Comparison{By: by, AutoBy: auto, Alpha: Alpha, Metrics: []string{MetricMBps, MetricIOPS}}
 	if opts.Latency {
 		c.Metrics = append(c.Metrics, MetricLatP99)
@@ -275,7 +286,14 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if len(c.Rows) == 0 {
 		return nil, fmt.Errorf("the records hold no measured workloads: %w", ErrNothing)
 	}
-	if len(c.Groups) == 1 {
+	if by == ByHost {
+		var ws []string
+		c.Fleet, ws = fleetSummary(c, opts)
+		c.Warnings = append(c.Warnings, ws...)
+	}
+	// One host of a fleet whose others failed is a fleet's report all
+	// the same.
+	if len(c.Groups) == 1 && (c.Fleet == nil || len(c.Fleet.Failed) == 0) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("all records fall in one group (%s %q): nothing to compare against; try another --by", by, c.Groups[0].Name))
 	}
 	return c, nil

@@ -42,6 +42,10 @@ figure{margin:12px 0 24px;break-inside:avoid} figcaption{color:var(--muted);font
 .grid svg.chart{max-width:%.0fpx}
 figure.wide svg.chart{max-width:%.0fpx}
 th.nw{white-space:nowrap}
+table.fleet{font-size:.85em} table.fleet th,table.fleet td{padding:2px 5px}
+table.fleet thead th{vertical-align:bottom} table.fleet th.num{text-align:right}
+table.fleet td.outlier{font-weight:700;color:#d55e00}
+table.fleet tfoot th,table.fleet tfoot td{font-style:italic;color:var(--muted)}
 @page{size:A4;margin:12mm}
 @media print{body{max-width:none;padding:0;font-size:10pt}h2,h3{break-after:avoid}table{font-size:8.5pt}
 .grid{grid-template-columns:1fr 1fr;gap:4px 16px}figure{margin:4px 0 10px}.table-wrap{overflow:visible}}
@@ -57,6 +61,9 @@ func htmlPage(w io.Writer, c *compare.Comparison, l Layout) error {
 	t := title(c)
 	pageHead(&b, t, "")
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"sub\">Compared %s. Baseline: %s.</p>\n", esc(t), esc(byText(c)), esc(c.Groups[0].Name))
+	if c.Fleet != nil {
+		htmlFleet(&b, c)
+	}
 	comparisonSections(&b, c, l)
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())

@@ -60,6 +60,10 @@ func TableLayout(w io.Writer, c *compare.Comparison, l Layout) error {
 	}
 	b.WriteString(wrap(fmt.Sprintf("Comparison of %s, %s", title(c), byText(c)), "", "  ", width))
 	b.WriteString("\n")
+	if c.Fleet != nil {
+		b.WriteString(fleetText(c, width))
+		b.WriteString("\n")
+	}
 	if len(c.Environment) > 0 {
 		b.WriteString("Environment (" + sameFor(c) + ")\n")
 		nameW := 0
@@ -236,6 +240,9 @@ func markdown(w io.Writer, c *compare.Comparison, l Layout) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", mdCell(title(c)))
 	fmt.Fprintf(&b, "Compared %s.\n\n", byText(c))
+	if c.Fleet != nil {
+		mdFleet(&b, c)
+	}
 	stacked := l.stacked(c)
 	if stacked {
 		mdStacked(&b, c)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +27,11 @@ type compareOptions struct {
 	Wide     bool // the full table, one column per group, whatever the width
 	Filter   recordFilter
 	Output   string
+	// ExpectHosts (--expect-hosts) and Failures (--failures, a file of
+	// "HOST: REASON" lines) name a fleet run's hosts that should have
+	// records, and those that failed, with why.
+	ExpectHosts []string
+	Failures    string
 }
 
 func compareCommand() *cli.Command {
@@ -60,18 +67,32 @@ Examples:
   diskprep compare 20261130T0615 20261130T0642 --latency
   diskprep compare ./results-esx ./results-baremetal --by host -o html --output report.html
   diskprep compare --fs ext4 --by device -o csv > ext4.csv
-  diskprep compare -o svg --output throughput.svg`,
+  diskprep compare -o svg --output throughput.svg
+  diskprep compare ./fleet-records --by host --expect-hosts node-a,node-b,node-c --failures failed.txt
+
+By host, the report opens with a fleet summary: one line per host (its disk,
+bus and filesystem, the median MB/s or IOPS of the main workloads and a p99
+latency, its clock offset and its start skew), the fleet's median and spread
+(MAD), the hosts outside that spread named as outliers, and the hosts that
+failed: those of --failures (lines "HOST: REASON", as the fleet playbook
+writes them) and those of --expect-hosts without a record. Start skew is each
+host's actual start less its clock offset, less the earliest of them, for
+records asked to start together (bench --start-at); a skew above 1 s and an
+unknown offset are warned about.`,
 		Flags: append(filterFlags(),
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME`, or the one column whose name has it as a part, e.g. esx-guest for xfs · esx-guest (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
 			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes the terminal's width, 120 columns when not a terminal)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
+			&cli.StringSliceFlag{Name: "expect-hosts", Usage: "the fleet's `HOSTS` (comma-separated, repeatable): those without a record are named as failed (implies --by host)"},
+			&cli.StringFlag{Name: "failures", Usage: "`FILE` of hosts that failed, one \"HOST: REASON\" a line, named in the report with their reason (implies --by host)"},
 		),
 		Action: action(func(c *cli.Context, e *env) error {
 			return runCompare(c.Context, compareOptions{
 				Sources: c.Args().Slice(), By: c.String("by"), Baseline: c.String("baseline"), Latency: c.Bool("latency"),
 				Wide: c.Bool("wide"), Filter: filterFrom(c), Output: c.String("output"),
+				ExpectHosts: c.StringSlice("expect-hosts"), Failures: c.String("failures"),
 			}, e)
 		}),
 	}
@@ -111,6 +132,19 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 	if err := opts.Filter.validate(); err != nil {
 		return err
 	}
+	fleet := len(opts.ExpectHosts) > 0 || opts.Failures != ""
+	if fleet && opts.By == "" {
+		opts.By = compare.ByHost
+	}
+	if fleet && opts.By != compare.ByHost {
+		return usageErr(fmt.Errorf("--expect-hosts and --failures name a fleet's hosts: they go with --by host, not --by %s", opts.By))
+	}
+	var failed []compare.FailedHost
+	if opts.Failures != "" {
+		if failed, err = readFailures(opts.Failures); err != nil {
+			return usageErr(err)
+		}
+	}
 	recs, warnings, err := record.Gather(opts.Sources, e.ResultsDir)
 	if err != nil {
 		return err
@@ -141,9 +175,19 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		// Filters above match the real names; the report shows tokens,
 		// and a --baseline given by its real name follows its column.
 		opts.Baseline = redact.Text(opts.Baseline, picked...)
+		// A fleet's hosts are hostnames whether or not a record holds
+		// them: the token of each is the one its records would get.
+		for i, h := range opts.ExpectHosts {
+			opts.ExpectHosts[i] = redact.Token(redact.KindHost, h)
+		}
+		for i, fh := range failed {
+			tok := redact.Token(redact.KindHost, fh.Host)
+			failed[i].Host, failed[i].Reason = tok, redact.Text(strings.ReplaceAll(fh.Reason, fh.Host, tok), picked...)
+		}
 		picked = redact.All(picked)
 	}
-	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency})
+	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency,
+		Expected: opts.ExpectHosts, Failed: failed})
 	if err != nil {
 		return err
 	}
@@ -189,4 +233,43 @@ func tableLayout(e *env, format, output string, l report.Layout) report.Layout {
 		l.Width = e.Width
 	}
 	return l
+}
+
+// maxFailuresBytes bounds a --failures file: a line a failed host.
+const maxFailuresBytes = 1 << 20
+
+// readFailures reads a --failures file: one failed host a line, "HOST:
+// REASON" (the reason is what follows the first ": "; a line with none
+// is a host without a reason); blank lines and # comments are skipped.
+func readFailures(file string) ([]compare.FailedHost, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--failures: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("--failures %s: not a regular file", file)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFailuresBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--failures: %w", err)
+	}
+	if len(data) > maxFailuresBytes {
+		return nil, fmt.Errorf("--failures %s: larger than %d bytes", file, maxFailuresBytes)
+	}
+	return parseFailures(string(data)), nil
+}
+
+func parseFailures(text string) []compare.FailedHost {
+	var out []compare.FailedHost
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		host, reason, _ := strings.Cut(line, ": ")
+		host = strings.TrimSpace(strings.TrimSuffix(host, ":"))
+		out = append(out, compare.FailedHost{Host: host, Reason: strings.TrimSpace(reason)})
+	}
+	return out
 }

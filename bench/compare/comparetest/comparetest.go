@@ -196,3 +196,71 @@ func Identifying(id, host, serial string, start time.Time) *record.Record {
 	rec.Warnings = []string{"nic 52:54:00:ab:cd:ef seen", "image /srv/images/" + host + ".raw on " + host}
 	return rec
 }
+
+// FleetHost is one host of a synthetic fleet run (Fleet): its disk, how
+// fast it is against the fleet's typical host, and its clock.
+type FleetHost struct {
+	Name      string
+	Disk      string // model, default "Samsung SSD 870 EVO 1TB"
+	Transport string // default "sata"
+	Factor    float64
+	// OffsetMS is the host's clock offset as bench recorded it (source
+	// controller); nil records an unknown clock.
+	OffsetMS *float64
+	// Late is how long after the synchronized start (by the controller's
+	// clock) the host began measuring.
+	Late time.Duration
+}
+
+// FleetStart is the synchronized start of Fleet's records.
+var FleetStart = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+
+// Fleet makes one quick-set record of 3 repetitions per host, all asked
+// to start at FleetStart: each host began at FleetStart plus its Late by
+// the controller's clock, so plus its offset by its own, as bench
+// records it.
+func Fleet(hosts []FleetHost) []*record.Record {
+	var out []*record.Record
+	for i, h := range hosts {
+		start := FleetStart.Add(-time.Minute)
+		rec := Quick(fmt.Sprintf("20261203T095900Z-%04x", i), "", "xfs", h.Factor, 3, start)
+		rec.Host.Hostname = h.Name
+		rec.Target.Model = def(h.Disk, rec.Target.Model)
+		rec.Target.Transport = def(h.Transport, rec.Target.Transport)
+		at := FleetStart
+		began := FleetStart.Add(h.Late)
+		rec.StartAt = &at
+		if h.OffsetMS != nil {
+			off := *h.OffsetMS
+			began = began.Add(time.Duration(off * float64(time.Millisecond)))
+			rtt := 2.0
+			unc := rtt / 2
+			rec.Clock = &record.Clock{Source: record.ClockController, OffsetMS: &off, RTTMS: &rtt, UncertaintyMS: &unc, Reference: "controller"}
+		} else {
+			rec.Clock = &record.Clock{Source: record.ClockUnknown, Note: "chronyc not found, and no --clock-offset given"}
+		}
+		rec.ActualStart = &began
+		out = append(out, rec)
+	}
+	return out
+}
+
+// FleetOf is a fleet of n hosts, node-01 to node-NN, their speeds spread
+// ±4% and their clocks up to ±40 ms off (measured), but for the hosts
+// numbered in throttled (1-based), whose disks run at a tenth of the
+// speed, as a throttled or spinning disk does.
+func FleetOf(n int, throttled ...int) []FleetHost {
+	var hs []FleetHost
+	for i := 1; i <= n; i++ {
+		off := float64((i*53)%81-40) + 0.25
+		h := FleetHost{Name: fmt.Sprintf("node-%02d", i), Factor: 1 + float64((i*37)%9-4)/100, OffsetMS: &off,
+			Late: time.Duration((i*17)%9) * time.Millisecond}
+		for _, t := range throttled {
+			if t == i {
+				h.Factor, h.Disk, h.Transport = 0.1, "ST4000DM004-2CV104", "sata"
+			}
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
