@@ -22,6 +22,9 @@ type Runner interface {
 // ChronyArgs asks chronyc for its tracking report as one CSV line.
 var ChronyArgs = []string{"-c", "tracking"}
 
+// ChronyTimeout bounds the chronyc call.
+const ChronyTimeout = 5 * time.Second
+
 // Chrony is this host's clock against NTP time as chronyd tracks it,
 // read with `chronyc -c tracking`; without chrony, or with chrony not
 // synchronised, the clock is unknown and its Note says why. It never
@@ -30,6 +33,10 @@ func Chrony(ctx context.Context, run Runner) *record.Clock {
 	if run == nil {
 		return Unknown("no program runner")
 	}
+	// chronyc answers at once or not at all (a daemon that is gone):
+	// the run does not wait on it.
+	ctx, cancel := context.WithTimeout(ctx, ChronyTimeout)
+	defer cancel()
 	out, err := run.Run(ctx, "chronyc", ChronyArgs...)
 	switch {
 	case errors.Is(err, exec.ErrNotFound):

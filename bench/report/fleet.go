@@ -337,7 +337,7 @@ func mdFleet(b *strings.Builder, c *compare.Comparison) {
 	head, rows, right := fleetTable(f)
 	var hdr, align []string
 	for i := range head[0] {
-		hdr = append(hdr, mdCell(strings.Join(strings.Fields(title1(head[0][i])+" "+head[1][i]+" "+head[2][i]), " ")))
+		hdr = append(hdr, mdCell(strings.Join(fleetHeadLines(f, head, i), " ")))
 		if right[i] {
 			align = append(align, "--:")
 		} else {
@@ -364,7 +364,7 @@ func mdFleet(b *strings.Builder, c *compare.Comparison) {
 	}
 	b.WriteString("\n")
 	if lines := outlierLines(f); len(lines) > 0 {
-		fmt.Fprintf(b, "Outliers (%s, × the fleet's median): %s.\n\n", outlierMark, f.OutlierRule)
+		fmt.Fprintf(b, "Outliers (\\%s, × the fleet's median): %s.\n\n", outlierMark, f.OutlierRule)
 		for _, l := range lines {
 			fmt.Fprintf(b, "- %s\n", l)
 		}
@@ -391,17 +391,9 @@ func htmlFleet(b *strings.Builder, c *compare.Comparison) {
 		if right[i] {
 			cls = ` class="num"`
 		}
-		var lines []string
-		for _, h := range head {
-			if h[i] != "" {
-				lines = append(lines, esc(h[i]))
-			}
-		}
-		if i < fleetFigures || i >= fleetFigures+len(f.Columns) {
-			lines[0] = esc(title1(head[0][i]))
-			for j := 1; j < len(lines); j++ {
-				lines[j] = strings.ToLower(lines[j])
-			}
+		lines := fleetHeadLines(f, head, i)
+		for j := range lines {
+			lines[j] = esc(lines[j])
 		}
 		fmt.Fprintf(b, "<th scope=\"col\"%s>%s</th>", cls, strings.Join(lines, "<br>"))
 	}
@@ -444,6 +436,27 @@ func htmlFleet(b *strings.Builder, c *compare.Comparison) {
 		b.WriteString("</ul>\n")
 	}
 	fmt.Fprintf(b, "<p class=\"sub\">%s</p>\n", esc(fleetLegend(f, false)))
+}
+
+// fleetHeadLines is column i's heading as Markdown and HTML write it:
+// a figure's as the text table has it ("seq1m", "read", "MB/s"), the
+// others in sentence case ("Clock", "offset").
+func fleetHeadLines(f *compare.Fleet, head [3][]string, i int) []string {
+	var lines []string
+	for j, h := range head {
+		if h[i] == "" {
+			continue
+		}
+		v := h[i]
+		if i < fleetFigures || i >= fleetFigures+len(f.Columns) {
+			v = strings.ToLower(v)
+			if j == 0 {
+				v = title1(h[i])
+			}
+		}
+		lines = append(lines, v)
+	}
+	return lines
 }
 
 // title1 is a heading of the text table as the other outputs write it:

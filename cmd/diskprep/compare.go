@@ -68,7 +68,7 @@ Examples:
   diskprep compare ./results-esx ./results-baremetal --by host -o html --output report.html
   diskprep compare --fs ext4 --by device -o csv > ext4.csv
   diskprep compare -o svg --output throughput.svg
-  diskprep compare ./fleet-records --by host --expect-hosts node-a,node-b,node-c --failures failed.txt
+  diskprep compare ./results-fleet --by host --expect-hosts node-a,node-b,node-c --failures failed.txt
 
 By host, the report opens with a fleet summary: one line per host (its disk,
 bus and filesystem, the median MB/s or IOPS of the main workloads and a p99
