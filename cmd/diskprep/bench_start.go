@@ -111,10 +111,10 @@ func (sp startSpec) resolve(now time.Time, offset time.Duration) (time.Time, err
 	switch past := ctrlNow.Sub(at); {
 	case past > bench.StartGrace:
 		return time.Time{}, fmt.Errorf("--start-at %s is %s in the past (it is %s now%s): give a later time",
-			sp.text, past.Round(100*time.Millisecond), ctrlNow.UTC().Format(time.RFC3339), clockNote)
+			sp.text, roughly(past), ctrlNow.UTC().Format(time.RFC3339), clockNote)
 	case -past > startAtMaxAhead:
 		return time.Time{}, fmt.Errorf("--start-at %s is %s ahead, more than %s (it is %s now%s): a typo?",
-			sp.text, (-past).Round(time.Minute), startAtMaxAhead, ctrlNow.UTC().Format(time.RFC3339), clockNote)
+			sp.text, roughly(-past), startAtMaxAhead, ctrlNow.UTC().Format(time.RFC3339), clockNote)
 	}
 	return at.UTC(), nil
 }
@@ -151,4 +151,18 @@ func startOf(ctx context.Context, opts benchOptions, m *machine, began time.Time
 // options are bench.Options' start and clock fields.
 func (s benchStart) options(o *bench.Options) {
 	o.StartAt, o.Clock, o.Now, o.Sleep = s.at, s.clock, s.now, s.sleep
+}
+
+// roughly is a duration to the precision that matters to a person
+// reading how far off a start is: "2s", "25h0m0s", "2234 days".
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 72*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%.0f days", d.Hours()/24)
 }
