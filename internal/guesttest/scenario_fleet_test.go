@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -85,7 +86,8 @@ diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
 	play := func(name string) playResult {
 		t.Helper()
 		r := runPlaybook(t, f, filepath.Join(inv, "inventory.ini"))
-		t.Logf("%s: ansible-playbook exit %d in %.0f s", name, r.code, r.elapsed.Seconds())
+		t.Logf("%s: ansible-playbook exit %d in %.0f s (controller: %.1f s CPU, %d MiB max RSS)", name, r.code, r.elapsed.Seconds(),
+			r.cpu.Seconds(), r.maxRSS>>20)
 		return r
 	}
 
@@ -98,7 +100,32 @@ diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
 	if got := recordHosts(t, recs1); strings.Join(got, " ") != "fleet-a fleet-b fleet-c" {
 		t.Fatalf("run 1: records of %q, want fleet-a fleet-b fleet-c\n%s", got, r1.stdout)
 	}
+	// What reached the control machine per host (the playbook README's
+	// table gives it).
+	for _, g := range f.guests {
+		var n int64
+		files, _ := filepath.Glob(filepath.Join(fetch, "inventory", g.Name+".json"))
+		for _, p := range append(files, runRecords(t, fetch, "one")...) {
+			if fi, err := os.Stat(p); err == nil && (strings.Contains(p, "/inventory/") || recordHosts(t, []string{p})[0] == g.Name) {
+				n += fi.Size()
+			}
+		}
+		t.Logf("run 1: %s: %d KiB fetched (inventory and records)", g.Name, n>>10)
+	}
+	// One start for all three, each host's clock measured: fleet-b's
+	// 5 s ahead (within 0.5 s), and by the controller's clock the three
+	// began within a second of each other.
+	checkFleetClocks(t, recs1, map[string]float64{"fleet-a": 0, "fleet-b": 5000, "fleet-c": 0})
 	report := readTestFile(t, filepath.Join(fetch, "report.md"))
+	if !strings.Contains(report, "Fleet summary: 3 of 4 hosts measured, 1 failed") {
+		t.Errorf("run 1: no fleet summary saying 3 of 4 hosts:\n%s", report)
+	}
+	// The throttled HDD is named as the fleet's outlier, and only it.
+	_, outliers, _ := strings.Cut(report, "Outliers (")
+	outliers, _, _ = strings.Cut(outliers, "\n\n"+"Failed hosts")
+	if !strings.Contains(outliers, "- fleet-b: ") || strings.Contains(outliers, "- fleet-a: ") || strings.Contains(outliers, "- fleet-c: ") {
+		t.Errorf("run 1: want fleet-b, and only it, among the outliers:\n%s", report)
+	}
 	if !strings.Contains(report, "- fleet-gone: ") {
 		t.Errorf("run 1: report.md does not name fleet-gone:\n%s", report)
 	}
@@ -184,6 +211,8 @@ type playResult struct {
 	code    int
 	stdout  string
 	elapsed time.Duration
+	cpu     time.Duration // ansible-playbook's and its children's user and system time
+	maxRSS  int64         // the largest resident set of ansible-playbook or a child, bytes
 }
 
 // runPlaybook runs the README's command, `ansible-playbook -i INVENTORY
@@ -204,6 +233,12 @@ func runPlaybook(t *testing.T, f *fleet, inventory string) playResult {
 	start := time.Now()
 	err := cmd.Run()
 	r := playResult{stdout: out.String(), elapsed: time.Since(start)}
+	if ps := cmd.ProcessState; ps != nil {
+		r.cpu = ps.UserTime() + ps.SystemTime()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSS = ru.Maxrss << 10
+		}
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
@@ -270,4 +305,61 @@ func recordHosts(t *testing.T, recs []string) []string {
 	}
 	slices.Sort(hosts)
 	return hosts
+}
+
+// checkFleetClocks holds each record's clock to the offset the host's
+// clock was set to (ms, ±500) and the starts to one moment: the same
+// start_at everywhere, and actual starts, by the controller's clock,
+// within a second of each other.
+func checkFleetClocks(t *testing.T, recs []string, want map[string]float64) {
+	t.Helper()
+	var first, last time.Time
+	startAt := ""
+	for _, p := range recs {
+		var rec struct {
+			Host struct {
+				Hostname string `json:"hostname"`
+			} `json:"host"`
+			StartAt     string    `json:"start_at"`
+			ActualStart time.Time `json:"actual_start"`
+			Clock       *struct {
+				Source        string   `json:"source"`
+				OffsetMS      *float64 `json:"offset_ms"`
+				RTTMS         float64  `json:"rtt_ms"`
+				UncertaintyMS float64  `json:"uncertainty_ms"`
+			} `json:"clock"`
+		}
+		if err := json.Unmarshal([]byte(readTestFile(t, p)), &rec); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		name := rec.Host.Hostname
+		if rec.Clock == nil || rec.Clock.Source != "controller" || rec.Clock.OffsetMS == nil {
+			t.Errorf("%s: clock %+v, want one measured by the controller", name, rec.Clock)
+			continue
+		}
+		off := *rec.Clock.OffsetMS
+		t.Logf("%s: clock offset %+.1f ms (round trip %.1f ms), started %s for %s", name, off, rec.Clock.RTTMS,
+			rec.ActualStart.Format(time.RFC3339Nano), rec.StartAt)
+		if w := want[name]; off < w-500 || off > w+500 {
+			t.Errorf("%s: clock offset %.1f ms, want %.0f ± 500", name, off, w)
+		}
+		if startAt == "" {
+			startAt = rec.StartAt
+		}
+		if rec.StartAt == "" || rec.StartAt != startAt {
+			t.Errorf("%s: start_at %q, want one start for all (%q)", name, rec.StartAt, startAt)
+		}
+		at := rec.ActualStart.Add(-time.Duration(off * float64(time.Millisecond)))
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if skew := last.Sub(first); skew > time.Second {
+		t.Errorf("the hosts began %v apart by the controller's clock, want within 1 s", skew)
+	} else {
+		t.Logf("start skew across the fleet: %v", skew)
+	}
 }

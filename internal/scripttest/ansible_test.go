@@ -124,7 +124,7 @@ diskprep_plan:
 	if len(cols) < 4 || !strings.Contains(cols[2], "node-a") || !strings.Contains(cols[3], "node-b") {
 		t.Errorf("compare header %q: want one column per host\n%s", header, report)
 	}
-	if !strings.Contains(report, "## Failed hosts") || !strings.Contains(report, "- node-c: prepare the image on a loop device: ") ||
+	if !strings.Contains(report, "Failed hosts (1)") || !strings.Contains(report, "- node-c: prepare the image on a loop device: ") ||
 		!strings.Contains(report, "1X") {
 		t.Errorf("report does not name node-c's failure:\n%s", report)
 	}
