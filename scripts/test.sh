@@ -27,6 +27,8 @@ done
 if ! command -v shellcheck >/dev/null 2>&1; then need_pkgs+=(shellcheck); fi
 # The fleet playbook test runs ansible-playbook; the package test reads the rpm.
 if ! command -v ansible-playbook >/dev/null 2>&1; then need_pkgs+=(ansible-core); fi
+# The guest tier's fleet test reaches its guests with ssh and a key it makes.
+if ! command -v ssh-keygen >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(openssh-client); fi
 if ! command -v rpm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(rpm); fi
 # The completion test runs the zsh and fish scripts in those shells.
 for sh in zsh fish; do

@@ -283,3 +283,47 @@ func taskStatus(out, task, host string) string {
 	}
 	return ""
 }
+
+// clockOffset measures g's clock less this machine's, apart from the
+// playbook: timestamp round trips over one multiplexed ssh connection,
+// the shortest kept, its midpoint taken. The guest's clock is the
+// RTC's at boot, off by up to a second, so a test holds the playbook's
+// figure to this one rather than to the shift it asked for.
+func (f *fleet) clockOffset(g *fleetGuest) (offset, rtt time.Duration) {
+	f.t.Helper()
+	sock := filepath.Join(f.dir, g.Name+".ssh")
+	base := append(f.sshArgs(g), "-o", "ControlPath="+sock)
+	master := exec.Command("ssh", append(append([]string{}, base...), "-o", "ControlMaster=yes", "-N", "root@127.0.0.1")...)
+	if err := master.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	defer func() {
+		exec.Command("ssh", append(append([]string{}, base...), "-O", "exit", "root@127.0.0.1")...).Run()
+		master.Process.Kill()
+		master.Wait()
+	}()
+	rtt = time.Hour
+	for i := 0; i < 40 && (i < 12 || rtt == time.Hour); i++ {
+		t0 := time.Now()
+		out, err := exec.Command("ssh", append(append([]string{}, base...), "root@127.0.0.1", "date +%s.%N")...).Output()
+		t1 := time.Now()
+		if err != nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		sec, frac, _ := strings.Cut(strings.TrimSpace(string(out)), ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if err1 != nil || err2 != nil {
+			f.t.Fatalf("%s: date printed %q", g.Name, out)
+		}
+		host := time.Unix(s, ns)
+		if d := t1.Sub(t0); d < rtt {
+			rtt, offset = d, host.Sub(t0.Add(d/2))
+		}
+	}
+	if rtt == time.Hour {
+		f.t.Fatalf("%s: no timestamp round trip over ssh", g.Name)
+	}
+	return offset, rtt
+}

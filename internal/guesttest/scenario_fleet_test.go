@@ -115,7 +115,16 @@ diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
 	// One start for all three, each host's clock measured: fleet-b's
 	// 5 s ahead (within 0.5 s), and by the controller's clock the three
 	// began within a second of each other.
-	checkFleetClocks(t, recs1, map[string]float64{"fleet-a": 0, "fleet-b": 5000, "fleet-c": 0})
+	truth := map[string]float64{}
+	for _, g := range f.guests {
+		off, rtt := f.clockOffset(g)
+		truth[g.Name] = float64(off) / float64(time.Millisecond)
+		t.Logf("%s: clock offset %+.1f ms by the test's own round trips (shortest %.1f ms)", g.Name, truth[g.Name], float64(rtt)/float64(time.Millisecond))
+	}
+	if d := truth["fleet-b"] - (truth["fleet-a"]+truth["fleet-c"])/2; d < 4000 || d > 6000 {
+		t.Errorf("fleet-b's clock is %.0f ms ahead of the others', want the 5 s it was set to (± the RTC's second)", d)
+	}
+	checkFleetClocks(t, recs1, truth)
 	report := readTestFile(t, filepath.Join(fetch, "report.md"))
 	if !strings.Contains(report, "Fleet summary: 3 of 4 hosts measured, 1 failed") {
 		t.Errorf("run 1: no fleet summary saying 3 of 4 hosts:\n%s", report)
@@ -307,8 +316,8 @@ func recordHosts(t *testing.T, recs []string) []string {
 	return hosts
 }
 
-// checkFleetClocks holds each record's clock to the offset the host's
-// clock was set to (ms, ±500) and the starts to one moment: the same
+// checkFleetClocks holds each record's clock to the host's offset as the
+// test measured it (ms, ±500) and the starts to one moment: the same
 // start_at everywhere, and actual starts, by the controller's clock,
 // within a second of each other.
 func checkFleetClocks(t *testing.T, recs []string, want map[string]float64) {
