@@ -34,7 +34,10 @@ import (
 func TestScenarioFleet(t *testing.T) {
 	t.Parallel()
 	a := &fleetGuest{Name: "fleet-a", Disks: []string{"nvme:1G:serial=FLEETA"}}
-	b := &fleetGuest{Name: "fleet-b", Disks: []string{"sata-hdd:1G:serial=FLEETB,iops=150"}, ClockShift: 5}
+	// Throttled well below what a TCG guest gets from any disk on a busy
+	// host (about 100 random reads a second), so that it is the slow one
+	// however loaded the machine is.
+	b := &fleetGuest{Name: "fleet-b", Disks: []string{"sata-hdd:1G:serial=FLEETB,iops=25,bps=4194304"}, ClockShift: 5}
 	c := &fleetGuest{Name: "fleet-c", Disks: []string{"virtio:1G:serial=FLEETC", "sata-ssd:512M:serial=FLEETC2"}}
 	f := startFleet(t, a, b, c)
 	if _, err := f.ssh(c, `mkfs.ext4 -q -F -L precious "$(readlink -f /dev/disk/by-id/ata-*FLEETC2)"`); err != nil {
@@ -121,19 +124,29 @@ diskprep_bench_args: ["--runtime", "1s", "--size", "64M"]
 		truth[g.Name] = float64(off) / float64(time.Millisecond)
 		t.Logf("%s: clock offset %+.1f ms by the test's own round trips (shortest %.1f ms)", g.Name, truth[g.Name], float64(rtt)/float64(time.Millisecond))
 	}
-	if d := truth["fleet-b"] - (truth["fleet-a"]+truth["fleet-c"])/2; d < 4000 || d > 6000 {
-		t.Errorf("fleet-b's clock is %.0f ms ahead of the others', want the 5 s it was set to (± the RTC's second)", d)
+	// Set 5 s ahead at boot, give or take the RTC's second; a TCG guest's
+	// clock also loses time on a busy host (seen: 1 s in 6 minutes).
+	if d := truth["fleet-b"] - (truth["fleet-a"]+truth["fleet-c"])/2; d < 3000 || d > 7000 {
+		t.Errorf("fleet-b's clock is %.0f ms ahead of the others', want about the 5 s it was set to", d)
 	}
 	checkFleetClocks(t, recs1, truth)
 	report := readTestFile(t, filepath.Join(fetch, "report.md"))
 	if !strings.Contains(report, "Fleet summary: 3 of 4 hosts measured, 1 failed") {
 		t.Errorf("run 1: no fleet summary saying 3 of 4 hosts:\n%s", report)
 	}
-	// The throttled HDD is named as the fleet's outlier, and only it.
+	// The throttled HDD is named among the fleet's outliers, as slow. (The
+	// others' p99 latencies under TCG are noisy enough to be named too.)
 	_, outliers, _ := strings.Cut(report, "Outliers (")
-	outliers, _, _ = strings.Cut(outliers, "\n\n"+"Failed hosts")
-	if !strings.Contains(outliers, "- fleet-b: ") || strings.Contains(outliers, "- fleet-a: ") || strings.Contains(outliers, "- fleet-c: ") {
-		t.Errorf("run 1: want fleet-b, and only it, among the outliers:\n%s", report)
+	outliers, _, _ = strings.Cut(outliers, "Failed hosts")
+	if !strings.Contains(outliers, "- fleet-b: ") || !strings.Contains(outliers[strings.Index(outliers, "- fleet-b: "):], "slow") {
+		t.Errorf("run 1: fleet-b, throttled, not named slow among the outliers:\n%s", report)
+	}
+	t.Logf("run 1: outliers:\n%s", strings.TrimSpace(outliers))
+	// DISKPREP_GUEST_KEEP=DIR keeps run 1's reports, to look at.
+	if keep := os.Getenv("DISKPREP_GUEST_KEEP"); keep != "" {
+		for _, name := range []string{"report.md", "report.html"} {
+			writeTestFile(t, filepath.Join(keep, name), readTestFile(t, filepath.Join(fetch, name)))
+		}
 	}
 	if !strings.Contains(report, "- fleet-gone: ") {
 		t.Errorf("run 1: report.md does not name fleet-gone:\n%s", report)
