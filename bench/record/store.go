@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/diskprep/diskprep/bench/workload"
@@ -112,29 +115,70 @@ func list(dir string) ([]Entry, []skipped, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("list results: %w", err)
 	}
-	var out []Entry
-	var skips []skipped
+	var files []storeFile
 	for _, de := range des {
 		name := de.Name()
 		if de.IsDir() || atomicfile.IsTemp(name) || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		path := filepath.Join(dir, name)
+		f := storeFile{path: filepath.Join(dir, name)}
 		// The entry's type spares opening a device or a pipe at all;
 		// readRecord checks again on what it opened.
 		if t := de.Type(); !t.IsRegular() {
-			skips = append(skips, skipped{path, notRegular(t)})
+			f.err = notRegular(t)
+		}
+		files = append(files, f)
+	}
+	readAll(files)
+	var out []Entry
+	var skips []skipped
+	for _, f := range files {
+		if f.err != nil {
+			skips = append(skips, skipped{f.path, f.err})
 			continue
 		}
-		rec, err := readRecord(path, false)
-		if err != nil {
-			skips = append(skips, skipped{path, err})
-			continue
-		}
-		out = append(out, Entry{Path: path, Record: rec})
+		out = append(out, Entry{Path: f.path, Record: f.rec})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Record.ID < out[j].Record.ID })
 	return out, skips, nil
+}
+
+// storeFile is one file of a store: its record or why it holds none.
+type storeFile struct {
+	path string
+	rec  *Record
+	err  error
+}
+
+// maxReaders bounds the files read at once: decoding is CPU-bound, so
+// more than the CPUs gains nothing, and each reader may hold a file of
+// up to MaxRecordBytes.
+const maxReaders = 8
+
+// readAll reads the records of files that have no error yet, on as many
+// goroutines as there are CPUs (at most maxReaders). Decoding JSON is
+// what a listing of thousands of records spends its time on; each file
+// is read and judged exactly as on its own, so the outcome does not
+// depend on the order or the number of readers.
+func readAll(files []storeFile) {
+	workers := min(runtime.GOMAXPROCS(0), maxReaders, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) {
+					return
+				}
+				if f := &files[i]; f.err == nil {
+					f.rec, f.err = readRecordBuf(f.path, false, &buf)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // ReadFile reads one record file named by the user, refusing documents of
@@ -149,22 +193,40 @@ func ReadFile(path string) (*Record, error) {
 // even when the file grows while it is read, and, unless follow, no
 // symbolic link.
 func readRecord(path string, follow bool) (*Record, error) {
-	b, err := readLimited(path, follow)
+	return readRecordBuf(path, follow, new(bytes.Buffer))
+}
+
+// readRecordBuf is readRecord reading the file into buf, which a reader
+// of many files reuses (the record keeps none of it).
+func readRecordBuf(path string, follow bool, buf *bytes.Buffer) (*Record, error) {
+	b, err := readLimited(path, follow, buf)
 	if err != nil {
 		return nil, err
 	}
-	var probe struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, fmt.Errorf("not a result record: %w", err)
-	}
-	if probe.Schema != Schema {
-		return nil, fmt.Errorf("schema %q, want %q", probe.Schema, Schema)
-	}
+	return decodeRecord(b)
+}
+
+// decodeRecord decodes a record file's bytes, refusing another schema.
+// A readable record is decoded once: whenever the whole document decodes,
+// the schema alone would have too, to the same value. Only a document
+// that does not decode takes the two steps, so that what it is told
+// (not a record, another schema, corrupt) is the same as before.
+func decodeRecord(b []byte) (*Record, error) {
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil {
+		var probe struct {
+			Schema string `json:"schema"`
+		}
+		if err := json.Unmarshal(b, &probe); err != nil {
+			return nil, fmt.Errorf("not a result record: %w", err)
+		}
+		if probe.Schema != Schema {
+			return nil, fmt.Errorf("schema %q, want %q", probe.Schema, Schema)
+		}
 		return nil, fmt.Errorf("corrupt result record: %w", err)
+	}
+	if rec.Schema != Schema {
+		return nil, fmt.Errorf("schema %q, want %q", rec.Schema, Schema)
 	}
 	if rec.ID == "" {
 		return nil, errors.New("result record without id")
@@ -172,7 +234,7 @@ func readRecord(path string, follow bool) (*Record, error) {
 	return &rec, nil
 }
 
-func readLimited(path string, follow bool) ([]byte, error) {
+func readLimited(path string, follow bool, buf *bytes.Buffer) ([]byte, error) {
 	flags := os.O_RDONLY | syscall.O_NONBLOCK // os.OpenFile adds O_CLOEXEC
 	if !follow {
 		flags |= syscall.O_NOFOLLOW
@@ -195,7 +257,8 @@ func readLimited(path string, follow bool) ([]byte, error) {
 	if fi.Size() > MaxRecordBytes {
 		return nil, tooBig(fi.Size())
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+1))
+	buf.Reset()
+	buf.Grow(int(fi.Size()) + 1)
 	if _, err := buf.ReadFrom(io.LimitReader(f, MaxRecordBytes+1)); err != nil {
 		return nil, errorWithoutPath(err)
 	}
