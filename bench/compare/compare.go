@@ -715,7 +715,7 @@ func judge(row *Row, c *Comparison) {
 				continue
 			}
 			b := base.Metrics[mi]
-			if r := hodgesLehmann(pairRatios(b.Values, v.Values)); !math.IsInf(r, 0) && !math.IsNaN(r) {
+			if r := hodgesLehmann(newRanked(b.Values, v.Values)); !math.IsInf(r, 0) && !math.IsNaN(r) {
 				ch := (r - 1) * 100
 				v.ChangePct = &ch
 			}

@@ -124,7 +124,7 @@ func TestVerdicts(t *testing.T) {
 			if v.Verdict == VerdictSignificant && v.Better != c.better {
 				t.Errorf("better=%v, want %v", v.Better, c.better)
 			}
-			want := (hodgesLehmann(pairRatios(c.base, c.other)) - 1) * 100
+			want := (hodgesLehmann(sortedValues(pairRatios(c.base, c.other))) - 1) * 100
 			if v.ChangePct == nil || math.Abs(*v.ChangePct-want) > 1e-9 {
 				t.Errorf("change %v, want %v", deref(v.ChangePct), want)
 			}

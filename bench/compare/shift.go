@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -27,31 +28,112 @@ func pairRatios(a, b []float64) []float64 {
 	out := make([]float64, 0, len(a)*len(b))
 	for _, x := range a {
 		for _, y := range b {
-			switch {
-			case x == 0 && y == 0:
-				out = append(out, 1)
-			case x == 0:
-				out = append(out, math.Inf(1))
-			default:
-				out = append(out, y/x)
-			}
+			out = append(out, pairRatio(x, y))
 		}
 	}
 	sort.Float64s(out)
 	return out
 }
 
+// pairRatio is one pair's ratio, y over the baseline run x.
+func pairRatio(x, y float64) float64 {
+	switch {
+	case x == 0 && y == 0:
+		return 1
+	case x == 0:
+		return math.Inf(1)
+	}
+	return y / x
+}
+
+// ranked is a sorted multiset read by rank: at(k) is its k-th smallest
+// (0-based) of len().
+type ranked interface {
+	len() int
+	at(k int) float64
+}
+
+// sortedValues is a ranked multiset held whole, already sorted.
+type sortedValues []float64
+
+func (s sortedValues) len() int         { return len(s) }
+func (s sortedValues) at(k int) float64 { return s[k] }
+
+// ratioMatrix is pairRatios(a, b) without its n1·n2 values: a column
+// of the five runs per side it was made for holds thousands when a fleet's
+// records are pooled, and sorting millions of ratios per cell took most
+// of a comparison's time. Both sides are sorted and every value is finite
+// and not negative, so in the matrix of ratios (rows a ascending, columns
+// b ascending) each row ascends and each column descends (IEEE division
+// is monotone): the pairs at most t form a staircase, counted in
+// n1+n2 steps, and the k-th smallest ratio is found by bisection over
+// the float64s themselves. It is exactly the value sorting would put at
+// k: the same division of the same two runs.
+type ratioMatrix struct{ a, b []float64 }
+
+// newRanked returns pairRatios(a, b) as a ranked multiset: a ratioMatrix
+// when the values allow one, else every ratio, sorted.
+func newRanked(a, b []float64) ranked {
+	plain := func(vs []float64) bool {
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) || math.Signbit(v) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(a)*len(b) <= exactPairs || !plain(a) || !plain(b) {
+		return sortedValues(pairRatios(a, b))
+	}
+	m := ratioMatrix{a: slices.Clone(a), b: slices.Clone(b)}
+	slices.Sort(m.a)
+	slices.Sort(m.b)
+	return m
+}
+
+func (m ratioMatrix) len() int { return len(m.a) * len(m.b) }
+
+// countAtMost is the number of pairs whose ratio is at most t.
+func (m ratioMatrix) countAtMost(t float64) int {
+	n, j := 0, 0
+	// A row's pairs at most t are a prefix of it, and a later row's
+	// prefix is no shorter (its ratios are no larger).
+	for _, x := range m.a {
+		for j < len(m.b) && pairRatio(x, m.b[j]) <= t {
+			j++
+		}
+		n += j
+	}
+	return n
+}
+
+// at is the k-th smallest ratio: the smallest float64 t with more than k
+// pairs at most t. Non-negative float64s order as their bits do, so the
+// bisection runs over the bits, +Inf (every pair) bounding it.
+func (m ratioMatrix) at(k int) float64 {
+	lo, hi := uint64(0), math.Float64bits(math.Inf(1))
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if m.countAtMost(math.Float64frombits(mid)) > k {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return math.Float64frombits(lo)
+}
+
 // hodgesLehmann is the median of the sorted pairwise ratios (the middle
 // two's geometric mean for an even count, as the median on a log scale).
-func hodgesLehmann(r []float64) float64 {
-	n := len(r)
+func hodgesLehmann(r ranked) float64 {
+	n := r.len()
 	if n == 0 {
 		return math.NaN()
 	}
 	if n%2 == 1 {
-		return r[n/2]
+		return r.at(n / 2)
 	}
-	lo, hi := r[n/2-1], r[n/2]
+	lo, hi := r.at(n/2-1), r.at(n/2)
 	if lo > 0 && !math.IsInf(hi, 0) {
 		return math.Sqrt(lo * hi)
 	}
@@ -120,13 +202,13 @@ func lehmannK(n1, n2 int, level float64) int {
 // at level; ok is false when the runs are too few for one, or it is
 // unbounded (a zero baseline).
 func shiftInterval(a, b []float64, level float64) (est, lo, hi float64, ok bool) {
-	r := pairRatios(a, b)
+	r := newRanked(a, b)
 	est = hodgesLehmann(r)
 	k := lehmannK(len(a), len(b), level)
-	if k < 1 || k > len(r)-k+1 {
+	if k < 1 || k > r.len()-k+1 {
 		return est, 0, 0, false
 	}
-	lo, hi = r[k-1], r[len(r)-k]
+	lo, hi = r.at(k-1), r.at(r.len()-k)
 	if math.IsInf(hi, 0) || math.IsNaN(est) || math.IsInf(est, 0) {
 		return est, 0, 0, false
 	}
