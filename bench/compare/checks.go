@@ -92,6 +92,8 @@ func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []
 	var out []string
 	kinds := map[string][]string{}
 	var order []string
+	// A set beside the lists: with thousands of columns, all fresh.
+	inKind := map[[2]string]bool{}
 	for gi, g := range c.Groups {
 		for _, m := range members[gi] {
 			k := "fresh (no --steady-state)"
@@ -103,7 +105,8 @@ func rowChecks(row string, c *Comparison, members map[int][]member) (warnings []
 			if _, ok := kinds[k]; !ok {
 				order = append(order, k)
 			}
-			if !slices.Contains(kinds[k], g.Name) {
+			if !inKind[[2]string{k, g.Name}] {
+				inKind[[2]string{k, g.Name}] = true
 				kinds[k] = append(kinds[k], g.Name)
 			}
 		}

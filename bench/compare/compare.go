@@ -878,6 +878,9 @@ func driftedSides(c *Comparison, sides, twins [][]float64) map[*float64]float64 
 func recordWarnings(groups []Group) []string {
 	var order []string
 	in := map[string][]string{}
+	// Sets beside the lists: a warning every record of a fleet's store
+	// carries is in thousands of columns.
+	inSet := map[[2]string]bool{}
 	for _, g := range groups {
 		for _, r := range g.Records {
 			ws := append([]string(nil), r.Warnings...)
@@ -888,7 +891,8 @@ func recordWarnings(groups []Group) []string {
 				if _, ok := in[w]; !ok {
 					order = append(order, w)
 				}
-				if !slices.Contains(in[w], g.Name) {
+				if !inSet[[2]string{w, g.Name}] {
+					inSet[[2]string{w, g.Name}] = true
 					in[w] = append(in[w], g.Name)
 				}
 			}
@@ -897,25 +901,28 @@ func recordWarnings(groups []Group) []string {
 	// "seq1m-read: runtime 2s is under 3s" for every workload and column
 	// becomes one line naming the workloads and the columns.
 	type merged struct {
-		names []string
-		rest  string
-		who   []string
+		names       []string
+		rest        string
+		who         []string
+		has, hasWho map[string]bool
 	}
 	var lines []*merged
 	add := func(names []string, rest string, who []string) {
 		i := slices.IndexFunc(lines, func(m *merged) bool { return m.rest == rest && (len(m.names) > 0) == (len(names) > 0) })
 		if i < 0 {
-			lines = append(lines, &merged{rest: rest})
+			lines = append(lines, &merged{rest: rest, has: map[string]bool{}, hasWho: map[string]bool{}})
 			i = len(lines) - 1
 		}
 		m := lines[i]
 		for _, n := range names {
-			if !slices.Contains(m.names, n) {
+			if !m.has[n] {
+				m.has[n] = true
 				m.names = append(m.names, n)
 			}
 		}
 		for _, g := range who {
-			if !slices.Contains(m.who, g) {
+			if !m.hasWho[g] {
+				m.hasWho[g] = true
 				m.who = append(m.who, g)
 			}
 		}

@@ -180,20 +180,26 @@ func identities(groups []Group, dims []string) ([]Field, []string) {
 		}
 	}
 	for _, f := range identityFields {
+		// Sets beside the lists, which keep the order of first sight: a
+		// fleet's store has a thousand hostnames.
 		var known []string
+		isKnown := map[string]bool{}
 		unknown, total := 0, 0
 		perGroup := make([]string, len(groups))
 		for gi, g := range groups {
 			var vals []string
+			inVals := map[string]bool{}
 			for _, r := range g.Records {
 				v := f.get(r)
 				total++
 				if v == "" {
 					unknown++
-				} else if !slices.Contains(known, v) {
+				} else if !isKnown[v] {
+					isKnown[v] = true
 					known = append(known, v)
 				}
-				if !slices.Contains(vals, v) {
+				if !inVals[v] {
+					inVals[v] = true
 					vals = append(vals, v)
 				}
 			}
