@@ -150,9 +150,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		return err
 	}
 	if e.Redact {
-		for i := range warnings {
-			warnings[i] = redact.Text(warnings[i], recs...)
-		}
+		warnings = redact.Texts(warnings, recs...)
 	}
 	warnAll(e, warnings)
 	var picked []*record.Record

@@ -454,11 +454,16 @@ func redactEntries(entries []record.Entry) []record.Entry {
 		recs[i] = en.Record
 	}
 	red := redact.All(recs)
+	paths := make([]string, len(entries))
+	for i, en := range entries {
+		paths[i] = en.Path
+	}
+	paths = redact.Texts(paths, recs...)
 	out := make([]record.Entry, len(entries))
 	for i, en := range entries {
 		out[i] = en
 		out[i].Record = red[i]
-		out[i].Path = redact.Text(en.Path, recs...)
+		out[i].Path = paths[i]
 	}
 	return out
 }

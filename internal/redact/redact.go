@@ -126,13 +126,24 @@ func All[T any](vs []*T) []*T {
 // appear. For lines printed beside redacted output, such as a record's
 // file path or a --baseline group name.
 func Text[T any](s string, vs ...*T) string {
+	return Texts([]string{s}, vs...)[0]
+}
+
+// Texts is Text for several strings, learning the values of vs once: a
+// listing of thousands of records redacts each file's path by all of
+// them, and learning them again per path made it quadratic.
+func Texts[T any](ss []string, vs ...*T) []string {
 	var r redactor
 	for _, v := range vs {
 		if v != nil {
 			r.learnTree(toTree(v), "")
 		}
 	}
-	return r.text(s)
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = r.text(s)
+	}
+	return out
 }
 
 // toTree turns a value into its JSON tree, the deep copy every redaction

@@ -361,3 +361,26 @@ func TestUnknownFieldsByName(t *testing.T) {
 		t.Errorf("tokens missing: %s", got)
 	}
 }
+
+// Texts is Text string by string, the values learned once.
+func TestTextsAsText(t *testing.T) {
+	recs := []*record.Record{
+		fixtureRecord(ct.ID(1), "storage-lab", "Z3GKXXXXGS"),
+		fixtureRecord(ct.ID(2), "other-box", "Z3GKYYYYGS"),
+	}
+	ss := []string{
+		"/var/lib/diskprep/results/storage-lab/" + ct.ID(1) + ".json",
+		"copied from other-box, disk Z3GKYYYYGS",
+		"mounted /dev/disk/by-partuuid/000a1b2c-01, mac 52:54:00:AB:CD:EF",
+		"",
+	}
+	got := Texts(ss, recs...)
+	for i, s := range ss {
+		if want := Text(s, recs...); got[i] != want {
+			t.Errorf("Texts[%d] = %q, Text %q", i, got[i], want)
+		}
+	}
+	if got[0] == ss[0] || got[1] == ss[1] {
+		t.Errorf("nothing redacted: %q", got)
+	}
+}
