@@ -150,3 +150,32 @@ func TestSenSlopeAsAllPairs(t *testing.T) {
 		}
 	}
 }
+
+// Counting the ways per sum gives the walk's p to the bit, ties and all.
+func TestExactPByCountAsWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 300 {
+		n1, n2 := 1+rng.IntN(10), 1+rng.IntN(12)
+		if binom(n1+n2, n1) > exactLimit {
+			continue
+		}
+		a, b := runs(rng, n1, 100, false), runs(rng, n2, 100+float64(rng.IntN(20)), false)
+		if trial%3 == 0 {
+			for i := range a {
+				a[i] = math.Round(a[i] / 20) // many ties
+			}
+			for i := range b {
+				b[i] = math.Round(b[i] / 20)
+			}
+		}
+		ranks := midranks(a, b)
+		var r1 float64
+		for i := range n1 {
+			r1 += ranks[i]
+		}
+		walk, count := exactPByWalk(ranks, n1, r1), exactPByCount(ranks, n1, r1)
+		if math.Float64bits(walk) != math.Float64bits(count) {
+			t.Fatalf("%d against %d: p %v by walking, %v by counting", n1, n2, walk, count)
+		}
+	}
+}
