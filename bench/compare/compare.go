@@ -791,13 +791,14 @@ func decide(c *Comparison) {
 		}
 	}
 	all := append(append([]tested(nil), cells...), iops...)
+	ks := lehmannKs{level: c.CILevel}
 	for i, t := range all {
 		v := t.v
 		if i < len(cells) {
 			v.Q = &q[i]
 		}
 		v.Verdict = VerdictSame
-		_, lo, hi, ok := shiftInterval(t.base, v.Values, c.CILevel)
+		_, lo, hi, ok := shiftIntervalK(t.base, v.Values, ks.get(len(t.base), len(v.Values)))
 		if !ok {
 			continue
 		}

@@ -202,9 +202,34 @@ func lehmannK(n1, n2 int, level float64) int {
 // at level; ok is false when the runs are too few for one, or it is
 // unbounded (a zero baseline).
 func shiftInterval(a, b []float64, level float64) (est, lo, hi float64, ok bool) {
+	return shiftIntervalK(a, b, lehmannK(len(a), len(b), level))
+}
+
+// lehmannKs remembers lehmannK at one level by the sizes of the two
+// sides: a comparison of a thousand hosts asks for the same few sizes
+// thousands of times, and each exact answer counts U's whole
+// distribution.
+type lehmannKs struct {
+	level float64
+	k     map[[2]int]int
+}
+
+func (m *lehmannKs) get(n1, n2 int) int {
+	if k, ok := m.k[[2]int{n1, n2}]; ok {
+		return k
+	}
+	if m.k == nil {
+		m.k = map[[2]int]int{}
+	}
+	k := lehmannK(n1, n2, m.level)
+	m.k[[2]int{n1, n2}] = k
+	return k
+}
+
+// shiftIntervalK is shiftInterval with the interval's rank k given.
+func shiftIntervalK(a, b []float64, k int) (est, lo, hi float64, ok bool) {
 	r := newRanked(a, b)
 	est = hodgesLehmann(r)
-	k := lehmannK(len(a), len(b), level)
 	if k < 1 || k > r.len()-k+1 {
 		return est, 0, 0, false
 	}
