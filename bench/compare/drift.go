@@ -222,9 +222,50 @@ func senSlope(xs []float64) float64 {
 	if below > k1 || below+len(kept) <= k2 {
 		return all()
 	}
-	slices.Sort(kept)
 	if k1 == k2 {
-		return kept[k1-below]
+		return nthSmallest(kept, k1-below)
 	}
-	return (kept[k1-below] + kept[k2-below]) / 2
+	return (nthSmallest(kept, k1-below) + nthSmallest(kept, k2-below)) / 2
+}
+
+// nthSmallest is what xs[k] would be were xs sorted (xs holds no NaN),
+// found by partitioning around a median of three and keeping only the
+// side that holds k: the slopes kept around a median are some 3% of the
+// pairs, 140,000 for a column of 3,000 runs, and sorting them took most
+// of Sen's slope. xs is reordered. Past a depth no good pivot gives, the
+// rest is sorted.
+func nthSmallest(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for depth := 0; lo < hi; depth++ {
+		if depth == 64 {
+			slices.Sort(xs[lo : hi+1])
+			break
+		}
+		a, b, c := xs[lo], xs[lo+(hi-lo)/2], xs[hi]
+		p := max(min(a, b), min(max(a, b), c))
+		// Three ways, so that runs of equal slopes end the search.
+		lt, i, gt := lo, lo, hi
+		for i <= gt {
+			switch {
+			case xs[i] < p:
+				xs[lt], xs[i] = xs[i], xs[lt]
+				lt++
+				i++
+			case xs[i] > p:
+				xs[i], xs[gt] = xs[gt], xs[i]
+				gt--
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt - 1
+		case k > gt:
+			lo = gt + 1
+		default:
+			return p
+		}
+	}
+	return xs[k]
 }

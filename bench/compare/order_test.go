@@ -179,3 +179,29 @@ func TestExactPByCountAsWalk(t *testing.T) {
 		}
 	}
 }
+
+func TestNthSmallestAsSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 200 {
+		n := 1 + rng.IntN(2000)
+		xs := runs(rng, n, 50, trial%2 == 0)
+		switch trial % 5 {
+		case 1:
+			slices.Sort(xs) // already in order
+		case 2:
+			slices.Sort(xs)
+			slices.Reverse(xs)
+		case 3:
+			for i := range xs {
+				xs[i] = math.Round(xs[i] / 25) // few distinct values
+			}
+		case 4:
+			xs[rng.IntN(n)] = math.Inf(1 - 2*rng.IntN(2))
+		}
+		sorted := slices.Sorted(slices.Values(xs))
+		k := rng.IntN(n)
+		if got := nthSmallest(slices.Clone(xs), k); math.Float64bits(got) != math.Float64bits(sorted[k]) {
+			t.Fatalf("trial %d: rank %d of %d is %v, sorted %v", trial, k, n, got, sorted[k])
+		}
+	}
+}
