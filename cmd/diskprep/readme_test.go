@@ -97,8 +97,10 @@ func readmeSkip(cmd string) string {
 // terminal), and succeeds. The store is a temporary one ($DISKPREP_RESULTS)
 // and the working directory a temporary one with the repository's fixture
 // trees, so relative paths (hwinfo/testdata/..., post.md, fs.html) work and
-// land there. The fscompare examples run twice in effect (two examples on
-// the same image), the second after the first removed the image it made.
+// land there. Only the image files and the scratch mount point move, into a
+// directory of the test's own. The fscompare examples run twice in effect
+// (two examples on the same image), the second after the first removed the
+// image it made.
 func TestPrivilegedREADMEExamples(t *testing.T) {
 	testenv.RequirePrivileged(t, "mkfs.xfs", "mkfs.ext4", "losetup", "findmnt")
 	if _, err := exec.LookPath("go"); err != nil {
@@ -111,15 +113,17 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 	if len(examples) < 40 {
 		t.Fatalf("found %d examples in README.md and docs/: the parser lost them", len(examples))
 	}
-	// The paths the examples use on this machine must be free: the test
-	// makes and removes them, it does not touch anyone's.
-	for _, p := range []string{"/var/tmp/diskprep.img", "/var/tmp/scratch.img", "/mnt/scratch"} {
-		if _, err := os.Lstat(p); err == nil {
-			testenv.SkipOrFail(t, "%s exists on this machine: the README's examples would use it", p)
-		}
-	}
+	// The examples' image files and mount point move into a directory of
+	// the test's own, so a file a killed run (or a user) left at
+	// /var/tmp/diskprep.img is never touched and never stops the test.
+	own := t.TempDir()
+	paths := strings.NewReplacer(
+		"/var/tmp/diskprep.img", filepath.Join(own, "diskprep.img"),
+		"/var/tmp/scratch.img", filepath.Join(own, "scratch.img"),
+		"/mnt/scratch", filepath.Join(own, "mnt", "scratch"))
 	t.Cleanup(func() {
-		for _, img := range []string{"/var/tmp/diskprep.img", "/var/tmp/scratch.img"} {
+		for _, img := range []string{"diskprep.img", "scratch.img"} {
+			img = filepath.Join(own, img)
 			if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
 				dev := strings.TrimSpace(out)
 				t.Errorf("%s left attached to %s", img, dev)
@@ -128,12 +132,10 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 			}
 			if _, err := os.Stat(img); err == nil {
 				t.Errorf("%s left behind", img)
-				os.Remove(img)
 			}
 		}
-		if _, err := os.Stat("/mnt/scratch"); err == nil {
-			t.Errorf("/mnt/scratch left behind")
-			os.Remove("/mnt/scratch")
+		if _, err := os.Stat(filepath.Join(own, "mnt", "scratch")); err == nil {
+			t.Errorf("the scratch mount point was left behind")
 		}
 	})
 	fstabBefore, _ := os.ReadFile("/etc/fstab")
@@ -154,8 +156,7 @@ func TestPrivilegedREADMEExamples(t *testing.T) {
 			t.Logf("%s:%d skipped, %s: %s", ex.file, ex.line, why, ex.cmd)
 			continue
 		}
-		shell := "bash"
-		cmd := exec.Command(shell, "-c", "set -e -o pipefail\n"+ex.cmd)
+		cmd := exec.Command("bash", "-c", "set -e -o pipefail\n"+paths.Replace(ex.cmd))
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 			"DISKPREP_RESULTS="+store, "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"))
