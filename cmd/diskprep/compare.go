@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -240,7 +241,9 @@ const maxFailuresBytes = 1 << 20
 // REASON" (the reason is what follows the first ": "; a line with none
 // is a host without a reason); blank lines and # comments are skipped.
 func readFailures(file string) ([]compare.FailedHost, error) {
-	f, err := os.Open(file)
+	// O_NONBLOCK: a named pipe in its place is refused below instead of
+	// waiting for a writer, as a record file is.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--failures: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,6 +80,12 @@ func TestCompareFleetFlags(t *testing.T) {
 
 func TestCompareFleetFlagsBadInput(t *testing.T) {
 	dir, failures := fleetStore(t)
+	// A named pipe where the failures file should be: refused at once,
+	// not waited on for a writer that never comes.
+	fifo := filepath.Join(t.TempDir(), "failed.txt")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -86,6 +93,7 @@ func TestCompareFleetFlagsBadInput(t *testing.T) {
 		{[]string{"--by", "label", "--expect-hosts", "node-a"}, "go with --by host, not --by label"},
 		{[]string{"--failures", filepath.Join(t.TempDir(), "none.txt")}, "--failures: open"},
 		{[]string{"--failures", t.TempDir()}, "not a regular file"},
+		{[]string{"--failures", fifo}, "not a regular file"},
 		{[]string{"--by", "fs", "--failures", failures}, "go with --by host"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"compare", dir, "--results", t.TempDir()}, tc.args...)...)
