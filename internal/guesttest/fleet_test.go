@@ -240,11 +240,11 @@ func (f *fleet) stop() {
 // repoRoot is the module root (where scripts/ is).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	script, err := Script()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Dir(filepath.Dir(script))
+	return root
 }
 
 func writeTestFile(t *testing.T, path, content string) {
@@ -260,28 +260,6 @@ func readTestFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// taskStatus is what ansible-playbook's default output said of task on
-// host: ok, changed, skipping, failed or fatal ("" when it did not).
-func taskStatus(out, task, host string) string {
-	_, after, found := strings.Cut(out, "TASK [diskprep : "+task+"]")
-	if !found {
-		_, after, found = strings.Cut(out, "TASK ["+task+"]")
-	}
-	if !found {
-		return ""
-	}
-	if i := strings.Index(after, "\nTASK ["); i >= 0 {
-		after = after[:i]
-	}
-	for _, l := range strings.Split(after, "\n") {
-		st, rest, ok := strings.Cut(l, ": [")
-		if ok && (strings.HasPrefix(rest, host+"]") || strings.HasPrefix(rest, host+" ")) {
-			return st
-		}
-	}
-	return ""
 }
 
 // clockOffset measures g's clock less this machine's, apart from the

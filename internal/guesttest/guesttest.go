@@ -106,17 +106,26 @@ type Result struct {
 
 // Script is the path of scripts/guest.sh in the tree this package is in.
 func Script() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "scripts", "guest.sh")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// moduleRoot is the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "scripts", "guest.sh")
-			if _, err := os.Stat(p); err != nil {
-				return "", err
-			}
-			return p, nil
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -275,11 +284,10 @@ func loadAverage() float64 {
 // as /share/NAME, or copies it first: cp /share/NAME /root/.
 func TestBinary(t testing.TB, pkg, dir string) string {
 	t.Helper()
-	script, err := Script()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Dir(filepath.Dir(script))
 	name := strings.NewReplacer("/", "_", ".", "_").Replace(strings.Trim(pkg, "./")) + ".test"
 	cmd := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, name), pkg)
 	cmd.Dir = root

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/diskprep/diskprep/internal/testenv"
 )
 
 // Issue 22 end to end: three real-kernel hosts with systemd and sshd, each
@@ -170,11 +172,11 @@ diskprep_start_lead: 60
 	// 2. The same run again: nothing prepared, benchmarked or fetched.
 	r2 := play("run 2")
 	for _, g := range f.guests {
-		if st := taskStatus(r2.stdout, "prepare the plan's disks", g.Name); st != "ok" {
+		if st := testenv.AnsibleTaskStatus(r2.stdout, "prepare the plan's disks", g.Name); st != "ok" {
 			t.Errorf("run 2: prepare on %s: %q, want ok\n%s", g.Name, st, r2.stdout)
 		}
 		for _, task := range []string{"benchmark", "fetch the records"} {
-			if st := taskStatus(r2.stdout, task, g.Name); st != "skipping" {
+			if st := testenv.AnsibleTaskStatus(r2.stdout, task, g.Name); st != "skipping" {
 				t.Errorf("run 2: %s on %s: %q, want skipping", task, g.Name, st)
 			}
 		}
@@ -217,11 +219,11 @@ diskprep_start_lead: 60
 	f.waitSSH(b)
 	f.reconnect(inv, b)
 	r4 := play("run 4")
-	if st := taskStatus(r4.stdout, "benchmark", "fleet-a"); st != "skipping" {
+	if st := testenv.AnsibleTaskStatus(r4.stdout, "benchmark", "fleet-a"); st != "skipping" {
 		t.Errorf("run 4: benchmark on fleet-a: %q, want skipping", st)
 	}
 	for _, g := range []*fleetGuest{b, c} {
-		if st := taskStatus(r4.stdout, "benchmark", g.Name); st != "changed" {
+		if st := testenv.AnsibleTaskStatus(r4.stdout, "benchmark", g.Name); st != "changed" {
 			t.Errorf("run 4: benchmark on %s: %q, want changed\n%s", g.Name, st, r4.stdout)
 		}
 	}

@@ -151,39 +151,17 @@ diskprep_plan:
 	}
 	for _, task := range []string{"benchmark", "fetch the records"} {
 		for _, h := range []string{"node-a", "node-b"} {
-			if st := taskStatus(r2.stdout, task, h); st != "skipping" {
+			if st := testenv.AnsibleTaskStatus(r2.stdout, task, h); st != "skipping" {
 				t.Errorf("rerun: task %q on %s: %q, want skipping\n%s", task, h, st, r2.stdout)
 			}
 		}
 	}
-	if st := taskStatus(r2.stdout, "prepare the plan's disks", "node-b"); st != "ok" {
+	if st := testenv.AnsibleTaskStatus(r2.stdout, "prepare the plan's disks", "node-b"); st != "ok" {
 		t.Errorf("rerun: prepare on node-b: %q, want ok (nothing changed)\n%s", st, r2.stdout)
 	}
 	if md2, err := os.ReadFile(filepath.Join(fetch, "report.md")); err != nil || !strings.Contains(string(md2), "node-a") || !strings.Contains(string(md2), "node-b") {
 		t.Errorf("rerun report: %v\n%s", err, md2)
 	}
-}
-
-// taskStatus is what ansible-playbook's default output said of task on
-// host: ok, changed, skipping, failed or fatal ("" when it did not).
-func taskStatus(out, task, host string) string {
-	_, after, found := strings.Cut(out, "TASK [diskprep : "+task+"]")
-	if !found {
-		_, after, found = strings.Cut(out, "TASK ["+task+"]")
-	}
-	if !found {
-		return ""
-	}
-	if i := strings.Index(after, "\nTASK ["); i >= 0 {
-		after = after[:i]
-	}
-	for _, l := range strings.Split(after, "\n") {
-		st, rest, ok := strings.Cut(l, ": [")
-		if ok && (rest == host+"]" || strings.HasPrefix(rest, host+"]") || strings.HasPrefix(rest, host+" ")) {
-			return st
-		}
-	}
-	return ""
 }
 
 // detachLoopsUnder unmounts and detaches every loop device whose backing

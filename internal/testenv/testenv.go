@@ -323,3 +323,26 @@ func Mount(t testing.TB, dev string, opts ...string) string {
 	})
 	return dir
 }
+
+// AnsibleTaskStatus is what ansible-playbook's default output said of
+// task (its name, with or without the role's prefix) on host: ok,
+// changed, skipping, failed or fatal; "" when it did not run there.
+func AnsibleTaskStatus(out, task, host string) string {
+	_, after, found := strings.Cut(out, "TASK [diskprep : "+task+"]")
+	if !found {
+		_, after, found = strings.Cut(out, "TASK ["+task+"]")
+	}
+	if !found {
+		return ""
+	}
+	if i := strings.Index(after, "\nTASK ["); i >= 0 {
+		after = after[:i]
+	}
+	for _, l := range strings.Split(after, "\n") {
+		st, rest, ok := strings.Cut(l, ": [")
+		if ok && (strings.HasPrefix(rest, host+"]") || strings.HasPrefix(rest, host+" ")) {
+			return st
+		}
+	}
+	return ""
+}
