@@ -7,35 +7,38 @@ import (
 )
 
 // Issue 15 item 3 end to end: cachebench over a SATA HDD throttled to 150
-// IOPS and a 48 MiB partition of an NVMe disk, lvmcache writethrough, small
+// IOPS and a 48 MiB partition of a SATA SSD, lvmcache writethrough, small
 // working sets and short runs: the report's cold and warm hit ratios from
 // the kernel's counters, warm above cold; the HDD alone slower than the
 // steady cache on the working set that fits; the SSD alone faster than
 // the HDD; every run stored; both disks signature-free afterwards, the
-// NVMe partition given still there; and, before that run, one interrupted
-// at its first run on the cached volume leaves none of it behind.
+// SSD partition given still there; and, before that run, one interrupted
+// at its first run on the cached volume leaves none of it behind. The SSD
+// is not QEMU's NVMe: under TCG that now and then stops taking commands
+// from a queue (bcache's and dm-cache's I/O met it most), and what is
+// tested here is cachebench, not that emulation.
 
-var cachebenchDisks = []string{"sata-hdd:1G:serial=CBHDD,iops=150", "nvme:256M:serial=CBNVME"}
+var cachebenchDisks = []string{"sata-hdd:1G:serial=CBHDD,iops=150", "sata-ssd:256M:serial=CBSSD"}
 
 const cachebenchScript = `set -u
 mark() { echo "@@ $1"; }
-H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBHDD) N=$(readlink -f /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_CBNVME)
+H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBHDD) N=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBSSD)
 sgdisk -n1:0:+48M "$N" >/dev/null && udevadm settle
 mark interrupted
-diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes --results /root/res-int 2>/root/int.err &
+diskprep cachebench "$H" --cache-device "${N}1" --runtime 2s --repeat 2 --yes --results /root/res-int 2>/root/int.err &
 pid=$! i=0
 while ! grep -q 'working set .*: cold' /root/int.err && [ $i -lt 1200 ]; do sleep 0.5; i=$((i+1)); done
 kill -INT $pid; wait $pid; echo "exit $?"
 mark int-stderr; tail -n 2 /root/int.err
-mark int-left; ls /root/res-int 2>/dev/null | wc -l; vgs --noheadings 2>/dev/null | wc -l; wipefs "$H" "${N}p1" | wc -l; udevadm settle; lsblk -rno NAME "$H" | wc -l
+mark int-left; ls /root/res-int 2>/dev/null | wc -l; vgs --noheadings 2>/dev/null | wc -l; wipefs "$H" "${N}1" | wc -l; udevadm settle; lsblk -rno NAME "$H" | wc -l
 mark run
-diskprep cachebench "$H" --cache-device "${N}p1" --runtime 2s --repeat 2 --yes --results /root/res -o json 2>/root/cb.err
+diskprep cachebench "$H" --cache-device "${N}1" --runtime 2s --repeat 2 --yes --results /root/res -o json 2>/root/cb.err
 echo "exit $?"
 mark stderr; cat /root/cb.err
 mark records; ls /root/res | wc -l
 mark ssd-record; for f in /root/res/*.json; do grep -q '"label": *"ssd"' "$f" && cat "$f"; done
-mark signatures; wipefs "$H" "${N}p1"; lsblk -rno NAME "$H" | wc -l
-mark nvme; udevadm settle; lsblk -rno NAME "$N"
+mark signatures; wipefs "$H" "${N}1"; lsblk -rno NAME "$H" | wc -l
+mark ssd; udevadm settle; lsblk -rno NAME "$N"
 mark end
 `
 
@@ -119,7 +122,7 @@ func TestScenarioCachebench(t *testing.T) {
 		t.Errorf("after cachebench: wipefs and partitions:\n%s", sig)
 	}
 	// The --cache-device partition given is still there (blank).
-	if got := strings.Fields(out["nvme"]); strings.Join(got, " ") != "nvme0n1 nvme0n1p1" {
-		t.Errorf("after cachebench the NVMe has %q, want its partition kept", got)
+	if got := strings.Fields(out["ssd"]); strings.Join(got, " ") != "sdb sdb1" {
+		t.Errorf("after cachebench the SSD has %q, want its partition kept", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 15 item 2 on a real kernel: the inventory reads a cached volume's
@@ -12,18 +13,20 @@ import (
 // ratio above the cold one's. The caches are built with the tools
 // directly (not with prepare --cache): an lvmcache (writethrough) and a
 // bcache (writethrough, sequential cutoff 0) over partitions of a SATA HDD
-// throttled to 150 IOPS, cached by partitions of an NVMe disk. bench reads
+// throttled to 150 IOPS, cached by partitions of a SATA SSD (not QEMU's
+// NVMe: under TCG it now and then stops taking commands from a queue, and
+// what is tested here is the counters, not that emulation). bench reads
 // each raw cached device (read-only, no file system) with a zipf:1.2 random
 // read, three repetitions.
 
-var cacheCounterDisks = []string{"sata-hdd:1G:serial=SLOWHDD,iops=150", "nvme:512M:serial=FASTNVME"}
+var cacheCounterDisks = []string{"sata-hdd:1G:serial=SLOWHDD,iops=150", "sata-ssd:512M:serial=FASTSSD"}
 
 const cacheCounterScript = `set -u
-mark() { echo "@@ $1"; }
-H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_SLOWHDD) N=$(readlink -f /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_FASTNVME)
+mark() { echo "@@ t.$1"; cut -d" " -f1 /proc/uptime; echo "@@ $1"; }
+H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_SLOWHDD) N=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_FASTSSD)
 sgdisk -n1:0:+400M -t1:8e00 -n2:0:+400M "$H" >/dev/null && sgdisk -n1:0:+160M -t1:8e00 -n2:0:+160M "$N" >/dev/null && udevadm settle
-# The HDD's partitions: sda1, sda2; the NVMe's: nvme0n1p1, nvme0n1p2.
-P1=${H}1 P2=${H}2 C1=${N}p1 C2=${N}p2
+# The HDD's partitions: sda1, sda2; the SSD's: sdb1, sdb2.
+P1=${H}1 P2=${H}2 C1=${N}1 C2=${N}2
 { pvcreate -q "$P1" "$C1" && vgcreate -q slow "$P1" "$C1" && lvcreate -q -y -n data -L 256M slow "$P1" &&
 	lvcreate -q -y --type cache-pool -n datacache -L 96M slow "$C1" &&
 	lvconvert -q -y --type cache --cachepool slow/datacache --cachemode writethrough slow/data; } >/root/lvm.log 2>&1 || { mark lvm-failed; cat /root/lvm.log; }
@@ -60,8 +63,11 @@ mark end
 
 func TestScenarioCacheCounters(t *testing.T) {
 	t.Parallel()
-	r := Run(t, Options{Disks: cacheCounterDisks}, "sh", "-c", cacheCounterScript)
+	r := Run(t, Options{Disks: cacheCounterDisks, Timeout: 10 * time.Minute}, "sh", "-c", cacheCounterScript)
 	out := splitMarked(r.Stdout)
+	for _, k := range []string{"inventory", "dmsetup", "record /dev/slow/data", "record /dev/bcache0", "end"} {
+		t.Logf("guest uptime at %s: %s s", k, strings.TrimSpace(out["t."+k]))
+	}
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {
 		t.Fatalf("the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", r.ExitCode, r.Stdout, r.Stderr)
 	}
@@ -118,7 +124,7 @@ func TestScenarioCacheCounters(t *testing.T) {
 	if lc.Name != "slow/data" || lc.Mode != "writethrough" || lc.BlockBytes != block || lc.CacheBytes != total*block ||
 		lc.Counters.ReadHits != num(f[7]) || lc.Counters.ReadMisses != num(f[8]) || lc.Counters.WriteHits != num(f[9]) ||
 		lc.Counters.WriteMisses != num(f[10]) || lc.Counters.ReadHits+lc.Counters.ReadMisses == 0 ||
-		strings.Join(lc.OriginDevices, ",") != "sda1" || strings.Join(lc.CacheDevices, ",") != "nvme0n1p1" {
+		strings.Join(lc.OriginDevices, ",") != "sda1" || strings.Join(lc.CacheDevices, ",") != "sdb1" {
 		t.Errorf("lvmcache %+v counters %+v; dmsetup status %q", lc, *lc.Counters, out["dmsetup"])
 	}
 	// bcache against its sysfs.
@@ -131,7 +137,7 @@ func TestScenarioCacheCounters(t *testing.T) {
 	if bc.Device != "bcache0" || bc.Mode != "writethrough" || bc.SequentialCutoffBytes == nil || *bc.SequentialCutoffBytes != 0 ||
 		bc.Counters.ReadHits != said["cache_hits"] || bc.Counters.ReadMisses != said["cache_misses"] ||
 		bc.Counters.BypassHits != said["cache_bypass_hits"] || bc.Counters.BypassMisses != said["cache_bypass_misses"] ||
-		strings.Join(bc.OriginDevices, ",") != "sda2" || strings.Join(bc.CacheDevices, ",") != "nvme0n1p2" || bc.CacheBytes == 0 {
+		strings.Join(bc.OriginDevices, ",") != "sda2" || strings.Join(bc.CacheDevices, ",") != "sdb2" || bc.CacheBytes == 0 {
 		t.Errorf("bcache %+v counters %+v; sysfs %v", bc, *bc.Counters, said)
 	}
 
