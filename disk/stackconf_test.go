@@ -104,7 +104,8 @@ var confScenarios = []confScenario{
 		c.snapshot("removed")
 	}},
 	// Day two: a volume grown on its disk, then onto a second one the
-	// group is extended with (prepare's lvextend and vgextend).
+	// group is extended with (prepare's lvextend and vgextend), then
+	// shrunk back (prepare --shrink's lvreduce).
 	{"lvm-grow", func(c *confCase) {
 		c.pvs = true
 		c.pvcreate()
@@ -117,6 +118,9 @@ var confScenarios = []confScenario{
 		c.must("vgextend", confVG, c.b)
 		c.must("lvextend", "--extents", "+100%FREE", confVG+"/one")
 		c.snapshot("grown onto B")
+		// prepare --shrink's last step: the volume gives back B's extents.
+		c.must("lvreduce", "--yes", "--size", "8388608b", confVG+"/one")
+		c.snapshot("shrunk back onto A")
 		c.must("vgchange", "--activate", "n", confVG)
 		c.must("lvremove", "--yes", confVG+"/one")
 		c.must("vgremove", confVG)

@@ -50,6 +50,7 @@ type prepareOptions struct {
 	DryRun        bool
 	Diff          bool
 	Yes           bool
+	Shrink        bool // --shrink: an LVM volume asked smaller shrinks (ext4, unmounted)
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -105,6 +106,12 @@ exits 0 when the disks are already as asked, 1 when something would
 change, 3 when the guard would refuse (the lines then show what --wipe
 would destroy). -o json: diskprep/plan-diff/v1.
 
+A logical volume asked bigger than it is grows online with its file
+system (lvextend --resizefs). Asked smaller, it is refused: xfs cannot
+shrink, and an ext4 volume shrinks only with --shrink, unmounted (umount
+it first; prepare mounts it again), by lvreduce --resizefs, which checks
+and shrinks the file system before the volume.
+
 Examples:
   diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist
   diskprep prepare /dev/nvme1n1 --fs ext4 --mkfs-opt=-E --mkfs-opt=lazy_itable_init=0 --dry-run
@@ -114,6 +121,7 @@ Examples:
   diskprep prepare --plan bootstrap.yaml --diff   # exit 0: nothing to do
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
+  diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:60G --fs ext4 --mount /scratch --shrink
   diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
   diskprep release /data                     # unmount, drop the fstab line`,
 		Flags: []cli.Flag{
@@ -129,6 +137,7 @@ Examples:
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the plan and change nothing"},
 			&cli.BoolFlag{Name: "diff", Usage: "print, layer by layer, what would be kept, created, changed or destroyed, and change nothing (exit 0 nothing to do, 1 changes, 3 refused)"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
+			&cli.BoolFlag{Name: "shrink", Usage: "shrink an LVM volume (--lvm or --plan) asked smaller than it is, with its ext4, which must be unmounted"},
 			&cli.StringFlag{Name: "image", Usage: "prepare a sparse image `FILE` on a loop device instead of a disk"},
 			&cli.StringFlag{Name: "size", Usage: "`SIZE` of the --image file (10G)"},
 			&cli.StringFlag{Name: "sector-size", Usage: "logical sector `BYTES` of the --image loop device: 512 or 4096", Value: "512"},
@@ -152,7 +161,7 @@ Examples:
 				NoDiscard: c.Bool("no-discard"), Image: c.String("image"), Size: c.String("size"), SectorSize: c.String("sector-size"),
 				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
-				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"),
+				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"), Shrink: c.Bool("shrink"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
@@ -177,7 +186,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
 		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
 		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" {
-		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff and --yes go with it"))
+		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff, --yes and --shrink go with it"))
 	}
 	return planfile.Load(o.PlanFile)
 }
@@ -330,6 +339,9 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	if err != nil {
 		return err
 	}
+	if opts.Shrink && pf == nil && opts.LVM == "" {
+		return usageErr(errors.New("--shrink shrinks LVM volumes: give it with --lvm or --plan"))
+	}
 	var reqs []disk.Request
 	var stacks stack.StackRequest
 	switch {
@@ -348,6 +360,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 			return err
 		}
 	}
+	stacks.Shrink = opts.Shrink
 	if !opts.DryRun && m.geteuid() != 0 {
 		return errors.New("prepare needs root (try --dry-run to see the plan)")
 	}

@@ -182,3 +182,61 @@ func squash(out string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Issue 24 item 4 on the fake: an ext4 volume asked smaller is refused
+// without --shrink (exit 3, a hint), refused mounted even with it (the
+// way to unmount said), and, unmounted, diffed as a change, shrunk by
+// lvreduce --resizefs, mounted again and kept on the next diff. Nothing
+// is written by the refusals or the diffs.
+func TestPrepareShrinksAnUnmountedExt4Volume(t *testing.T) {
+	m, h := cacheMachine(t) // sdb, sdc: 2 GiB
+	args := func(lvm string, more ...string) []string {
+		return append([]string{"prepare", "/dev/sdb", "/dev/sdc", "--fs", "ext4", "--mount", "/pool", "--persist", "--lvm", lvm}, more...)
+	}
+	if code, _, errOut := runArgsOn(m, args("pool/data:75%", "--yes")...); code != 0 {
+		t.Fatalf("prepare: exit %d: %s", code, errOut)
+	}
+	n := len(h.Writes())
+	code, _, errOut := runArgsOn(m, args("pool/data:50%", "--diff")...)
+	if code != exitRefused || !strings.Contains(errOut, "give --shrink to shrink it and its ext4 (unmounted)") {
+		t.Errorf("50%% without --shrink: exit %d, want 3 and the hint: %s", code, errOut)
+	}
+	code, _, errOut = runArgsOn(m, args("pool/data:50%", "--shrink", "--yes")...)
+	if code != exitRefused || !strings.Contains(errOut, "is mounted at /pool: ext4 shrinks only unmounted (umount /pool, then prepare --shrink again)") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("--shrink mounted: exit %d, want 3 and one line saying how: %s", code, errOut)
+	}
+	if w := h.Writes()[n:]; len(w) != 0 {
+		t.Fatalf("the refusals wrote %v", w)
+	}
+	if err := h.Unmount("/pool"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runArgsOn(m, args("pool/data:50%", "--shrink", "--diff")...)
+	if s := squash(out); code != exitFailure || !strings.Contains(s, "change lv /dev/pool/data data, 3.0 GiB -> 2.0 GiB (shrunk, with its ext4, unmounted)") || !strings.Contains(s, "create mount") {
+		t.Errorf("diff of 75%% -> 50%%: exit %d, want 1, the volume shrunk and mounted again:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runArgsOn(m, args("pool/data:50%", "--shrink", "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "e2fsck -f -p /dev/pool/data") || !strings.Contains(out, "resize2fs /dev/pool/data 2093056K") ||
+		!strings.Contains(out, "lvreduce --yes --size 2143289344b pool/data (from 3.0 GiB to 2.0 GiB, with its ext4, unmounted)") {
+		t.Errorf("dry run: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runArgsOn(m, args("pool/data:50%", "--shrink", "--yes", "-o", "json")...)
+	var doc prepareResultDoc
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc.Stacks == nil || len(doc.Stacks.Groups) != 1 {
+		t.Fatalf("shrink: exit %d:\n%s%s", code, out, errOut)
+	}
+	lv := doc.Stacks.Groups[0].Volumes[0]
+	if !lv.Shrunk || lv.SizeBytes == 0 || lv.FromBytes <= lv.SizeBytes || len(lv.ShrinkArgv) != 3 || lv.ShrinkArgv[1][0] != "resize2fs" || !lv.Volume.Mounted {
+		t.Errorf("result: %+v", lv)
+	}
+	if !slices.Contains(h.Mounted(), "/pool /dev/dm-0") {
+		t.Errorf("/pool is not mounted again: %q", h.Mounted())
+	}
+	if code, out, errOut := runArgsOn(m, args("pool/data:50%", "--diff")...); code != 0 {
+		t.Errorf("diff after the shrink: exit %d, want 0:\n%s%s", code, out, errOut)
+	}
+	// --shrink is about volumes: alone on one disk it is bad input.
+	if code, _, errOut := runArgsOn(m, "prepare", "/dev/sdd", "--fs", "ext4", "--shrink", "--dry-run"); code != exitUsage || !strings.Contains(errOut, "--shrink shrinks LVM volumes") {
+		t.Errorf("--shrink without --lvm: exit %d: %s", code, errOut)
+	}
+}

@@ -125,6 +125,10 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 		out, err = h.vgextend(args, fail)
 	case "lvextend":
 		out, err = h.lvextend(args, fail)
+	case "lvreduce":
+		out, err = h.lvreduce(args, fail)
+	case "e2fsck", "resize2fs":
+		out, err = h.extTool(name, args, fail)
 	case "vgchange", "lvremove", "vgremove", "pvremove":
 		out, err = h.lvmRemove(name, args, fail)
 	case "mkswap":
@@ -1161,6 +1165,91 @@ func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) (
 		growFS(dev)
 	}
 	return []byte("  Logical volume " + target + " successfully resized.\n"), nil
+}
+
+// lvreduce [--yes] [--resizefs] --size Nb VG/LV: the volume gives back
+// its last extents. With --resizefs, as LVM's fsadm does, an xfs or a
+// mounted file system is refused before anything changes (the fake's
+// ext4 keeps no size to shrink); without it the volume is cut as asked.
+func (h *Host) lvreduce(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	target := args[len(args)-1]
+	vg, lv, _ := strings.Cut(target, "/")
+	var dev *blockDev
+	var st *stackDev
+	for name, s := range h.stacks {
+		if s.kind == "lvm" && s.vg == vg && s.lv == lv {
+			dev, st = h.devs[name], s
+		}
+	}
+	if st == nil || dev == nil {
+		return fail(5, "  Failed to find logical volume \""+target+"\"")
+	}
+	s, ok := flagValue(args, "--size")
+	n, err := strconv.ParseUint(strings.TrimSuffix(s, "b"), 10, 64)
+	if !ok || err != nil {
+		return fail(3, "lvreduce: bad size "+s)
+	}
+	have, want := dev.size/fakeExtent, (n+fakeExtent-1)/fakeExtent
+	if want >= have || want == 0 {
+		return fail(5, "  New size ("+strconv.FormatUint(want, 10)+" extents) matches or exceeds existing size ("+strconv.FormatUint(have, 10)+" extents)")
+	}
+	if slices.Contains(args, "--resizefs") {
+		b := make([]byte, 512)
+		dev.store.readAt(b, dev.offset)
+		switch {
+		case string(b[:4]) == "XFSB":
+			return fail(5, "  xfs filesystem shrinking is unsupported.")
+		case h.mountedDev(dev):
+			return fail(5, "  File system reduce is required and not supported on a mounted file system.")
+		}
+	}
+	cut := have - want
+	for cut > 0 && len(st.segs) > 0 {
+		k := len(st.segs) - 1
+		if st.segs[k].count > cut {
+			st.segs[k].count -= cut
+			break
+		}
+		cut -= st.segs[k].count
+		st.segs = st.segs[:k]
+	}
+	sys := h.sysDir(dev)
+	kept := h.segMembers(st.segs)
+	for _, m := range st.members {
+		if !slices.Contains(kept, m) {
+			h.fs.removeAll(sys + "/slaves/" + m.name)
+			h.fs.removeAll(h.sysDir(m) + "/holders/" + dev.name)
+		}
+	}
+	st.members = kept
+	dev.size = want * fakeExtent
+	h.fs.put(sys+"/size", &node{mode: 0o444, data: fmt.Appendf(nil, "%d\n", dev.size/512)})
+	return []byte("  Logical volume " + target + " successfully resized.\n"), nil
+}
+
+// extTool is e2fsck -f -p DEV or resize2fs DEV SIZE on an unmounted ext4:
+// both succeed and change nothing the fake keeps (its ext4 has no size of
+// its own); a mounted device or one without ext4 fails, as they do.
+func (h *Host) extTool(name string, args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	dev := ""
+	for _, a := range args {
+		if strings.HasPrefix(a, "/") {
+			dev = a
+		}
+	}
+	d, err := h.deviceAt(dev)
+	if err != nil {
+		return fail(8, name+": "+err.Error())
+	}
+	if h.mountedDev(d) {
+		return fail(8, name+": "+dev+" is mounted.")
+	}
+	b := make([]byte, 2)
+	d.store.readAt(b, d.offset+1024+0x38)
+	if b[0] != 0x53 || b[1] != 0xef {
+		return fail(8, name+": Bad magic number in super-block while trying to open "+dev)
+	}
+	return nil, nil
 }
 
 // growFS takes the fake xfs on dev (its superblock's block counts) to the

@@ -74,10 +74,14 @@ type LVResult struct {
 	CreateArgv []string `json:"create_argv,omitempty"`
 	// Grown: an existing volume and its file system were grown from
 	// FromBytes, by GrowArgv.
-	Grown     bool         `json:"grown,omitempty"`
-	GrowArgv  []string     `json:"grow_argv,omitempty"`
-	FromBytes uint64       `json:"from_bytes,omitempty"`
-	Volume    VolumeResult `json:"volume"`
+	Grown    bool     `json:"grown,omitempty"`
+	GrowArgv []string `json:"grow_argv,omitempty"`
+	// Shrunk: an existing volume and its file system were shrunk from
+	// FromBytes, unmounted, by ShrinkArgv (prepare --shrink).
+	Shrunk     bool         `json:"shrunk,omitempty"`
+	ShrinkArgv [][]string   `json:"shrink_argv,omitempty"`
+	FromBytes  uint64       `json:"from_bytes,omitempty"`
+	Volume     VolumeResult `json:"volume"`
 }
 
 // VolumeResult is the file system on an array or logical volume.
@@ -270,6 +274,21 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 				lr.Grown, lr.GrowArgv, lr.FromBytes = true, lp.Grow, lp.FromBytes
 				res.Changed = true
 			}
+			// The file system is checked and shrunk before the volume: one
+			// whose data does not fit fails at resize2fs, nothing cut.
+			for i, argv := range lp.Shrink {
+				what := [...]string{"check the file system before shrinking it", "shrink the file system", "shrink the logical volume"}[min(i, 2)]
+				if err := a.Do(ctx, what, argv); err != nil {
+					gr.Volumes = append(gr.Volumes, lr)
+					res.Groups = append(res.Groups, gr)
+					return res, fmt.Errorf("%s %s/%s: %w", argv[0], gp.VG, lp.Name, err)
+				}
+				lr.ShrinkArgv = append(lr.ShrinkArgv, argv)
+			}
+			if lp.Shrink != nil {
+				lr.Shrunk, lr.FromBytes = true, lp.FromBytes
+				res.Changed = true
+			}
 			if _, err := a.waitStackNode(ctx, lp.Path); err != nil {
 				gr.Volumes = append(gr.Volumes, lr)
 				res.Groups = append(res.Groups, gr)
@@ -424,6 +443,13 @@ func (sp *StackPlan) Actions() []disk.Action {
 			if lp.Grow != nil {
 				a := run(lp.Grow)
 				a.Text += fmt.Sprintf(" (from %s to %s, with its %s)", units.FormatSize(lp.FromBytes), units.FormatSize(lp.SizeBytes), lp.Volume.FS)
+				s = append(s, a)
+			}
+			for i, argv := range lp.Shrink {
+				a := run(argv)
+				if i == len(lp.Shrink)-1 {
+					a.Text += fmt.Sprintf(" (from %s to %s, with its %s, unmounted)", units.FormatSize(lp.FromBytes), units.FormatSize(lp.SizeBytes), lp.Volume.FS)
+				}
 				s = append(s, a)
 			}
 			vol(lp.Volume)

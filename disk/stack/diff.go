@@ -72,10 +72,14 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			} else {
 				what += ", the rest of " + gp.VG
 			}
-			if lv.Grow != nil {
+			switch {
+			case lv.Grow != nil:
 				cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "lv", Device: lv.Path,
 					What: fmt.Sprintf("%s (grown, with its %s)", units.FormatSize(lv.SizeBytes), lv.Volume.FS), From: lv.Name + ", " + units.FormatSize(lv.FromBytes)})
-			} else {
+			case lv.Shrink != nil:
+				cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "lv", Device: lv.Path,
+					What: fmt.Sprintf("%s (shrunk, with its %s, unmounted)", units.FormatSize(lv.SizeBytes), lv.Volume.FS), From: lv.Name + ", " + units.FormatSize(lv.FromBytes)})
+			default:
 				add(act(lv.Create), "lv", lv.Path, what)
 			}
 			cs = append(cs, volumeChanges(lv.Volume, fstabLines)...)

@@ -56,6 +56,10 @@ type StackRequest struct {
 	Wipe bool `json:"wipe,omitempty"`
 	// NoDiscard: mkfs on the stacks' volumes does not discard.
 	NoDiscard bool `json:"no_discard,omitempty"`
+	// Shrink allows a logical volume asked smaller than it is to shrink,
+	// with its ext2/3/4 file system, when that is unmounted (prepare
+	// --shrink). Without it a smaller size is refused.
+	Shrink bool `json:"shrink,omitempty"`
 }
 
 // Empty says the request asks for no stack.
@@ -172,7 +176,12 @@ type LVPlan struct {
 	// Grow is the lvextend argv that grows an existing volume and its
 	// file system to the size asked (SizeBytes, from FromBytes); nil when
 	// it has that size.
-	Grow      []string   `json:"grow,omitempty"`
+	Grow []string `json:"grow,omitempty"`
+	// Shrink are the commands that shrink an existing, unmounted volume
+	// and its ext file system to SizeBytes, from FromBytes, in order
+	// (e2fsck -f -p, resize2fs, lvreduce; StackRequest.Shrink); nil
+	// otherwise.
+	Shrink    [][]string `json:"shrink,omitempty"`
 	FromBytes uint64     `json:"from_bytes,omitempty"`
 	Volume    VolumePlan `json:"volume"`
 }
@@ -907,13 +916,27 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
 			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
+			shrink := false
 			switch {
 			case lv.SizeBytes != 0 && size > lp.SizeBytes:
-				why := "xfs cannot shrink"
-				if lv.Volume.FS != "xfs" {
-					why = "prepare only grows a volume: shrink " + lv.Volume.FS + " unmounted, by hand (resize2fs, then lvreduce)"
+				more := fmt.Sprintf("%s has %s, more than the %s asked", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))
+				switch {
+				case !strings.HasPrefix(lv.Volume.FS, "ext"):
+					return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: %s cannot shrink", more, lv.Volume.FS)))
+				case !req.Shrink:
+					return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: give --shrink to shrink it and its %s (unmounted)", more, lv.Volume.FS)))
 				}
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s has %s, more than the %s asked: %s", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes), why)))
+				shrink = true
+				// Three steps, not lvreduce --resizefs: resize2fs wants a
+				// file system checked since it was last mounted, which
+				// LVM's fsadm checks only when it did the unmounting, and
+				// the steps are then the same on every LVM. Each step run
+				// again is harmless (resize2fs to the size it has does
+				// nothing), so a run killed between them converges.
+				lp.Shrink = [][]string{{"e2fsck", "-f", "-p", lp.Path},
+					{"resize2fs", lp.Path, fmt.Sprintf("%dK", lp.SizeBytes>>10)},
+					{"lvreduce", "--yes", "--size", fmt.Sprintf("%db", lp.SizeBytes), g.VG + "/" + lv.Name}}
+				lp.FromBytes = size
 			case lv.SizeBytes != 0 && size < lp.SizeBytes:
 				lp.Grow = []string{"lvextend", "--resizefs", "--size", fmt.Sprintf("%db", lp.SizeBytes), g.VG + "/" + lv.Name}
 				lp.FromBytes = size
@@ -941,6 +964,16 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 			if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
+			// resize2fs shrinks only an unmounted file system, and only
+			// the one asked for: a volume without it (mkfs planned) is
+			// not shrunk blind.
+			switch {
+			case shrink && vol.Mkfs != nil:
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
+			case shrink && mountedAt(node, mounts, h) != "":
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
+					lp.Path, mountedAt(node, mounts, h), vol.FS, mountedAt(node, mounts, h))))
+			}
 		} else {
 			lp.Create = []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv.Name}
 			if lv.SizeBytes == 0 {
@@ -962,6 +995,21 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		gp.Volumes = append(gp.Volumes, lp)
 	}
 	return gp, nil
+}
+
+// mountedAt is where dev is mounted ("" when it is not).
+func mountedAt(dev string, mounts []disk.MountEntry, h disk.Host) string {
+	major, minor, err := h.DeviceNumber(dev)
+	if err != nil {
+		return ""
+	}
+	devnum := fmt.Sprintf("%d:%d", major, minor)
+	for _, m := range mounts {
+		if m.Devnum == devnum {
+			return m.Point
+		}
+	}
+	return ""
 }
 
 // pvAlignment is where a PV's first extent starts: the partition

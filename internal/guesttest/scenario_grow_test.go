@@ -10,9 +10,13 @@ import (
 // 75% of its group) and then given another disk (the rest of a group that
 // grows) is grown online with its mounted xfs by prepare, after --diff
 // said so; its files and its fstab line stay, and the next --diff has
-// nothing to do. Smaller is refused (exit 3).
+// nothing to do. Smaller is refused (exit 3). On a third disk, an ext4
+// volume asked smaller (75% -> 50%) is refused without --shrink and while
+// mounted, refused too small for its data with nothing cut, then shrunk
+// unmounted with --shrink: its files, its fstab line and a clean e2fsck
+// stay, it is mounted again, and the next --diff has nothing to do.
 
-var growDisks = []string{"sata-hdd:1G:serial=GROWA", "sata-hdd:1G:serial=GROWB"}
+var growDisks = []string{"sata-hdd:1G:serial=GROWA", "sata-hdd:1G:serial=GROWB", "sata-hdd:512M:serial=GROWC"}
 
 const growScript = `set -u
 mark() { echo "@@ $1"; }
@@ -36,6 +40,26 @@ mark again; prep "$A" "$B" --lvm pool/data --diff
 mark sum2; md5sum </data/f
 mark fstab2; awk '$2 == "/data"' /etc/fstab
 mark mounted; findmnt -no SOURCE /data
+C=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_GROWC)
+prep4() { size=$1; shift; diskprep prepare "$C" --fs ext4 --mount /small --persist --lvm small/data:$size "$@" 2>&1; echo "exit $?"; }
+lvsize() { lvs --noheadings --nosuffix --units b -o lv_size small/data | tr -d ' '; }
+mark e4first; prep4 75% --yes
+dd if=/dev/urandom of=/small/f bs=1M count=48 2>/dev/null && sync
+mark e4sum1; md5sum </small/f
+mark e4fstab1; awk '$2 == "/small"' /etc/fstab
+mark e4lv1; lvsize
+mark e4noflag; prep4 50% --diff
+mark e4mounted; prep4 50% --shrink --yes
+umount /small
+mark e4toosmall; prep4 32M --shrink --yes
+mark e4lv2; lvsize
+mark e4diff; prep4 50% --shrink --diff
+mark e4shrink; prep4 50% --shrink --yes
+mark e4lv3; lvsize
+mark e4again; prep4 50% --diff
+mark e4sum2; md5sum </small/f
+mark e4fstab2; awk '$2 == "/small"' /etc/fstab
+mark e4fsck; umount /small && e2fsck -f -n /dev/small/data >/dev/null 2>&1; echo "fsck $?"; mount /small; findmnt -no SOURCE /small
 mark end
 `
 
@@ -83,4 +107,37 @@ func TestScenarioGrowVolume(t *testing.T) {
 	if m := strings.TrimSpace(out["mounted"]); m != "/dev/mapper/pool-data" {
 		t.Errorf("/data is mounted from %q", m)
 	}
+
+	// The ext4 volume on the third disk.
+	for step, want := range map[string]string{
+		"e4first": "exit 0", "e4noflag": "exit 3", "e4mounted": "exit 3", "e4diff": "exit 1", "e4shrink": "exit 0", "e4again": "exit 0",
+	} {
+		if got := exit(step); got != want {
+			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
+		}
+	}
+	if got := exit("e4toosmall"); got == "exit 0" || !strings.Contains(out["e4toosmall"], "resize2fs") {
+		t.Errorf("a shrink below the data: %s, want a failure at resize2fs:\n%s", got, out["e4toosmall"])
+	}
+	if !strings.Contains(out["e4noflag"], "give --shrink") || !strings.Contains(out["e4mounted"], "is mounted at /small: ext4 shrinks only unmounted") {
+		t.Errorf("the refusals do not say how:\n%s\n%s", out["e4noflag"], out["e4mounted"])
+	}
+	if s := squash(out["e4diff"]); !strings.Contains(s, "change lv /dev/small/data data,") || !strings.Contains(s, "(shrunk, with its ext4, unmounted)") {
+		t.Errorf("the diff of 75%% -> 50%% does not shrink the volume:\n%s", out["e4diff"])
+	}
+	l1, l2, l3 := size("e4lv1"), size("e4lv2"), size("e4lv3")
+	if l2 != l1 || !(l3 < l1*3/4 && l3 > l1/2) {
+		t.Errorf("the volume went %d -> %d (too small, refused) -> %d bytes, want it kept, then about 2/3", l1, l2, l3)
+	}
+	if out["e4sum1"] == "" || out["e4sum1"] != out["e4sum2"] {
+		t.Errorf("the ext4 file changed: %q -> %q", out["e4sum1"], out["e4sum2"])
+	}
+	if out["e4fstab1"] == "" || out["e4fstab1"] != out["e4fstab2"] {
+		t.Errorf("the /small fstab line changed: %q -> %q", out["e4fstab1"], out["e4fstab2"])
+	}
+	if f := strings.Fields(out["e4fsck"]); len(f) != 3 || f[1] != "0" || f[2] != "/dev/mapper/small-data" {
+		t.Errorf("after the shrink: %q, want e2fsck clean (fsck 0) and /small mounted from fstab", out["e4fsck"])
+	}
+	t.Logf("diff of the ext4 shrink:\n%s", out["e4diff"])
+	t.Logf("a shrink below the data:\n%s", out["e4toosmall"])
 }
