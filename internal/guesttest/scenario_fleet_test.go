@@ -17,7 +17,7 @@ import (
 )
 
 // Issue 22 end to end: three real-kernel hosts with systemd and sshd, each
-// with a disk of another kind (an NVMe, a SATA HDD throttled like a
+// with a disk of another kind (a SATA SSD, a SATA HDD throttled like a
 // spinning disk, a virtio disk), driven from this machine by Debian's
 // ansible-core over SSH with the playbook's README command. One plan
 // (by size) fits all three; fleet-a's host_vars choose its disk by
@@ -35,7 +35,11 @@ import (
 //     again fills in fleet-b and fleet-c only.
 func TestScenarioFleet(t *testing.T) {
 	t.Parallel()
-	a := &fleetGuest{Name: "fleet-a", Disks: []string{"nvme:1G:serial=FLEETA"}}
+	// Not QEMU's NVMe: under TCG it now and then never completes a read,
+	// and the kernel waits 10 minutes before it resets the controller
+	// (seen here with ioeventfd=on too); what this test is about is the
+	// fleet, not that emulation.
+	a := &fleetGuest{Name: "fleet-a", Disks: []string{"sata-ssd:1G:serial=FLEETA"}}
 	// Throttled well below what a TCG guest gets from any disk on a busy
 	// host (about 100 random reads a second), so that it is the slow one
 	// however loaded the machine is.
@@ -87,7 +91,7 @@ diskprep_start_lead: 60
 	writeTestFile(t, filepath.Join(inv, "host_vars", "fleet-a.yml"), `diskprep_plan:
   version: 1
   disks:
-    - select: {transport: nvme}
+    - select: {transport: sata}
       partitions:
         - {size: rest, fs: xfs, label: fleet, mount: /srv/fleet, persist: true}
 `)
@@ -257,6 +261,9 @@ func runPlaybook(t *testing.T, f *fleet, inventory string) playResult {
 		"ANSIBLE_LOCAL_TEMP="+filepath.Join(f.dir, "ansible-tmp"), "ANSIBLE_PIPELINING=1")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// A test killed outright must not leave the playbook running (one
+	// did here, for hours, with its ssh master).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	start := time.Now()
 	err := cmd.Run()
 	r := playResult{stdout: out.String(), elapsed: time.Since(start)}
