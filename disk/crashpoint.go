@@ -37,7 +37,9 @@ import (
 // the storage stacks: discarded (after blkdiscard), swap-made (after
 // mkswap), swapon (after it), md-created (after mdadm --create),
 // mdadm-conf (mdadm.conf replaced), pv-created, vg-created, lv-created
-// (after pvcreate, vgcreate, lvcreate), and of the caches:
+// (after pvcreate, vgcreate, lvcreate); of day two: vg-extended,
+// lv-grown (after vgextend, lvextend), fs-checked, fs-shrunk, lv-shrunk
+// (after prepare --shrink's e2fsck, resize2fs, lvreduce); and of the caches:
 // cache-converted (after lvconvert), bcache-made (after make-bcache),
 // bcache-registered, bcache-attached, bcache-mode (after the sysfs writes).
 // mkfs and formatted are also the steps of a file system on an array,
@@ -125,6 +127,16 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 			crashPoint("lv-created")
 		case name == "lvconvert":
 			crashPoint("cache-converted")
+		case name == "vgextend":
+			crashPoint("vg-extended")
+		case name == "lvextend":
+			crashPoint("lv-grown")
+		case name == "e2fsck":
+			crashPoint("fs-checked")
+		case name == "resize2fs":
+			crashPoint("fs-shrunk")
+		case name == "lvreduce":
+			crashPoint("lv-shrunk")
 		case name == "make-bcache":
 			crashPoint("bcache-made")
 		}

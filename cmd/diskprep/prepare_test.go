@@ -71,7 +71,7 @@ func TestPrepareExitCodes(t *testing.T) {
 		{[]string{"prepare", "/dev/nonexistent-disk", "--fs", "xfs", "--yes"}, 2, "does not exist"},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--fs", "xfs"}, 2, "one device"},
 		{[]string{"prepare", "--plan", bad, "--yes"}, 2, "bad.yaml:6"},
-		{[]string{"prepare", "--plan", bad, "--fs", "xfs"}, 2, "only --dry-run, --diff and --yes"},
+		{[]string{"prepare", "--plan", bad, "--fs", "xfs"}, 2, "only --dry-run, --diff, --yes and --shrink"},
 		{[]string{"prepare", "/dev/sdc", "--fs", "xfs", "--wipe", "--yes"}, 3, "sdc1 is mounted at /srv"},
 		{[]string{"prepare", "/dev/sdc1", "--fs", "xfs", "--yes"}, 3, "sdc1 is a partition of sdc"},
 		{[]string{"prepare", "/dev/sdb", "--fs", "xfs"}, 3, "pass --yes"}, // no terminal

@@ -100,7 +100,11 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 	case "lvm":
 		out = []byte("  LVM version:     2.03.16(2) (2022-05-18)\n  Library version: 1.02.185 (2022-05-18)\n")
 	case "pvs":
-		out = h.pvsOut()
+		if f, _ := flagValue(args, "-o"); f == "pv_name,pv_used,pv_free" {
+			out = h.pvsSpace()
+		} else {
+			out = h.pvsOut()
+		}
 	case "lvs":
 		if len(args) > 0 && args[0] == "-a" {
 			out = h.lvsAll()
@@ -363,6 +367,21 @@ func (h *Host) pvsOut() []byte {
 	var b strings.Builder
 	for _, l := range h.pvLines() {
 		fmt.Fprintf(&b, "  %s|%s\n", l[0], l[1])
+	}
+	return []byte(b.String())
+}
+
+// pvsSpace is pvs -o pv_name,pv_used,pv_free in bytes, for the physical
+// volumes in a group.
+func (h *Host) pvsSpace() []byte {
+	var b strings.Builder
+	for _, n := range sortedKeys(h.pvs) {
+		d, err := h.deviceAt(n)
+		if h.pvs[n].vg == "" || !h.pvVisible(n) || err != nil {
+			continue
+		}
+		free := h.freeExtents([]string{n})
+		fmt.Fprintf(&b, "  %s|%d|%d\n", n, (pvExtents(d)-free)*fakeExtent, free*fakeExtent)
 	}
 	return []byte(b.String())
 }

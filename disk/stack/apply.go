@@ -528,6 +528,9 @@ func inMount(v VolumePlan) string {
 func (r *StackResult) WriteText(w io.Writer) error {
 	var b strings.Builder
 	vol := func(v VolumeResult) {
+		if v.Device == "" && v.FS == "" {
+			return // the run stopped before its file system
+		}
 		fmt.Fprintf(&b, "    %s UUID=%s", v.FS, v.UUID)
 		if v.Geometry != "" {
 			fmt.Fprintf(&b, " (stripe geometry %s)", v.Geometry)
@@ -578,10 +581,18 @@ func (r *StackResult) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  lvm vg %s over %s: %s\n", gr.VG, strings.Join(gr.PVs, ", "), how)
 		for _, lr := range gr.Volumes {
 			how := "exists"
-			if lr.Created {
+			switch {
+			case lr.Created:
 				how = "created with " + disk.QuoteArgv(lr.CreateArgv)
+			case lr.Grown:
+				how = fmt.Sprintf("grown from %s to %s with %s", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes), disk.QuoteArgv(lr.GrowArgv))
+			case lr.Shrunk:
+				how = fmt.Sprintf("shrunk from %s to %s, unmounted", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes))
 			}
 			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
+			for _, argv := range lr.ShrinkArgv {
+				fmt.Fprintf(&b, "    did: %s\n", disk.QuoteArgv(argv))
+			}
 			vol(lr.Volume)
 		}
 	}

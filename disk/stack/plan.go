@@ -785,11 +785,24 @@ type lvmState struct {
 	// pvList is pvs's rows (node, VG) in its order: a group's missing
 	// PVs are rows named "[unknown]", which pvVG keeps only one of.
 	pvList [][2]string
+	// pvUsed and pvFree are a PV's allocated and free bytes.
+	pvUsed, pvFree map[string]uint64
+}
+
+// unusedMember says whether one of ms is a physical volume of vg that no
+// volume uses.
+func (st *lvmState) unusedMember(vg string, ms []member) bool {
+	for _, m := range ms {
+		if st.pvVG[m.path] == vg && st.pvUsed[m.path] == 0 && st.pvFree[m.path] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // readLVM runs pvs and lvs (read-only) under ctx.
 func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
-	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}}
+	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}, pvUsed: map[string]uint64{}, pvFree: map[string]uint64{}}
 	h := pl.HostOrLive()
 	out, err := h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "-o", "pv_name,vg_name")
 	if err != nil {
@@ -817,6 +830,19 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 			st.lvs[f[0]] = map[string]uint64{}
 		}
 		st.lvs[f[0]][f[1]] = size
+	}
+	out, err = h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "--units", "b", "--nosuffix", "-o", "pv_name,pv_used,pv_free")
+	if err != nil {
+		return nil, lvmError("pvs", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		var used, free uint64
+		if len(f) == 3 && f[0] != "" {
+			fmt.Sscanf(f[1], "%d", &used)
+			fmt.Sscanf(f[2], "%d", &free)
+			st.pvUsed[f[0]], st.pvFree[f[0]] = used, free
+		}
 	}
 	return st, nil
 }
@@ -953,6 +979,18 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 					lp.FromBytes, lp.SizeBytes = size, rest
 				} else {
 					lp.SizeBytes = size
+				}
+			case lv.SizeBytes == 0 && lvm.unusedMember(g.VG, ms):
+				// The rest of a group one of whose (planned) members no
+				// volume uses: added by a run that stopped after its
+				// vgextend, before the lvextend. Free space on members
+				// in use is not taken: "rest" was resolved when made.
+				lp.Grow = []string{"lvextend", "--resizefs", "--extents", "+100%FREE", g.VG + "/" + lv.Name}
+				lp.FromBytes, lp.SizeBytes = size, size
+				for pv, vg := range lvm.pvVG {
+					if vg == g.VG {
+						lp.SizeBytes += lvm.pvFree[pv]
+					}
 				}
 			default:
 				lp.SizeBytes = size

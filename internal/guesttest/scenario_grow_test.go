@@ -15,6 +15,12 @@ import (
 // mounted, refused too small for its data with nothing cut, then shrunk
 // unmounted with --shrink: its files, its fstab line and a clean e2fsck
 // stay, it is mounted again, and the next --diff has nothing to do.
+//
+// Each change is first killed (SIGKILL, the crashtest build's crash
+// points) after one of its steps: the grow after lvextend, the grow onto
+// B after vgextend, the shrink after e2fsck and then after resize2fs
+// (before lvreduce). The plain run after each converges to the state
+// checked below, so a kill at those steps loses nothing.
 
 var growDisks = []string{"sata-hdd:1G:serial=GROWA", "sata-hdd:1G:serial=GROWB", "sata-hdd:512M:serial=GROWC"}
 
@@ -29,11 +35,13 @@ mark sum1; md5sum </data/f
 mark fstab1; awk '$2 == "/data"' /etc/fstab
 mark size1; size
 mark diff75; prep "$A" --lvm pool/data:75% --diff
+mark kill75; DISKPREP_TEST_CRASH_AT=lv-grown prep "$A" --lvm pool/data:75% --yes | tail -n 1
 mark grow75; prep "$A" --lvm pool/data:75% --yes
 mark size2; size
 mark again75; prep "$A" --lvm pool/data:75% --diff
 mark shrink; prep "$A" --lvm pool/data:50% --diff
 mark diffonto; prep "$A" "$B" --lvm pool/data --diff
+mark killonto; DISKPREP_TEST_CRASH_AT=vg-extended prep "$A" "$B" --lvm pool/data --yes | tail -n 1
 mark onto; prep "$A" "$B" --lvm pool/data --yes
 mark size3; size
 mark again; prep "$A" "$B" --lvm pool/data --diff
@@ -54,6 +62,8 @@ umount /small
 mark e4toosmall; prep4 32M --shrink --yes
 mark e4lv2; lvsize
 mark e4diff; prep4 50% --shrink --diff
+mark e4killcheck; DISKPREP_TEST_CRASH_AT=fs-checked prep4 50% --shrink --yes | tail -n 1
+mark e4killshrink; DISKPREP_TEST_CRASH_AT=fs-shrunk prep4 50% --shrink --yes | tail -n 1
 mark e4shrink; prep4 50% --shrink --yes
 mark e4lv3; lvsize
 mark e4again; prep4 50% --diff
@@ -65,7 +75,8 @@ mark end
 
 func TestScenarioGrowVolume(t *testing.T) {
 	t.Parallel()
-	out := runMarked(t, growDisks, growScript)
+	bin := crashtestBinary(t)
+	out := runMarkedOpts(t, Options{Disks: growDisks, Env: []string{"DISKPREP_GUEST_DISKPREP=" + bin}}, growScript)
 	exit := func(step string) string { return lastLine(out[step]) }
 	size := func(step string) uint64 {
 		n, err := strconv.ParseUint(strings.TrimSpace(out[step]), 10, 64)
@@ -76,8 +87,8 @@ func TestScenarioGrowVolume(t *testing.T) {
 	}
 	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	for step, want := range map[string]string{
-		"first": "exit 0", "diff75": "exit 1", "grow75": "exit 0", "again75": "exit 0",
-		"shrink": "exit 3", "diffonto": "exit 1", "onto": "exit 0", "again": "exit 0",
+		"first": "exit 0", "diff75": "exit 1", "kill75": "exit 137", "grow75": "exit 0", "again75": "exit 0",
+		"shrink": "exit 3", "diffonto": "exit 1", "killonto": "exit 137", "onto": "exit 0", "again": "exit 0",
 	} {
 		if got := exit(step); got != want {
 			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
@@ -110,7 +121,8 @@ func TestScenarioGrowVolume(t *testing.T) {
 
 	// The ext4 volume on the third disk.
 	for step, want := range map[string]string{
-		"e4first": "exit 0", "e4noflag": "exit 3", "e4mounted": "exit 3", "e4diff": "exit 1", "e4shrink": "exit 0", "e4again": "exit 0",
+		"e4first": "exit 0", "e4noflag": "exit 3", "e4mounted": "exit 3", "e4diff": "exit 1",
+		"e4killcheck": "exit 137", "e4killshrink": "exit 137", "e4shrink": "exit 0", "e4again": "exit 0",
 	} {
 		if got := exit(step); got != want {
 			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])

@@ -206,11 +206,13 @@ geo geo0 0 ext4 CRASHA CRASHC
 echo "@@ end"
 `
 
-func TestScenarioStacksKilled(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
+// crashtestBinary builds diskprep with the crashtest tag (the crash
+// points of disk.CrashEnv; without that variable set it is diskprep as
+// released), static for the guest, and returns its path.
+func crashtestBinary(t *testing.T) string {
+	t.Helper()
 	Require(t)
-	bin := filepath.Join(dir, "diskprep")
+	bin := filepath.Join(t.TempDir(), "diskprep")
 	script, err := Script()
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +223,12 @@ func TestScenarioStacksKilled(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the crashtest diskprep: %v\n%s", err, out)
 	}
+	return bin
+}
+
+func TestScenarioStacksKilled(t *testing.T) {
+	t.Parallel()
+	bin := crashtestBinary(t)
 	opt := Options{
 		Disks: []string{"sata-ssd:128M:serial=CRASHA", "sata-ssd:160M:serial=CRASHB", "sata-ssd:128M:serial=CRASHC",
 			"sata-ssd:640M:serial=GEOA", "sata-ssd:640M:serial=GEOB", "sata-ssd:640M:serial=GEOC", "sata-ssd:640M:serial=GEOD",
