@@ -1126,20 +1126,26 @@ func (h *Host) vgextend(args []string, fail func(int, string) ([]byte, error)) (
 	return []byte("  Volume group \"" + vg + "\" successfully extended\n"), nil
 }
 
+// logicalVolume is the volume VG/LV names: its device and its stack
+// (nil, nil when there is none).
+func (h *Host) logicalVolume(target string) (*blockDev, *stackDev) {
+	vg, lv, _ := strings.Cut(target, "/")
+	for name, s := range h.stacks {
+		if s.kind == "lvm" && s.vg == vg && s.lv == lv {
+			return h.devs[name], s
+		}
+	}
+	return nil, nil
+}
+
 // lvextend [--resizefs] --size Nb|--extents +100%FREE VG/LV: the volume
 // takes more extents of its group; its device grows, and with --resizefs
 // the file system on it is taken to fill it (the fake keeps no file
 // system size apart from the device's).
 func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
 	target := args[len(args)-1]
-	vg, lv, _ := strings.Cut(target, "/")
-	var dev *blockDev
-	var st *stackDev
-	for name, s := range h.stacks {
-		if s.kind == "lvm" && s.vg == vg && s.lv == lv {
-			dev, st = h.devs[name], s
-		}
-	}
+	vg, _, _ := strings.Cut(target, "/")
+	dev, st := h.logicalVolume(target)
 	if st == nil || dev == nil {
 		return fail(5, "  Failed to find logical volume \""+target+"\"")
 	}
@@ -1192,14 +1198,7 @@ func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) (
 // ext4 keeps no size to shrink); without it the volume is cut as asked.
 func (h *Host) lvreduce(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
 	target := args[len(args)-1]
-	vg, lv, _ := strings.Cut(target, "/")
-	var dev *blockDev
-	var st *stackDev
-	for name, s := range h.stacks {
-		if s.kind == "lvm" && s.vg == vg && s.lv == lv {
-			dev, st = h.devs[name], s
-		}
-	}
+	dev, st := h.logicalVolume(target)
 	if st == nil || dev == nil {
 		return fail(5, "  Failed to find logical volume \""+target+"\"")
 	}
