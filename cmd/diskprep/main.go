@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"syscall"
 )
 
 func main() {
@@ -43,11 +45,21 @@ func runOn(ctx context.Context, m *machine, args []string, stdin io.Reader, stdo
 	// its error is made: the command has cleaned up, one line says so.
 	sig, signalled := signalOf(ctx)
 	if signalled || errors.Is(err, context.Canceled) || errors.As(err, new(interruptedError)) {
-		fmt.Fprintf(stderr, "diskprep: %s\n", interruptionLine(ctx, err))
+		// Output read by a pipe that closed (| head) ends quietly, as
+		// other tools do, unless the command has something to say of
+		// what it cleaned up or failed to.
+		if sig != syscall.SIGPIPE || errors.As(err, new(interruptedError)) || slices.ContainsFunc(besidesInterruption(err), notEPIPE) {
+			fmt.Fprintf(stderr, "diskprep: %s\n", interruptionLine(ctx, err))
+		}
 		if signalled {
 			return exitSignal(sig)
 		}
 		return exitInterrupted
+	}
+	if errors.Is(err, syscall.EPIPE) && outputGone() {
+		// The write failed before the SIGPIPE it raised arrived: the
+		// same quiet end.
+		return exitSignal(syscall.SIGPIPE)
 	}
 	code := exitCode(err)
 	switch {
@@ -59,3 +71,6 @@ func runOn(ctx context.Context, m *machine, args []string, stdin io.Reader, stdo
 	}
 	return code
 }
+
+// notEPIPE says err is no failed write to a closed pipe.
+func notEPIPE(err error) bool { return !errors.Is(err, syscall.EPIPE) }

@@ -57,20 +57,37 @@ func signalOf(ctx context.Context) (syscall.Signal, bool) {
 // a progress line written during cleanup would otherwise kill the process
 // halfway.
 //
+// Before that, a SIGPIPE whose cause is stdout's or stderr's reader gone
+// (diskprep fscompare ... | head) is the first signal: Go's default would
+// end the process at that write, with an image mounted and a loop device
+// attached; the command cleans up instead and exits 141. A SIGPIPE from
+// another pipe (a child's) is not: that write fails with EPIPE, as any
+// write does, and the command goes on.
+//
 // stop ends the watching; signals then have their default effect again.
 func notifySignals(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, len(interruptSignals))
 	signal.Notify(ch, interruptSignals...)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	var mu sync.Mutex
 	stopped := false
 	done := make(chan struct{})
 	go func() {
 		var first os.Signal
-		select {
-		case first = <-ch:
-		case <-done:
-			return
+	wait:
+		for {
+			select {
+			case first = <-ch:
+				break wait
+			case first = <-pipe:
+				if outputGone() {
+					break wait
+				}
+			case <-done:
+				return
+			}
 		}
 		signal.Ignore(syscall.SIGPIPE)
 		cancel(signalCause{first.(syscall.Signal)})
@@ -101,6 +118,22 @@ func notifySignals(parent context.Context, stderr io.Writer) (ctx context.Contex
 		close(done)
 		cancel(nil)
 	}
+}
+
+// outputGone says whether stdout or stderr is a pipe or socket whose
+// reader has gone: poll(2) says POLLERR (a pipe) or POLLHUP (a socket)
+// for its writing end.
+func outputGone() bool {
+	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}, {Fd: 2, Events: unix.POLLOUT}}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return false
+	}
+	for _, f := range fds {
+		if f.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // interruptionLine is the one line an interrupted command ends with:

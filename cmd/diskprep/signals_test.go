@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -309,4 +310,80 @@ func TestSignalBenchStderrGone(t *testing.T) {
 	if left := entries(t, dir); len(left) != 0 {
 		t.Errorf("directory holds %v", left)
 	}
+}
+
+// TestPrivilegedSignalFSCompareOutputClosed: fscompare's output read by a
+// pipe that closes early (diskprep fscompare ... 2>&1 | head -3) ends as
+// an interruption, not as Go's default death at the next write: exit 141
+// (128+SIGPIPE), the image released and removed, no record kept. Before
+// the fix, the process died with its image mounted and attached.
+func TestPrivilegedSignalFSCompareOutputClosed(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
+	bin := faultBuild(t)
+	dir := t.TempDir()
+	img, mnt, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "m"), filepath.Join(dir, "results")
+	t.Cleanup(func() {
+		if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
+			testenv.Run("umount", mnt)
+		}
+		out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img)
+		for _, dev := range strings.Fields(out) {
+			testenv.Run("losetup", "-d", dev)
+		}
+	})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "fscompare", "--image", img, "--size", "1G", "--fs", "xfs,ext4", "--mount", mnt,
+		"--runtime", "30s", "--repeat", "1", "--results", store, "--yes")
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// Read as head does until the measuring began, then stop reading.
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.Contains(sc.Text(), "running set") {
+	}
+	r.Close()
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 141 {
+		t.Errorf("exit %d (%v), want 141", code, cmd.ProcessState)
+	}
+	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+		t.Errorf("%s still attached to the image", out)
+	}
+	if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
+		t.Errorf("still mounted: %s", out)
+	}
+	if _, err := os.Stat(img); !os.IsNotExist(err) {
+		t.Errorf("image left: %v", err)
+	}
+	if saved := entries(t, store); len(saved) != 0 {
+		t.Errorf("store holds %v", saved)
+	}
+}
+
+// A read-only command whose reader closes early ends quietly, as other
+// tools do: no "interrupted" line, no "broken pipe" error, an exit (0 when
+// it returned before the signal arrived, else 141) rather than a death by
+// SIGPIPE.
+func TestOutputClosedEndsQuietly(t *testing.T) {
+	bin := faultBuild(t)
+	cmd := exec.Command(bin, "--help")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	cmd.Stdout, cmd.Stderr = w, &errb
+	r.Close() // nothing will read
+	cmd.Run()
+	if st := cmd.ProcessState; !st.Exited() || st.ExitCode() != 0 && st.ExitCode() != 141 || errb.Len() != 0 {
+		t.Errorf("%v, stderr %q; want exit 0 or 141 and nothing said", st, errb.String())
+	}
+	w.Close()
 }
