@@ -110,7 +110,8 @@ A logical volume asked bigger than it is grows online with its file
 system (lvextend --resizefs). Asked smaller, it is refused: xfs cannot
 shrink, and an ext4 volume shrinks only with --shrink, unmounted (umount
 it first; prepare mounts it again), by lvreduce --resizefs, which checks
-and shrinks the file system before the volume.
+and shrinks the file system before the volume. A file system smaller than
+its volume (lvextend without --resizefs) is grown online to fill it.
 
 Examples:
   diskprep prepare /dev/sdb --fs xfs --label data --mount /data --persist

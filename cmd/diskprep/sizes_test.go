@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -238,5 +239,43 @@ func TestPrepareShrinksAnUnmountedExt4Volume(t *testing.T) {
 	// --shrink is about volumes: alone on one disk it is bad input.
 	if code, _, errOut := runArgsOn(m, "prepare", "/dev/sdd", "--fs", "ext4", "--shrink", "--dry-run"); code != exitUsage || !strings.Contains(errOut, "--shrink shrinks LVM volumes") {
 		t.Errorf("--shrink without --lvm: exit %d: %s", code, errOut)
+	}
+}
+
+// A volume extended without its file system (lvextend without
+// --resizefs by hand, or a run that died between the two): the diff
+// names the file system as changed, prepare grows it online to fill the
+// volume (xfs_growfs on the mount point; resize2fs for ext4) and the next
+// diff is empty. A dry run of it does not claim nothing is to change.
+func TestPrepareGrowsAFileSystemBehindItsVolume(t *testing.T) {
+	for _, c := range []struct{ fs, tool string }{{"xfs", "xfs_growfs /pool"}, {"ext4", "resize2fs /dev/pool/data"}} {
+		t.Run(c.fs, func(t *testing.T) {
+			m, h := cacheMachine(t)
+			args := func(more ...string) []string {
+				return append([]string{"prepare", "/dev/sdb", "--fs", c.fs, "--mount", "/pool", "--persist", "--lvm", "pool/data:75%"}, more...)
+			}
+			if code, _, errOut := runArgsOn(m, append(args("--yes"), "--lvm", "pool/data:50%")...); code != 0 {
+				t.Fatalf("prepare: exit %d: %s", code, errOut)
+			}
+			// The volume taken to 75% of the group, its file system not.
+			if out, err := h.Run(context.Background(), "lvextend", "--size", "1606418432b", "pool/data"); err != nil {
+				t.Fatalf("lvextend by hand: %v: %s", err, out)
+			}
+			code, out, errOut := runArgsOn(m, args("--diff")...)
+			if s := squash(out); code != exitFailure || !strings.Contains(s, "change filesystem /dev/pool/data") || !strings.Contains(s, "(grown to fill its volume)") {
+				t.Errorf("diff: exit %d, want 1 and the file system grown:\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = runArgsOn(m, args("--dry-run")...)
+			_, stacks, _ := strings.Cut(out, "Plan for the storage stacks:")
+			if code != 0 || !strings.Contains(stacks, c.tool+" (its "+c.fs) || strings.Contains(stacks, "already prepared as asked") {
+				t.Errorf("dry run: exit %d:\n%s%s", code, out, errOut)
+			}
+			if code, out, errOut := runArgsOn(m, args("--yes")...); code != 0 || !strings.Contains(out, "its file system grown to fill it with "+c.tool) {
+				t.Errorf("prepare: exit %d:\n%s%s", code, out, errOut)
+			}
+			if code, out, errOut := runArgsOn(m, args("--diff")...); code != 0 {
+				t.Errorf("diff after: exit %d, want 0:\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }

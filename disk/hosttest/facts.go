@@ -49,6 +49,10 @@ func superblock(mkfs string, size uint64, label, uuid string) (sb, error) {
 		b := make([]byte, 1024)
 		le := binary.LittleEndian
 		le.PutUint16(b[56:], 0xef53)
+		// 4 KiB blocks filling the device, all free (no "used" to show).
+		le.PutUint32(b[4:], uint32(size/4096))
+		le.PutUint32(b[12:], uint32(size/4096))
+		le.PutUint32(b[24:], 2)
 		le.PutUint32(b[92:], 0x0004)        // has_journal
 		le.PutUint32(b[96:], 0x0002|0x0040) // filetype, extents: ext4
 		copy(b[104:120], u)

@@ -79,8 +79,10 @@ func (h *Host) stackState() {
 // stackReadOnly are the stack programs that change nothing.
 func stackReadOnly(name string, args []string) bool {
 	switch name {
-	case "pvs", "lvs", "vgs", "make-bcache":
+	case "pvs", "lvs", "vgs", "make-bcache", "dumpe2fs":
 		return name != "make-bcache" || len(args) == 1 && args[0] == "-h"
+	case "xfs_growfs":
+		return slices.Contains(args, "-n")
 	case "mdadm":
 		return len(args) > 0 && (args[0] == "--version" || args[0] == "--detail")
 	case "lvm":
@@ -133,6 +135,10 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 		out, err = h.lvreduce(args, fail)
 	case "e2fsck", "resize2fs":
 		out, err = h.extTool(name, args, fail)
+	case "xfs_growfs":
+		out, err = h.xfsGrowfs(args, fail)
+	case "dumpe2fs":
+		out, err = h.dumpe2fs(args, fail)
 	case "vgchange", "lvremove", "vgremove", "pvremove":
 		out, err = h.lvmRemove(name, args, fail)
 	case "mkswap":
@@ -1188,6 +1194,7 @@ func (h *Host) lvextend(args []string, fail func(int, string) ([]byte, error)) (
 	h.fs.put(sys+"/size", &node{mode: 0o444, data: fmt.Appendf(nil, "%d\n", dev.size/512)})
 	if slices.Contains(args, "--resizefs") {
 		growFS(dev)
+		resizeExt(dev, dev.size)
 	}
 	return []byte("  Logical volume " + target + " successfully resized.\n"), nil
 }
@@ -1259,15 +1266,83 @@ func (h *Host) extTool(name string, args []string, fail func(int, string) ([]byt
 	if err != nil {
 		return fail(8, name+": "+err.Error())
 	}
-	if h.mountedDev(d) {
-		return fail(8, name+": "+dev+" is mounted.")
+	if h.mountedDev(d) && (name == "e2fsck" || len(args) > 1) {
+		// resize2fs grows a mounted ext4 (no size: to fill its device),
+		// never shrinks one.
+		return fail(8, name+": "+dev+" is mounted; on-line shrinking not supported.")
 	}
 	b := make([]byte, 2)
 	d.store.readAt(b, d.offset+1024+0x38)
 	if b[0] != 0x53 || b[1] != 0xef {
 		return fail(8, name+": Bad magic number in super-block while trying to open "+dev)
 	}
+	if name == "resize2fs" {
+		size := d.size
+		if k, ok := strings.CutSuffix(args[len(args)-1], "K"); ok {
+			n, err := strconv.ParseUint(k, 10, 64)
+			if err != nil || n<<10 > d.size {
+				return fail(1, "resize2fs: Invalid new size: "+args[len(args)-1])
+			}
+			size = n << 10
+		}
+		resizeExt(d, size)
+	}
 	return nil, nil
+}
+
+// xfsGrowfs is xfs_growfs [-n] MOUNTPOINT on the fake xfs mounted there:
+// -n prints its data section's block size and count (the line diskprep
+// reads), else it grows to fill the device.
+func (h *Host) xfsGrowfs(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	point := args[len(args)-1]
+	for _, m := range h.mounts {
+		if m.point != point {
+			continue
+		}
+		b := make([]byte, 512)
+		m.dev.store.readAt(b, m.dev.offset)
+		if string(b[:4]) != "XFSB" {
+			break
+		}
+		if !slices.Contains(args, "-n") {
+			growFS(m.dev)
+			m.dev.store.readAt(b, m.dev.offset)
+		}
+		be := binary.BigEndian
+		return fmt.Appendf(nil, "meta-data=/dev/%s\ndata     =                       bsize=%d   blocks=%d, imaxpct=25\n",
+			m.dev.name, be.Uint32(b[4:]), be.Uint64(b[8:])), nil
+	}
+	return fail(1, "xfs_growfs: "+point+" is not a mounted XFS filesystem")
+}
+
+// dumpe2fs -h DEV on the fake ext4: its superblock's block count and size.
+func (h *Host) dumpe2fs(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	d, err := h.deviceAt(args[len(args)-1])
+	if err != nil {
+		return fail(1, "dumpe2fs: "+err.Error())
+	}
+	b := make([]byte, 1024)
+	d.store.readAt(b, d.offset+1024)
+	le := binary.LittleEndian
+	if le.Uint16(b[56:]) != 0xef53 {
+		return fail(1, "dumpe2fs: Bad magic number in super-block while trying to open "+args[len(args)-1])
+	}
+	return fmt.Appendf(nil, "Block count:              %d\nBlock size:               %d\n", le.Uint32(b[4:]), 1024<<le.Uint32(b[24:])), nil
+}
+
+// resizeExt sets the fake ext4's block count on dev to bytes (whole 4 KiB
+// blocks), all free, as resize2fs leaves it; nothing without an ext4.
+func resizeExt(dev *blockDev, bytes uint64) {
+	b := make([]byte, 1024)
+	dev.store.readAt(b, dev.offset+1024)
+	le := binary.LittleEndian
+	if le.Uint16(b[56:]) != 0xef53 {
+		return
+	}
+	n := uint32(bytes / (1024 << le.Uint32(b[24:])))
+	le.PutUint32(b[4:], n)
+	le.PutUint32(b[12:], n)
+	dev.store.writeAt(b, dev.offset+1024)
 }
 
 // growFS takes the fake xfs on dev (its superblock's block counts) to the

@@ -78,8 +78,12 @@ type LVResult struct {
 	GrowArgv []string `json:"grow_argv,omitempty"`
 	// Shrunk: an existing volume and its file system were shrunk from
 	// FromBytes, unmounted, by ShrinkArgv (prepare --shrink).
-	Shrunk     bool         `json:"shrunk,omitempty"`
-	ShrinkArgv [][]string   `json:"shrink_argv,omitempty"`
+	Shrunk     bool       `json:"shrunk,omitempty"`
+	ShrinkArgv [][]string `json:"shrink_argv,omitempty"`
+	// FSGrown: the file system, smaller than its volume, was grown by
+	// FSGrowArgv to fill it.
+	FSGrown    bool         `json:"fs_grown,omitempty"`
+	FSGrowArgv []string     `json:"fs_grow_argv,omitempty"`
 	FromBytes  uint64       `json:"from_bytes,omitempty"`
 	Volume     VolumeResult `json:"volume"`
 }
@@ -296,6 +300,15 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			}
 			var err error
 			lr.Volume, err = volume(lp.Volume)
+			if err == nil && lp.FSGrow != nil {
+				// After the mount: both tools grow a mounted file system.
+				if err = a.Do(ctx, "grow the file system to fill its volume", lp.FSGrow); err != nil {
+					err = fmt.Errorf("%s %s: %w", lp.FSGrow[0], lp.Path, err)
+				} else {
+					lr.FSGrown, lr.FSGrowArgv = true, lp.FSGrow
+					res.Changed = true
+				}
+			}
 			gr.Volumes = append(gr.Volumes, lr)
 			if err != nil {
 				res.Groups = append(res.Groups, gr)
@@ -453,6 +466,11 @@ func (sp *StackPlan) Actions() []disk.Action {
 				s = append(s, a)
 			}
 			vol(lp.Volume)
+			if lp.FSGrow != nil {
+				a := run(lp.FSGrow)
+				a.Text += fmt.Sprintf(" (its %s, %s, grown to fill the %s volume)", lp.Volume.FS, units.FormatSize(lp.FSBytes), units.FormatSize(lp.SizeBytes))
+				s = append(s, a)
+			}
 		}
 	}
 	for _, cp := range sp.Caches {
@@ -588,6 +606,8 @@ func (r *StackResult) WriteText(w io.Writer) error {
 				how = fmt.Sprintf("grown from %s to %s with %s", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes), disk.QuoteArgv(lr.GrowArgv))
 			case lr.Shrunk:
 				how = fmt.Sprintf("shrunk from %s to %s, unmounted", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes))
+			case lr.FSGrown:
+				how = "exists; its file system grown to fill it with " + disk.QuoteArgv(lr.FSGrowArgv)
 			}
 			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
 			for _, argv := range lr.ShrinkArgv {

@@ -82,7 +82,14 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			default:
 				add(act(lv.Create), "lv", lv.Path, what)
 			}
-			cs = append(cs, volumeChanges(lv.Volume, fstabLines)...)
+			vc := volumeChanges(lv.Volume, fstabLines)
+			for i, c := range vc {
+				if lv.FSGrow != nil && c.Layer == "filesystem" && c.Action == disk.ActKeep {
+					vc[i] = disk.Change{Action: disk.ActChange, Layer: "filesystem", Device: c.Device,
+						What: fmt.Sprintf("%s, %s (grown to fill its volume)", lv.Volume.FS, units.FormatSize(lv.SizeBytes)), From: lv.Volume.FS + ", " + units.FormatSize(lv.FSBytes)}
+				}
+			}
+			cs = append(cs, vc...)
 		}
 	}
 	for _, cp := range sp.Caches {

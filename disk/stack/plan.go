@@ -7,7 +7,9 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
@@ -183,7 +185,13 @@ type LVPlan struct {
 	// otherwise.
 	Shrink    [][]string `json:"shrink,omitempty"`
 	FromBytes uint64     `json:"from_bytes,omitempty"`
-	Volume    VolumePlan `json:"volume"`
+	// FSGrow grows a file system smaller than its volume (of FSBytes) to
+	// fill it, once the volume is mounted: the volume was extended
+	// without it (lvextend without --resizefs, or a run that died in
+	// between). xfs_growfs MOUNTPOINT or resize2fs DEVICE, both online.
+	FSGrow  []string   `json:"fs_grow,omitempty"`
+	FSBytes uint64     `json:"fs_bytes,omitempty"`
+	Volume  VolumePlan `json:"volume"`
 }
 
 // VolumePlan is the file system on an array or logical volume, with every
@@ -204,6 +212,9 @@ type VolumePlan struct {
 	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
 	MountOver  bool     `json:"mount_over,omitempty"`
 	FstabLine  string   `json:"fstab_line,omitempty"`
+	// fsBytes is the size the existing file system's superblock gives
+	// (0: none, or not known).
+	fsBytes uint64
 }
 
 // partPlan is the volume as PartPlan, for the helpers partitions and
@@ -401,15 +412,15 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 			return nil, err
 		}
 		for _, g := range req.Groups {
-			gp, err := pl.planGroup(g, byUse["lvm:"+g.VG], req, lvm, mounts)
+			gp, err := pl.planGroup(ctx, g, byUse["lvm:"+g.VG], req, lvm, mounts)
 			if err != nil {
 				return nil, withOrigin(g.Origin, err)
 			}
-			if gp.VGCreate != nil || len(gp.PVCreate) > 0 {
+			if gp.VGCreate != nil || len(gp.PVCreate) > 0 || gp.VGExtend != nil {
 				sp.Unchanged = false
 			}
 			for _, lv := range gp.Volumes {
-				if lv.Create != nil || lv.Volume.changes() {
+				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.Volume.changes() {
 					sp.Unchanged = false
 				}
 			}
@@ -736,7 +747,7 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackR
 		v.FSUUID = pl.MakeUUID()
 		v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
 	case found.Type == v.FS && found.Label == v.Label:
-		v.FSUUID = found.UUID
+		v.FSUUID, v.fsBytes = found.UUID, found.SizeBytes
 	case !req.Wipe:
 		return disk.Refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, disk.LabelSuffix(found.Label), v.FS))
 	default:
@@ -854,7 +865,7 @@ func lvmError(prog string, err error) error {
 	return fmt.Errorf("%s: %w", prog, err)
 }
 
-func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
+func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req StackRequest, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
 	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
 	var extents uint64
@@ -1005,6 +1016,9 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 			// resize2fs shrinks only an unmounted file system, and only
 			// the one asked for: a volume without it (mkfs planned) is
 			// not shrunk blind.
+			if err := pl.planFSGrow(ctx, &lp, &vol, size, node, mounts); err != nil {
+				return gp, withOrigin(lv.Origin, err)
+			}
 			switch {
 			case shrink && vol.Mkfs != nil:
 				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
@@ -1033,6 +1047,73 @@ func (pl Planner) planGroup(g GroupSpec, ms []member, req StackRequest, lvm *lvm
 		gp.Volumes = append(gp.Volumes, lp)
 	}
 	return gp, nil
+}
+
+// planFSGrow plans growing the file system v of an existing volume of size
+// bytes (at node) that is smaller than the volume by an extent or more,
+// when nothing else resizes it and it is or will be mounted (both tools
+// grow online). A mounted file system's size is asked of it (xfs_growfs
+// -n, dumpe2fs -h: xfs keeps its superblock in its own cache, so the
+// disk's copy may lag); an unmounted one's is its superblock's.
+func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64, node string, mounts []disk.MountEntry) error {
+	if lp.Grow != nil || lp.Shrink != nil || v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 {
+		return nil
+	}
+	fsBytes := v.fsBytes
+	if mountedAt(node, mounts, pl.HostOrLive()) != "" {
+		var err error
+		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, lp.Path); err != nil {
+			return err
+		}
+	}
+	if fsBytes == 0 || fsBytes+lvmExtentBytes > size {
+		return nil
+	}
+	switch {
+	case v.FS == "xfs":
+		lp.FSGrow = []string{"xfs_growfs", v.MountPoint}
+	case strings.HasPrefix(v.FS, "ext"):
+		lp.FSGrow = []string{"resize2fs", lp.Path}
+	default:
+		return nil
+	}
+	lp.FSBytes, lp.SizeBytes = fsBytes, size
+	return nil
+}
+
+// The block count and size in xfs_growfs -n's data line and dumpe2fs -h.
+var (
+	xfsBlocks    = regexp.MustCompile(`(?m)^data\s*=\s*bsize=\d+\s+blocks=(\d+)`)
+	xfsBlockSize = regexp.MustCompile(`(?m)^data\s*=\s*bsize=(\d+)`)
+	extBlocks    = regexp.MustCompile(`(?m)^Block count:\s*(\d+)`)
+	extBlockSize = regexp.MustCompile(`(?m)^Block size:\s*(\d+)`)
+)
+
+// mountedFSBytes asks a mounted xfs or ext file system its size: blocks
+// times block size, as xfs_growfs -n and dumpe2fs -h print them (0 for
+// another file system).
+func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (uint64, error) {
+	var argv []string
+	var blocks, bsize *regexp.Regexp
+	switch {
+	case fs == "xfs":
+		argv, blocks, bsize = []string{"xfs_growfs", "-n", point}, xfsBlocks, xfsBlockSize
+	case strings.HasPrefix(fs, "ext"):
+		argv, blocks, bsize = []string{"dumpe2fs", "-h", dev}, extBlocks, extBlockSize
+	default:
+		return 0, nil
+	}
+	out, err := pl.HostOrLive().Run(ctx, argv[0], argv[1:]...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	b, s := blocks.FindSubmatch(out), bsize.FindSubmatch(out)
+	if b == nil || s == nil {
+		return 0, fmt.Errorf("%s: no block count and size in %q", strings.Join(argv, " "), out)
+	}
+	n, _ := strconv.ParseUint(string(b[1]), 10, 64)
+	m, _ := strconv.ParseUint(string(s[1]), 10, 64)
+	return n * m, nil
 }
 
 // mountedAt is where dev is mounted ("" when it is not).

@@ -55,7 +55,8 @@ mark e4first; prep4 75% --yes
 dd if=/dev/urandom of=/small/f bs=1M count=48 2>/dev/null && sync
 mark e4sum1; md5sum </small/f
 mark e4fstab1; awk '$2 == "/small"' /etc/fstab
-mark e4lv1; lvsize
+L1=$(lvsize)
+mark e4lv1; echo "$L1"
 mark e4noflag; prep4 50% --diff
 mark e4mounted; prep4 50% --shrink --yes
 umount /small
@@ -70,6 +71,15 @@ mark e4again; prep4 50% --diff
 mark e4sum2; md5sum </small/f
 mark e4fstab2; awk '$2 == "/small"' /etc/fstab
 mark e4fsck; umount /small && e2fsck -f -n /dev/small/data >/dev/null 2>&1; echo "fsck $?"; mount /small; findmnt -no SOURCE /small
+# The volume extended by hand without its file system (no -r): prepare
+# of the 75% it now has grows the mounted ext4 to fill it.
+lvextend -q --size "${L1}b" small/data >/dev/null 2>&1
+mark e4behindlv; lvsize
+mark e4behinddf; df -B1 --output=size /small | tail -n 1 | tr -d ' '
+mark e4behinddiff; prep4 75% --diff
+mark e4behindfix; prep4 75% --yes
+mark e4behinddf2; df -B1 --output=size /small | tail -n 1 | tr -d ' '
+mark e4behindagain; prep4 75% --diff
 mark end
 `
 
@@ -150,6 +160,20 @@ func TestScenarioGrowVolume(t *testing.T) {
 	if f := strings.Fields(out["e4fsck"]); len(f) != 3 || f[1] != "0" || f[2] != "/dev/mapper/small-data" {
 		t.Errorf("after the shrink: %q, want e2fsck clean (fsck 0) and /small mounted from fstab", out["e4fsck"])
 	}
+	// The ext4 left behind its volume by an lvextend without -r.
+	for step, want := range map[string]string{"e4behinddiff": "exit 1", "e4behindfix": "exit 0", "e4behindagain": "exit 0"} {
+		if got := exit(step); got != want {
+			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
+		}
+	}
+	if s := squash(out["e4behinddiff"]); !strings.Contains(s, "change filesystem /dev/small/data ext4,") || !strings.Contains(s, "(grown to fill its volume)") {
+		t.Errorf("the diff does not grow the file system to its volume:\n%s", out["e4behinddiff"])
+	}
+	lvB, df1, df2 := size("e4behindlv"), size("e4behinddf"), size("e4behinddf2")
+	if lvB != l1 || !(df2 > df1+100<<20 && df2 <= lvB) {
+		t.Errorf("the ext4 went %d -> %d bytes in a %d-byte volume (of %d before the shrink), want it grown by the 128 MiB added", df1, df2, lvB, l1)
+	}
 	t.Logf("diff of the ext4 shrink:\n%s", out["e4diff"])
+	t.Logf("diff of the ext4 behind its volume:\n%s", out["e4behinddiff"])
 	t.Logf("a shrink below the data:\n%s", out["e4toosmall"])
 }
