@@ -109,8 +109,8 @@ would destroy). -o json: diskprep/plan-diff/v1.
 A logical volume asked bigger than it is grows online with its file
 system (lvextend --resizefs). Asked smaller, it is refused: xfs cannot
 shrink, and an ext4 volume shrinks only with --shrink, unmounted (umount
-it first; prepare mounts it again), by lvreduce --resizefs, which checks
-and shrinks the file system before the volume. A file system smaller than
+it first; prepare mounts it again): e2fsck -f -p, resize2fs, then lvreduce.
+Below what its file system uses it is refused. A file system smaller than
 its volume (lvextend without --resizefs) is grown online to fill it.
 
 Examples:

@@ -212,9 +212,10 @@ type VolumePlan struct {
 	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
 	MountOver  bool     `json:"mount_over,omitempty"`
 	FstabLine  string   `json:"fstab_line,omitempty"`
-	// fsBytes is the size the existing file system's superblock gives
-	// (0: none, or not known).
-	fsBytes uint64
+	// fsBytes and fsUsed are the size the existing file system's
+	// superblock gives and the space it counts as used (0: none, or not
+	// known).
+	fsBytes, fsUsed uint64
 }
 
 // partPlan is the volume as PartPlan, for the helpers partitions and
@@ -747,7 +748,7 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackR
 		v.FSUUID = pl.MakeUUID()
 		v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
 	case found.Type == v.FS && found.Label == v.Label:
-		v.FSUUID, v.fsBytes = found.UUID, found.SizeBytes
+		v.FSUUID, v.fsBytes, v.fsUsed = found.UUID, found.SizeBytes, found.UsedBytes
 	case !req.Wipe:
 		return disk.Refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, disk.LabelSuffix(found.Label), v.FS))
 	default:
@@ -1022,6 +1023,10 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 			switch {
 			case shrink && vol.Mkfs != nil:
 				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
+			case shrink && vol.fsUsed >= lp.SizeBytes:
+				// resize2fs would fail on it anyway; said before any step.
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
+					vol.FS, units.FormatSize(vol.fsUsed), units.FormatSize(lp.SizeBytes))))
 			case shrink && mountedAt(node, mounts, h) != "":
 				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
 					lp.Path, mountedAt(node, mounts, h), vol.FS, mountedAt(node, mounts, h))))
