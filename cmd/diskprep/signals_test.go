@@ -207,15 +207,15 @@ func TestPrivilegedSignalPrepareImage(t *testing.T) {
 	}
 }
 
-// TestPrivilegedSignalFSCompareImage: SIGHUP while fscompare --image
-// measures releases what it prepared and removes the image it made: exit
-// 129, one last line saying so, no loop device, mount, test file or
-// record left.
-func TestPrivilegedSignalFSCompareImage(t *testing.T) {
+// fscompareSignalRig is the fscompare signal tests' rig: the fault build,
+// an image path, a mount point and a store in a temporary directory, and
+// a cleanup that unmounts and detaches whatever a failing run left.
+func fscompareSignalRig(t *testing.T) (bin, img, mnt, store string) {
+	t.Helper()
 	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
-	bin := faultBuild(t)
+	bin = faultBuild(t)
 	dir := t.TempDir()
-	img, mnt, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "m"), filepath.Join(dir, "results")
+	img, mnt, store = filepath.Join(dir, "fc.img"), filepath.Join(dir, "m"), filepath.Join(dir, "results")
 	t.Cleanup(func() {
 		if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
 			testenv.Run("umount", mnt)
@@ -225,6 +225,30 @@ func TestPrivilegedSignalFSCompareImage(t *testing.T) {
 			testenv.Run("losetup", "-d", dev)
 		}
 	})
+	return bin, img, mnt, store
+}
+
+// fscompareLeftNothing fails t when the image is still attached or
+// mounted, or still there.
+func fscompareLeftNothing(t *testing.T, img, mnt string) {
+	t.Helper()
+	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
+		t.Errorf("%s still attached to the image", out)
+	}
+	if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
+		t.Errorf("still mounted: %s", out)
+	}
+	if _, err := os.Stat(img); !os.IsNotExist(err) {
+		t.Errorf("image left: %v", err)
+	}
+}
+
+// TestPrivilegedSignalFSCompareImage: SIGHUP while fscompare --image
+// measures releases what it prepared and removes the image it made: exit
+// 129, one last line saying so, no loop device, mount, test file or
+// record left.
+func TestPrivilegedSignalFSCompareImage(t *testing.T) {
+	bin, img, mnt, store := fscompareSignalRig(t)
 	p := faultStart(t, bin, "fscompare", "--image", img, "--size", "1G", "--fs", "xfs,ext4", "--mount", mnt,
 		"--runtime", "30s", "--repeat", "1", "--results", store, "--yes")
 	faultWaitFor(t, "the test file", faultLaidOut(mnt, 16<<20))
@@ -236,15 +260,7 @@ func TestPrivilegedSignalFSCompareImage(t *testing.T) {
 	if code != 129 || faultLastLine(stderr) != want || strings.Contains(stderr, "context canceled") {
 		t.Errorf("exit %d, last line %q; want 129 and %q", code, faultLastLine(stderr), want)
 	}
-	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
-		t.Errorf("%s still attached to the image", out)
-	}
-	if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
-		t.Errorf("still mounted: %s", out)
-	}
-	if _, err := os.Stat(img); !os.IsNotExist(err) {
-		t.Errorf("image left: %v", err)
-	}
+	fscompareLeftNothing(t, img, mnt)
 	if left := entries(t, mnt); len(left) != 0 {
 		t.Errorf("mount point holds %v", left)
 	}
@@ -318,19 +334,7 @@ func TestSignalBenchStderrGone(t *testing.T) {
 // (128+SIGPIPE), the image released and removed, no record kept. Before
 // the fix, the process died with its image mounted and attached.
 func TestPrivilegedSignalFSCompareOutputClosed(t *testing.T) {
-	testenv.RequirePrivileged(t, "mkfs.ext4", "sgdisk", "findmnt")
-	bin := faultBuild(t)
-	dir := t.TempDir()
-	img, mnt, store := filepath.Join(dir, "fc.img"), filepath.Join(dir, "m"), filepath.Join(dir, "results")
-	t.Cleanup(func() {
-		if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
-			testenv.Run("umount", mnt)
-		}
-		out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img)
-		for _, dev := range strings.Fields(out) {
-			testenv.Run("losetup", "-d", dev)
-		}
-	})
+	bin, img, mnt, store := fscompareSignalRig(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -353,15 +357,7 @@ func TestPrivilegedSignalFSCompareOutputClosed(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 141 {
 		t.Errorf("exit %d (%v), want 141", code, cmd.ProcessState)
 	}
-	if out, _ := testenv.Run("losetup", "-n", "-O", "NAME", "-j", img); strings.TrimSpace(out) != "" {
-		t.Errorf("%s still attached to the image", out)
-	}
-	if out, _ := testenv.Run("findmnt", "-n", mnt); strings.TrimSpace(out) != "" {
-		t.Errorf("still mounted: %s", out)
-	}
-	if _, err := os.Stat(img); !os.IsNotExist(err) {
-		t.Errorf("image left: %v", err)
-	}
+	fscompareLeftNothing(t, img, mnt)
 	if saved := entries(t, store); len(saved) != 0 {
 		t.Errorf("store holds %v", saved)
 	}
