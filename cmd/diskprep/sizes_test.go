@@ -212,6 +212,21 @@ func TestPrepareShrinksAnUnmountedExt4Volume(t *testing.T) {
 	if err := h.Unmount("/pool"); err != nil {
 		t.Fatal(err)
 	}
+	// Files that would not fit in the size asked: refused, nothing run.
+	if err := h.FillExt("/dev/pool/data", 2200<<20); err != nil {
+		t.Fatal(err)
+	}
+	n = len(h.Writes())
+	code, _, errOut = runArgsOn(m, args("pool/data:50%", "--shrink", "--yes")...)
+	if code != exitRefused || !strings.Contains(errOut, "its ext4 uses 2.1 GiB (files and metadata), more than the 2.0 GiB asked: resize2fs cannot shrink it that far") {
+		t.Errorf("a shrink below what the ext4 uses: exit %d, want 3: %s", code, errOut)
+	}
+	if w := h.Writes()[n:]; len(w) != 0 {
+		t.Fatalf("the refusal below the data wrote %v", w)
+	}
+	if err := h.FillExt("/dev/pool/data", 100<<20); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := runArgsOn(m, args("pool/data:50%", "--shrink", "--diff")...)
 	if s := squash(out); code != exitFailure || !strings.Contains(s, "change lv /dev/pool/data data, 3.0 GiB -> 2.0 GiB (shrunk, with its ext4, unmounted)") || !strings.Contains(s, "create mount") {
 		t.Errorf("diff of 75%% -> 50%%: exit %d, want 1, the volume shrunk and mounted again:\n%s%s", code, out, errOut)

@@ -1330,6 +1330,29 @@ func (h *Host) dumpe2fs(args []string, fail func(int, string) ([]byte, error)) (
 	return fmt.Appendf(nil, "Block count:              %d\nBlock size:               %d\n", le.Uint32(b[4:]), 1024<<le.Uint32(b[24:])), nil
 }
 
+// FillExt makes the fake ext4 on the device at node count used bytes as
+// in use (its superblock's free block count), as files written there
+// would; it fails when there is no ext4 or it is smaller.
+func (h *Host) FillExt(node string, used uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, err := h.deviceAt(node)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 1024)
+	d.store.readAt(b, d.offset+1024)
+	le := binary.LittleEndian
+	bs := uint64(1024) << le.Uint32(b[24:])
+	blocks, n := uint64(le.Uint32(b[4:])), (used+bs-1)/bs
+	if le.Uint16(b[56:]) != 0xef53 || n > blocks {
+		return fmt.Errorf("%s: no ext4 of %d bytes or more", node, used)
+	}
+	le.PutUint32(b[12:], uint32(blocks-n))
+	d.store.writeAt(b, d.offset+1024)
+	return nil
+}
+
 // resizeExt sets the fake ext4's block count on dev to bytes (whole 4 KiB
 // blocks), all free, as resize2fs leaves it; nothing without an ext4.
 func resizeExt(dev *blockDev, bytes uint64) {
