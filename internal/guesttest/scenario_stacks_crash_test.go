@@ -232,7 +232,7 @@ func TestScenarioStacksKilled(t *testing.T) {
 	opt := Options{
 		Disks: []string{"sata-ssd:128M:serial=CRASHA", "sata-ssd:160M:serial=CRASHB", "sata-ssd:128M:serial=CRASHC",
 			"sata-ssd:640M:serial=GEOA", "sata-ssd:640M:serial=GEOB", "sata-ssd:640M:serial=GEOC", "sata-ssd:640M:serial=GEOD",
-			"sata-hdd:192M:serial=CRASHD", "nvme:64M:serial=CRASHN"},
+			"sata-hdd:192M:serial=CRASHD", "sata-ssd:64M:serial=CRASHN"},
 		Env:     []string{"DISKPREP_GUEST_DISKPREP=" + bin},
 		Timeout: 10 * time.Minute,
 	}
