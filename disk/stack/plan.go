@@ -790,6 +790,12 @@ func (pl Planner) planVolume(v *VolumePlan, dev string, req StackRequest, mounts
 	return nil
 }
 
+// mounted says whether v, planned by planVolume, is mounted now: at its
+// mount point, since planVolume refuses one mounted anywhere else.
+func (v *VolumePlan) mounted() bool {
+	return v.MountPoint != "" && v.MountArgv == nil
+}
+
 // lvmState is what pvs and lvs say.
 type lvmState struct {
 	pvVG map[string]string            // PV node -> its VG ("" for none)
@@ -1017,7 +1023,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 			// resize2fs shrinks only an unmounted file system, and only
 			// the one asked for: a volume without it (mkfs planned) is
 			// not shrunk blind.
-			if err := pl.planFSGrow(ctx, &lp, &vol, size, node, mounts); err != nil {
+			if err := pl.planFSGrow(ctx, &lp, &vol, size); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
 			switch {
@@ -1027,9 +1033,9 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 				// resize2fs would fail on it anyway; said before any step.
 				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
 					vol.FS, units.FormatSize(vol.fsUsed), units.FormatSize(lp.SizeBytes))))
-			case shrink && mountedAt(node, mounts, h) != "":
+			case shrink && vol.mounted():
 				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
-					lp.Path, mountedAt(node, mounts, h), vol.FS, mountedAt(node, mounts, h))))
+					lp.Path, vol.MountPoint, vol.FS, vol.MountPoint)))
 			}
 		} else {
 			lp.Create = []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv.Name}
@@ -1055,17 +1061,17 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 }
 
 // planFSGrow plans growing the file system v of an existing volume of size
-// bytes (at node) that is smaller than the volume by an extent or more,
+// bytes that is smaller than the volume by an extent or more,
 // when nothing else resizes it and it is or will be mounted (both tools
 // grow online). A mounted file system's size is asked of it (xfs_growfs
 // -n, dumpe2fs -h: xfs keeps its superblock in its own cache, so the
 // disk's copy may lag); an unmounted one's is its superblock's.
-func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64, node string, mounts []disk.MountEntry) error {
+func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
 	if lp.Grow != nil || lp.Shrink != nil || v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 {
 		return nil
 	}
 	fsBytes := v.fsBytes
-	if mountedAt(node, mounts, pl.HostOrLive()) != "" {
+	if v.mounted() {
 		var err error
 		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, lp.Path); err != nil {
 			return err
@@ -1119,21 +1125,6 @@ func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (ui
 	n, _ := strconv.ParseUint(string(b[1]), 10, 64)
 	m, _ := strconv.ParseUint(string(s[1]), 10, 64)
 	return n * m, nil
-}
-
-// mountedAt is where dev is mounted ("" when it is not).
-func mountedAt(dev string, mounts []disk.MountEntry, h disk.Host) string {
-	major, minor, err := h.DeviceNumber(dev)
-	if err != nil {
-		return ""
-	}
-	devnum := fmt.Sprintf("%d:%d", major, minor)
-	for _, m := range mounts {
-		if m.Devnum == devnum {
-			return m.Point
-		}
-	}
-	return ""
 }
 
 // pvAlignment is where a PV's first extent starts: the partition
