@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,8 @@ import (
 // mdadm-conf (mdadm.conf replaced), pv-created, vg-created, lv-created
 // (after pvcreate, vgcreate, lvcreate); of day two: vg-extended,
 // lv-grown (after vgextend, lvextend), fs-checked, fs-shrunk, lv-shrunk
-// (after prepare --shrink's e2fsck, resize2fs, lvreduce); and of the caches:
+// (after prepare --shrink's e2fsck, resize2fs, lvreduce), md-removed,
+// md-added (after replace's mdadm --remove, --add); and of the caches:
 // cache-converted (after lvconvert), bcache-made (after make-bcache),
 // bcache-registered, bcache-attached, bcache-mode (after the sysfs writes).
 // mkfs and formatted are also the steps of a file system on an array,
@@ -119,6 +121,10 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 			crashPoint("swapon")
 		case name == "mdadm" && len(args) > 0 && args[0] == "--create":
 			crashPoint("md-created")
+		case name == "mdadm" && slices.Contains(args, "--remove"):
+			crashPoint("md-removed")
+		case name == "mdadm" && slices.Contains(args, "--add"):
+			crashPoint("md-added")
 		case name == "pvcreate":
 			crashPoint("pv-created")
 		case name == "vgcreate":

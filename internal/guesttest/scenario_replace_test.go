@@ -159,7 +159,15 @@ func TestScenarioReplaceAcrossBoots(t *testing.T) {
 }
 
 // RAID5 the same way: three members, one dropped by the kernel, a blank
-// disk put in its place and rebuilt from the parity.
+// disk put in its place and rebuilt from the parity; and a replace killed
+// (SIGKILL, the crashtest build's crash points) at each of its steps in
+// turn, each run starting from what the one before it left. Killed with
+// only the backup GPT written, the disk is refused as damaged, naming
+// --wipe, as prepare refuses it (internal/crashtest); with --wipe it is
+// made again and killed with the GPT written; without, the table is
+// recognised, and the run is killed with the partition registered, then
+// with the member added. The run after the last kill, without the hook,
+// completes the replace: the array whole, the file the same.
 
 const replaceRAID5Script = `set -u
 mark() { echo "@@ $1"; }
@@ -172,6 +180,16 @@ dd if=/dev/urandom of=/r5/f bs=1M count=16 2>/dev/null && sync
 mark sum1; md5sum </r5/f
 echo 1 >"/sys/block/${E##*/}/device/delete"
 sleep 1; udevadm settle
+kill_at() { # POINT [FLAG]
+	DISKPREP_TEST_CRASH_AT=$1 diskprep replace /dev/md/r5 --with "$G" --yes ${2:-} >/root/out 2>&1
+	rc=$?
+	mark "killed.$1"; echo $rc; [ $rc = 137 ] || tail -n 5 /root/out
+}
+kill_at gpt-backup
+mark damaged; diskprep replace /dev/md/r5 --with "$G" --yes 2>&1; echo "exit $?"
+kill_at gpt-written --wipe
+kill_at partitions-registered
+kill_at md-added
 mark replace; diskprep replace /dev/md/r5 --with "$G" --yes 2>&1; echo "exit $?"
 mark whole; diskprep inventory -o json
 echo 3 >/proc/sys/vm/drop_caches
@@ -181,7 +199,20 @@ mark end
 
 func TestScenarioReplaceRAID5Member(t *testing.T) {
 	t.Parallel()
-	out := runMarked(t, []string{"sata-hdd:256M:serial=R5A", "sata-hdd:256M:serial=R5B", "sata-hdd:256M:serial=R5C", "sata-hdd:256M:serial=R5NEW"}, replaceRAID5Script)
+	opt := Options{
+		Disks: []string{"sata-hdd:256M:serial=R5A", "sata-hdd:256M:serial=R5B", "sata-hdd:256M:serial=R5C", "sata-hdd:256M:serial=R5NEW"},
+		Env:   []string{"DISKPREP_GUEST_DISKPREP=" + crashtestBinary(t)},
+	}
+	out := runMarkedOpts(t, opt, replaceRAID5Script)
+	for _, p := range []string{"gpt-backup", "gpt-written", "partitions-registered", "md-added"} {
+		if got := out["killed."+p]; got != "137" {
+			t.Errorf("replace was not killed at %s (exit %s)", p, got)
+		}
+	}
+	if d := out["damaged"]; lastLine(d) != "exit 3" || !strings.Contains(d, "damaged") || !strings.Contains(d, "--wipe") {
+		t.Errorf("the rerun after the kill at gpt-backup:\n%s\nwant refused (exit 3) as damaged, naming --wipe", d)
+	}
+	t.Logf("after the kill at gpt-backup:\n%s\nreplace after the last kill:\n%s", out["damaged"], out["replace"])
 	if lastLine(out["made"]) != "exit 0" || lastLine(out["replace"]) != "exit 0" || !strings.Contains(out["replace"], "the array is whole again") {
 		t.Errorf("made: %s\nreplace: %s", out["made"], out["replace"])
 	}
