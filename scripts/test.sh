@@ -30,6 +30,10 @@ if ! command -v ansible-playbook >/dev/null 2>&1; then need_pkgs+=(ansible-core)
 # The guest tier's fleet test reaches its guests with ssh and a key it makes.
 if ! command -v ssh-keygen >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(openssh-client); fi
 if ! command -v rpm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then need_pkgs+=(rpm); fi
+# The LUKS header reader is held to cryptsetup (Debian: cryptsetup-bin).
+if ! command -v cryptsetup >/dev/null 2>&1 && [ ! -x /usr/sbin/cryptsetup ]; then
+	if command -v apt-get >/dev/null 2>&1; then need_pkgs+=(cryptsetup-bin); else need_pkgs+=(cryptsetup); fi
+fi
 # The completion test runs the zsh and fish scripts in those shells.
 for sh in zsh fish; do
 	if ! command -v "$sh" >/dev/null 2>&1; then need_pkgs+=("$sh"); fi

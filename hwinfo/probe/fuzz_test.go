@@ -103,6 +103,9 @@ func FuzzProbe(f *testing.F) {
 				t.Fatalf("incomplete signature %+v", s)
 			}
 		}
+		if l, err := ReadLUKS(dev, dev.size); err == nil && l.Version != 1 && l.Version != 2 {
+			t.Fatalf("LUKS version %d", l.Version)
+		}
 		for _, ss := range []int{0, 512, 4096} {
 			tbl, err := ReadTable(dev, dev.size, ss)
 			if err != nil || tbl == nil {
