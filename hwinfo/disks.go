@@ -70,6 +70,7 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 		r.finishDisk(&disks[i], pend[i], st)
 	}
 	sort.Slice(disks, func(i, j int) bool { return naturalLess(disks[i].Name, disks[j].Name) })
+	r.readCrypt(disks)
 	r.readStacks(h, disks, st)
 	return disks
 }

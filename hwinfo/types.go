@@ -150,6 +150,9 @@ type Disk struct {
 	Holders    []Holder    `json:"holders,omitempty"`
 	Partitions []Partition `json:"partitions,omitempty"`
 
+	// Crypt is the LUKS volume on the whole disk (FSType crypto_LUKS).
+	Crypt *Crypt `json:"crypt,omitempty"`
+
 	// StackedOn names the devices a stacked device is built on: for bcache,
 	// the backing device, then the caches of its cache set. Each of them
 	// lists this device among its Holders.
@@ -186,6 +189,9 @@ type Partition struct {
 	Mounts  []Mount  `json:"mounts,omitempty"`
 	Swap    bool     `json:"swap"`
 	Holders []Holder `json:"holders,omitempty"`
+
+	// Crypt is the LUKS volume on the partition (FSType crypto_LUKS).
+	Crypt *Crypt `json:"crypt,omitempty"`
 }
 
 // Mount is one mount of a device (or of a holder built on it).

@@ -159,6 +159,30 @@ func use(mounts []hwinfo.Mount, swap bool, holders []hwinfo.Holder) string {
 	return strings.Join(out, ", ")
 }
 
+// cryptText is a LUKS volume as the FS column says it: "LUKS2
+// aes-xts-plain64".
+func cryptText(c *hwinfo.Crypt) string {
+	return fmt.Sprintf("LUKS%d %s", c.Version, c.Cipher)
+}
+
+// cryptUse is the rest of a LUKS volume and its use: "512-bit key, 4096 B
+// sectors, " then its mapping's use u, or "closed".
+func cryptUse(c *hwinfo.Crypt, u string) string {
+	if !c.Open {
+		u = "closed"
+	}
+	s := fmt.Sprintf("%d-bit key, %d B sectors", c.KeyBits, c.SectorBytes)
+	if u != "" {
+		s += ", " + u
+	}
+	return s
+}
+
+// cryptAndUse is both, for a column that holds both.
+func cryptAndUse(c *hwinfo.Crypt, u string) string {
+	return cryptText(c) + " " + cryptUse(c, u)
+}
+
 func holderSwap(holders []hwinfo.Holder) bool {
 	for _, h := range holders {
 		if h.Swap || holderSwap(h.Holders) {
@@ -200,7 +224,9 @@ func inventoryTable(w io.Writer, h *hwinfo.Host) error {
 			virtual = "yes" // the kernel's (bcache), not a hypervisor's
 		}
 		u := use(d.Mounts, d.Swap, d.Holders)
-		if d.FSType != "" {
+		if d.Crypt != nil {
+			u = cryptAndUse(d.Crypt, u)
+		} else if d.FSType != "" {
 			u = join(d.FSType, u)
 		}
 		if d.System {
@@ -213,11 +239,14 @@ func inventoryTable(w io.Writer, h *hwinfo.Host) error {
 			d.Name, units.FormatSize(d.SizeBytes), diskType(d), dash(d.Transport), dash(diskModel(d)),
 			dash(d.Serial), dash(d.Firmware), d.LogicalSectorBytes, d.PhysicalSectorBytes, virtual, dash(u))
 		for _, p := range d.Partitions {
-			fs := p.FSType
+			fs, pu := p.FSType, use(p.Mounts, p.Swap, p.Holders)
+			if p.Crypt != nil {
+				fs, pu = cryptText(p.Crypt), cryptUse(p.Crypt, pu)
+			}
 			if p.FSLabel != "" {
 				fs = fmt.Sprintf("%s %q", fs, p.FSLabel)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t\t\t\t\t\t\t%s\n", p.Name, units.FormatSize(p.SizeBytes), dash(fs), dash(use(p.Mounts, p.Swap, p.Holders)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\t\t\t\t\t\t%s\n", p.Name, units.FormatSize(p.SizeBytes), dash(fs), dash(pu))
 		}
 	}
 	if len(h.Disks) == 0 {
@@ -423,11 +452,19 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 		if d.System {
 			uses = append(uses, "**system**")
 		}
-		if du := use(d.Mounts, d.Swap, d.Holders); du != "" {
+		du := use(d.Mounts, d.Swap, d.Holders)
+		if d.Crypt != nil {
+			du = cryptAndUse(d.Crypt, du)
+		}
+		if du != "" {
 			uses = append(uses, du)
 		}
 		for _, p := range d.Partitions {
-			if pu := use(p.Mounts, p.Swap, p.Holders); pu != "" {
+			pu := use(p.Mounts, p.Swap, p.Holders)
+			if p.Crypt != nil {
+				pu = p.Name + ": " + cryptAndUse(p.Crypt, pu)
+			}
+			if pu != "" {
 				uses = append(uses, pu)
 			}
 		}

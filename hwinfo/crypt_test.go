@@ -1,0 +1,76 @@
+package hwinfo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// TestLUKSVolumes: inventory reads each LUKS header cryptsetup wrote (the
+// first MiB of the device, as a fixture captures it) and says whether the
+// volume is open: a LUKS2 partition opened as luks-data with ext4 mounted
+// from it, and a whole disk with a closed LUKS1 volume.
+func TestLUKSVolumes(t *testing.T) {
+	root := t.TempDir()
+	dev := "/sys/devices/pci0000:00/0000:00:17.0/ata2/host1/target1:0:0/1:0:0:0/block/sdb"
+	dev2 := "/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sdc"
+	files := map[string]string{
+		dev + "/dev": "8:16", dev + "/size": "131072", dev + "/sdb1/partition": "1", dev + "/sdb1/start": "2048",
+		dev + "/sdb1/size": "65536", dev + "/sdb1/dev": "8:17",
+		dev2 + "/dev": "8:32", dev2 + "/size": "65536",
+		"/sys/devices/virtual/block/dm-2/dev": "253:2", "/sys/devices/virtual/block/dm-2/dm/name": "luks-data",
+		"/sys/devices/virtual/block/dm-2/dm/uuid": "CRYPT-LUKS2-0c1d2e3f-luks-data",
+		"/run/udev/data/b8:17":                    "E:ID_FS_TYPE=crypto_LUKS\nE:ID_FS_VERSION=2",
+		"/run/udev/data/b8:32":                    "E:ID_FS_TYPE=crypto_LUKS\nE:ID_FS_VERSION=1",
+		"/proc/self/mountinfo":                    "31 1 253:2 / /srv rw,relatime - ext4 /dev/mapper/luks-data rw\n",
+		"/proc/swaps":                             "Filename Type Size Used Priority\n",
+		"/proc/sys/kernel/osrelease":              "6.1.0\n",
+	}
+	for p, c := range files {
+		mkfile(t, root, p, c+"\n")
+	}
+	for l, target := range map[string]string{
+		"/sys/block/sdb":           dev,
+		"/sys/block/sdc":           dev2,
+		"/sys/block/dm-2":          "/sys/devices/virtual/block/dm-2",
+		dev + "/sdb1/holders/dm-2": "/sys/devices/virtual/block/dm-2",
+	} {
+		p := filepath.Join(root, l)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+		if err := os.Symlink(rel, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capture := func(img, dst string) {
+		b, err := os.ReadFile(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mkfile(t, root, dst, string(b[:1<<20]))
+	}
+	capture(testenv.LUKSFormat(t, 32<<20, "--type", "luks2", "--pbkdf", "pbkdf2", "--sector-size", "4096", "--key-size", "512"), "/dev/sdb1")
+	capture(testenv.LUKSFormat(t, 32<<20, "--type", "luks1", "--cipher", "aes-cbc-essiv:sha256", "--key-size", "256"), "/dev/sdc")
+
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Disks) != 2 || len(h.Disks[0].Partitions) != 1 {
+		t.Fatalf("disks: %+v", h.Disks)
+	}
+	assertSameJSON(t, h.Disks[0].Partitions[0].Crypt, &Crypt{Version: 2, Cipher: "aes-xts-plain64", KeyBits: 512, SectorBytes: 4096, Open: true, Mapper: "/dev/mapper/luks-data"})
+	assertSameJSON(t, h.Disks[0].Partitions[0].Holders[0].Mounts, []Mount{{Point: "/srv", FSType: "ext4", Options: "rw,relatime", Source: "/dev/mapper/luks-data"}})
+	assertSameJSON(t, h.Disks[1].Crypt, &Crypt{Version: 1, Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, SectorBytes: 512})
+	for _, w := range h.Warnings {
+		if strings.HasPrefix(w, "/dev/sd") || strings.Contains(w, "LUKS ciphers") {
+			t.Errorf("warning: %s", w)
+		}
+	}
+}
