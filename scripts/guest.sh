@@ -274,7 +274,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok install
 if [ -z "${DISKPREP_GUEST_QEMU:-}" ] && ! command -v "$qemu" >/dev/null 2>&1; then need_pkgs+=(qemu-system-x86); fi
 if command -v dpkg-query >/dev/null 2>&1; then
 	for p in linux-image-amd64 busybox-static udev kmod xfsprogs e2fsprogs gdisk dmsetup lvm2 mdadm \
-		bcache-tools smartmontools fio cpio xz-utils binutils util-linux fdisk procps; do
+		bcache-tools cryptsetup-bin smartmontools fio cpio xz-utils binutils util-linux fdisk procps; do
 		have_pkg "$p" || need_pkgs+=("$p")
 	done
 	if [ -n "$systemd" ]; then have_pkg debootstrap || need_pkgs+=(debootstrap); fi

@@ -42,7 +42,7 @@ done
 # (scripts/guest.sh builds its root from them).
 if command -v dpkg-query >/dev/null 2>&1; then
 	for pkg in qemu-system-x86 linux-image-amd64 busybox-static udev kmod dmsetup lvm2 mdadm \
-		bcache-tools smartmontools fdisk procps cpio xz-utils binutils debootstrap; do
+		bcache-tools cryptsetup-bin smartmontools fdisk procps cpio xz-utils binutils debootstrap; do
 		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then need_pkgs+=("$pkg"); fi
 	done
 fi

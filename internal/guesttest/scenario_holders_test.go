@@ -2,6 +2,7 @@ package guesttest
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -9,9 +10,10 @@ import (
 // Scenario c of issue 10: disks held by the kernel's stacking drivers. In
 // one guest: a physical volume of an active LVM volume group with a logical
 // volume, both members of an active md RAID1, a disk under a dm linear
-// mapping, and an active swap disk. prepare (also with --wipe) refuses each
+// mapping, an open LUKS2 volume, and an active swap disk. prepare (also with --wipe) refuses each
 // with exit 3, naming what holds it, and the whole disk's bytes are the
-// same afterwards (sha256 in the guest); the inventory shows each holder.
+// same afterwards (sha256 in the guest); the inventory shows each holder,
+// and the LUKS volume's header as cryptsetup's luksDump says it.
 // Then a disk holds the root file system through LVM: diskprep, run in a
 // mount namespace whose / is that logical volume, marks it the system disk
 // and refuses it; release --wipe of it is refused too, dry run or not.
@@ -24,6 +26,7 @@ var holderDisks = []string{
 	"virtio:32M:serial=MDA0001",
 	"virtio:32M:serial=MDB0001",
 	"virtio:32M:serial=DMLIN0001",
+	"virtio:32M:serial=LUKS0001",
 	"virtio:32M:serial=SWAP0001",
 	"virtio:64M:serial=ROOTLV0001",
 }
@@ -34,16 +37,21 @@ lvm=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_LVMPV0001)
 md1=$(readlink -f /dev/disk/by-id/virtio-MDA0001)
 md2=$(readlink -f /dev/disk/by-id/virtio-MDB0001)
 dm=$(readlink -f /dev/disk/by-id/virtio-DMLIN0001)
+lk=$(readlink -f /dev/disk/by-id/virtio-LUKS0001)
 sw=$(readlink -f /dev/disk/by-id/virtio-SWAP0001)
 root=$(readlink -f /dev/disk/by-id/virtio-ROOTLV0001)
-mark names; echo "lvm=${lvm#/dev/} md=${md1#/dev/} md2=${md2#/dev/} dm=${dm#/dev/} swap=${sw#/dev/} root=${root#/dev/}"
+mark names; echo "lvm=${lvm#/dev/} md=${md1#/dev/} md2=${md2#/dev/} dm=${dm#/dev/} crypt=${lk#/dev/} swap=${sw#/dev/} root=${root#/dev/}"
 mark setup
 { pvcreate -q $lvm && vgcreate -q vgdata $lvm && lvcreate -q -y -L 8M -n lv0 vgdata; } >/dev/null || echo "lvm setup failed"
 mdadm --create /dev/md0 --run --assume-clean --level=1 --raid-devices=2 --metadata=1.2 $md1 $md2 2>/dev/null || echo "md setup failed"
 dmsetup create lin0 --table "0 $(blockdev --getsz $dm) linear $dm 0" || echo "dm setup failed"
 { mkswap -q $sw && swapon $sw; } >/dev/null || echo "swap setup failed"
-sha256sum $lvm $md1 $md2 $dm $sw >/root/sums
-for d in lvm=$lvm md=$md1 dm=$dm swap=$sw; do
+printf 0123456789abcdef >/root/key
+{ cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file /root/key $lk &&
+	cryptsetup open --key-file /root/key $lk luks-holders; } >/dev/null 2>&1 || echo "luks setup failed"
+mark luksdump; cryptsetup luksDump $lk | grep -E '^[[:space:]]*(cipher|sector):|^[[:space:]]*Key:' | tr -s ' \t' ' '
+sha256sum $lvm $md1 $md2 $dm $lk $sw >/root/sums
+for d in lvm=$lvm md=$md1 dm=$dm crypt=$lk swap=$sw; do
 	n=${d%%=*} dev=${d#*=}
 	diskprep prepare $dev --fs ext4 --yes >/dev/null 2>/root/err
 	rc=$?
@@ -125,6 +133,7 @@ func TestScenarioHolders(t *testing.T) {
 		{"lvm", `is held by lvm dm-\d+ \(vgdata-lv0\)`},
 		{"md", `is held by md md0 \(`},
 		{"dm", `is held by dm dm-\d+ \(lin0\)`},
+		{"crypt", `is held by crypt dm-\d+ \(luks-holders\)`},
 		{"swap", `holds the running system \(swap on ` + names["swap"] + `\)`},
 	} {
 		for _, k := range []string{c.key, c.key + ".wipe"} {
@@ -152,7 +161,7 @@ func TestScenarioHolders(t *testing.T) {
 		disks[d.Name] = i
 	}
 	for _, c := range []struct{ key, kind, dmName string }{
-		{"lvm", "lvm", "vgdata-lv0"}, {"md", "md", ""}, {"md2", "md", ""}, {"dm", "dm", "lin0"},
+		{"lvm", "lvm", "vgdata-lv0"}, {"md", "md", ""}, {"md2", "md", ""}, {"dm", "dm", "lin0"}, {"crypt", "crypt", "luks-holders"},
 	} {
 		i, ok := disks[names[c.key]]
 		if !ok {
@@ -167,6 +176,22 @@ func TestScenarioHolders(t *testing.T) {
 		if d.System {
 			t.Errorf("inventory: %s is marked system", d.Name)
 		}
+	}
+	// The LUKS header, as luksDump says it: " cipher: aes-xts-plain64",
+	// " sector: 512 [bytes]", " Key: 512 bits" (the keyslot's).
+	dump := map[string]string{}
+	for _, l := range strings.Split(out["luksdump"], "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), ": "); ok {
+			dump[k] = strings.Fields(v)[0]
+		}
+	}
+	if i, ok := disks[names["crypt"]]; !ok || inv.Disks[i].Crypt == nil {
+		t.Errorf("inventory: no LUKS volume on %s", names["crypt"])
+	} else if c := *inv.Disks[i].Crypt; c.Version != 2 || c.Cipher != dump["cipher"] || strconv.Itoa(c.SectorBytes) != dump["sector"] ||
+		strconv.Itoa(c.KeyBits) != dump["Key"] || !c.Open || c.Mapper != "/dev/mapper/luks-holders" {
+		t.Errorf("inventory: LUKS volume %+v, want LUKS2, open at /dev/mapper/luks-holders, and as luksDump says %v", c, dump)
+	} else {
+		t.Logf("inventory: LUKS volume %+v; luksDump %v", c, dump)
 	}
 	if i, ok := disks[names["swap"]]; !ok || !inv.Disks[i].Swap || !inv.Disks[i].System {
 		t.Errorf("inventory: the swap disk %s is not shown as active swap (system): %+v", names["swap"], inv.Disks[i])

@@ -107,7 +107,15 @@ type inventoryJSON struct {
 		Virtual    bool     `json:"virtual"`
 		Swap       bool     `json:"swap"`
 		System     bool     `json:"system"`
-		Holders    []struct {
+		Crypt      *struct {
+			Version     int    `json:"version"`
+			Cipher      string `json:"cipher"`
+			KeyBits     int    `json:"key_bits"`
+			SectorBytes int    `json:"sector_bytes"`
+			Open        bool   `json:"open"`
+			Mapper      string `json:"mapper"`
+		} `json:"crypt"`
+		Holders []struct {
 			Name   string `json:"name"`
 			Kind   string `json:"kind"`
 			DMName string `json:"dm_name"`

@@ -22,8 +22,9 @@ guest_modules=(
 	md_mod raid0 raid1 raid456 raid10 bcache
 	xfs ext4 vfat nls_cp437 nls_ascii 9p 9pnet_virtio loop
 )
-# In the root for `modprobe`, not loaded at boot (zram makes a zram0 disk).
-guest_modules_on_demand=(zram)
+# In the root for `modprobe`, not loaded at boot (zram makes a zram0 disk;
+# dm-crypt's AES-XTS and cryptsetup's kernel crypto API checks).
+guest_modules_on_demand=(zram xts aesni_intel algif_skcipher)
 # Loaded at boot. The rest load when needed, as on a real host: drivers by
 # udev (the devices' modaliases, bcache's rule), file systems at mount, dm
 # targets and md personalities when a table or array asks for them. Loading
@@ -35,10 +36,10 @@ guest_modules_boot=(virtio_console 9p 9pnet_virtio dm_mod md_mod loop)
 initrd_modules=(virtio_pci virtio_blk crc32c_generic crc32c_intel ext4)
 
 # The Debian packages whose files make up the minimal root (the guest's tools:
-# partitioning, mkfs/fsck, device-mapper, md, LVM, bcache, udev, SMART, fio).
+# partitioning, mkfs/fsck, device-mapper, md, LVM, bcache, LUKS, udev, SMART, fio).
 guest_packages=(
 	busybox-static dash bash coreutils util-linux mount fdisk xfsprogs e2fsprogs gdisk
-	dmsetup lvm2 mdadm bcache-tools smartmontools fio udev kmod procps
+	dmsetup lvm2 mdadm bcache-tools cryptsetup-bin smartmontools fio udev kmod procps
 )
 
 guest_kernel_version() {
