@@ -3,7 +3,6 @@ package hwinfo
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,14 +38,7 @@ func TestLUKSVolumes(t *testing.T) {
 		"/sys/block/dm-2":          "/sys/devices/virtual/block/dm-2",
 		dev + "/sdb1/holders/dm-2": "/sys/devices/virtual/block/dm-2",
 	} {
-		p := filepath.Join(root, l)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
-		if err := os.Symlink(rel, p); err != nil {
-			t.Fatal(err)
-		}
+		mklink(t, root, l, target)
 	}
 	capture := func(img, dst string) {
 		b, err := os.ReadFile(img)

@@ -202,6 +202,20 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
+// mklink makes the link rel under root point at target under root, by a
+// relative path, as sysfs's links do.
+func mklink(t *testing.T, root, rel, target string) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+	if err := os.Symlink(r, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mkfile(t *testing.T, root, rel, content string) {
 	t.Helper()
 	p := filepath.Join(root, rel)

@@ -45,14 +45,7 @@ func TestStackedHolders(t *testing.T) {
 		dev2 + "/holders/md127":                        "/sys/devices/virtual/block/md127",
 	}
 	for l, target := range links {
-		p := filepath.Join(root, l)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
-		if err := os.Symlink(rel, p); err != nil {
-			t.Fatal(err)
-		}
+		mklink(t, root, l, target)
 	}
 	h, err := Read(context.Background(), Options{Root: root})
 	if err != nil {
@@ -104,14 +97,7 @@ func TestNVMeMultipathHiddenPath(t *testing.T) {
 		"/sys/block/nvme0n1": ns, "/sys/block/nvme0c0n1": path,
 		ns + "/device": "/sys/devices/virtual/nvme-subsystem/nvme-subsys0",
 	} {
-		p := filepath.Join(root, l)
-		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(rel, p); err != nil {
-			t.Fatal(err)
-		}
+		mklink(t, root, l, target)
 	}
 	h, err := Read(context.Background(), Options{Root: root, All: true})
 	if err != nil {
@@ -200,14 +186,7 @@ func TestSCSISerialNotWWN(t *testing.T) {
 		mkfile(t, root, p, c+"\n")
 	}
 	for l, target := range map[string]string{"/sys/block/sdb": dev + "/block/sdb", dev + "/block/sdb/device": dev} {
-		p := filepath.Join(root, l)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
-		if err := os.Symlink(rel, p); err != nil {
-			t.Fatal(err)
-		}
+		mklink(t, root, l, target)
 	}
 	h, err := Read(context.Background(), Options{Root: root})
 	if err != nil {
