@@ -42,10 +42,15 @@ func (r *reader) readCrypt(disks []Disk) {
 }
 
 func (r *reader) cryptOf(path string, size uint64, holders []Holder) *Crypt {
+	if r.cryptOpenFailed {
+		return nil
+	}
 	f, err := os.OpenFile(r.path(path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
+			// One line for all: an unprivileged run cannot open any.
 			r.warn("open %s: %v: LUKS ciphers and key sizes unknown; run as root with access to the devices", path, unwrapPath(err))
+			r.cryptOpenFailed = true
 		}
 		return nil
 	}

@@ -2,7 +2,9 @@ package hwinfo
 
 import (
 	"context"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,5 +66,51 @@ func TestLUKSVolumes(t *testing.T) {
 		if strings.HasPrefix(w, "/dev/sd") || strings.Contains(w, "LUKS ciphers") {
 			t.Errorf("warning: %s", w)
 		}
+	}
+}
+
+// A LUKS device that cannot be opened (a socket stands in for a device an
+// unprivileged run may not open) leaves its Crypt unknown, with one
+// warning for all of them.
+func TestLUKSNotOpenable(t *testing.T) {
+	root := t.TempDir()
+	dev := "/sys/devices/pci0000:00/0000:00:17.0/ata2/host1/target1:0:0/1:0:0:0/block/sd"
+	for _, n := range []string{"b", "c"} {
+		d := dev + n
+		mkfile(t, root, d+"/dev", "8:"+map[string]string{"b": "16", "c": "32"}[n]+"\n")
+		mkfile(t, root, d+"/size", "65536\n")
+		mkfile(t, root, "/run/udev/data/b8:"+map[string]string{"b": "16", "c": "32"}[n], "E:ID_FS_TYPE=crypto_LUKS\n")
+		mklink(t, root, "/sys/block/sd"+n, d)
+		mkfile(t, root, "/dev/sd"+n, "")
+		p := filepath.Join(root, "dev", "sd"+n)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Skipf("no unix socket here: %v", err)
+		}
+		defer l.Close()
+	}
+	h, err := Read(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range h.Warnings {
+		if strings.Contains(w, "LUKS ciphers") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "run as root") {
+		t.Errorf("warnings %q, want one about the LUKS headers", h.Warnings)
+	}
+	for _, d := range h.Disks {
+		if d.FSType != "crypto_LUKS" || d.Crypt != nil {
+			t.Errorf("%s: %s, crypt %+v; want crypto_LUKS, unknown", d.Name, d.FSType, d.Crypt)
+		}
+	}
+	if len(h.Disks) != 2 {
+		t.Errorf("disks: %+v", h.Disks)
 	}
 }

@@ -139,6 +139,8 @@ type reader struct {
 	// pvOpenFailed: a PV could not be opened (not root); the others are
 	// not tried, so the warning is said once.
 	pvOpenFailed bool
+	// cryptOpenFailed: the same for LUKS headers.
+	cryptOpenFailed bool
 	// dmSource is Options.DeviceMapper; dmFailed: the kernel refused a
 	// device-mapper query (not root), said once.
 	dmSource DeviceMapper
