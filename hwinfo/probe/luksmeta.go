@@ -133,12 +133,13 @@ func luks2(d *device, off int64, bin []byte) (*LUKS, error) {
 	if got := be64(bin[256:]); got != uint64(off) {
 		return nil, fmt.Errorf("it says it is at %d", got)
 	}
-	all := d.read(off, int64(hdrSize))
-	if all == nil {
-		if d.err != nil {
-			return nil, d.err
-		}
+	if off+int64(hdrSize) > d.size {
 		return nil, fmt.Errorf("its %d bytes are not all on the device", hdrSize)
+	}
+	// Read here, not through d.read: a header may be up to 4 MiB.
+	all := make([]byte, hdrSize)
+	if n, err := d.r.ReadAt(all, off); n < len(all) {
+		return nil, fmt.Errorf("read %d bytes at %d: %w", len(all), off, err)
 	}
 	var hf func() hash.Hash
 	switch alg := cString(bin[72:104]); alg {

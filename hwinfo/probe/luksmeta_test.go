@@ -83,6 +83,7 @@ func TestReadLUKSAgreesWithCryptsetup(t *testing.T) {
 		{"luks2 defaults", []string{"--type", "luks2", "--pbkdf", "pbkdf2"}},
 		{"luks2 512-byte sectors, AES-128", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--sector-size", "512", "--key-size", "256"}},
 		{"luks2 label, 64 KiB metadata", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--label", "data disk", "--luks2-metadata-size", "64k"}},
+		{"luks2 4 MiB metadata, over a probe's 1 MiB read", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--luks2-metadata-size", "4m"}},
 		{"luks2 aes-cbc-essiv", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--cipher", "aes-cbc-essiv:sha256", "--key-size", "256"}},
 		{"luks2 sha512 checksum", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--hash", "sha512"}},
 	} {
