@@ -178,12 +178,20 @@ func TestScenarioCache(t *testing.T) {
 	if _, ok := out["2.end"]; !ok || r.ExitCode != 0 {
 		t.Fatalf("the guest script did not finish both boots (exit %d)", r.ExitCode)
 	}
-	ssd := out["1.ssd"] // the SSD's node, /dev/sdX
-	if !regexp.MustCompile(`^/dev/sd[a-z]$`).MatchString(ssd) || out["2.ssd"] != ssd {
-		t.Fatalf("the SSD is %q in boot 1, %q in boot 2", ssd, out["2.ssd"])
+	// The SSD's node in each boot, /dev/sdX: the kernel may name the
+	// SATA disks in another order at the next boot.
+	for _, boot := range []string{"1", "2"} {
+		if !regexp.MustCompile(`^/dev/sd[a-z]$`).MatchString(out[boot+".ssd"]) {
+			t.Fatalf("boot %s: the SSD is %q", boot, out[boot+".ssd"])
+		}
 	}
-	// bcache0's slaves, sorted: the HDD's partition and the SSD's third.
-	slaves := regexp.MustCompile(`\n(clean|dirty)\n(sd[a-z]1 ` + ssd[len("/dev/"):] + `3|` + ssd[len("/dev/"):] + `3 sd[a-z]1) $`)
+	ssd := out["1.ssd"]
+	// bcache0's slaves in a boot, sorted: the HDD's partition and the
+	// SSD's third.
+	slaves := func(boot string) *regexp.Regexp {
+		n := strings.TrimPrefix(out[boot+".ssd"], "/dev/")
+		return regexp.MustCompile(`\n(clean|dirty)\n(sd[a-z]1 ` + n + `3|` + n + `3 sd[a-z]1) $`)
+	}
 	for _, want := range []string{"lvconvert --yes --type cache --cachevol fast_cache --cachemode writethrough fast/fast", "make-bcache -B /dev/sd",
 		"make-bcache -C --cset-uuid", "--bucket 128k " + ssd + "3", "lvconvert --yes --type writecache --cachevol wc_cache wc/wc", "> /sys/fs/bcache/register_quiet", "echo writeback > /sys/class/block/sd", "writeback: writes are acknowledged once on the cache device",
 		"dry run: nothing was changed"} {
@@ -228,7 +236,7 @@ func TestScenarioCache(t *testing.T) {
 		if got := out[boot+".wc"]; got != "wc writecache" {
 			t.Errorf("boot %s: lvs says %q, want the writecache volume", boot, got)
 		}
-		if got := out[boot+".bcache"]; !strings.HasPrefix(got, "writethrough [writeback] writearound none\n") || !slaves.MatchString(got) {
+		if got := out[boot+".bcache"]; !strings.HasPrefix(got, "writethrough [writeback] writearound none\n") || !slaves(boot).MatchString(got) {
 			t.Errorf("boot %s: bcache0 %q", boot, got)
 		}
 		if got := out[boot+".mounts"]; !regexp.MustCompile(`^/srv xfs /dev/mapper/fast-fast\n/srv2 ext4 /dev/bcache0\n/srv3 xfs /dev/mapper/wc-wc$`).MatchString(got) {
@@ -249,7 +257,7 @@ func TestScenarioCache(t *testing.T) {
 			t.Errorf("boot %s: prepare --cache with the SSD partition (exit %s) is not a no-op:\n%s", boot, out[boot+".cli.exit"], out[boot+".cli"])
 		}
 	}
-	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all " + ssd + "3", "(diskprep's: a member of bcache set "} {
+	for _, want := range []string{"would unmount /srv2", "echo writethrough > /sys/class/block/sd", "dirty_data to reach 0", "/bcache/detach", "/bcache/stop", "/unregister", "would run: wipefs --all " + out["2.ssd"] + "3", "(diskprep's: a member of bcache set "} {
 		if !strings.Contains(out["2.release.dry"], want) {
 			t.Errorf("release --dry-run does not say %q:\n%s", want, out["2.release.dry"])
 		}
