@@ -42,7 +42,7 @@
 # Builds are cached in DISKPREP_GUEST_CACHE (default .cache/guest in this
 # tree), keyed by their inputs. DISKPREP_GUEST_ACCEL=tcg|kvm overrides the
 # KVM probe, DISKPREP_GUEST_SMP the guest's CPU count, DISKPREP_GUEST_CPU its
-# CPU model under TCG (default Nehalem), DISKPREP_GUEST_DISKPREP
+# CPU model under TCG (default max), DISKPREP_GUEST_DISKPREP
 # names a prebuilt static diskprep to use instead of building one,
 # DISKPREP_GUEST_QEMU the QEMU binary (default qemu-system-x86_64).
 set -euo pipefail
@@ -433,11 +433,11 @@ qemu_common() { # accel disks
 	if [ "$accel" = kvm ]; then
 		a+=(-accel kvm -cpu host)
 	else
-		# Nehalem, not max: under TCG a guest of max's CPUID (AVX2, AES-NI
-		# ...) boots about 2.5 s slower and runs Go code about 15% slower
-		# (measured here, interleaved: 7.9-8.8 s against 10.5-12.3 s to the
-		# command). DISKPREP_GUEST_CPU names another model.
-		a+=(-accel "tcg,thread=multi" -cpu "${DISKPREP_GUEST_CPU:-Nehalem}")
+		# max, though Nehalem boots about 2.5 s faster under TCG: without
+		# max's TSC frequency in CPUID the guest calibrates its TSC against
+		# an emulated timer, and on a busy host its clock then ran 7.7 s
+		# fast within minutes (the fleet test's clock check failed on it).
+		a+=(-accel "tcg,thread=multi" -cpu "${DISKPREP_GUEST_CPU:-max}")
 	fi
 	a+=(-smp "${DISKPREP_GUEST_SMP:-1}")
 	a+=(-kernel "$kernel" -initrd "$initrd")

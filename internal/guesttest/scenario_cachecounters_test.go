@@ -25,7 +25,8 @@ const cacheCounterScript = `set -u
 mark() { echo "@@ t.$1"; cut -d" " -f1 /proc/uptime; echo "@@ $1"; }
 H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_SLOWHDD) N=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_FASTSSD)
 sgdisk -n1:0:+400M -t1:8e00 -n2:0:+400M "$H" >/dev/null && sgdisk -n1:0:+160M -t1:8e00 -n2:0:+160M "$N" >/dev/null && udevadm settle
-# The HDD's partitions: sda1, sda2; the SSD's: sdb1, sdb2.
+# The disks' names (the kernel may name the two in either order).
+echo "@@ names"; echo "${H#/dev/} ${N#/dev/}"
 P1=${H}1 P2=${H}2 C1=${N}1 C2=${N}2
 { pvcreate -q "$P1" "$C1" && vgcreate -q slow "$P1" "$C1" && lvcreate -q -y -n data -L 256M slow "$P1" &&
 	lvcreate -q -y --type cache-pool -n datacache -L 96M slow "$C1" &&
@@ -106,6 +107,14 @@ func TestScenarioCacheCounters(t *testing.T) {
 		t.Fatalf("caches %+v", inv.Caches)
 	}
 
+	// The HDD's and the SSD's names, sdX: the kernel may name them in
+	// either order.
+	var hdd, ssd string
+	if n := strings.Fields(out["names"]); len(n) != 2 || !strings.HasPrefix(n[0], "sd") || !strings.HasPrefix(n[1], "sd") {
+		t.Fatalf("the disks' names: %q", out["names"])
+	} else {
+		hdd, ssd = n[0], n[1]
+	}
 	// lvmcache against dmsetup status: "0 524288 cache <md bs> <used>/<total>
 	// <block> <used>/<total> <read hits> <read misses> <write hits> <write misses> ...".
 	f := strings.Fields(out["dmsetup"])
@@ -124,7 +133,7 @@ func TestScenarioCacheCounters(t *testing.T) {
 	if lc.Name != "slow/data" || lc.Mode != "writethrough" || lc.BlockBytes != block || lc.CacheBytes != total*block ||
 		lc.Counters.ReadHits != num(f[7]) || lc.Counters.ReadMisses != num(f[8]) || lc.Counters.WriteHits != num(f[9]) ||
 		lc.Counters.WriteMisses != num(f[10]) || lc.Counters.ReadHits+lc.Counters.ReadMisses == 0 ||
-		strings.Join(lc.OriginDevices, ",") != "sda1" || strings.Join(lc.CacheDevices, ",") != "sdb1" {
+		strings.Join(lc.OriginDevices, ",") != hdd+"1" || strings.Join(lc.CacheDevices, ",") != ssd+"1" {
 		t.Errorf("lvmcache %+v counters %+v; dmsetup status %q", lc, *lc.Counters, out["dmsetup"])
 	}
 	// bcache against its sysfs.
@@ -137,7 +146,7 @@ func TestScenarioCacheCounters(t *testing.T) {
 	if bc.Device != "bcache0" || bc.Mode != "writethrough" || bc.SequentialCutoffBytes == nil || *bc.SequentialCutoffBytes != 0 ||
 		bc.Counters.ReadHits != said["cache_hits"] || bc.Counters.ReadMisses != said["cache_misses"] ||
 		bc.Counters.BypassHits != said["cache_bypass_hits"] || bc.Counters.BypassMisses != said["cache_bypass_misses"] ||
-		strings.Join(bc.OriginDevices, ",") != "sda2" || strings.Join(bc.CacheDevices, ",") != "sdb2" || bc.CacheBytes == 0 {
+		strings.Join(bc.OriginDevices, ",") != hdd+"2" || strings.Join(bc.CacheDevices, ",") != ssd+"2" || bc.CacheBytes == 0 {
 		t.Errorf("bcache %+v counters %+v; sysfs %v", bc, *bc.Counters, said)
 	}
 
