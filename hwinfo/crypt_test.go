@@ -2,7 +2,6 @@ package hwinfo
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,27 +80,13 @@ func TestLUKSNotOpenable(t *testing.T) {
 		mkfile(t, root, d+"/size", "65536\n")
 		mkfile(t, root, "/run/udev/data/b8:"+map[string]string{"b": "16", "c": "32"}[n], "E:ID_FS_TYPE=crypto_LUKS\n")
 		mklink(t, root, "/sys/block/sd"+n, d)
-		mkfile(t, root, "/dev/sd"+n, "")
-		p := filepath.Join(root, "dev", "sd"+n)
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-		l, err := net.Listen("unix", p)
-		if err != nil {
-			t.Skipf("no unix socket here: %v", err)
-		}
-		defer l.Close()
+		unopenable(t, filepath.Join(root, "dev", "sd"+n))
 	}
 	h, err := Read(context.Background(), Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
-	for _, w := range h.Warnings {
-		if strings.Contains(w, "LUKS ciphers") {
-			warned = append(warned, w)
-		}
-	}
+	warned := warningsWith(h, "LUKS ciphers")
 	if len(warned) != 1 || !strings.Contains(warned[0], "run as root") {
 		t.Errorf("warnings %q, want one about the LUKS headers", h.Warnings)
 	}

@@ -2,9 +2,12 @@ package hwinfo
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -214,6 +217,31 @@ func mklink(t *testing.T, root, rel, target string) {
 	if err := os.Symlink(r, p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// unopenable puts a unix socket at path (made or replaced): open(2)
+// fails on it, as on a device an unprivileged run may not open.
+func unopenable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Skipf("no unix socket here: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+}
+
+// warningsWith are h's warnings that contain s.
+func warningsWith(h *Host, s string) []string {
+	var out []string
+	for _, w := range h.Warnings {
+		if strings.Contains(w, s) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func mkfile(t *testing.T, root, rel, content string) {

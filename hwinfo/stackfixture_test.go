@@ -3,7 +3,6 @@ package hwinfo
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -253,25 +252,12 @@ func TestSplitDMName(t *testing.T) {
 // one warning, the other PVs are not tried, and the VG is device-mapper's.
 func TestVolumeGroupsPVNotOpenable(t *testing.T) {
 	root := copyTree(t, "testdata/guest-stacks")
-	p := root + "/dev/nvme0n1p2"
-	if err := os.Remove(p); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", p)
-	if err != nil {
-		t.Skipf("no unix socket here: %v", err)
-	}
-	defer l.Close()
+	unopenable(t, root+"/dev/nvme0n1p2")
 	h, err := Read(context.Background(), Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
-	for _, w := range h.Warnings {
-		if strings.Contains(w, "LVM sizes") {
-			warned = append(warned, w)
-		}
-	}
+	warned := warningsWith(h, "LVM sizes")
 	if len(warned) != 1 || !strings.Contains(warned[0], "nvme0n1p2") || !strings.Contains(warned[0], "run as root") {
 		t.Errorf("warnings %q, want one about nvme0n1p2", h.Warnings)
 	}
