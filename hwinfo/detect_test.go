@@ -226,6 +226,9 @@ func unopenable(t *testing.T, path string) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Skipf("no unix socket here: %v", err)
