@@ -2,9 +2,6 @@ package hwinfo
 
 import (
 	"errors"
-	"io"
-	"os"
-	"syscall"
 
 	"github.com/diskprep/diskprep/hwinfo/probe"
 )
@@ -42,26 +39,11 @@ func (r *reader) readCrypt(disks []Disk) {
 }
 
 func (r *reader) cryptOf(path string, size uint64, holders []Holder) *Crypt {
-	if r.cryptOpenFailed {
-		return nil
-	}
-	f, err := os.OpenFile(r.path(path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			// One line for all: an unprivileged run cannot open any.
-			r.warn("open %s: %v: LUKS ciphers and key sizes unknown; run as root with access to the devices", path, unwrapPath(err))
-			r.cryptOpenFailed = true
-		}
+	f, size, ok := r.openHeader(path, size, &r.cryptOpenFailed, "LUKS ciphers and key sizes")
+	if !ok {
 		return nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = uint64(fi.Size()) // a fixture's captured start of the device
-	} else if size == 0 {
-		if n, err := f.Seek(0, io.SeekEnd); err == nil {
-			size = uint64(n)
-		}
-	}
 	l, err := probe.ReadLUKS(freshReader{f}, int64(size))
 	if err != nil {
 		if !errors.Is(err, probe.ErrNoLUKS) {

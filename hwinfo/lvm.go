@@ -2,12 +2,10 @@ package hwinfo
 
 import (
 	"errors"
-	"io"
 	"os"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/diskprep/diskprep/hwinfo/probe"
 )
@@ -114,30 +112,11 @@ func (r *reader) readVolumeGroups(st *blockState, candidates []string, sizes map
 // readPV reads the LVM label and metadata of the device dev, if the root
 // has its contents.
 func (r *reader) readPV(dev string, size uint64) (*probe.PV, bool) {
-	if r.pvOpenFailed {
-		return nil, false
-	}
-	f, err := os.OpenFile(r.path("/dev/"+dev), os.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			// One line for all PVs: an unprivileged run cannot open any.
-			r.warn("open /dev/%s: %v: LVM sizes, free space and inactive volumes unknown; run as root with access to the devices",
-				dev, unwrapPath(err))
-			r.pvOpenFailed = true
-		}
+	f, size, ok := r.openHeader("/dev/"+dev, size, &r.pvOpenFailed, "LVM sizes, free space and inactive volumes")
+	if !ok {
 		return nil, false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && (size == 0 || uint64(fi.Size()) < size) {
-		// A fixture's captured start of the device; offsets past it read
-		// as missing, not as garbage.
-		size = uint64(fi.Size())
-	}
-	if size == 0 {
-		if n, err := f.Seek(0, io.SeekEnd); err == nil {
-			size = uint64(n)
-		}
-	}
 	pv, err := probe.ReadPV(f, int64(size))
 	if err != nil {
 		if !errors.Is(err, probe.ErrNoPV) {
