@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/hwinfo/probe"
@@ -38,6 +39,7 @@ func (x *Applier) Progress() io.Writer          { return x.a.progress }
 func (x *Applier) SystemdIsInit() bool          { return x.a.systemdIsInit() }
 func (x *Applier) UdevRunning() bool            { return x.a.udevRunning() }
 func (x *Applier) WholeDisk(name string) string { return x.a.wholeDisk(name) }
+func (x *Applier) Now() time.Time               { return x.a.now() }
 
 // Do runs one logged external step (what, then argv).
 func (x *Applier) Do(ctx context.Context, what string, argv []string) error {

@@ -8,6 +8,16 @@ package disk
 type StackRelease struct {
 	// Swapoff are active swap areas on the devices released.
 	Swapoff []string `json:"swapoff,omitempty"`
+	// CryptClose are the LUKS mappings closed (cryptsetup close NAME), the
+	// layer above the rest; with Wipe, CryptErase are the devices under
+	// them whose key slots are destroyed (cryptsetup erase) and whose
+	// header wipefs then clears, before the arrays and volumes go.
+	CryptClose []string `json:"crypt_close,omitempty"`
+	CryptErase []string `json:"crypt_erase,omitempty"`
+	// Crypttab is the file whose diskprep entries CrypttabRemove (mapping
+	// names) go.
+	Crypttab       string   `json:"crypttab,omitempty"`
+	CrypttabRemove []string `json:"crypttab_remove,omitempty"`
 	// Bcache are the bcache devices stopped, first of all, each flushed
 	// and detached from its cache set before; BcacheSets the cache sets
 	// unregistered after (disk/stack).
@@ -39,17 +49,32 @@ type StackRelease struct {
 }
 
 func (s StackRelease) empty() bool {
-	return len(s.Swapoff)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
+	return len(s.Swapoff)+len(s.CryptClose)+len(s.CryptErase)+len(s.CrypttabRemove)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
 		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
 }
 
 // actions are the teardown's steps, in the order the layers
 // (Layers.ApplyRelease) and then applyStackRelease carry them out.
 func (s StackRelease) actions() []Action {
-	out := s.bcacheActions()
+	var out []Action
 	run := func(text string, argv ...string) {
 		out = append(out, Action{Text: text, Op: OpRun, Argv: argv})
 	}
+	for _, n := range s.CryptClose {
+		run("cryptsetup close "+n, "cryptsetup", "close", n)
+	}
+	for _, d := range s.CryptErase {
+		run("cryptsetup erase --batch-mode "+d+" (every key slot destroyed: what it held cannot be read again)", "cryptsetup", "erase", "--batch-mode", d)
+		run("wipefs --all "+d, "wipefs", "--all", d)
+	}
+	for i, n := range s.CrypttabRemove {
+		a := Action{Text: "remove from " + s.Crypttab + ": the entry of " + n}
+		if i == 0 {
+			a.Op, a.Path = OpWriteFile, s.Crypttab
+		}
+		out = append(out, a)
+	}
+	out = append(out, s.bcacheActions()...)
 	for _, lv := range s.SplitCache {
 		run("lvconvert --yes --splitcache "+lv+" (flushes the dirty blocks first)", "lvconvert", "--yes", "--splitcache", lv)
 	}

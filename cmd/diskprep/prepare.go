@@ -51,6 +51,10 @@ type prepareOptions struct {
 	Diff          bool
 	Yes           bool
 	Shrink        bool // --shrink: an LVM volume asked smaller shrinks (ext4, unmounted)
+	// Encrypt puts the file system of --raid or --lvm on LUKS2, unlocked
+	// by KeyFile.
+	Encrypt bool
+	KeyFile string
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -122,6 +126,7 @@ Examples:
   diskprep prepare --plan bootstrap.yaml --diff   # exit 0: nothing to do
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
+  diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:60G --fs ext4 --mount /scratch --shrink
   diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
   diskprep release /data                     # unmount, drop the fstab line`,
@@ -150,6 +155,8 @@ Examples:
 			&cli.StringFlag{Name: "cache", Usage: "make a cached volume: the slow `ORIGIN_DISK` (an HDD) gets one partition, the file system goes on the cached volume"},
 			&cli.StringFlag{Name: "cache-device", Usage: "the fast `DISK_OR_PARTITION` (an SSD or NVMe) in front of --cache; a disk gets one partition, a partition is used as it is"},
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE` of the --cache: writethrough (default) or writeback (faster writes, lost if the cache device fails)"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system of --raid or --lvm on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
+			&cli.StringFlag{Name: "key-file", Usage: "the key `FILE` of --encrypt: an absolute path, root's alone (0400); made with 64 random bytes when missing"},
 			&cli.StringFlag{Name: "cache-kind", Usage: "`KIND` of the --cache: lvmcache (default, dm-cache), writecache (dm-writecache, writeback only) or bcache"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
@@ -163,9 +170,13 @@ Examples:
 				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"), Shrink: c.Bool("shrink"),
+				Encrypt: c.Bool("encrypt"), KeyFile: c.String("key-file"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
+			}
+			if opts.KeyFile != "" && !opts.Encrypt && opts.PlanFile == "" {
+				return usageErr(errors.New("--key-file goes with --encrypt"))
 			}
 			m, err := withTestFlags(c, machineOf(c))
 			if err != nil {
@@ -186,7 +197,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
 		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
-		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" {
+		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" || o.Encrypt || o.KeyFile != "" {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff, --yes and --shrink go with it"))
 	}
 	return planfile.Load(o.PlanFile)
@@ -209,6 +220,9 @@ func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, erro
 		return nil, st, usageErr(errors.New("--raid and --lvm need the member DEVICEs"))
 	}
 	vol := stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
+	if o.Encrypt {
+		vol.Encrypt = &stack.EncryptSpec{KeyFile: o.KeyFile}
+	}
 	use := ""
 	if o.Raid != "" {
 		level, err := strconv.Atoi(o.Raid)
@@ -274,6 +288,8 @@ func (o prepareOptions) cacheRequest() ([]disk.Request, stack.StackRequest, erro
 		return nil, st, usageErr(errors.New("--fs is required: xfs or ext4"))
 	case o.PartitionSize != "":
 		return nil, st, usageErr(errors.New("--partition-size is for a single disk: the origin gets the whole disk"))
+	case o.Encrypt:
+		return nil, st, usageErr(errors.New("--encrypt goes with --raid or --lvm: a cached volume cannot be encrypted yet"))
 	}
 	b := stack.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
 		Volume: stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver},
@@ -294,6 +310,8 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 		return nil, usageErr(errors.New("--size is for --image"))
 	case o.FS == "":
 		return nil, usageErr(errors.New("--fs is required: xfs or ext4"))
+	case o.Encrypt:
+		return nil, usageErr(errors.New("--encrypt goes with --raid or --lvm: a single partition cannot be encrypted yet (try --lvm VG over the one disk)"))
 	}
 	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if pct, isPct, err := units.ParsePercent(o.PartitionSize); isPct {

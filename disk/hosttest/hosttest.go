@@ -82,6 +82,7 @@ type Host struct {
 	nextMD     int
 	removedLVs []string
 	inactive   map[string]*inactiveLV // "VG/LV" of groups made inactive
+	luks       map[string]*luksVol    // LUKS2 volumes by UUID (crypt.go)
 	// bcache (cache.go): registered backing devices by partition name,
 	// cache sets by UUID.
 	bcacheB        map[string]*bcacheBacking
@@ -747,8 +748,21 @@ func (h *Host) MkdirAll(p string, perm fs.FileMode) error {
 		return nil // nothing made: not an effect
 	}
 	h.record(true, "mkdir", p)
-	_, err := h.fs.mkdirAll(p)
-	return err
+	var made []string // the directories made, given perm as the kernel would
+	for q := path.Clean(p); q != "/"; q = path.Dir(q) {
+		if _, _, err := h.fs.resolve(q, true); err != nil {
+			made = append(made, q)
+		}
+	}
+	if _, err := h.fs.mkdirAll(p); err != nil {
+		return err
+	}
+	for _, q := range made {
+		if n, _, err := h.fs.resolve(q, true); err == nil {
+			n.mode = fs.ModeDir | perm
+		}
+	}
+	return nil
 }
 
 // EditFstab edits the fake's fstab file as fstab.Edit does the real one:

@@ -85,6 +85,8 @@ func stackReadOnly(name string, args []string) bool {
 		return slices.Contains(args, "-n")
 	case "mdadm":
 		return len(args) > 0 && (args[0] == "--version" || args[0] == "--detail")
+	case "cryptsetup":
+		return len(args) > 0 && (args[0] == "--version" || args[0] == "luksDump" || args[0] == "status")
 	case "lvm":
 		return len(args) > 0 && args[0] == "version"
 	case "modprobe":
@@ -99,6 +101,8 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 	switch name {
 	case "mdadm":
 		out, err = h.mdadm(args, fail)
+	case "cryptsetup":
+		out, err = h.cryptsetup(args, fail)
 	case "lvm":
 		out = []byte("  LVM version:     2.03.16(2) (2022-05-18)\n  Library version: 1.02.185 (2022-05-18)\n")
 	case "pvs":

@@ -31,7 +31,10 @@
 //	raid:                       # md arrays over the partitions that "use" them
 //	  - name: data
 //	    level: 1                # 0, 1, 5, 6, 10
-//	    filesystem: {fs: xfs, label: data, mount: /data, persist: true}
+//	    filesystem: {fs: xfs, label: data, mount: /data, persist: true,
+//	                 encrypt: {key_file: /etc/diskprep/keys/data.key}}
+//	                            # encrypt (optional, also on a volume): LUKS2 under
+//	                            #   the fs; name: the mapping, discard: TRIM through
 //	lvm:                        # LVM volume groups over the partitions that "use" them
 //	  - vg: fast
 //	    volumes:                # in order; size a share of the group (50%), or
@@ -465,7 +468,7 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 			}
 			for j, vn := range vols {
 				vw := fmt.Sprintf("%s.volumes[%d]", what, j)
-				vf, err := p.fields(vn, vw, "name", "size", "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist")
+				vf, err := p.fields(vn, vw, "name", "size", "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist", "encrypt")
 				if err != nil {
 					return err
 				}
@@ -620,19 +623,59 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 
 // volume reads a stack's filesystem mapping.
 func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool) (stack.VolumeSpec, error) {
-	f, err := p.fields(n, what, "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist")
+	f, err := p.fields(n, what, "fs", "label", "mount", "mount_over", "options", "mkfs_options", "persist", "encrypt")
 	if err != nil {
 		return stack.VolumeSpec{}, err
 	}
 	return p.volumeFields(n, f, what, mounts)
 }
 
+// encrypt reads a volume's encrypt mapping: {key_file: PATH, name: NAME,
+// discard: BOOL}.
+func (p *parser) encrypt(n *yaml.Node, what string) (*stack.EncryptSpec, error) {
+	f, err := p.fields(n, what, "key_file", "name", "discard")
+	if err != nil {
+		return nil, err
+	}
+	e := &stack.EncryptSpec{}
+	kn, ok := f["key_file"]
+	if !ok {
+		return nil, p.errf(n, "%s: missing \"key_file\" (an absolute path; made, 0400, when missing)", what)
+	}
+	if e.KeyFile, err = p.str(kn, what+".key_file"); err != nil {
+		return nil, err
+	}
+	if nn, ok := f["name"]; ok {
+		if e.Name, err = p.str(nn, what+".name"); err != nil {
+			return nil, err
+		}
+	}
+	if dn, ok := f["discard"]; ok {
+		if e.Discard, err = p.boolean(dn, what+".discard"); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.Validate(); err != nil {
+		return nil, p.errf(n, "%s: %v", what, err)
+	}
+	return e, nil
+}
+
 func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string, mounts map[string]int) (stack.VolumeSpec, error) {
+	var enc *stack.EncryptSpec
+	if en, ok := f["encrypt"]; ok {
+		var err error
+		if enc, err = p.encrypt(en, what+".encrypt"); err != nil {
+			return stack.VolumeSpec{}, err
+		}
+	}
 	// The same keys and checks as a partition's file system.
 	m := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
 	keys := make([]string, 0, len(f))
 	for k := range f {
-		keys = append(keys, k)
+		if k != "encrypt" {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
@@ -652,7 +695,7 @@ func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string
 		}
 		mounts[ps.Mount] = n.Line
 	}
-	return stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver}, nil
+	return stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: enc}, nil
 }
 
 func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {

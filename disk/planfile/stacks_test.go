@@ -100,3 +100,40 @@ cache:
 		})
 	}
 }
+
+func TestEncryptInPlan(t *testing.T) {
+	head := "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: C}\n    partitions: [{size: rest, use: lvm:vault}]\n"
+	doc := head + `raid:
+  - name: data
+    level: 1
+    filesystem: {fs: xfs, mount: /data, persist: true, encrypt: {key_file: /etc/diskprep/keys/data.key}}
+lvm:
+  - vg: vault
+    volumes:
+      - {name: home, size: rest, fs: ext4, mount: /home2, encrypt: {key_file: /etc/k/home.key, name: home, discard: true}}
+`
+	p, err := Parse("plan.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stacks()
+	if e := st.Arrays[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/diskprep/keys/data.key"}) || st.Arrays[0].Volume.FS != "xfs" {
+		t.Errorf("array volume %+v", st.Arrays[0].Volume)
+	}
+	if e := st.Groups[0].Volumes[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/k/home.key", Name: "home", Discard: true}) {
+		t.Errorf("volume %+v", st.Groups[0].Volumes[0].Volume)
+	}
+	head = "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: raid:data}]\n"
+	for name, c := range map[string]struct{ doc, want string }{
+		"no key file":  {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
+		"unknown key":  {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},
+		"relative key": {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: k}}}\n", `key file "k": give a clean absolute path`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("plan.yaml", []byte(c.doc))
+			if !errors.Is(err, disk.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want bad input containing %q", err, c.want)
+			}
+		})
+	}
+}

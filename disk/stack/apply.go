@@ -106,6 +106,8 @@ type VolumeResult struct {
 	Mounted    bool   `json:"mounted"`
 	FstabLine  string `json:"fstab_line,omitempty"`
 	FstabAdded bool   `json:"fstab_added,omitempty"`
+	// Crypt is the LUKS2 layer under the file system; nil for none.
+	Crypt *CryptResult `json:"crypt,omitempty"`
 }
 
 // ApplyStacks carries out sp after the member disks' plans were applied:
@@ -158,6 +160,13 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			}
 		}
 	}
+	for _, v := range sp.volumes() {
+		if v.Crypt != nil {
+			if err := need("cryptsetup", "cryptsetup", "--version"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if len(sp.Arrays) > 0 {
 		if err := need("mdadm", "mdadm", "--version"); err != nil {
 			return nil, err
@@ -174,13 +183,29 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 
 	fstabChanged := false
 	volume := func(v VolumePlan) (VolumeResult, error) {
+		var cr *CryptResult
+		if v.Crypt != nil {
+			var err error
+			if v, cr, err = a.applyCrypt(ctx, v, versions["cryptsetup"], &undo); err != nil {
+				return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
+			}
+			res.Changed = res.Changed || cr.KeyMade || cr.Formatted || cr.Opened
+			if v.Crypt.CrypttabLine != "" {
+				added, err := a.ensureCrypttab(v.Crypt)
+				cr.CrypttabAdded = added
+				res.Changed = res.Changed || added
+				if err != nil {
+					return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
+				}
+			}
+		}
 		pp := v.partPlan()
 		pp.Name, pp.Mkfs, pp.MountArgv, pp.FstabLine = filepath.Base(v.Device), v.Mkfs, v.MountArgv, v.FstabLine
 		holder := &disk.Plan{Device: v.Device, Disk: disk.DiskSummary{Name: filepath.Base(v.Device)}}
 		pr, err := a.PreparePartition(ctx, holder, pp, versions[firstOr(v.Mkfs)], &undo)
 		vr := VolumeResult{Device: v.Device, FS: v.FS, Label: v.Label, UUID: pr.UUID, Formatted: pr.Formatted, MkfsArgv: pr.MkfsArgv,
 			MkfsVersion: pr.MkfsVersion, Geometry: v.Geometry, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Mounted: pr.Mounted,
-			FstabLine: v.FstabLine, FstabAdded: pr.FstabAdded}
+			FstabLine: v.FstabLine, FstabAdded: pr.FstabAdded, Crypt: cr}
 		fstabChanged = fstabChanged || pr.FstabAdded
 		res.Changed = res.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded
 		return vr, err
@@ -419,6 +444,12 @@ func (sp *StackPlan) Steps() []string { return disk.Steps(sp.Actions()) }
 func (sp *StackPlan) Actions() []disk.Action {
 	var s []disk.Action
 	vol := func(v VolumePlan) {
+		if v.Crypt != nil {
+			s = append(s, cryptActions(v.Crypt)...)
+			if v.Crypt.CrypttabLine != "" {
+				s = append(s, disk.Action{Text: fmt.Sprintf("ensure in %s: %s", v.Crypt.Crypttab, v.Crypt.CrypttabLine), Op: disk.OpWriteFile, Path: v.Crypt.Crypttab, Maybe: v.Crypt.Format == nil})
+			}
+		}
 		s = append(s, disk.FileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
 	}
 	run := func(argv []string) disk.Action {
@@ -504,7 +535,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		if ap.ChunkBytes > 0 {
 			fmt.Fprintf(&b, ", chunk %s, %d data members", units.FormatSize(ap.ChunkBytes), ap.DataMembers)
 		}
-		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, ap.Device, inMount(ap.Volume))
+		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, onDevice(ap.Volume, ap.Device), inMount(ap.Volume))
 	}
 	for _, gp := range sp.Groups {
 		fmt.Fprintf(&b, "  lvm vg %s over %s, %s in %s extents\n", gp.VG, strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes), units.FormatSize(gp.ExtentBytes))
@@ -513,7 +544,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 			if lp.SizeBytes > 0 {
 				size = units.FormatSize(lp.SizeBytes)
 			}
-			fmt.Fprintf(&b, "    lv %s: %s, %s%s\n", lp.Name, size, lp.Volume.FS, inMount(lp.Volume))
+			fmt.Fprintf(&b, "    lv %s: %s, %s%s%s\n", lp.Name, size, lp.Volume.FS, cryptSuffix(lp.Volume), inMount(lp.Volume))
 		}
 	}
 	for _, cp := range sp.Caches {
@@ -533,6 +564,30 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// onDevice is where the volume's file system is: the device, or LUKS2 on it.
+func onDevice(v VolumePlan, dev string) string {
+	if v.Crypt == nil {
+		return dev
+	}
+	return v.Crypt.Mapper + ", LUKS2 on " + dev + cryptSector(v.Crypt)
+}
+
+// cryptSuffix says a logical volume's file system is on LUKS2.
+func cryptSuffix(v VolumePlan) string {
+	if v.Crypt == nil {
+		return ""
+	}
+	return " on " + v.Crypt.Mapper + " (LUKS2" + cryptSector(v.Crypt) + ")"
+}
+
+func cryptSector(c *CryptPlan) string {
+	s := fmt.Sprintf(", %d-byte sectors", c.SectorBytes)
+	if c.SectorWhy != "" {
+		s += ": " + c.SectorWhy
+	}
+	return s
 }
 
 func inMount(v VolumePlan) string {

@@ -109,6 +109,8 @@ type VolumeSpec struct {
 	Persist   bool     `json:"persist,omitempty"`
 	// MountOver allows mounting over a non-empty directory (PartSpec's).
 	MountOver bool `json:"mount_over,omitempty"`
+	// Encrypt puts the file system on LUKS2 (crypt.go).
+	Encrypt *EncryptSpec `json:"encrypt,omitempty"`
 }
 
 // StackPlan is everything ApplyStacks will do, decided up front, after the
@@ -212,6 +214,9 @@ type VolumePlan struct {
 	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
 	MountOver  bool     `json:"mount_over,omitempty"`
 	FstabLine  string   `json:"fstab_line,omitempty"`
+	// Crypt is the LUKS2 layer the file system sits on (Device is then
+	// its mapping); nil for none.
+	Crypt *CryptPlan `json:"crypt,omitempty"`
 	// fsBytes and fsUsed are the size the existing file system's
 	// superblock gives and the space it counts as used (0: none, or not
 	// known).
@@ -259,6 +264,15 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 				return withOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
 			}
 			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
+		}
+		if err := checkEncrypt(v.Encrypt, what); err != nil {
+			return withOrigin(origin, err)
+		}
+		if v.Encrypt != nil && v.Encrypt.Name != "" {
+			if prev, dup := mounts["crypt:"+v.Encrypt.Name]; dup {
+				return at(origin, "%s: encrypt name %s is already %s's", what, v.Encrypt.Name, prev)
+			}
+			mounts["crypt:"+v.Encrypt.Name] = what
 		}
 		if m := probe.Partitions[0].Mount; m != "" {
 			if prev, dup := mounts[m]; dup {
@@ -328,6 +342,9 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return err
 		}
 		known["cache:"+c.Name], known["origin:"+c.Name] = true, true
+		if c.Volume.Encrypt != nil {
+			return at(c.Origin, "cache %s: a cached volume cannot be encrypted yet; encrypt an array's or a logical volume's file system", c.Name)
+		}
 		if err := checkVolume(c.Origin, "cache "+c.Name, c.Volume); err != nil {
 			return err
 		}
@@ -467,7 +484,9 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []disk.MountEntry) err
 		if note != "" {
 			sp.Notes = append(sp.Notes, note)
 		}
-		if !v.Persist {
+		if !v.Persist || v.Crypt != nil && v.Crypt.FSAfterOpen {
+			// A closed LUKS2 volume's file system UUID is read once it
+			// is open; its fstab line is checked then.
 			continue
 		}
 		want := disk.FstabEntry(v.partPlan())
@@ -601,12 +620,10 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 			// line, which comes before mkfs: whatever the new array
 			// shows is what its members held before, not ours.
 			ap.Wipe = []string{"wipefs", "--all", ap.Device}
-			vol.FSUUID = pl.MakeUUID()
-			vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
-			if vol.MountPoint != "" {
-				vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, req, mounts, geometry); err != nil {
+				return ap, err
 			}
-		} else if err := pl.planVolume(&vol, pl.Roots.DevPath(running), req, mounts, geometry); err != nil {
+		} else if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, req, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
@@ -621,10 +638,8 @@ func (pl Planner) planArray(a ArraySpec, ms []member, req StackRequest, mounts [
 		// before (an earlier array of the same layout, its file system):
 		// it is wiped before anything else, and mkfs may overwrite.
 		ap.Wipe = []string{"wipefs", "--all", ap.Device}
-		vol.FSUUID = pl.MakeUUID()
-		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, req.NoDiscard, geometry)
-		if vol.MountPoint != "" {
-			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+		if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, req, mounts, geometry); err != nil {
+			return ap, err
 		}
 	}
 	ap.ConfLine = fmt.Sprintf("ARRAY %s metadata=%s UUID=%s", ap.Device, mdMetadata, ap.UUID)
@@ -1017,7 +1032,11 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 			if real, err := h.EvalSymlinks(lp.Path); err == nil {
 				node = real
 			}
-			if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
+			if lv.Volume.Encrypt != nil && (lp.Grow != nil || lp.Shrink != nil) {
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not resize an encrypted volume yet (asked %s, it has %s)",
+					lp.Path, units.FormatSize(lp.SizeBytes), units.FormatSize(size))))
+			}
+			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, req, mounts, ""); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
 			// resize2fs shrinks only an unmounted file system, and only
@@ -1045,10 +1064,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			vol.FSUUID = pl.MakeUUID()
-			vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
-			if vol.MountPoint != "" {
-				vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, max(lp.SizeBytes, lvmExtentBytes), req, mounts, ""); err != nil {
+				return gp, withOrigin(lv.Origin, err)
 			}
 		}
 		if vol.Persist {
@@ -1067,7 +1084,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 // -n, dumpe2fs -h: xfs keeps its superblock in its own cache, so the
 // disk's copy may lag); an unmounted one's is its superblock's.
 func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
-	if lp.Grow != nil || lp.Shrink != nil || v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 {
+	if lp.Grow != nil || lp.Shrink != nil || v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 || v.Crypt != nil {
 		return nil
 	}
 	fsBytes := v.fsBytes

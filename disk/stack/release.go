@@ -28,10 +28,21 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	dms := map[string]bool{}    // dm kernel names of logical volumes
 	bcache := map[string]bool{} // bcache kernel names
 	var lower []string          // disks and partitions given
+	crypts := map[string]bool{} // dm kernel names of LUKS mappings
 	for n := range names {
 		switch {
 		case strings.HasPrefix(n, "md"):
 			mds[n] = true
+		case strings.HasPrefix(n, "dm-") && a.isCrypt(n):
+			crypts[n] = true
+			for _, m := range a.cryptBacking(n) {
+				switch {
+				case strings.HasPrefix(m, "md"):
+					mds[m] = true
+				case strings.HasPrefix(m, "dm-"):
+					dms[m] = true
+				}
+			}
 		case strings.HasPrefix(n, "dm-"):
 			dms[n] = true
 		case strings.HasPrefix(n, "bcache"):
@@ -43,6 +54,8 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				switch h := de.Name(); {
 				case strings.HasPrefix(h, "md"):
 					mds[h] = true
+				case strings.HasPrefix(h, "dm-") && a.isCrypt(h):
+					crypts[h] = true
 				case strings.HasPrefix(h, "dm-"):
 					dms[h] = true
 				case strings.HasPrefix(h, "bcache"):
@@ -54,6 +67,8 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	members := map[string]bool{}
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
+	// The mappings above the arrays and volumes found go first.
+	defer a.addCrypts(plan, devs, crypts, opt)
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.WipeOrder(lower)
@@ -64,6 +79,12 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	addDev := func(name string) {
 		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
 			devs[n] = name
+		}
+		des, _ := a.host.ReadDir(a.roots.SysPath("class/block", name, "holders"))
+		for _, de := range des {
+			if h := de.Name(); strings.HasPrefix(h, "dm-") && a.isCrypt(h) {
+				crypts[h] = true
+			}
 		}
 	}
 	// Logical volumes: their whole volume group.
@@ -394,6 +415,9 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 		}
 		res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		return nil
+	}
+	if err := a.releaseCrypt(ctx, s, res, step); err != nil {
+		return err
 	}
 	if err := a.releaseBcache(ctx, s, res); err != nil {
 		return err

@@ -1,0 +1,182 @@
+package hosttest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+)
+
+// LUKS2 volumes of the fake machine (cryptsetup luksFormat, open, close,
+// erase). The header is what the prober reads (magic, version, UUID); the
+// opened mapping is a device-mapper device of its own bytes, kept across
+// close and open, held on its backing device as the kernel shows it.
+
+// luksHeaderBytes is the room LUKS2's default header takes at the start.
+const luksHeaderBytes = 16 << 20
+
+type luksVol struct {
+	key    []byte // nil once erased: no key slot opens it
+	sector int
+	store  *sparse
+	size   uint64
+}
+
+func luksHeader(uuid string) []byte {
+	h := make([]byte, 512)
+	copy(h, "LUKS\xba\xbe")
+	binary.BigEndian.PutUint16(h[6:], 2)
+	copy(h[168:208], uuid)
+	return h
+}
+
+// readLUKSUUID is the UUID of the LUKS header at the start of b, "" for none.
+func readLUKSUUID(b *blockDev) string {
+	h := make([]byte, 512)
+	b.store.readAt(h, b.offset)
+	if string(h[:6]) != "LUKS\xba\xbe" {
+		return ""
+	}
+	return string(bytes.TrimRight(h[168:208], "\x00"))
+}
+
+func (h *Host) keyFile(args []string) ([]byte, bool) {
+	p, ok := flagValue(args, "--key-file")
+	if !ok {
+		return nil, false
+	}
+	n, _, err := h.fs.resolve(p, true)
+	if err != nil || !n.mode.IsRegular() || len(n.data) == 0 {
+		return nil, false
+	}
+	return n.data, true
+}
+
+func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	if h.luks == nil {
+		h.luks = map[string]*luksVol{}
+	}
+	if len(args) == 0 {
+		return fail(1, "cryptsetup: no action")
+	}
+	var pos []string // the positional arguments after the action
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--batch-mode" || a == "-q" || a == "--allow-discards":
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
+			i++
+		case !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+		}
+	}
+	switch args[0] {
+	case "--version":
+		return []byte("cryptsetup 2.6.1 flags: UDEV BLKID KEYRING KERNEL_CAPI\n"), nil
+	case "luksFormat":
+		if len(pos) != 1 {
+			return fail(1, "cryptsetup luksFormat: one device")
+		}
+		key, ok := h.keyFile(args)
+		if !ok {
+			return fail(1, "Failed to open key file.")
+		}
+		b, err := h.deviceAt(pos[0])
+		if err != nil {
+			return fail(4, "Device "+pos[0]+" does not exist or access denied.")
+		}
+		if b.claimed || b.exclusive || h.mountedDev(b) || h.holdersOf(b) {
+			return fail(5, "Cannot format device "+pos[0]+" in use.")
+		}
+		uuid, _ := flagValue(args, "--uuid")
+		sector, _ := flagValue(args, "--sector-size")
+		sec, _ := strconv.Atoi(sector)
+		if sec == 0 {
+			sec = 512
+		}
+		if b.size%uint64(sec) != 0 {
+			return fail(1, "Device size is not aligned to requested sector size.")
+		}
+		if b.size <= luksHeaderBytes {
+			return fail(1, "Device "+pos[0]+" is too small.")
+		}
+		b.store.writeAt(luksHeader(uuid), b.offset)
+		h.luks[uuid] = &luksVol{key: append([]byte(nil), key...), sector: sec, store: newSparse(), size: b.size - luksHeaderBytes}
+		return nil, nil
+	case "open", "luksOpen":
+		if len(pos) != 2 {
+			return fail(1, "cryptsetup open: a device and a name")
+		}
+		b, err := h.deviceAt(pos[0])
+		if err != nil {
+			return fail(4, "Device "+pos[0]+" does not exist or access denied.")
+		}
+		v := h.luks[readLUKSUUID(b)]
+		if v == nil {
+			return fail(1, "Device "+pos[0]+" is not a valid LUKS device.")
+		}
+		key, ok := h.keyFile(args)
+		if !ok || v.key == nil || !bytes.Equal(key, v.key) {
+			return fail(2, "No key available with this passphrase.")
+		}
+		name := pos[1]
+		if _, _, err := h.fs.resolve("/dev/mapper/"+name, false); err == nil {
+			return fail(5, "Device "+name+" already exists.")
+		}
+		for _, st := range h.stacks {
+			if st.kind == "crypt" && st.members[0] == b {
+				return fail(5, "Device "+pos[0]+" is already in use.")
+			}
+		}
+		i := 0
+		for ; h.devs[fmt.Sprintf("dm-%d", i)] != nil; i++ {
+		}
+		dm := fmt.Sprintf("dm-%d", i)
+		dev := &blockDev{name: dm, major: 253, minor: uint32(i), size: v.size, sector: uint64(v.sector), store: v.store, parts: map[int]*blockDev{}}
+		h.addDev(dev)
+		sys := h.sysDir(dev)
+		h.fs.put(sys+"/dm/name", &node{mode: 0o444, data: []byte(name + "\n")})
+		h.fs.put(sys+"/dm/uuid", &node{mode: 0o444, data: []byte("CRYPT-LUKS2-" + strings.ReplaceAll(readLUKSUUID(b), "-", "") + "-" + name + "\n")})
+		h.stacks[dm] = &stackDev{kind: "crypt", name: name, members: []*blockDev{b}}
+		h.fs.mkdirAll(sys + "/slaves/" + b.name)
+		h.fs.mkdirAll(h.sysDir(b) + "/holders/" + dm)
+		h.fs.mkdirAll("/dev/mapper")
+		h.fs.put("/dev/mapper/"+name, &node{mode: fs.ModeSymlink | 0o777, link: "/dev/" + dm})
+		return nil, nil
+	case "close", "luksClose":
+		if len(pos) != 1 {
+			return fail(1, "cryptsetup close: one name")
+		}
+		name := strings.TrimPrefix(pos[0], "/dev/mapper/")
+		for dm, st := range h.stacks {
+			if st.kind != "crypt" || st.name != name {
+				continue
+			}
+			b := h.devs[dm]
+			if h.mountedDev(b) || h.holdersOf(b) {
+				return fail(5, "Device "+name+" is still in use.")
+			}
+			h.dropStack(b, st)
+			h.fs.removeAll("/dev/mapper/" + name)
+			return nil, nil
+		}
+		return fail(4, "Device "+name+" is not active.")
+	case "erase", "luksErase":
+		if len(pos) != 1 {
+			return fail(1, "cryptsetup erase: one device")
+		}
+		b, err := h.deviceAt(pos[0])
+		if err != nil {
+			return fail(4, "Device "+pos[0]+" does not exist or access denied.")
+		}
+		v := h.luks[readLUKSUUID(b)]
+		if v == nil {
+			return fail(1, "Device "+pos[0]+" is not a valid LUKS device.")
+		}
+		v.key = nil
+		return nil, nil
+	}
+	return fail(1, "cryptsetup "+args[0]+" is not faked")
+}

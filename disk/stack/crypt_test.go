@@ -1,0 +1,238 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/hosttest"
+	"github.com/diskprep/diskprep/disk/stack"
+)
+
+// LUKS2 under an array's and a logical volume's file system, on the fake:
+// the key made root's alone, luksFormat and open before mkfs, the crypttab
+// and fstab lines, a rerun that changes nothing, a closed volume opened
+// again with its files kept, and the key files refused.
+
+func cryptCase() stackCase {
+	enc := func(key string) *stack.EncryptSpec { return &stack.EncryptSpec{KeyFile: key} }
+	return stackCase{
+		reqs: []disk.Request{member("/dev/sdb", "raid:data"), member("/dev/sdc", "raid:data"), member("/dev/sdd", "lvm:vault")},
+		stack: stack.StackRequest{
+			Arrays: []stack.ArraySpec{{Name: "data", Level: 1,
+				Volume: stack.VolumeSpec{FS: "xfs", Mount: "/mnt/data", Persist: true, Encrypt: enc("/etc/diskprep/keys/data.key")}}},
+			Groups: []stack.GroupSpec{{VG: "vault", Volumes: []stack.LVSpec{
+				{Name: "home", Volume: stack.VolumeSpec{FS: "ext4", Mount: "/mnt/home", Persist: true, Encrypt: enc("/etc/diskprep/keys/home.key")}}}}},
+		},
+	}
+}
+
+func TestStackCrypt(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd")
+	plans, sp, err := r.plan(cryptCase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry bytes.Buffer
+	sp.WriteText(&dry)
+	for _, want := range []string{
+		"make key file /etc/diskprep/keys/data.key",
+		"cryptsetup luksFormat --batch-mode --type luks2 --uuid 00000000-0000-4000-8000-000000000008 --sector-size 4096",
+		"--key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data",
+		"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data data_crypt",
+		"mkfs.xfs", "/dev/mapper/data_crypt",
+		"ensure in /etc/crypttab: data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks",
+		"/dev/mapper/vault-home_crypt",
+	} {
+		if !strings.Contains(dry.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, dry.String())
+		}
+	}
+	res, err := r.apply(plans, sp)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	ar := res.Arrays[0].Volume
+	if ar.Crypt == nil || !ar.Crypt.KeyMade || !ar.Crypt.Formatted || !ar.Crypt.Opened || !ar.Crypt.CrypttabAdded ||
+		ar.Crypt.SectorBytes != 4096 || !strings.HasPrefix(ar.Crypt.CryptsetupVersion, "cryptsetup 2.") || ar.Device != "/dev/mapper/data_crypt" || !ar.Formatted || !ar.Mounted {
+		t.Errorf("array volume %+v crypt %+v", ar, ar.Crypt)
+	}
+	for _, key := range []string{"/etc/diskprep/keys/data.key", "/etc/diskprep/keys/home.key"} {
+		fi, err := r.h.Lstat(key)
+		if err != nil || fi.Mode().Perm() != 0o400 || fi.Size() != 64 {
+			t.Errorf("key file %s: %v %v", key, fi, err)
+		}
+	}
+	if d, _ := r.h.Stat("/etc/diskprep/keys"); d == nil || d.Mode().Perm() != 0o700 {
+		t.Errorf("key directory: %v", d)
+	}
+	ct := string(r.h.File("/etc/crypttab"))
+	if !strings.Contains(ct, "# diskprep: data_crypt added 2026-12-01") || !strings.Contains(ct, "data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks\n") ||
+		!strings.Contains(ct, "vault-home_crypt UUID=") {
+		t.Errorf("crypttab:\n%s", ct)
+	}
+	if f := string(r.h.File("/etc/fstab")); !strings.Contains(f, "UUID="+ar.UUID+"\t/mnt/data\txfs\tdefaults,nofail") {
+		t.Errorf("fstab:\n%s", f)
+	}
+	stacks := strings.Join(r.h.Stacks(), "\n")
+	for _, want := range []string{"crypt data_crypt raid0 md127", "crypt vault-home_crypt raid0 dm-1"} {
+		if !strings.Contains(stacks, want) {
+			t.Errorf("stacks lack %q:\n%s", want, stacks)
+		}
+	}
+
+	// Again: already prepared as asked, nothing written.
+	r.h.ResetLog()
+	plans, sp, err = r.plan(cryptCase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.Unchanged {
+		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
+	}
+	if res, err = r.apply(plans, sp); err != nil || res.Changed {
+		t.Fatalf("rerun: %v %+v", err, res)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("rerun wrote: %v", w)
+	}
+
+	// Closed (as after a boot without crypttab): opened again, its file
+	// system kept, not made anew.
+	r.h.ByOthers(func() {
+		if err := r.h.Unmount("/mnt/data"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.h.Run(t.Context(), "cryptsetup", "close", "data_crypt"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	plans, sp, err = r.plan(cryptCase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sp.Arrays[0].Volume.Crypt; c.Format != nil || c.Open == nil || !c.FSAfterOpen {
+		t.Errorf("closed volume planned %+v", c)
+	}
+	if res, err = r.apply(plans, sp); err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Arrays[0].Volume; v.Formatted || !v.Mounted || !v.Crypt.Opened || v.UUID != ar.UUID {
+		t.Errorf("reopened volume %+v (first UUID %s)", v, ar.UUID)
+	}
+}
+
+func TestStackCryptKeyFileRefused(t *testing.T) {
+	for name, set := range map[string]func(h *hosttest.Host){
+		"readable by others": func(h *hosttest.Host) {
+			h.SetFile("/etc/diskprep/keys/data.key", []byte("0123456789"))
+		},
+		"owned by a user": func(h *hosttest.Host) {
+			h.SetFile("/etc/diskprep/keys/data.key", []byte("0123456789"))
+			h.Chown("/etc/diskprep/keys/data.key", 1000, 0o400)
+		},
+		"a link owned by a user": func(h *hosttest.Host) {
+			h.SetFile("/root/k", []byte("0123456789"))
+			h.Chown("/root/k", 0, 0o400)
+			h.Mkdir("/etc/diskprep/keys")
+			h.Symlink("/root/k", "/etc/diskprep/keys/data.key")
+			h.Chown("/etc/diskprep/keys/data.key", 1000, 0o777)
+		},
+		"in a directory others can write": func(h *hosttest.Host) {
+			h.Mkdir("/etc/diskprep/keys")
+			h.Chown("/etc/diskprep/keys", 0, 0o777)
+		},
+		"in a user's directory": func(h *hosttest.Host) {
+			h.Mkdir("/etc/diskprep/keys")
+			h.Chown("/etc/diskprep/keys", 1000, 0o700)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newStackRig(t, "sdb", "sdc", "sdd")
+			set(r.h)
+			_, _, err := r.plan(cryptCase())
+			if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "key file /etc/diskprep/keys/data.key") {
+				t.Fatalf("got %v, want a refusal naming the key file", err)
+			}
+			if w := r.h.Writes(); len(w) > 0 {
+				t.Errorf("planning wrote: %v", w)
+			}
+		})
+	}
+}
+
+func TestStackCryptBadInput(t *testing.T) {
+	for name, e := range map[string]stack.EncryptSpec{
+		"no key file":      {},
+		"relative":         {KeyFile: "keys/data.key"},
+		"space":            {KeyFile: "/etc/my keys/data.key"},
+		"bad mapping name": {KeyFile: "/etc/k", Name: "a/b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cryptCase()
+			c.stack.Arrays[0].Volume.Encrypt = &e
+			if err := c.stack.Validate(c.reqs); !errors.Is(err, disk.ErrUsage) {
+				t.Fatalf("got %v, want a usage error", err)
+			}
+		})
+	}
+}
+
+// release: without --wipe the mapping closes, its crypttab entry goes and
+// the data stays; with --wipe every key slot is destroyed, then the header,
+// and nothing of the stacks is left.
+func TestStackCryptRelease(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd")
+	r.prepare(t, cryptCase())
+	r.h.ResetLog()
+
+	p, err := disk.PlanRelease(context.Background(), "/mnt/data", disk.ReleaseOptions{}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stacks == nil || strings.Join(p.Stacks.CryptClose, ",") != "data_crypt" || len(p.Stacks.CryptErase) != 0 ||
+		strings.Join(p.Stacks.CrypttabRemove, ",") != "data_crypt" || strings.Join(p.Stacks.MDStop, ",") != "/dev/md127" {
+		t.Fatalf("release plan: %+v", p.Stacks)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("planning the release wrote: %v", w)
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	ct := string(r.h.File("/etc/crypttab"))
+	if strings.Contains(ct, "data_crypt") || !strings.Contains(ct, "vault-home_crypt") {
+		t.Errorf("crypttab after the release of data:\n%s", ct)
+	}
+	if got := strings.Join(r.h.Stacks(), "\n"); strings.Contains(got, "data_crypt") || strings.Contains(got, "md127") {
+		t.Errorf("stacks after the release: %s", got)
+	}
+
+	r.h.ResetLog()
+	p, err = disk.PlanRelease(context.Background(), "/mnt/home", disk.ReleaseOptions{Wipe: true}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	for _, want := range []string{"cryptsetup close vault-home_crypt", "cryptsetup erase --batch-mode /dev/dm-1", "wipefs --all /dev/dm-1", "lvremove --yes vault/home"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("release --wipe dry run lacks %q:\n%s", want, b.String())
+		}
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.h.Stacks(), "\n"); strings.Contains(got, "vault") {
+		t.Errorf("stacks after release --wipe: %s", got)
+	}
+	if sigs := r.h.Signatures("sdd"); len(sigs) != 0 {
+		t.Errorf("sdd is not signature-free: %v", sigs)
+	}
+	if strings.Contains(string(r.h.File("/etc/crypttab")), "vault-home_crypt") || strings.Contains(string(r.h.File("/etc/fstab")), "/mnt/home") {
+		t.Errorf("crypttab or fstab still name the volume:\n%s\n%s", r.h.File("/etc/crypttab"), r.h.File("/etc/fstab"))
+	}
+}
