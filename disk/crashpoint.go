@@ -41,7 +41,9 @@ import (
 // (after pvcreate, vgcreate, lvcreate); of day two: vg-extended,
 // lv-grown (after vgextend, lvextend), fs-checked, fs-shrunk, lv-shrunk
 // (after prepare --shrink's e2fsck, resize2fs, lvreduce), md-removed,
-// md-added (after replace's mdadm --remove, --add); and of the caches:
+// md-added (after replace's mdadm --remove, --add); of encryption:
+// luks-formatted, luks-opened (after cryptsetup luksFormat, open),
+// crypttab (crypttab replaced); and of the caches:
 // cache-converted (after lvconvert), bcache-made (after make-bcache),
 // bcache-registered, bcache-attached, bcache-mode (after the sysfs writes).
 // mkfs and formatted are also the steps of a file system on an array,
@@ -125,6 +127,10 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 			crashPoint("md-removed")
 		case name == "mdadm" && slices.Contains(args, "--add"):
 			crashPoint("md-added")
+		case name == "cryptsetup" && len(args) > 0 && args[0] == "luksFormat":
+			crashPoint("luks-formatted")
+		case name == "cryptsetup" && len(args) > 0 && args[0] == "open":
+			crashPoint("luks-opened")
 		case name == "pvcreate":
 			crashPoint("pv-created")
 		case name == "vgcreate":
@@ -173,6 +179,9 @@ func (h *crashHost) WriteFile(path string, data []byte, perm os.FileMode) error 
 	}
 	if err == nil && filepath.Base(path) == "mdadm.conf" {
 		crashPoint("mdadm-conf")
+	}
+	if err == nil && filepath.Base(path) == "crypttab" {
+		crashPoint("crypttab")
 	}
 	return err
 }

@@ -104,7 +104,7 @@ needs no root when the facts are readable.
 
 --diff reads the disks and says, one line a layer in the order prepare
 would take them (image, table, partition, filesystem, mount, fstab, md,
-mdadm.conf, pv, vg, lv, cache), what it would keep, create, change or
+mdadm.conf, pv, vg, lv, cache, luks, crypttab), what it would keep, create, change or
 destroy, naming what a destroyed partition holds. It changes nothing and
 exits 0 when the disks are already as asked, 1 when something would
 change, 3 when the guard would refuse (the lines then show what --wipe

@@ -33,6 +33,10 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 			[]string{"mdadm --create /dev/md/data --run --metadata=1.2 --name=data --level=1 --raid-devices=2", "/dev/sdb1 /dev/sdc1", "wipefs --all /dev/md/data", "mkfs.xfs -f -m uuid=", "ensure in /etc/mdadm/mdadm.conf: ARRAY /dev/md/data metadata=1.2 UUID=", "dry run: nothing was changed"}},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "fast/scratch:1G", "--fs", "ext4", "--mount", "/scratch", "--dry-run", "--no-discard"},
 			[]string{"pvcreate --metadatatype 2 --dataalignment 1024k /dev/sdb1", "vgcreate --physicalextentsize 4096k fast /dev/sdb1 /dev/sdc1", "lvcreate --yes --wipesignatures y --name scratch --size 1073741824b fast", "mkfs.ext4 -U", "-E nodiscard /dev/fast/scratch"}},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--mount", "/data", "--persist", "--encrypt", "--key-file", "/etc/diskprep/keys/data.key", "--dry-run", "--no-discard"},
+			[]string{"xfs on /dev/mapper/data_crypt, LUKS2 on /dev/md/data, 4096-byte sectors", "make key file /etc/diskprep/keys/data.key (64 random bytes, mode 0400, root's)",
+				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data",
+				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data data_crypt", "ensure in /etc/crypttab: data_crypt UUID=", "mount -t xfs /dev/mapper/data_crypt /data"}},
 	} {
 		m, h := stackMachine(t)
 		code, out, errOut := runArgsOn(m, c.args...)
@@ -97,6 +101,10 @@ func TestPrepareStackShorthandBadInput(t *testing.T) {
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--lvm", "v", "--fs", "xfs", "--dry-run"}, "give --raid or --lvm, not both"},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--lvm", "v/a:huge", "--fs", "xfs", "--dry-run"}, "size \"huge\""},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--fs", "xfs", "--dry-run"}, "several go with --raid or --lvm"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH)"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--key-file", "/etc/k", "--dry-run"}, "--key-file goes with --encrypt"},
+		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--encrypt", "--key-file", "k", "--dry-run"}, `key file "k": give a clean absolute path`},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "--encrypt goes with --raid or --lvm"},
 	} {
 		m, _ := stackMachine(t)
 		code, _, errOut := runArgsOn(m, c.args...)

@@ -54,6 +54,13 @@ type CryptPlan struct {
 	// Wipe and NoDiscard are the request's, for FSAfterOpen.
 	Wipe      bool `json:"wipe,omitempty"`
 	NoDiscard bool `json:"no_discard,omitempty"`
+	// lineMissing: crypttab has no entry for the mapping yet.
+	lineMissing bool
+}
+
+// changes says whether the layer needs any step.
+func (c *CryptPlan) changes() bool {
+	return c != nil && (c.MakeKey || c.Format != nil || c.Open != nil || c.lineMissing)
 }
 
 // keyFileBytes is the size of a key file diskprep makes: 512 bits, as
@@ -336,11 +343,12 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *EncryptSpec, node string, fresh 
 			opts += ",discard"
 		}
 		c.CrypttabLine = fmt.Sprintf("%s UUID=%s %s %s", c.Name, c.UUID, c.KeyFile, opts)
-		if data, err := h.ReadFile(c.Crypttab); err == nil {
-			if have, _, ok := crypttabEntry(string(data), c.Name); ok && !sameCrypttabLine(have, c.CrypttabLine) {
-				return disk.Refuse(v.Device, fmt.Sprintf("%s already has %s as %q, not %q", c.Crypttab, c.Name, strings.TrimSpace(have), c.CrypttabLine))
-			}
+		data, _ := h.ReadFile(c.Crypttab)
+		have, _, ok := crypttabEntry(string(data), c.Name)
+		if ok && !sameCrypttabLine(have, c.CrypttabLine) {
+			return disk.Refuse(v.Device, fmt.Sprintf("%s already has %s as %q, not %q", c.Crypttab, c.Name, strings.TrimSpace(have), c.CrypttabLine))
 		}
+		c.lineMissing = !ok
 	}
 	c.Wipe, c.NoDiscard = req.Wipe, req.NoDiscard
 	v.Crypt = c

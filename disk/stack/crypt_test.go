@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,6 +52,19 @@ func TestStackCrypt(t *testing.T) {
 			t.Errorf("dry run lacks %q:\n%s", want, dry.String())
 		}
 	}
+	var diff strings.Builder
+	for _, c := range sp.Diff("", "", nil) {
+		fmt.Fprintf(&diff, "%s %s %s %s\n", c.Action, c.Layer, c.Device, c.What)
+	}
+	for _, want := range []string{
+		"create luks /dev/mapper/data_crypt LUKS2 on /dev/md/data, 4096-byte sectors, key file /etc/diskprep/keys/data.key (made)",
+		"create crypttab /etc/crypttab data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks",
+		"create filesystem /dev/mapper/data_crypt",
+	} {
+		if !strings.Contains(diff.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, diff.String())
+		}
+	}
 	res, err := r.apply(plans, sp)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
@@ -92,6 +106,11 @@ func TestStackCrypt(t *testing.T) {
 	}
 	if !sp.Unchanged {
 		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
+	}
+	for _, c := range sp.Diff("", string(r.h.File("/etc/crypttab")), nil) {
+		if (c.Layer == "luks" || c.Layer == "crypttab") && c.Action != disk.ActKeep {
+			t.Errorf("rerun diff: %+v", c)
+		}
 	}
 	if res, err = r.apply(plans, sp); err != nil || res.Changed {
 		t.Fatalf("rerun: %v %+v", err, res)

@@ -13,9 +13,9 @@ import (
 )
 
 // Diff lists, layer by layer and in ApplyStacks' order, what it would do
-// with sp: mdadmConf is the mdadm.conf as it is ("" when missing), and
-// fstabLines the host's fstab. It reads nothing itself.
-func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Change {
+// with sp: mdadmConf and crypttab are those files as they are ("" when
+// missing), and fstabLines the host's fstab. It reads nothing itself.
+func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) []disk.Change {
 	var cs []disk.Change
 	add := func(act, layer, dev, what string) {
 		cs = append(cs, disk.Change{Action: act, Layer: layer, Device: dev, What: what})
@@ -39,7 +39,7 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			}
 		}
 		add(conf, "mdadm.conf", sp.MdadmConf, ap.ConfLine)
-		cs = append(cs, volumeChanges(ap.Volume, fstabLines)...)
+		cs = append(cs, volumeChanges(ap.Volume, crypttab, fstabLines)...)
 	}
 	for _, gp := range sp.Groups {
 		made := map[string]bool{}
@@ -82,7 +82,7 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			default:
 				add(act(lv.Create), "lv", lv.Path, what)
 			}
-			vc := volumeChanges(lv.Volume, fstabLines)
+			vc := volumeChanges(lv.Volume, crypttab, fstabLines)
 			for i, c := range vc {
 				if lv.FSGrow != nil && c.Layer == "filesystem" && c.Action == disk.ActKeep {
 					vc[i] = disk.Change{Action: disk.ActChange, Layer: "filesystem", Device: c.Device,
@@ -102,16 +102,39 @@ func (sp *StackPlan) Diff(mdadmConf string, fstabLines []fstab.Line) []disk.Chan
 			what += ", " + cp.Existing
 		}
 		add(a, "cache", cp.Device, what)
-		cs = append(cs, volumeChanges(cp.Volume, fstabLines)...)
+		cs = append(cs, volumeChanges(cp.Volume, crypttab, fstabLines)...)
 	}
 	return cs
 }
 
-// volumeChanges are a stack volume's filesystem, mount and fstab lines.
-func volumeChanges(v VolumePlan, fstabLines []fstab.Line) []disk.Change {
+// volumeChanges are a stack volume's LUKS2 layer and crypttab line, when
+// encrypted, then its filesystem, mount and fstab lines.
+func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []disk.Change {
+	var cs []disk.Change
+	if c := v.Crypt; c != nil {
+		a := disk.ActKeep
+		if c.Format != nil {
+			a = disk.ActCreate
+		}
+		what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, key file %s", c.Backing, c.SectorBytes, c.KeyFile)
+		if c.MakeKey {
+			what += " (made)"
+		}
+		if c.Open != nil && c.Format == nil {
+			what += ", opened"
+		}
+		cs = append(cs, disk.Change{Action: a, Layer: "luks", Device: c.Mapper, What: what})
+		if c.CrypttabLine != "" {
+			a := disk.ActCreate
+			if have, _, ok := crypttabEntry(crypttab, c.Name); ok && sameCrypttabLine(have, c.CrypttabLine) {
+				a = disk.ActKeep
+			}
+			cs = append(cs, disk.Change{Action: a, Layer: "crypttab", Device: c.Crypttab, What: c.CrypttabLine})
+		}
+	}
 	pp := v.partPlan()
 	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
-	return disk.FileSystemChanges(pp, fstabLines)
+	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)
 }
 
 // DiffStacks is sp.Diff with the mdadm.conf read through deps' host.
@@ -124,5 +147,17 @@ func DiffStacks(sp *StackPlan, fstabLines []fstab.Line, deps disk.Deps) ([]disk.
 		}
 		conf = string(b)
 	}
-	return sp.Diff(conf, fstabLines), nil
+	h := disk.NewApplier(deps).Host()
+	crypttab := ""
+	for _, v := range sp.volumes() {
+		if v.Crypt != nil && v.Crypt.Crypttab != "" {
+			b, err := h.ReadFile(v.Crypt.Crypttab)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("read %s: %w", v.Crypt.Crypttab, err)
+			}
+			crypttab = string(b)
+			break
+		}
+	}
+	return sp.Diff(conf, crypttab, fstabLines), nil
 }

@@ -511,7 +511,7 @@ func withOrigin(origin string, err error) error {
 	return fmt.Errorf("%s: %w", origin, err)
 }
 
-func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil }
+func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil || v.Crypt.changes() }
 
 // arrayGeometry is the chunk and data members of a level over n members.
 func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
