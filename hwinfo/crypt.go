@@ -2,6 +2,9 @@ package hwinfo
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/diskprep/diskprep/hwinfo/probe"
 )
@@ -19,6 +22,8 @@ type Crypt struct {
 	// (/dev/mapper/NAME); what is on it is the holder's (Holders).
 	Open   bool   `json:"open"`
 	Mapper string `json:"mapper,omitempty"`
+	// UUID is the header's, as crypttab's UUID= names it.
+	UUID string `json:"uuid,omitempty"`
 }
 
 // readCrypt fills Crypt for each disk and partition whose signature is
@@ -51,7 +56,7 @@ func (r *reader) cryptOf(path string, size uint64, holders []Holder) *Crypt {
 		}
 		return nil
 	}
-	c := &Crypt{Version: l.Version, Cipher: l.Cipher, KeyBits: l.KeyBits, SectorBytes: l.SectorBytes}
+	c := &Crypt{Version: l.Version, Cipher: l.Cipher, KeyBits: l.KeyBits, SectorBytes: l.SectorBytes, UUID: l.UUID}
 	for _, h := range holders {
 		if h.Kind == "crypt" {
 			c.Open, c.Mapper = true, "/dev/mapper/"+h.DMName
@@ -59,4 +64,75 @@ func (r *reader) cryptOf(path string, size uint64, holders []Holder) *Crypt {
 		}
 	}
 	return c
+}
+
+// checkCrypttab says, one line each, why a LUKS volume that crypttab asks
+// to unlock is not open: its key file is missing, or it did not open it.
+// (A boot goes on without it when the entry says nofail; this is where an
+// admin hears of it.)
+func (r *reader) checkCrypttab(h *Host) {
+	b, err := r.readFile("/etc/crypttab")
+	if err != nil {
+		return
+	}
+	byUUID := map[string]*Crypt{}
+	add := func(c *Crypt) {
+		if c != nil && c.UUID != "" {
+			byUUID[strings.ToLower(c.UUID)] = c
+		}
+	}
+	for i := range h.Disks {
+		add(h.Disks[i].Crypt)
+		for j := range h.Disks[i].Partitions {
+			add(h.Disks[i].Partitions[j].Crypt)
+		}
+	}
+	for i := range h.Arrays {
+		add(h.Arrays[i].Crypt)
+	}
+	for i := range h.VolumeGroups {
+		for j := range h.VolumeGroups[i].LVs {
+			add(h.VolumeGroups[i].LVs[j].Crypt)
+		}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		uuid, ok := strings.CutPrefix(f[1], "UUID=")
+		if !ok {
+			continue
+		}
+		c := byUUID[strings.ToLower(uuid)]
+		if c == nil || c.Open {
+			continue
+		}
+		why := "nothing opened it"
+		if len(f) > 2 && f[2] != "none" && f[2] != "-" && strings.HasPrefix(f[2], "/") {
+			if _, err := os.Stat(r.path(f[2])); errors.Is(err, os.ErrNotExist) {
+				why = "its key file " + f[2] + " is missing"
+			} else {
+				why = "its key file " + f[2] + " did not open it, or nothing tried"
+			}
+		}
+		r.warn("LUKS volume %s (crypttab) is not open: %s (systemctl status %s)", f[0], why, cryptsetupUnit(f[0]))
+	}
+}
+
+// cryptsetupUnit is the systemd unit that opens the crypttab entry name,
+// its name escaped as systemd-escape does.
+func cryptsetupUnit(name string) string {
+	var b strings.Builder
+	for i, c := range []byte(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == ':', c == '.' && i > 0:
+			b.WriteByte(c)
+		case c == '/':
+			b.WriteByte('-')
+		default:
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+	}
+	return "systemd-cryptsetup@" + b.String() + ".service"
 }

@@ -1,6 +1,7 @@
 package hwinfo
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -51,6 +52,19 @@ func TestLUKSVolumes(t *testing.T) {
 	capture(testenv.LUKSFormat(t, 32<<20, "--type", "luks2", "--pbkdf", "pbkdf2", "--sector-size", "4096", "--key-size", "512"), "/dev/sdb1")
 	capture(testenv.LUKSFormat(t, 32<<20, "--type", "luks1", "--cipher", "aes-cbc-essiv:sha256", "--key-size", "256"), "/dev/sdc")
 
+	uuidOf := func(dev string) string {
+		b, err := os.ReadFile(filepath.Join(root, dev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(bytes.TrimRight(b[168:208], "\x00"))
+	}
+	u2, u1 := uuidOf("/dev/sdb1"), uuidOf("/dev/sdc")
+	// crypttab unlocks both: the open one says nothing, the closed one
+	// one line naming its missing key file and the unit to look at.
+	mkfile(t, root, "/etc/crypttab", "# comment\nluks-data UUID="+u2+" /etc/keys/data.key luks\nold-data UUID="+u1+" /etc/keys/old.key luks,nofail\n")
+	mkfile(t, root, "/etc/keys/data.key", "k")
+
 	h, err := Read(context.Background(), Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -58,13 +72,17 @@ func TestLUKSVolumes(t *testing.T) {
 	if len(h.Disks) != 2 || len(h.Disks[0].Partitions) != 1 {
 		t.Fatalf("disks: %+v", h.Disks)
 	}
-	assertSameJSON(t, h.Disks[0].Partitions[0].Crypt, &Crypt{Version: 2, Cipher: "aes-xts-plain64", KeyBits: 512, SectorBytes: 4096, Open: true, Mapper: "/dev/mapper/luks-data"})
+	assertSameJSON(t, h.Disks[0].Partitions[0].Crypt, &Crypt{Version: 2, Cipher: "aes-xts-plain64", KeyBits: 512, SectorBytes: 4096, Open: true, Mapper: "/dev/mapper/luks-data", UUID: u2})
 	assertSameJSON(t, h.Disks[0].Partitions[0].Holders[0].Mounts, []Mount{{Point: "/srv", FSType: "ext4", Options: "rw,relatime", Source: "/dev/mapper/luks-data"}})
-	assertSameJSON(t, h.Disks[1].Crypt, &Crypt{Version: 1, Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, SectorBytes: 512})
+	assertSameJSON(t, h.Disks[1].Crypt, &Crypt{Version: 1, Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, SectorBytes: 512, UUID: u1})
 	for _, w := range h.Warnings {
 		if strings.HasPrefix(w, "/dev/sd") || strings.Contains(w, "LUKS ciphers") {
 			t.Errorf("warning: %s", w)
 		}
+	}
+	want := "LUKS volume old-data (crypttab) is not open: its key file /etc/keys/old.key is missing (systemctl status systemd-cryptsetup@old\\x2ddata.service)"
+	if got := warningsWith(h, "(crypttab)"); len(got) != 1 || got[0] != want {
+		t.Errorf("crypttab warnings %q, want [%q]", got, want)
 	}
 }
 

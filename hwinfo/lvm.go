@@ -236,6 +236,10 @@ func (r *reader) lvUse(lv *LogicalVolume, d dmLV, st *blockState) {
 	lv.Mounts = append(lv.Mounts, st.mounts[d.majmin]...)
 	lv.Swap = st.swaps[d.dev]
 	lv.FSType = fallbackFSType(lv.FSType, lv.Mounts, lv.Swap)
+	if lv.FSType == "crypto_LUKS" {
+		lv.Holders = r.readHolders("/sys/block/"+d.dev, st, 0)
+		lv.Crypt = r.cryptOf("/dev/"+d.dev, lv.SizeBytes, lv.Holders)
+	}
 }
 
 // lvmDMDevices lists the dm devices LVM made.

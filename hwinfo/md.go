@@ -82,6 +82,10 @@ func (r *reader) readArray(name string, st *blockState, diskOf, names map[string
 	a.Mounts = append(a.Mounts, st.mounts[majmin]...)
 	a.Swap = st.swaps[name]
 	a.FSType = fallbackFSType(a.FSType, a.Mounts, a.Swap)
+	if a.FSType == "crypto_LUKS" {
+		a.Holders = r.readHolders(sys, st, 0)
+		a.Crypt = r.cryptOf(a.Path, a.SizeBytes, a.Holders)
+	}
 
 	des, _ := os.ReadDir(r.path(md))
 	for _, de := range des {

@@ -101,6 +101,7 @@ func Read(ctx context.Context, opt Options) (*Host, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	r.checkCrypttab(h)
 	h.Warnings = r.warnings
 	return h, nil
 }

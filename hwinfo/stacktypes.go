@@ -123,6 +123,10 @@ type Array struct {
 	FSUUID  string  `json:"fs_uuid,omitempty"`
 	Mounts  []Mount `json:"mounts,omitempty"`
 	Swap    bool    `json:"swap"`
+	// Crypt is its LUKS header when it holds one, and Holders what is
+	// stacked on it then (the open mapping and what that holds).
+	Crypt   *Crypt   `json:"crypt,omitempty"`
+	Holders []Holder `json:"holders,omitempty"`
 }
 
 // ArraySync is md's sync_action with its progress.
@@ -206,6 +210,10 @@ type LogicalVolume struct {
 	FSUUID  string  `json:"fs_uuid,omitempty"`
 	Mounts  []Mount `json:"mounts,omitempty"`
 	Swap    bool    `json:"swap"`
+	// Crypt is its LUKS header when it holds one, and Holders what is
+	// stacked on it then (the open mapping and what that holds).
+	Crypt   *Crypt   `json:"crypt,omitempty"`
+	Holders []Holder `json:"holders,omitempty"`
 }
 
 // Layer is one level of a storage stack, as Host.Stack follows a device

@@ -268,7 +268,7 @@ func stacksTable(w io.Writer, h *hwinfo.Host) error {
 		for i := range h.Arrays {
 			a := &h.Arrays[i]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, dash(a.ArrayName), dash(a.Level), units.FormatSize(a.SizeBytes),
-				a.StateText(), dash(arrayMembers(a)), dash(stackUse(a.FSType, a.Mounts, a.Swap)))
+				a.StateText(), dash(arrayMembers(a)), dash(stackCell(a.FSType, a.Mounts, a.Swap, a.Crypt, a.Holders)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -287,7 +287,7 @@ func stacksTable(w io.Writer, h *hwinfo.Host) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\t%s\t%s\n", vg.Name, size, free, dash(vgPVs(vg)), dash(vgNote(vg)))
 			for _, lv := range vg.LVs {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", lv.Name, units.FormatSize(lv.SizeBytes), dash(lvType(lv)), dash(lv.Device),
-					dash(strings.Join(lv.PVs, ", ")), dash(stackUse(lv.FSType, lv.Mounts, lv.Swap)))
+					dash(strings.Join(lv.PVs, ", ")), dash(stackCell(lv.FSType, lv.Mounts, lv.Swap, lv.Crypt, lv.Holders)))
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -410,6 +410,15 @@ func lvType(lv hwinfo.LogicalVolume) string {
 }
 
 // stackUse is the filesystem on an array or LV and where it is mounted.
+// stackCell is an array's or logical volume's use: its LUKS volume and
+// what the mapping holds, or its file system and mounts.
+func stackCell(fs string, mounts []hwinfo.Mount, swap bool, c *hwinfo.Crypt, holders []hwinfo.Holder) string {
+	if c != nil {
+		return cryptAndUse(c, use(mounts, swap, holders))
+	}
+	return stackUse(fs, mounts, swap)
+}
+
 func stackUse(fs string, mounts []hwinfo.Mount, swap bool) string {
 	parts := []string{fs}
 	for _, m := range mounts {
@@ -481,7 +490,7 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 				name += " (" + a.ArrayName + ")"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(name), mdCell(a.Level), diskSize(a.SizeBytes),
-				mdCell(a.StateText()), mdCell(arrayMembers(a)), mdCell(stackUse(a.FSType, a.Mounts, a.Swap)))
+				mdCell(a.StateText()), mdCell(arrayMembers(a)), mdCell(stackCell(a.FSType, a.Mounts, a.Swap, a.Crypt, a.Holders)))
 		}
 	}
 	if len(h.VolumeGroups) > 0 {
@@ -495,7 +504,7 @@ func inventoryMarkdown(w io.Writer, h *hwinfo.Host) error {
 			var lvs []string
 			for _, lv := range vg.LVs {
 				s := fmt.Sprintf("%s %s %s", lv.Name, units.FormatSize(lv.SizeBytes), lvType(lv))
-				if u := stackUse(lv.FSType, lv.Mounts, lv.Swap); u != "" {
+				if u := stackCell(lv.FSType, lv.Mounts, lv.Swap, lv.Crypt, lv.Holders); u != "" {
 					s += " (" + u + ")"
 				}
 				lvs = append(lvs, strings.TrimSpace(s))
