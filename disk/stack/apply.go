@@ -161,8 +161,16 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		}
 	}
 	for _, v := range sp.volumes() {
-		if v.Crypt != nil {
-			if err := need("cryptsetup", "cryptsetup", "--version"); err != nil {
+		if v.Crypt == nil {
+			continue
+		}
+		if err := need("cryptsetup", "cryptsetup", "--version"); err != nil {
+			return nil, err
+		}
+		// A closed volume's file system is decided once it is open:
+		// mkfs may run then, and its version goes in the record too.
+		if mkfs := disk.MkfsFor(v.FS, "", "", nil, v.Device, false, true, ""); v.Crypt.FSAfterOpen && len(mkfs) > 0 {
+			if err := need(mkfs[0], disk.FSPackage(v.FS), "-V"); err != nil {
 				return nil, err
 			}
 		}
@@ -601,6 +609,29 @@ func inMount(v VolumePlan) string {
 func (r *StackResult) WriteText(w io.Writer) error {
 	var b strings.Builder
 	vol := func(v VolumeResult) {
+		if c := v.Crypt; c != nil {
+			var did []string
+			if c.KeyMade {
+				did = append(did, "key file made")
+			}
+			if c.Formatted {
+				did = append(did, "formatted")
+			}
+			if c.Opened {
+				did = append(did, "opened")
+			}
+			if len(did) == 0 {
+				did = append(did, "open")
+			}
+			fmt.Fprintf(&b, "    LUKS2 %s on %s, %d-byte sectors, key file %s: %s (%s)\n", c.Mapper, c.Backing, c.SectorBytes, c.KeyFile, strings.Join(did, ", "), c.CryptsetupVersion)
+			if c.CrypttabLine != "" {
+				state := "already present"
+				if c.CrypttabAdded {
+					state = "added"
+				}
+				fmt.Fprintf(&b, "    crypttab (%s): %s\n", state, c.CrypttabLine)
+			}
+		}
 		if v.Device == "" && v.FS == "" {
 			return // the run stopped before its file system
 		}

@@ -338,7 +338,11 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *EncryptSpec, node string, fresh 
 	}
 	if v.Persist {
 		c.Crypttab = pl.Roots.HostPath("etc/crypttab")
-		opts := "luks"
+		// nofail: a boot without the key (or the disk) still completes, as
+		// the fstab line's nofail lets it; headless: a missing key file
+		// fails the unit at once instead of waiting for a passphrase on a
+		// console nobody watches (systemd >= 250; older ones ignore it).
+		opts := "luks,nofail,headless=true"
 		if e.Discard {
 			opts += ",discard"
 		}

@@ -3,6 +3,9 @@ package stack_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,7 +48,7 @@ func TestStackCrypt(t *testing.T) {
 		"--key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data",
 		"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data data_crypt",
 		"mkfs.xfs", "/dev/mapper/data_crypt",
-		"ensure in /etc/crypttab: data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks",
+		"ensure in /etc/crypttab: data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks,nofail,headless=true",
 		"/dev/mapper/vault-home_crypt",
 	} {
 		if !strings.Contains(dry.String(), want) {
@@ -58,7 +61,7 @@ func TestStackCrypt(t *testing.T) {
 	}
 	for _, want := range []string{
 		"create luks /dev/mapper/data_crypt LUKS2 on /dev/md/data, 4096-byte sectors, key file /etc/diskprep/keys/data.key (made)",
-		"create crypttab /etc/crypttab data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks",
+		"create crypttab /etc/crypttab data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks,nofail,headless=true",
 		"create filesystem /dev/mapper/data_crypt",
 	} {
 		if !strings.Contains(diff.String(), want) {
@@ -80,11 +83,20 @@ func TestStackCrypt(t *testing.T) {
 			t.Errorf("key file %s: %v %v", key, fi, err)
 		}
 	}
+	// The key's bytes are in no argv, effect, result or plan.
+	key := r.h.File("/etc/diskprep/keys/data.key")
+	resJSON, _ := json.Marshal(res)
+	planJSON, _ := json.Marshal(sp)
+	for what, text := range map[string]string{"effects": r.h.Transcript(), "result": string(resJSON), "plan": string(planJSON), "dry run": dry.String()} {
+		if len(key) != 64 || strings.Contains(text, string(key)) || strings.Contains(text, hex.EncodeToString(key)) || strings.Contains(text, base64.StdEncoding.EncodeToString(key)) {
+			t.Errorf("the key is in the %s", what)
+		}
+	}
 	if d, _ := r.h.Stat("/etc/diskprep/keys"); d == nil || d.Mode().Perm() != 0o700 {
 		t.Errorf("key directory: %v", d)
 	}
 	ct := string(r.h.File("/etc/crypttab"))
-	if !strings.Contains(ct, "# diskprep: data_crypt added 2026-12-01") || !strings.Contains(ct, "data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks\n") ||
+	if !strings.Contains(ct, "# diskprep: data_crypt added 2026-12-01") || !strings.Contains(ct, "data_crypt UUID=00000000-0000-4000-8000-000000000008 /etc/diskprep/keys/data.key luks,nofail,headless=true\n") ||
 		!strings.Contains(ct, "vault-home_crypt UUID=") {
 		t.Errorf("crypttab:\n%s", ct)
 	}

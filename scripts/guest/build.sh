@@ -213,7 +213,7 @@ guest_build_minimal_root() {
 # The packages of the --systemd root on top of debootstrap's minbase.
 systemd_packages=(
 	systemd systemd-sysv udev kmod dbus util-linux fdisk xfsprogs e2fsprogs gdisk dmsetup
-	lvm2 mdadm bcache-tools smartmontools fio procps
+	lvm2 mdadm bcache-tools cryptsetup-bin smartmontools fio procps
 	openssh-server python3
 )
 
