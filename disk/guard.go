@@ -649,7 +649,9 @@ func MemberOf(use, fsType, label string) bool {
 	case "raid":
 		return fsType == "linux_raid_member" && (label == name || strings.HasSuffix(label, ":"+name))
 	case "lvm":
-		return fsType == "LVM2_member"
+		// A LUKS header: the group's members may be encrypted, which
+		// the stack plan checks (it refuses one for a plain group).
+		return fsType == "LVM2_member" || fsType == "crypto_LUKS"
 	case "origin", "cache":
 		// Which of the two the cache kind makes is its plan's to check.
 		return fsType == "LVM2_member" || fsType == "bcache"
@@ -668,6 +670,9 @@ func ownStack(use string, hs []hwinfo.Holder) bool {
 		switch {
 		case kind == "raid" && h.Kind == "md" && MDNameIs(h.DMName, name):
 		case kind == "lvm" && h.Kind == "lvm" && strings.HasPrefix(h.DMName, DMEscape(name)+"-"):
+		case kind == "lvm" && h.Kind == "crypt" && (len(h.Holders) == 0 || ownStack(use, h.Holders)):
+			// An encrypted member: its mapping holds the group (or
+			// nothing yet, in a run stopped before pvcreate).
 		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, DMEscape(name)+"-") || h.Kind == "bcache"):
 		default:
 			return false

@@ -14,6 +14,12 @@ type StackRelease struct {
 	// header wipefs then clears, before the arrays and volumes go.
 	CryptClose []string `json:"crypt_close,omitempty"`
 	CryptErase []string `json:"crypt_erase,omitempty"`
+	// CryptCloseLower and CryptEraseLower are the same for mappings under
+	// a volume group (encrypted members): closed once the group is
+	// deactivated or removed, their partitions' key slots destroyed then
+	// (wipefs comes with WipeSignatures).
+	CryptCloseLower []string `json:"crypt_close_lower,omitempty"`
+	CryptEraseLower []string `json:"crypt_erase_lower,omitempty"`
 	// Crypttab is the file whose diskprep entries CrypttabRemove (mapping
 	// names) go.
 	Crypttab       string   `json:"crypttab,omitempty"`
@@ -49,7 +55,7 @@ type StackRelease struct {
 }
 
 func (s StackRelease) empty() bool {
-	return len(s.Swapoff)+len(s.CryptClose)+len(s.CryptErase)+len(s.CrypttabRemove)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
+	return len(s.Swapoff)+len(s.CryptClose)+len(s.CryptErase)+len(s.CryptCloseLower)+len(s.CryptEraseLower)+len(s.CrypttabRemove)+len(s.Bcache)+len(s.BcacheSets)+len(s.SplitCache)+len(s.Uncache)+len(s.Deactivate)+len(s.LVRemove)+len(s.VGRemove)+len(s.PVRemove)+len(s.MDStop)+
 		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
 }
 
@@ -92,6 +98,12 @@ func (s StackRelease) actions() []Action {
 	}
 	for _, pv := range s.PVRemove {
 		run("pvremove "+pv, "pvremove", pv)
+	}
+	for _, n := range s.CryptCloseLower {
+		run("cryptsetup close "+n, "cryptsetup", "close", n)
+	}
+	for _, d := range s.CryptEraseLower {
+		run("cryptsetup erase --batch-mode "+d+" (every key slot destroyed: what it held cannot be read again)", "cryptsetup", "erase", "--batch-mode", d)
 	}
 	for _, md := range s.MDStop {
 		run("mdadm --stop "+md, "mdadm", "--stop", md)

@@ -22,6 +22,9 @@ type luksVol struct {
 	sector int
 	store  *sparse
 	size   uint64
+	// dm is the kernel name it was last open as: open again, it gets it
+	// back when free, so what LVM keeps of its members still names it.
+	dm string
 }
 
 func luksHeader(uuid string) []byte {
@@ -133,7 +136,11 @@ func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error))
 		i := 0
 		for ; h.devs[fmt.Sprintf("dm-%d", i)] != nil; i++ {
 		}
+		if v.dm != "" && h.devs[v.dm] == nil {
+			fmt.Sscanf(v.dm, "dm-%d", &i)
+		}
 		dm := fmt.Sprintf("dm-%d", i)
+		v.dm = dm
 		dev := &blockDev{name: dm, major: 253, minor: uint32(i), size: v.size, sector: uint64(v.sector), store: v.store, parts: map[int]*blockDev{}}
 		h.addDev(dev)
 		sys := h.sysDir(dev)

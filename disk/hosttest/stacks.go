@@ -833,6 +833,9 @@ func (h *Host) vgActivate(vg string, fail func(int, string) ([]byte, error)) ([]
 	for k, in := range h.inactive {
 		if in.st.vg == vg {
 			for _, m := range in.st.members {
+				if st := h.stacks[m.name]; st != nil && st.kind == "crypt" {
+					continue // an encrypted member, open
+				}
 				if h.stacks[m.name] != nil || m.major == 253 {
 					return fail(5, "  the fake does not reactivate "+k+": it is built on other volumes")
 				}

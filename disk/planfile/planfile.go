@@ -37,6 +37,8 @@
 //	                            #   the fs; name: the mapping, discard: TRIM through
 //	lvm:                        # LVM volume groups over the partitions that "use" them
 //	  - vg: fast
+//	    # encrypt: {key_file: /etc/diskprep/keys/fast.key}   # LUKS2 on each member
+//	    #   partition, its mapping (sdb1_crypt) the physical volume
 //	    volumes:                # in order; size a share of the group (50%), or
 //	                            #   "rest" (or 100%FREE) for the last only
 //	      - {name: scratch, size: 100G, fs: ext4, mount: /scratch, persist: true}
@@ -436,11 +438,19 @@ func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]i
 		}
 		for i, it := range items {
 			what := fmt.Sprintf("lvm[%d]", i)
-			gf, err := p.fields(it, what, "vg", "volumes", "wipe")
+			gf, err := p.fields(it, what, "vg", "volumes", "wipe", "encrypt")
 			if err != nil {
 				return err
 			}
 			g := stack.GroupSpec{Origin: p.file + ":" + strconv.Itoa(it.Line)}
+			if en, ok := gf["encrypt"]; ok {
+				if g.Encrypt, err = p.encrypt(en, what+".encrypt"); err != nil {
+					return err
+				}
+				if g.Encrypt.Name != "" {
+					return p.errf(en, "%s.encrypt: no name for a group's members: each mapping is named after its partition (sdb1_crypt)", what)
+				}
+			}
 			vn, ok := gf["vg"]
 			if !ok {
 				return p.errf(it, "%s: missing \"vg\"", what)

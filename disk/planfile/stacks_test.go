@@ -109,6 +109,7 @@ func TestEncryptInPlan(t *testing.T) {
     filesystem: {fs: xfs, mount: /data, persist: true, encrypt: {key_file: /etc/diskprep/keys/data.key}}
 lvm:
   - vg: vault
+    encrypt: {key_file: /etc/k/vault.key}
     volumes:
       - {name: home, size: rest, fs: ext4, mount: /home2, encrypt: {key_file: /etc/k/home.key, name: home, discard: true}}
 `
@@ -119,6 +120,9 @@ lvm:
 	st := p.Stacks()
 	if e := st.Arrays[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/diskprep/keys/data.key"}) || st.Arrays[0].Volume.FS != "xfs" {
 		t.Errorf("array volume %+v", st.Arrays[0].Volume)
+	}
+	if e := st.Groups[0].Encrypt; e == nil || e.KeyFile != "/etc/k/vault.key" {
+		t.Errorf("group encrypt %+v", st.Groups[0])
 	}
 	if e := st.Groups[0].Volumes[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/k/home.key", Name: "home", Discard: true}) {
 		t.Errorf("volume %+v", st.Groups[0].Volumes[0].Volume)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +62,8 @@ type GroupResult struct {
 	CreateArgv   []string   `json:"create_argv,omitempty"`
 	// ExtendArgv added the plan's new members to an existing group.
 	ExtendArgv []string `json:"extend_argv,omitempty"`
+	// Crypts are the LUKS2 layers of encrypted members.
+	Crypts []*CryptResult `json:"crypts,omitempty"`
 	// LVMVersion is lvm version's first line.
 	LVMVersion string     `json:"lvm_version,omitempty"`
 	Volumes    []LVResult `json:"volumes"`
@@ -160,6 +164,13 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			}
 		}
 	}
+	for _, gp := range sp.Groups {
+		if len(gp.Crypts) > 0 {
+			if err := need("cryptsetup", "cryptsetup", "--version"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, v := range sp.volumes() {
 		if v.Crypt == nil {
 			continue
@@ -194,17 +205,10 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		var cr *CryptResult
 		if v.Crypt != nil {
 			var err error
-			if v, cr, err = a.applyCrypt(ctx, v, versions["cryptsetup"], &undo); err != nil {
+			v, cr, err = a.applyCrypt(ctx, v, versions["cryptsetup"], &undo)
+			res.Changed = res.Changed || cr.changed()
+			if err != nil {
 				return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
-			}
-			res.Changed = res.Changed || cr.KeyMade || cr.Formatted || cr.Opened
-			if v.Crypt.CrypttabLine != "" {
-				added, err := a.ensureCrypttab(v.Crypt)
-				cr.CrypttabAdded = added
-				res.Changed = res.Changed || added
-				if err != nil {
-					return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
-				}
 			}
 		}
 		pp := v.partPlan()
@@ -263,6 +267,36 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 
 	for _, gp := range sp.Groups {
 		gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: versions["lvm"]}
+		for _, c := range gp.Crypts {
+			cr, err := a.luksUp(ctx, c, versions["cryptsetup"], &undo)
+			gr.Crypts = append(gr.Crypts, cr)
+			res.Changed = res.Changed || cr.changed()
+			if err != nil {
+				res.Groups = append(res.Groups, gr)
+				return res, err
+			}
+		}
+		if gp.Replan {
+			// The members are open now: what LVM finds on them decides.
+			pl := Planner{disk.Planner{Host: a.host, Roots: a.roots}}
+			lvm, err := pl.readLVM(ctx)
+			if err == nil && slices.Contains(slices.Collect(maps.Values(lvm.pvVG)), gr.VG) {
+				// The group is there (a release without --wipe left it
+				// inactive): active again, as it was.
+				if err = a.Do(ctx, "activate volume group", []string{"vgchange", "--activate", "y", gr.VG}); err == nil {
+					lvm, err = pl.readLVM(ctx)
+				}
+			}
+			if err == nil {
+				var crypts = gp.Crypts
+				gp, err = pl.planGroup(ctx, gp.spec, gp.members, gp.req, lvm, gp.mounts)
+				gp.Crypts = crypts
+			}
+			if err != nil {
+				res.Groups = append(res.Groups, gr)
+				return res, fmt.Errorf("vg %s, its members opened: %w", gr.VG, err)
+			}
+		}
 		for _, argv := range gp.PVCreate {
 			dev := argv[len(argv)-1]
 			if err := a.CheckMembersFree([]string{dev}, "lvm:"+gp.VG); err != nil {
@@ -479,6 +513,19 @@ func (sp *StackPlan) Actions() []disk.Action {
 		vol(ap.Volume)
 	}
 	for _, gp := range sp.Groups {
+		for _, c := range gp.Crypts {
+			s = append(s, cryptActions(c)...)
+			s = append(s, disk.Action{Text: fmt.Sprintf("ensure in %s: %s", c.Crypttab, c.CrypttabLine), Op: disk.OpWriteFile, Path: c.Crypttab, Maybe: c.Format == nil})
+		}
+		// A closed member is opened, and the group planned again from
+		// what LVM then finds: each step is as far as can be known.
+		from := len(s)
+		if gp.Replan {
+			s = append(s, disk.Action{Text: fmt.Sprintf("once its members are open, vg %s is planned again from what LVM finds on them; until then, as if they held nothing:", gp.VG)})
+			a := run([]string{"vgchange", "--activate", "y", gp.VG})
+			a.Text += " (when LVM finds the group on them)"
+			s = append(s, a)
+		}
 		for _, argv := range gp.PVCreate {
 			s = append(s, run(argv))
 		}
@@ -491,6 +538,10 @@ func (sp *StackPlan) Actions() []disk.Action {
 		for _, lp := range gp.Volumes {
 			if lp.Create != nil {
 				s = append(s, run(lp.Create))
+			}
+			if gp.Replan {
+				vol(lp.Volume)
+				continue
 			}
 			if lp.Grow != nil {
 				a := run(lp.Grow)
@@ -509,6 +560,11 @@ func (sp *StackPlan) Actions() []disk.Action {
 				a := run(lp.FSGrow)
 				a.Text += fmt.Sprintf(" (its %s, %s, grown to fill the %s volume)", lp.Volume.FS, units.FormatSize(lp.FSBytes), units.FormatSize(lp.SizeBytes))
 				s = append(s, a)
+			}
+		}
+		if gp.Replan {
+			for i := from; i < len(s); i++ {
+				s[i].Maybe = true
 			}
 		}
 	}
@@ -609,29 +665,7 @@ func inMount(v VolumePlan) string {
 func (r *StackResult) WriteText(w io.Writer) error {
 	var b strings.Builder
 	vol := func(v VolumeResult) {
-		if c := v.Crypt; c != nil {
-			var did []string
-			if c.KeyMade {
-				did = append(did, "key file made")
-			}
-			if c.Formatted {
-				did = append(did, "formatted")
-			}
-			if c.Opened {
-				did = append(did, "opened")
-			}
-			if len(did) == 0 {
-				did = append(did, "open")
-			}
-			fmt.Fprintf(&b, "    LUKS2 %s on %s, %d-byte sectors, key file %s: %s (%s)\n", c.Mapper, c.Backing, c.SectorBytes, c.KeyFile, strings.Join(did, ", "), c.CryptsetupVersion)
-			if c.CrypttabLine != "" {
-				state := "already present"
-				if c.CrypttabAdded {
-					state = "added"
-				}
-				fmt.Fprintf(&b, "    crypttab (%s): %s\n", state, c.CrypttabLine)
-			}
-		}
+		writeCrypt(&b, v.Crypt, "    ")
 		if v.Device == "" && v.FS == "" {
 			return // the run stopped before its file system
 		}
@@ -683,6 +717,9 @@ func (r *StackResult) WriteText(w io.Writer) error {
 			how = "created with " + disk.QuoteArgv(gr.CreateArgv) + " (" + gr.LVMVersion + ")"
 		}
 		fmt.Fprintf(&b, "  lvm vg %s over %s: %s\n", gr.VG, strings.Join(gr.PVs, ", "), how)
+		for _, c := range gr.Crypts {
+			writeCrypt(&b, c, "   ")
+		}
 		for _, lr := range gr.Volumes {
 			how := "exists"
 			switch {
@@ -724,4 +761,32 @@ func (r *StackResult) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCrypt renders a LUKS2 layer's result, nothing for none.
+func writeCrypt(b *strings.Builder, c *CryptResult, indent string) {
+	if c == nil {
+		return
+	}
+	var did []string
+	if c.KeyMade {
+		did = append(did, "key file made")
+	}
+	if c.Formatted {
+		did = append(did, "formatted")
+	}
+	if c.Opened {
+		did = append(did, "opened")
+	}
+	if len(did) == 0 {
+		did = append(did, "open")
+	}
+	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, key file %s: %s (%s)\n", indent, c.Mapper, c.Backing, c.SectorBytes, c.KeyFile, strings.Join(did, ", "), c.CryptsetupVersion)
+	if c.CrypttabLine != "" {
+		state := "already present"
+		if c.CrypttabAdded {
+			state = "added"
+		}
+		fmt.Fprintf(b, "%scrypttab (%s): %s\n", indent, state, c.CrypttabLine)
+	}
 }

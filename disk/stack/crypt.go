@@ -337,22 +337,9 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *EncryptSpec, node string, fresh 
 		mapperVol()
 	}
 	if v.Persist {
-		c.Crypttab = pl.Roots.HostPath("etc/crypttab")
-		// nofail: a boot without the key (or the disk) still completes, as
-		// the fstab line's nofail lets it; headless: a missing key file
-		// fails the unit at once instead of waiting for a passphrase on a
-		// console nobody watches (systemd >= 250; older ones ignore it).
-		opts := "luks,nofail,headless=true"
-		if e.Discard {
-			opts += ",discard"
+		if err := pl.planCrypttab(c, e.Discard, v.Device); err != nil {
+			return err
 		}
-		c.CrypttabLine = fmt.Sprintf("%s UUID=%s %s %s", c.Name, c.UUID, c.KeyFile, opts)
-		data, _ := h.ReadFile(c.Crypttab)
-		have, _, ok := crypttabEntry(string(data), c.Name)
-		if ok && !sameCrypttabLine(have, c.CrypttabLine) {
-			return disk.Refuse(v.Device, fmt.Sprintf("%s already has %s as %q, not %q", c.Crypttab, c.Name, strings.TrimSpace(have), c.CrypttabLine))
-		}
-		c.lineMissing = !ok
 	}
 	c.Wipe, c.NoDiscard = req.Wipe, req.NoDiscard
 	v.Crypt = c
@@ -374,5 +361,27 @@ func (pl Planner) planVolumeOn(v *VolumePlan, e *EncryptSpec, node string, fresh
 	if v.MountPoint != "" {
 		v.MountArgv = disk.MountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
 	}
+	return nil
+}
+
+// planCrypttab gives c its crypttab line, refusing an entry of the same
+// name that says something else; subject names the refusal.
+func (pl Planner) planCrypttab(c *CryptPlan, discard bool, subject string) error {
+	c.Crypttab = pl.Roots.HostPath("etc/crypttab")
+	// nofail: a boot without the key (or the disk) still completes, as
+	// the fstab line's nofail lets it; headless: a missing key file
+	// fails the unit at once instead of waiting for a passphrase on a
+	// console nobody watches (systemd >= 250; older ones ignore it).
+	opts := "luks,nofail,headless=true"
+	if discard {
+		opts += ",discard"
+	}
+	c.CrypttabLine = fmt.Sprintf("%s UUID=%s %s %s", c.Name, c.UUID, c.KeyFile, opts)
+	data, _ := pl.HostOrLive().ReadFile(c.Crypttab)
+	have, _, ok := crypttabEntry(string(data), c.Name)
+	if ok && !sameCrypttabLine(have, c.CrypttabLine) {
+		return disk.Refuse(subject, fmt.Sprintf("%s already has %s as %q, not %q", c.Crypttab, c.Name, strings.TrimSpace(have), c.CrypttabLine))
+	}
+	c.lineMissing = !ok
 	return nil
 }

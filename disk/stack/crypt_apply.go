@@ -30,6 +30,10 @@ type CryptResult struct {
 	CrypttabAdded     bool   `json:"crypttab_added,omitempty"`
 }
 
+func (cr *CryptResult) changed() bool {
+	return cr != nil && (cr.KeyMade || cr.Formatted || cr.Opened || cr.CrypttabAdded)
+}
+
 // cryptActions are the dry run's steps of a LUKS2 layer, before its file
 // system's.
 func cryptActions(c *CryptPlan) []disk.Action {
@@ -84,30 +88,9 @@ func (a *applier) makeKey(path string) error {
 // found closed, planned with what the opened mapping holds.
 func (a *applier) applyCrypt(ctx context.Context, v VolumePlan, version string, undo *[]func()) (VolumePlan, *CryptResult, error) {
 	c := v.Crypt
-	cr := &CryptResult{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, SectorBytes: c.SectorBytes,
-		CryptsetupVersion: version, Crypttab: c.Crypttab, CrypttabLine: c.CrypttabLine}
-	if c.MakeKey {
-		if err := a.makeKey(c.KeyFile); err != nil {
-			return v, cr, err
-		}
-		cr.KeyMade = true
-	}
-	if c.Format != nil {
-		if err := a.Do(ctx, "format the LUKS2 volume", c.Format); err != nil {
-			return v, cr, fmt.Errorf("luksFormat %s: %w", c.Backing, err)
-		}
-		cr.Formatted, cr.FormatArgv = true, c.Format
-	}
-	if c.Open != nil {
-		if err := a.Do(ctx, "open the LUKS2 volume", c.Open); err != nil {
-			return v, cr, fmt.Errorf("open %s: %w", c.Backing, err)
-		}
-		cr.Opened, cr.OpenArgv = true, c.Open
-		*undo = append(*undo, func() {
-			if _, err := a.host.Run(context.WithoutCancel(ctx), "cryptsetup", "close", c.Name); err != nil {
-				a.Log().Error("close after failure", "mapping", c.Name, "err", err)
-			}
-		})
+	cr, err := a.luksUp(ctx, c, version, undo)
+	if err != nil {
+		return v, cr, err
 	}
 	if c.FSAfterOpen {
 		pl := Planner{disk.Planner{Host: a.host, Roots: a.roots}}
@@ -128,6 +111,45 @@ func (a *applier) applyCrypt(ctx context.Context, v VolumePlan, version string, 
 		}
 	}
 	return v, cr, nil
+}
+
+// luksUp makes the key file when asked, formats and opens the LUKS2
+// volume of c as planned (each step skipped when done), and adds its
+// crypttab line.
+func (a *applier) luksUp(ctx context.Context, c *CryptPlan, version string, undo *[]func()) (*CryptResult, error) {
+	cr := &CryptResult{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, SectorBytes: c.SectorBytes,
+		CryptsetupVersion: version, Crypttab: c.Crypttab, CrypttabLine: c.CrypttabLine}
+	if c.MakeKey {
+		if err := a.makeKey(c.KeyFile); err != nil {
+			return cr, err
+		}
+		cr.KeyMade = true
+	}
+	if c.Format != nil {
+		if err := a.Do(ctx, "format the LUKS2 volume", c.Format); err != nil {
+			return cr, fmt.Errorf("luksFormat %s: %w", c.Backing, err)
+		}
+		cr.Formatted, cr.FormatArgv = true, c.Format
+	}
+	if c.Open != nil {
+		if err := a.Do(ctx, "open the LUKS2 volume", c.Open); err != nil {
+			return cr, fmt.Errorf("open %s: %w", c.Backing, err)
+		}
+		cr.Opened, cr.OpenArgv = true, c.Open
+		*undo = append(*undo, func() {
+			if _, err := a.host.Run(context.WithoutCancel(ctx), "cryptsetup", "close", c.Name); err != nil {
+				a.Log().Error("close after failure", "mapping", c.Name, "err", err)
+			}
+		})
+	}
+	if c.CrypttabLine != "" {
+		added, err := a.ensureCrypttab(c)
+		cr.CrypttabAdded = added
+		if err != nil {
+			return cr, err
+		}
+	}
+	return cr, nil
 }
 
 // ensureCrypttab adds the volume's crypttab line, marked as diskprep's,

@@ -45,25 +45,38 @@ func (a *applier) addCrypts(plan *disk.ReleasePlan, devs map[string]string, cryp
 		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", dm, "dev")); err == nil {
 			devs[n] = dm
 		}
-		// One stack with what it encrypts: diskprep's marker on the
-		// mapping's file system vouches for the array or group under it.
-		group := "luks " + name
-		for _, m := range a.cryptBacking(dm) {
-			if g := plan.Group(m); g != "" {
-				group = g
-			}
+		if hs, _ := a.host.ReadDir(a.roots.SysPath("class/block", dm, "holders")); len(hs) > 0 || plan.Group(dm) != "" {
+			// Under a volume group (an encrypted member): closed after
+			// it, its partition a member of the group.
+			plan.Stacks.CryptCloseLower = append(plan.Stacks.CryptCloseLower, name)
 			if opt.Wipe {
-				plan.Stacks.CryptErase = append(plan.Stacks.CryptErase, a.roots.DevPath(m))
+				for _, m := range a.cryptBacking(dm) {
+					plan.Stacks.CryptEraseLower = append(plan.Stacks.CryptEraseLower, a.roots.DevPath(m))
+				}
 			}
+		} else {
+			// One stack with what it encrypts: diskprep's marker on the
+			// mapping's file system vouches for the array or group
+			// under it.
+			group := "luks " + name
+			for _, m := range a.cryptBacking(dm) {
+				if g := plan.Group(m); g != "" {
+					group = g
+				}
+				if opt.Wipe {
+					plan.Stacks.CryptErase = append(plan.Stacks.CryptErase, a.roots.DevPath(m))
+				}
+			}
+			plan.SetGroup(dm, group)
+			plan.Stacks.CryptClose = append(plan.Stacks.CryptClose, name)
 		}
-		plan.SetGroup(dm, group)
-		plan.Stacks.CryptClose = append(plan.Stacks.CryptClose, name)
 		if _, managed, ok := crypttabEntry(string(data), name); ok && managed {
 			plan.Stacks.Crypttab = ct
 			plan.Stacks.CrypttabRemove = append(plan.Stacks.CrypttabRemove, name)
 		}
 	}
 	sort.Strings(plan.Stacks.CryptErase)
+	sort.Strings(plan.Stacks.CryptEraseLower)
 }
 
 // releaseCrypt closes the mappings, erases the key slots and header under

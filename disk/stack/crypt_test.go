@@ -267,3 +267,145 @@ func TestStackCryptRelease(t *testing.T) {
 		t.Errorf("crypttab or fstab still name the volume:\n%s\n%s", r.h.File("/etc/crypttab"), r.h.File("/etc/fstab"))
 	}
 }
+
+// A group over encrypted members: each partition gets LUKS2 and its
+// mapping is the physical volume; a rerun is unchanged; release --wipe
+// takes the group down, then closes the mappings and destroys their key
+// slots, and the disks are blank.
+func TestStackCryptMembers(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	c := stackCase{
+		reqs: []disk.Request{member("/dev/sdb", "lvm:vault"), member("/dev/sdc", "lvm:vault")},
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &stack.EncryptSpec{KeyFile: "/etc/diskprep/keys/vault.key"},
+			Volumes: []stack.LVSpec{{Name: "home", Volume: stack.VolumeSpec{FS: "ext4", Mount: "/mnt/home", Persist: true}}}}}},
+	}
+	plans, sp, err := r.plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry bytes.Buffer
+	sp.WriteText(&dry)
+	for _, want := range []string{
+		"make key file /etc/diskprep/keys/vault.key",
+		"--key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1 sdb1_crypt",
+		"--key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdc1 sdc1_crypt",
+		"pvcreate --metadatatype 2 --dataalignment 1024k /dev/mapper/sdb1_crypt",
+		"vgcreate --physicalextentsize 4096k vault /dev/mapper/sdb1_crypt /dev/mapper/sdc1_crypt",
+	} {
+		if !strings.Contains(dry.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, dry.String())
+		}
+	}
+	if strings.Count(dry.String(), "make key file") != 1 {
+		t.Errorf("the shared key is made more than once:\n%s", dry.String())
+	}
+	res, err := r.apply(plans, sp)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if gr := res.Groups[0]; len(gr.Crypts) != 2 || !gr.Crypts[0].Formatted || !gr.Crypts[1].Opened || !gr.Crypts[0].CrypttabAdded {
+		t.Errorf("group result %+v", gr)
+	}
+	if got := strings.Join(r.h.PVs(), ";"); got != "/dev/mapper/sdb1_crypt vault;/dev/mapper/sdc1_crypt vault" {
+		t.Errorf("pvs %q", got)
+	}
+	ct := string(r.h.File("/etc/crypttab"))
+	if !strings.Contains(ct, "sdb1_crypt UUID=") || !strings.Contains(ct, "sdc1_crypt UUID=") {
+		t.Errorf("crypttab:\n%s", ct)
+	}
+
+	r.h.ResetLog()
+	plans, sp, err = r.plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.Unchanged {
+		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
+	}
+	for _, p := range plans {
+		if !p.Unchanged {
+			t.Errorf("rerun: %s is not unchanged: %v", p.Device, p.Steps())
+		}
+	}
+	if res, err = r.apply(plans, sp); err != nil || res.Changed {
+		t.Fatalf("rerun: %v %+v", err, res)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("rerun wrote: %v", w)
+	}
+
+	r.h.ResetLog()
+	p, err := disk.PlanRelease(context.Background(), "/mnt/home", disk.ReleaseOptions{Wipe: true}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	for _, want := range []string{"vgremove vault", "cryptsetup close sdb1_crypt", "cryptsetup erase --batch-mode /dev/sdb1", "wipefs --all /dev/sdb1", "wipefs --all /dev/sdc"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("release --wipe dry run lacks %q:\n%s", want, b.String())
+		}
+	}
+	if i, j := strings.Index(b.String(), "pvremove"), strings.Index(b.String(), "cryptsetup close"); i < 0 || j < i {
+		t.Errorf("the mappings close before the group goes:\n%s", b.String())
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.h.Stacks(); len(got) != 0 {
+		t.Errorf("stacks left: %q", got)
+	}
+	for _, d := range []string{"sdb", "sdc", "sdb1", "sdc1"} {
+		if sigs := r.h.Signatures(d); len(sigs) != 0 {
+			t.Errorf("%s is not signature-free: %v", d, sigs)
+		}
+	}
+	if ct := string(r.h.File("/etc/crypttab")); strings.Contains(ct, "_crypt") {
+		t.Errorf("crypttab after release:\n%s", ct)
+	}
+}
+
+// A plain group does not take a member that holds a LUKS volume.
+func TestStackPlainGroupRefusesLUKSMember(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc")
+	enc := stackCase{
+		reqs: []disk.Request{member("/dev/sdb", "lvm:vault")},
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &stack.EncryptSpec{KeyFile: "/etc/k"},
+			Volumes: []stack.LVSpec{{Name: "home", Volume: stack.VolumeSpec{FS: "ext4"}}}}}},
+	}
+	r.prepare(t, enc)
+	// Taken down without --wipe: the LUKS header stays on sdb1.
+	p, err := disk.PlanRelease(context.Background(), "/dev/vault/home", disk.ReleaseOptions{}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	plain := enc
+	plain.stack.Groups = []stack.GroupSpec{{VG: "vault", Volumes: enc.stack.Groups[0].Volumes}}
+	r.h.ResetLog()
+	_, _, err = r.plan(plain)
+	if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "holds a LUKS volume") {
+		t.Fatalf("got %v, want a refusal of the LUKS member", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("planning wrote: %v", w)
+	}
+	// The encrypted plan again, its member closed (its group inactive
+	// on it): opened, and the group found there, not made anew.
+	plans, sp, err := r.plan(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sp.Groups[0].Crypts[0]; c.Format != nil || c.Open == nil || !sp.Groups[0].Replan {
+		t.Fatalf("closed member planned %+v (replan %v)", c, sp.Groups[0].Replan)
+	}
+	res, err := r.apply(plans, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gr := res.Groups[0]; gr.Created || len(gr.PVCreateArgv) > 0 || !gr.Crypts[0].Opened || gr.Volumes[0].Created || gr.Volumes[0].Volume.Formatted {
+		t.Errorf("reopened group %+v", gr)
+	}
+}

@@ -42,6 +42,9 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 		cs = append(cs, volumeChanges(ap.Volume, crypttab, fstabLines)...)
 	}
 	for _, gp := range sp.Groups {
+		for _, c := range gp.Crypts {
+			cs = append(cs, cryptChanges(c, crypttab)...)
+		}
 		made := map[string]bool{}
 		for _, argv := range gp.PVCreate {
 			made[argv[len(argv)-1]] = true
@@ -110,8 +113,16 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 // volumeChanges are a stack volume's LUKS2 layer and crypttab line, when
 // encrypted, then its filesystem, mount and fstab lines.
 func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []disk.Change {
+	cs := cryptChanges(v.Crypt, crypttab)
+	pp := v.partPlan()
+	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
+	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)
+}
+
+// cryptChanges are a LUKS2 layer and its crypttab line; none for nil.
+func cryptChanges(c *CryptPlan, crypttab string) []disk.Change {
 	var cs []disk.Change
-	if c := v.Crypt; c != nil {
+	if c != nil {
 		a := disk.ActKeep
 		if c.Format != nil {
 			a = disk.ActCreate
@@ -132,9 +143,7 @@ func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []dis
 			cs = append(cs, disk.Change{Action: a, Layer: "crypttab", Device: c.Crypttab, What: c.CrypttabLine})
 		}
 	}
-	pp := v.partPlan()
-	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
-	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)
+	return cs
 }
 
 // DiffStacks is sp.Diff with the mdadm.conf read through deps' host.
@@ -149,15 +158,30 @@ func DiffStacks(sp *StackPlan, fstabLines []fstab.Line, deps disk.Deps) ([]disk.
 	}
 	h := disk.NewApplier(deps).Host()
 	crypttab := ""
-	for _, v := range sp.volumes() {
-		if v.Crypt != nil && v.Crypt.Crypttab != "" {
-			b, err := h.ReadFile(v.Crypt.Crypttab)
+	for _, c := range sp.crypts() {
+		if c.Crypttab != "" {
+			b, err := h.ReadFile(c.Crypttab)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("read %s: %w", v.Crypt.Crypttab, err)
+				return nil, fmt.Errorf("read %s: %w", c.Crypttab, err)
 			}
 			crypttab = string(b)
 			break
 		}
 	}
 	return sp.Diff(conf, crypttab, fstabLines), nil
+}
+
+// crypts are every LUKS2 layer of the plan: encrypted members, then
+// encrypted volumes.
+func (sp *StackPlan) crypts() []*CryptPlan {
+	var out []*CryptPlan
+	for _, gp := range sp.Groups {
+		out = append(out, gp.Crypts...)
+	}
+	for _, v := range sp.volumes() {
+		if v.Crypt != nil {
+			out = append(out, v.Crypt)
+		}
+	}
+	return out
 }

@@ -84,6 +84,9 @@ type GroupSpec struct {
 	VG      string   `json:"vg"`
 	Volumes []LVSpec `json:"volumes"`
 	Origin  string   `json:"origin,omitempty"`
+	// Encrypt puts LUKS2 on each member partition, its mapping the
+	// physical volume (crypt_members.go).
+	Encrypt *EncryptSpec `json:"encrypt,omitempty"`
 }
 
 // LVSpec is one logical volume; SizeBytes 0 is the rest of the group (last
@@ -168,6 +171,16 @@ type GroupPlan struct {
 	SizeBytes   uint64   `json:"size_bytes"` // the extents the group will have
 	Volumes     []LVPlan `json:"volumes"`
 	Origin      string   `json:"origin,omitempty"`
+	// Crypts are the LUKS2 layers of encrypted members, in PVs' order:
+	// each member's mapping is its physical volume.
+	Crypts []*CryptPlan `json:"crypts,omitempty"`
+	// Replan: a member's mapping was closed, so the group is planned
+	// again once it is open (from spec, members and req).
+	Replan  bool `json:"replan,omitempty"`
+	spec    GroupSpec
+	members []member
+	req     StackRequest
+	mounts  []disk.MountEntry
 }
 
 // LVPlan is one logical volume.
@@ -303,6 +316,14 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 		}
 	}
 	for _, g := range r.Groups {
+		if err := checkEncrypt(g.Encrypt, "lvm vg "+g.VG); err != nil {
+			return withOrigin(g.Origin, err)
+		}
+		if g.Encrypt != nil && g.Encrypt.Name != "" {
+			return at(g.Origin, "lvm vg %s: encrypt takes no name for a group's members: each is NAME_crypt after its partition", g.VG)
+		}
+	}
+	for _, g := range r.Groups {
 		use := "lvm:" + g.VG
 		if !disk.StackName.MatchString(g.VG) || g.VG == "." || g.VG == ".." {
 			return at(g.Origin, "lvm vg %q: use letters, digits, '_', '.', '+' or '-'", g.VG)
@@ -430,12 +451,27 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 			return nil, err
 		}
 		for _, g := range req.Groups {
-			gp, err := pl.planGroup(ctx, g, byUse["lvm:"+g.VG], req, lvm, mounts)
+			ms, crypts, err := pl.planMemberCrypts(g, byUse["lvm:"+g.VG], req)
 			if err != nil {
 				return nil, withOrigin(g.Origin, err)
 			}
+			gp, err := pl.planGroup(ctx, g, ms, req, lvm, mounts)
+			if err != nil {
+				return nil, withOrigin(g.Origin, err)
+			}
+			gp.Crypts = crypts
+			for _, c := range crypts {
+				if c.FSAfterOpen {
+					gp.Replan, gp.spec, gp.members, gp.req, gp.mounts = true, g, ms, req, mounts
+				}
+			}
 			if gp.VGCreate != nil || len(gp.PVCreate) > 0 || gp.VGExtend != nil {
 				sp.Unchanged = false
+			}
+			for _, c := range crypts {
+				if c.changes() {
+					sp.Unchanged = false
+				}
 			}
 			for _, lv := range gp.Volumes {
 				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.Volume.changes() {

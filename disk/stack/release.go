@@ -56,6 +56,16 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 					mds[h] = true
 				case strings.HasPrefix(h, "dm-") && a.isCrypt(h):
 					crypts[h] = true
+					// An encrypted member: what its mapping holds.
+					hs, _ := a.host.ReadDir(a.roots.SysPath("class/block", h, "holders"))
+					for _, hh := range hs {
+						switch n := hh.Name(); {
+						case strings.HasPrefix(n, "md"):
+							mds[n] = true
+						case strings.HasPrefix(n, "dm-"):
+							dms[n] = true
+						}
+					}
 				case strings.HasPrefix(h, "dm-"):
 					dms[h] = true
 				case strings.HasPrefix(h, "bcache"):
@@ -142,11 +152,24 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 			}
 			var pvs []string
 			for pv, g := range lvm.pvVG {
-				if g == vg {
-					pvs = append(pvs, pv)
-					members[filepath.Base(pv)] = true
-					plan.SetGroup(filepath.Base(pv), "vg "+vg)
+				if g != vg {
+					continue
 				}
+				pvs = append(pvs, pv)
+				// An encrypted member: the mapping closes after the
+				// group, and its partition is the member wiped.
+				if real, err := a.host.EvalSymlinks(a.roots.DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.isCrypt(filepath.Base(real)) {
+					dm := filepath.Base(real)
+					crypts[dm] = true
+					plan.SetGroup(dm, "vg "+vg)
+					for _, m := range a.cryptBacking(dm) {
+						members[m] = true
+						plan.SetGroup(m, "vg "+vg)
+					}
+					continue
+				}
+				members[filepath.Base(pv)] = true
+				plan.SetGroup(filepath.Base(pv), "vg "+vg)
 			}
 			sort.Strings(pvs)
 			if opt.Wipe {
@@ -451,6 +474,16 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 	}
 	for _, pv := range s.PVRemove {
 		if err := step("remove physical volume "+pv, "pvremove", pv); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.CryptCloseLower {
+		if err := step("close LUKS mapping "+n, "cryptsetup", "close", n); err != nil {
+			return err
+		}
+	}
+	for _, d := range s.CryptEraseLower {
+		if err := step("destroy the key slots of "+d, "cryptsetup", "erase", "--batch-mode", d); err != nil {
 			return err
 		}
 	}
