@@ -112,13 +112,9 @@ func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error))
 		if len(pos) != 2 {
 			return fail(1, "cryptsetup open: a device and a name")
 		}
-		b, err := h.deviceAt(pos[0])
-		if err != nil {
-			return fail(4, "Device "+pos[0]+" does not exist or access denied.")
-		}
-		v := h.luks[readLUKSUUID(b)]
+		b, v, out, err := h.luksAt(pos[0], fail)
 		if v == nil {
-			return fail(1, "Device "+pos[0]+" is not a valid LUKS device.")
+			return out, err
 		}
 		key, ok := h.keyFile(args)
 		if !ok || v.key == nil || !bytes.Equal(key, v.key) {
@@ -174,16 +170,28 @@ func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error))
 		if len(pos) != 1 {
 			return fail(1, "cryptsetup erase: one device")
 		}
-		b, err := h.deviceAt(pos[0])
-		if err != nil {
-			return fail(4, "Device "+pos[0]+" does not exist or access denied.")
-		}
-		v := h.luks[readLUKSUUID(b)]
+		_, v, out, err := h.luksAt(pos[0], fail)
 		if v == nil {
-			return fail(1, "Device "+pos[0]+" is not a valid LUKS device.")
+			return out, err
 		}
 		v.key = nil
 		return nil, nil
 	}
 	return fail(1, "cryptsetup "+args[0]+" is not faked")
+}
+
+// luksAt is the device at p and its LUKS volume; nil, and cryptsetup's
+// failure, when either is missing.
+func (h *Host) luksAt(p string, fail func(int, string) ([]byte, error)) (*blockDev, *luksVol, []byte, error) {
+	b, err := h.deviceAt(p)
+	if err != nil {
+		out, err := fail(4, "Device "+p+" does not exist or access denied.")
+		return nil, nil, out, err
+	}
+	v := h.luks[readLUKSUUID(b)]
+	if v == nil {
+		out, err := fail(1, "Device "+p+" is not a valid LUKS device.")
+		return nil, nil, out, err
+	}
+	return b, v, nil, nil
 }

@@ -274,13 +274,7 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *EncryptSpec, node string, fresh 
 	// The mapping: open over this backing, or not there; open over
 	// anything else is refused.
 	open := false
-	if real, err := h.EvalSymlinks(c.Mapper); err == nil {
-		mapped := ""
-		if maj, min, err := h.DeviceNumber(real); err == nil {
-			if des, err := h.ReadDir(pl.Roots.SysPath("dev/block", fmt.Sprintf("%d:%d", maj, min), "slaves")); err == nil && len(des) == 1 {
-				mapped = des[0].Name()
-			}
-		}
+	if mapped, ok := pl.mappedOver(c.Mapper); ok {
 		want := ""
 		if node != "" {
 			if r, err := h.EvalSymlinks(node); err == nil {
@@ -384,4 +378,20 @@ func (pl Planner) planCrypttab(c *CryptPlan, discard bool, subject string) error
 	}
 	c.lineMissing = !ok
 	return nil
+}
+
+// mappedOver says whether the mapping at mapper exists, and the kernel
+// name of the one device under it ("" when not one).
+func (pl Planner) mappedOver(mapper string) (string, bool) {
+	h := pl.HostOrLive()
+	real, err := h.EvalSymlinks(mapper)
+	if err != nil {
+		return "", false
+	}
+	if maj, min, err := h.DeviceNumber(real); err == nil {
+		if des, err := h.ReadDir(pl.Roots.SysPath("dev/block", fmt.Sprintf("%d:%d", maj, min), "slaves")); err == nil && len(des) == 1 {
+			return des[0].Name(), true
+		}
+	}
+	return "", true
 }

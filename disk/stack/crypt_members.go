@@ -39,7 +39,6 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, req StackRequest) (
 	if err != nil {
 		return nil, nil, err
 	}
-	h := pl.HostOrLive()
 	out := make([]member, len(ms))
 	var crypts []*CryptPlan
 	for i, m := range ms {
@@ -65,13 +64,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, req StackRequest) (
 			}
 		}
 		open := false
-		if real, err := h.EvalSymlinks(c.Mapper); err == nil {
-			mapped := ""
-			if maj, min, err := h.DeviceNumber(real); err == nil {
-				if des, err := h.ReadDir(pl.Roots.SysPath("dev/block", fmt.Sprintf("%d:%d", maj, min), "slaves")); err == nil && len(des) == 1 {
-					mapped = des[0].Name()
-				}
-			}
+		if mapped, ok := pl.mappedOver(c.Mapper); ok {
 			if mapped != filepath.Base(m.path) {
 				return nil, nil, disk.Refuse(c.Mapper, fmt.Sprintf("%s is already open over %s, not %s", c.Mapper, orNone(mapped), m.path))
 			}
