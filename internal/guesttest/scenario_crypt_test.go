@@ -3,6 +3,7 @@ package guesttest
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 23 on a real kernel, with systemd as PID 1 and the guest's root
@@ -99,7 +100,12 @@ func TestScenarioEncrypt(t *testing.T) {
 	state := t.TempDir()
 	run := func(step string, boots int, script string) map[string]string {
 		t.Helper()
-		r := Run(t, Options{Disks: cryptDisks, State: state, Boots: boots, Systemd: true, Env: []string{"DISKPREP_GUEST_DISKPREP=" + bin}}, "sh", "-c", script)
+		// Two systemd boots under TCG, the first with three prepares and
+		// two kills: 130 s alone here, and more than the 5 min default
+		// (stretched by the load) in the whole guest tier, where the first
+		// call also waits for the systemd image to be built.
+		r := Run(t, Options{Disks: cryptDisks, State: state, Boots: boots, Systemd: true, Timeout: 10 * time.Minute,
+			Env: []string{"DISKPREP_GUEST_DISKPREP=" + bin}}, "sh", "-c", script)
 		out := splitMarked(r.Stdout)
 		if _, ok := out["end"]; !ok || r.ExitCode != 0 {
 			t.Fatalf("%s: the guest script did not finish (exit %d)\nstdout:\n%s\nstderr:\n%s", step, r.ExitCode, r.Stdout, r.Stderr)
