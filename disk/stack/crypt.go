@@ -139,40 +139,33 @@ func checkEncrypt(e *EncryptSpec, what string) error {
 
 // checkKeyFile refuses a key file that others could read or swap: it must
 // be a regular file owned by root with no group or other permission, in
-// directories owned by root that no one else can write. A link is followed
-// only when root owns it. Missing, it is made at apply (make true), in a
-// directory that must pass the same check once it exists.
+// directories owned by root that no one else can write, reached through no
+// link another user made or could replace (disk.FollowUserPath, the one
+// rule for every path a user gives). Missing, it is made at apply (make
+// true), in a directory that must pass the same check once it exists.
 func (pl Planner) checkKeyFile(path string) (make bool, err error) {
 	h := pl.HostOrLive()
-	host := pl.Roots.HostPath(strings.TrimPrefix(path, "/"))
-	fi, err := h.Lstat(host)
+	real, err := disk.FollowUserPath(h, "", "key file "+path, pl.Roots.HostPath(strings.TrimPrefix(path, "/")))
 	switch {
-	case err != nil && !isNotExist(err):
-		return false, fmt.Errorf("key file %s: %w", path, err)
-	case err != nil:
+	case disk.IsRefusal(err):
+		return false, err
+	case isNotExist(err):
 		make = true
-	case fi.Mode()&fs.ModeSymlink != 0:
-		if uid, ok := ownerOf(fi); !ok || uid != 0 {
-			return false, disk.Refuse(path, fmt.Sprintf("key file %s is a link owned by another user", path))
-		}
-		if fi, err = h.Stat(host); err != nil {
-			if isNotExist(err) {
-				return false, disk.Refuse(path, fmt.Sprintf("key file %s is a link to nothing", path))
-			}
+	case err != nil:
+		return false, fmt.Errorf("key file %s: %w", path, err)
+	default:
+		fi, err := h.Stat(real)
+		if err != nil {
 			return false, fmt.Errorf("key file %s: %w", path, err)
 		}
-		fallthrough
-	default:
-		if !fi.Mode().IsRegular() {
+		switch {
+		case !fi.Mode().IsRegular():
 			return false, disk.Refuse(path, fmt.Sprintf("key file %s is not a regular file", path))
-		}
-		if uid, ok := ownerOf(fi); !ok || uid != 0 {
+		case !rootOwns(fi):
 			return false, disk.Refuse(path, fmt.Sprintf("key file %s is not owned by root", path))
-		}
-		if fi.Mode().Perm()&0o077 != 0 {
+		case fi.Mode().Perm()&0o077 != 0:
 			return false, disk.Refuse(path, fmt.Sprintf("key file %s is readable or writable by others (mode %04o): chmod 0400 it", path, fi.Mode().Perm()))
-		}
-		if fi.Size() == 0 {
+		case fi.Size() == 0:
 			return false, disk.Refuse(path, fmt.Sprintf("key file %s is empty", path))
 		}
 	}
@@ -184,8 +177,7 @@ func (pl Planner) checkKeyFile(path string) (make bool, err error) {
 			if !di.IsDir() {
 				return false, disk.Refuse(path, fmt.Sprintf("%s is not a directory", dir))
 			}
-			uid, ok := ownerOf(di)
-			if !ok || uid != 0 || di.Mode().Perm()&0o022 != 0 && di.Mode()&fs.ModeSticky == 0 {
+			if !rootOwns(di) || di.Mode().Perm()&0o022 != 0 && di.Mode()&fs.ModeSticky == 0 {
 				return false, disk.Refuse(path, fmt.Sprintf("key file %s lies in %s, which a user other than root can write", path, dir))
 			}
 		} else if !isNotExist(err) {
@@ -198,14 +190,10 @@ func (pl Planner) checkKeyFile(path string) (make bool, err error) {
 	return make, nil
 }
 
-func ownerOf(fi fs.FileInfo) (uint32, bool) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Uid, true
-	}
-	if o, ok := fi.Sys().(interface{ Owner() uint32 }); ok {
-		return o.Owner(), true
-	}
-	return 0, false
+// rootOwns says whether root owns the file.
+func rootOwns(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
