@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/planfile"
 	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
@@ -221,7 +222,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, erro
 	}
 	vol := stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if o.Encrypt {
-		vol.Encrypt = &stack.EncryptSpec{KeyFile: o.KeyFile}
+		vol.Encrypt = &crypt.Spec{KeyFile: o.KeyFile}
 	}
 	use := ""
 	if o.Raid != "" {

@@ -72,6 +72,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -642,12 +643,12 @@ func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool
 
 // encrypt reads a volume's encrypt mapping: {key_file: PATH, name: NAME,
 // discard: BOOL}.
-func (p *parser) encrypt(n *yaml.Node, what string) (*stack.EncryptSpec, error) {
+func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
 	f, err := p.fields(n, what, "key_file", "name", "discard")
 	if err != nil {
 		return nil, err
 	}
-	e := &stack.EncryptSpec{}
+	e := &crypt.Spec{}
 	kn, ok := f["key_file"]
 	if !ok {
 		return nil, p.errf(n, "%s: missing \"key_file\" (an absolute path; made, 0400, when missing)", what)
@@ -672,7 +673,7 @@ func (p *parser) encrypt(n *yaml.Node, what string) (*stack.EncryptSpec, error) 
 }
 
 func (p *parser) volumeFields(n *yaml.Node, f map[string]*yaml.Node, what string, mounts map[string]int) (stack.VolumeSpec, error) {
-	var enc *stack.EncryptSpec
+	var enc *crypt.Spec
 	if en, ok := f["encrypt"]; ok {
 		var err error
 		if enc, err = p.encrypt(en, what+".encrypt"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack"
 )
 
@@ -118,13 +119,13 @@ lvm:
 		t.Fatal(err)
 	}
 	st := p.Stacks()
-	if e := st.Arrays[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/diskprep/keys/data.key"}) || st.Arrays[0].Volume.FS != "xfs" {
+	if e := st.Arrays[0].Volume.Encrypt; e == nil || *e != (crypt.Spec{KeyFile: "/etc/diskprep/keys/data.key"}) || st.Arrays[0].Volume.FS != "xfs" {
 		t.Errorf("array volume %+v", st.Arrays[0].Volume)
 	}
 	if e := st.Groups[0].Encrypt; e == nil || e.KeyFile != "/etc/k/vault.key" {
 		t.Errorf("group encrypt %+v", st.Groups[0])
 	}
-	if e := st.Groups[0].Volumes[0].Volume.Encrypt; e == nil || *e != (stack.EncryptSpec{KeyFile: "/etc/k/home.key", Name: "home", Discard: true}) {
+	if e := st.Groups[0].Volumes[0].Volume.Encrypt; e == nil || *e != (crypt.Spec{KeyFile: "/etc/k/home.key", Name: "home", Discard: true}) {
 		t.Errorf("volume %+v", st.Groups[0].Volumes[0].Volume)
 	}
 	head = "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: raid:data}]\n"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -63,7 +64,7 @@ type GroupResult struct {
 	// ExtendArgv added the plan's new members to an existing group.
 	ExtendArgv []string `json:"extend_argv,omitempty"`
 	// Crypts are the LUKS2 layers of encrypted members.
-	Crypts []*CryptResult `json:"crypts,omitempty"`
+	Crypts []*crypt.Result `json:"crypts,omitempty"`
 	// LVMVersion is lvm version's first line.
 	LVMVersion string     `json:"lvm_version,omitempty"`
 	Volumes    []LVResult `json:"volumes"`
@@ -111,7 +112,7 @@ type VolumeResult struct {
 	FstabLine  string `json:"fstab_line,omitempty"`
 	FstabAdded bool   `json:"fstab_added,omitempty"`
 	// Crypt is the LUKS2 layer under the file system; nil for none.
-	Crypt *CryptResult `json:"crypt,omitempty"`
+	Crypt *crypt.Result `json:"crypt,omitempty"`
 }
 
 // ApplyStacks carries out sp after the member disks' plans were applied:
@@ -202,11 +203,11 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 
 	fstabChanged := false
 	volume := func(v VolumePlan) (VolumeResult, error) {
-		var cr *CryptResult
+		var cr *crypt.Result
 		if v.Crypt != nil {
 			var err error
 			v, cr, err = a.applyCrypt(ctx, v, versions["cryptsetup"], &undo)
-			res.Changed = res.Changed || cr.changed()
+			res.Changed = res.Changed || cr.Changed()
 			if err != nil {
 				return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
 			}
@@ -268,9 +269,9 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 	for _, gp := range sp.Groups {
 		gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: versions["lvm"]}
 		for _, c := range gp.Crypts {
-			cr, err := a.luksUp(ctx, c, versions["cryptsetup"], &undo)
+			cr, err := a.crypts().Up(ctx, c, versions["cryptsetup"], &undo)
 			gr.Crypts = append(gr.Crypts, cr)
-			res.Changed = res.Changed || cr.changed()
+			res.Changed = res.Changed || cr.Changed()
 			if err != nil {
 				res.Groups = append(res.Groups, gr)
 				return res, err
@@ -487,10 +488,7 @@ func (sp *StackPlan) Actions() []disk.Action {
 	var s []disk.Action
 	vol := func(v VolumePlan) {
 		if v.Crypt != nil {
-			s = append(s, cryptActions(v.Crypt)...)
-			if v.Crypt.CrypttabLine != "" {
-				s = append(s, disk.Action{Text: fmt.Sprintf("ensure in %s: %s", v.Crypt.Crypttab, v.Crypt.CrypttabLine), Op: disk.OpWriteFile, Path: v.Crypt.Crypttab, Maybe: v.Crypt.Format == nil})
-			}
+			s = append(s, crypt.Actions(v.Crypt)...)
 		}
 		s = append(s, disk.FileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
 	}
@@ -514,8 +512,7 @@ func (sp *StackPlan) Actions() []disk.Action {
 	}
 	for _, gp := range sp.Groups {
 		for _, c := range gp.Crypts {
-			s = append(s, cryptActions(c)...)
-			s = append(s, disk.Action{Text: fmt.Sprintf("ensure in %s: %s", c.Crypttab, c.CrypttabLine), Op: disk.OpWriteFile, Path: c.Crypttab, Maybe: c.Format == nil})
+			s = append(s, crypt.Actions(c)...)
 		}
 		// A closed member is opened, and the group planned again from
 		// what LVM then finds: each step is as far as can be known.
@@ -635,7 +632,7 @@ func onDevice(v VolumePlan, dev string) string {
 	if v.Crypt == nil {
 		return dev
 	}
-	return v.Crypt.Mapper + ", LUKS2 on " + dev + cryptSector(v.Crypt)
+	return v.Crypt.Mapper + ", LUKS2 on " + dev + v.Crypt.SectorText()
 }
 
 // cryptSuffix says a logical volume's file system is on LUKS2.
@@ -643,15 +640,7 @@ func cryptSuffix(v VolumePlan) string {
 	if v.Crypt == nil {
 		return ""
 	}
-	return " on " + v.Crypt.Mapper + " (LUKS2" + cryptSector(v.Crypt) + ")"
-}
-
-func cryptSector(c *CryptPlan) string {
-	s := fmt.Sprintf(", %d-byte sectors", c.SectorBytes)
-	if c.SectorWhy != "" {
-		s += ": " + c.SectorWhy
-	}
-	return s
+	return " on " + v.Crypt.Mapper + " (LUKS2" + v.Crypt.SectorText() + ")"
 }
 
 func inMount(v VolumePlan) string {
@@ -665,7 +654,7 @@ func inMount(v VolumePlan) string {
 func (r *StackResult) WriteText(w io.Writer) error {
 	var b strings.Builder
 	vol := func(v VolumeResult) {
-		writeCrypt(&b, v.Crypt, "    ")
+		v.Crypt.Write(&b, "    ")
 		if v.Device == "" && v.FS == "" {
 			return // the run stopped before its file system
 		}
@@ -718,7 +707,7 @@ func (r *StackResult) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  lvm vg %s over %s: %s\n", gr.VG, strings.Join(gr.PVs, ", "), how)
 		for _, c := range gr.Crypts {
-			writeCrypt(&b, c, "   ")
+			c.Write(&b, "   ")
 		}
 		for _, lr := range gr.Volumes {
 			how := "exists"
@@ -761,32 +750,4 @@ func (r *StackResult) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// writeCrypt renders a LUKS2 layer's result, nothing for none.
-func writeCrypt(b *strings.Builder, c *CryptResult, indent string) {
-	if c == nil {
-		return
-	}
-	var did []string
-	if c.KeyMade {
-		did = append(did, "key file made")
-	}
-	if c.Formatted {
-		did = append(did, "formatted")
-	}
-	if c.Opened {
-		did = append(did, "opened")
-	}
-	if len(did) == 0 {
-		did = append(did, "open")
-	}
-	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, key file %s: %s (%s)\n", indent, c.Mapper, c.Backing, c.SectorBytes, c.KeyFile, strings.Join(did, ", "), c.CryptsetupVersion)
-	if c.CrypttabLine != "" {
-		state := "already present"
-		if c.CrypttabAdded {
-			state = "added"
-		}
-		fmt.Fprintf(b, "%scrypttab (%s): %s\n", indent, state, c.CrypttabLine)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/hosttest"
 	"github.com/diskprep/diskprep/disk/stack"
 )
@@ -22,7 +23,7 @@ import (
 // again with its files kept, and the key files refused.
 
 func cryptCase() stackCase {
-	enc := func(key string) *stack.EncryptSpec { return &stack.EncryptSpec{KeyFile: key} }
+	enc := func(key string) *crypt.Spec { return &crypt.Spec{KeyFile: key} }
 	return stackCase{
 		reqs: []disk.Request{member("/dev/sdb", "raid:data"), member("/dev/sdc", "raid:data"), member("/dev/sdd", "lvm:vault")},
 		stack: stack.StackRequest{
@@ -196,7 +197,7 @@ func TestStackCryptKeyFileRefused(t *testing.T) {
 }
 
 func TestStackCryptBadInput(t *testing.T) {
-	for name, e := range map[string]stack.EncryptSpec{
+	for name, e := range map[string]crypt.Spec{
 		"no key file":      {},
 		"relative":         {KeyFile: "keys/data.key"},
 		"space":            {KeyFile: "/etc/my keys/data.key"},
@@ -276,7 +277,7 @@ func TestStackCryptMembers(t *testing.T) {
 	r := newStackRig(t, "sdb", "sdc")
 	c := stackCase{
 		reqs: []disk.Request{member("/dev/sdb", "lvm:vault"), member("/dev/sdc", "lvm:vault")},
-		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &stack.EncryptSpec{KeyFile: "/etc/diskprep/keys/vault.key"},
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &crypt.Spec{KeyFile: "/etc/diskprep/keys/vault.key"},
 			Volumes: []stack.LVSpec{{Name: "home", Volume: stack.VolumeSpec{FS: "ext4", Mount: "/mnt/home", Persist: true}}}}}},
 	}
 	plans, sp, err := r.plan(c)
@@ -370,7 +371,7 @@ func TestStackPlainGroupRefusesLUKSMember(t *testing.T) {
 	r := newStackRig(t, "sdb", "sdc")
 	enc := stackCase{
 		reqs: []disk.Request{member("/dev/sdb", "lvm:vault")},
-		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &stack.EncryptSpec{KeyFile: "/etc/k"},
+		stack: stack.StackRequest{Groups: []stack.GroupSpec{{VG: "vault", Encrypt: &crypt.Spec{KeyFile: "/etc/k"},
 			Volumes: []stack.LVSpec{{Name: "home", Volume: stack.VolumeSpec{FS: "ext4"}}}}}},
 	}
 	r.prepare(t, enc)

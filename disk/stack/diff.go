@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -43,7 +44,7 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 	}
 	for _, gp := range sp.Groups {
 		for _, c := range gp.Crypts {
-			cs = append(cs, cryptChanges(c, crypttab)...)
+			cs = append(cs, crypt.Changes(c, crypttab)...)
 		}
 		made := map[string]bool{}
 		for _, argv := range gp.PVCreate {
@@ -113,37 +114,10 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 // volumeChanges are a stack volume's LUKS2 layer and crypttab line, when
 // encrypted, then its filesystem, mount and fstab lines.
 func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []disk.Change {
-	cs := cryptChanges(v.Crypt, crypttab)
+	cs := crypt.Changes(v.Crypt, crypttab)
 	pp := v.partPlan()
 	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
 	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)
-}
-
-// cryptChanges are a LUKS2 layer and its crypttab line; none for nil.
-func cryptChanges(c *CryptPlan, crypttab string) []disk.Change {
-	var cs []disk.Change
-	if c != nil {
-		a := disk.ActKeep
-		if c.Format != nil {
-			a = disk.ActCreate
-		}
-		what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, key file %s", c.Backing, c.SectorBytes, c.KeyFile)
-		if c.MakeKey {
-			what += " (made)"
-		}
-		if c.Open != nil && c.Format == nil {
-			what += ", opened"
-		}
-		cs = append(cs, disk.Change{Action: a, Layer: "luks", Device: c.Mapper, What: what})
-		if c.CrypttabLine != "" {
-			a := disk.ActCreate
-			if have, _, ok := crypttabEntry(crypttab, c.Name); ok && sameCrypttabLine(have, c.CrypttabLine) {
-				a = disk.ActKeep
-			}
-			cs = append(cs, disk.Change{Action: a, Layer: "crypttab", Device: c.Crypttab, What: c.CrypttabLine})
-		}
-	}
-	return cs
 }
 
 // DiffStacks is sp.Diff with the mdadm.conf read through deps' host.
@@ -173,8 +147,8 @@ func DiffStacks(sp *StackPlan, fstabLines []fstab.Line, deps disk.Deps) ([]disk.
 
 // crypts are every LUKS2 layer of the plan: encrypted members, then
 // encrypted volumes.
-func (sp *StackPlan) crypts() []*CryptPlan {
-	var out []*CryptPlan
+func (sp *StackPlan) crypts() []*crypt.Plan {
+	var out []*crypt.Plan
 	for _, gp := range sp.Groups {
 		out = append(out, gp.Crypts...)
 	}

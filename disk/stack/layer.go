@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -23,6 +24,9 @@ type applier struct {
 }
 
 func newApplier(deps disk.Deps) *applier { return fromDisk(disk.NewApplier(deps)) }
+
+// crypts is the LUKS2 layer's applier over the same host.
+func (a *applier) crypts() crypt.Applier { return crypt.Applier{Applier: a.Applier} }
 
 func fromDisk(x *disk.Applier) *applier {
 	return &applier{Applier: x, host: x.Host(), log: x.Log(), roots: x.Roots(), progress: x.Progress()}

@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/hwinfo/probe"
@@ -86,7 +88,7 @@ type GroupSpec struct {
 	Origin  string   `json:"origin,omitempty"`
 	// Encrypt puts LUKS2 on each member partition, its mapping the
 	// physical volume (crypt_members.go).
-	Encrypt *EncryptSpec `json:"encrypt,omitempty"`
+	Encrypt *crypt.Spec `json:"encrypt,omitempty"`
 }
 
 // LVSpec is one logical volume; SizeBytes 0 is the rest of the group (last
@@ -113,7 +115,7 @@ type VolumeSpec struct {
 	// MountOver allows mounting over a non-empty directory (PartSpec's).
 	MountOver bool `json:"mount_over,omitempty"`
 	// Encrypt puts the file system on LUKS2 (crypt.go).
-	Encrypt *EncryptSpec `json:"encrypt,omitempty"`
+	Encrypt *crypt.Spec `json:"encrypt,omitempty"`
 }
 
 // StackPlan is everything ApplyStacks will do, decided up front, after the
@@ -173,7 +175,7 @@ type GroupPlan struct {
 	Origin      string   `json:"origin,omitempty"`
 	// Crypts are the LUKS2 layers of encrypted members, in PVs' order:
 	// each member's mapping is its physical volume.
-	Crypts []*CryptPlan `json:"crypts,omitempty"`
+	Crypts []*crypt.Plan `json:"crypts,omitempty"`
 	// Replan: a member's mapping was closed, so the group is planned
 	// again once it is open (from spec, members and req).
 	Replan  bool `json:"replan,omitempty"`
@@ -229,7 +231,7 @@ type VolumePlan struct {
 	FstabLine  string   `json:"fstab_line,omitempty"`
 	// Crypt is the LUKS2 layer the file system sits on (Device is then
 	// its mapping); nil for none.
-	Crypt *CryptPlan `json:"crypt,omitempty"`
+	Crypt *crypt.Plan `json:"crypt,omitempty"`
 	// fsBytes and fsUsed are the size the existing file system's
 	// superblock gives and the space it counts as used (0: none, or not
 	// known).
@@ -469,7 +471,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 				sp.Unchanged = false
 			}
 			for _, c := range crypts {
-				if c.changes() {
+				if c.Changes() {
 					sp.Unchanged = false
 				}
 			}
@@ -547,7 +549,7 @@ func withOrigin(origin string, err error) error {
 	return fmt.Errorf("%s: %w", origin, err)
 }
 
-func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil || v.Crypt.changes() }
+func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil || v.Crypt.Changes() }
 
 // arrayGeometry is the chunk and data members of a level over n members.
 func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
@@ -788,11 +790,8 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, req StackR
 		return fmt.Errorf("probe %s: %w", dev, err)
 	}
 	var found *probe.Signature
-	for i := range sigs {
-		if sigs[i].Usage == "filesystem" || sigs[i].Type == "swap" || sigs[i].Usage == "raid" || sigs[i].Usage == "crypto" {
-			found = &sigs[i]
-			break
-		}
+	if i := slices.IndexFunc(sigs, volumeSignature); i >= 0 {
+		found = &sigs[i]
 	}
 	switch {
 	case found == nil:

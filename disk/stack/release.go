@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
@@ -33,9 +34,9 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		switch {
 		case strings.HasPrefix(n, "md"):
 			mds[n] = true
-		case strings.HasPrefix(n, "dm-") && a.isCrypt(n):
+		case strings.HasPrefix(n, "dm-") && a.crypts().IsMapping(n):
 			crypts[n] = true
-			for _, m := range a.cryptBacking(n) {
+			for _, m := range a.crypts().Backing(n) {
 				switch {
 				case strings.HasPrefix(m, "md"):
 					mds[m] = true
@@ -54,7 +55,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				switch h := de.Name(); {
 				case strings.HasPrefix(h, "md"):
 					mds[h] = true
-				case strings.HasPrefix(h, "dm-") && a.isCrypt(h):
+				case strings.HasPrefix(h, "dm-") && a.crypts().IsMapping(h):
 					crypts[h] = true
 					// An encrypted member: what its mapping holds.
 					hs, _ := a.host.ReadDir(a.roots.SysPath("class/block", h, "holders"))
@@ -78,7 +79,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
 	// The mappings above the arrays and volumes found go first.
-	defer a.addCrypts(plan, devs, crypts, opt)
+	defer a.crypts().PlanRelease(plan, devs, crypts, opt.Wipe)
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.WipeOrder(lower)
@@ -92,7 +93,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		}
 		des, _ := a.host.ReadDir(a.roots.SysPath("class/block", name, "holders"))
 		for _, de := range des {
-			if h := de.Name(); strings.HasPrefix(h, "dm-") && a.isCrypt(h) {
+			if h := de.Name(); strings.HasPrefix(h, "dm-") && a.crypts().IsMapping(h) {
 				crypts[h] = true
 			}
 		}
@@ -158,11 +159,11 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				pvs = append(pvs, pv)
 				// An encrypted member: the mapping closes after the
 				// group, and its partition is the member wiped.
-				if real, err := a.host.EvalSymlinks(a.roots.DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.isCrypt(filepath.Base(real)) {
+				if real, err := a.host.EvalSymlinks(a.roots.DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.crypts().IsMapping(filepath.Base(real)) {
 					dm := filepath.Base(real)
 					crypts[dm] = true
 					plan.SetGroup(dm, "vg "+vg)
-					for _, m := range a.cryptBacking(dm) {
+					for _, m := range a.crypts().Backing(dm) {
 						members[m] = true
 						plan.SetGroup(m, "vg "+vg)
 					}
@@ -439,7 +440,7 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 		res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		return nil
 	}
-	if err := a.releaseCrypt(ctx, s, res, step); err != nil {
+	if err := a.crypts().Release(ctx, s, res, step); err != nil {
 		return err
 	}
 	if err := a.releaseBcache(ctx, s, res); err != nil {
@@ -477,15 +478,8 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 			return err
 		}
 	}
-	for _, n := range s.CryptCloseLower {
-		if err := step("close LUKS mapping "+n, "cryptsetup", "close", n); err != nil {
-			return err
-		}
-	}
-	for _, d := range s.CryptEraseLower {
-		if err := step("destroy the key slots of "+d, "cryptsetup", "erase", "--batch-mode", d); err != nil {
-			return err
-		}
+	if err := crypt.ReleaseMembers(s, step); err != nil {
+		return err
 	}
 	for _, md := range s.MDStop {
 		if err := step("stop md array "+md, "mdadm", "--stop", md); err != nil {
