@@ -655,6 +655,9 @@ func MemberOf(use, fsType, label string) bool {
 	case "origin", "cache":
 		// Which of the two the cache kind makes is its plan's to check.
 		return fsType == "LVM2_member" || fsType == "bcache"
+	case "crypt":
+		// Whether its key file opens it is the stack plan's to check.
+		return fsType == "crypto_LUKS"
 	}
 	return false
 }
@@ -674,6 +677,7 @@ func ownStack(use string, hs []hwinfo.Holder) bool {
 			// An encrypted member: its mapping holds the group (or
 			// nothing yet, in a run stopped before pvcreate).
 		case (kind == "origin" || kind == "cache") && (h.Kind == "lvm" && strings.HasPrefix(h.DMName, DMEscape(name)+"-") || h.Kind == "bcache"):
+		case kind == "crypt" && h.Kind == "crypt":
 		default:
 			return false
 		}

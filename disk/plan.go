@@ -16,6 +16,7 @@ const (
 	LinuxRAIDGUID       = "A19D880F-05FC-4D3B-A006-743F0F84911E" // md members
 	LinuxLVMGUID        = "E6D6D379-F507-44C2-A23C-238F2A3DF928" // LVM physical volumes
 	LinuxSwapGUID       = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F" // swap areas
+	LinuxLUKSGUID       = "CA7D7CCB-63ED-4C53-861C-1742536059CC" // LUKS volumes (the Discoverable Partitions Specification's)
 )
 
 // LoopPlaceholder stands for the loop device an image will be attached to:
@@ -77,8 +78,9 @@ type PartSpec struct {
 	// hiding what it holds while mounted (--mount-over).
 	MountOver bool `json:"mount_over,omitempty"`
 	// Use gives the partition to a stack instead of a filesystem:
-	// "raid:NAME" (a member of the md array NAME) or "lvm:VG" (a physical
-	// volume of the volume group VG). FS is empty then. FS "swap" is a swap
+	// "raid:NAME" (a member of the md array NAME), "lvm:VG" (a physical
+	// volume of the volume group VG) or "crypt:KEY" (a LUKS2 volume, the
+	// file system on its mapping). FS is empty then. FS "swap" is a swap
 	// area (mkswap, swapon, a swap fstab line with Persist).
 	Use string `json:"use,omitempty"`
 }

@@ -681,6 +681,8 @@ func partType(ps PartSpec) string {
 		return LinuxRAIDGUID
 	case strings.HasPrefix(ps.Use, "lvm:"):
 		return LinuxLVMGUID
+	case strings.HasPrefix(ps.Use, "crypt:"):
+		return LinuxLUKSGUID
 	case ps.FS == "swap":
 		return LinuxSwapGUID
 	}
@@ -778,12 +780,12 @@ var StackName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,62}$`)
 func validateUse(n int, ps PartSpec) error {
 	kind, name, _ := strings.Cut(ps.Use, ":")
 	switch {
-	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache":
+	case kind != "raid" && kind != "lvm" && kind != "origin" && kind != "cache" && kind != "crypt":
 		return Usagef("partition %d: use %q: want raid:NAME, lvm:VG, origin:CACHE or cache:CACHE", n, ps.Use)
 	case !StackName.MatchString(name):
 		return Usagef("partition %d: use %q: name %q: use letters, digits, '_', '.', '+' or '-'", n, ps.Use, name)
 	case ps.FS != "":
-		return Usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume"}[kind])
+		return Usagef("partition %d: use %s takes no fs (%s goes on the %s, not the partition)", n, ps.Use, ps.FS, map[string]string{"raid": "array", "lvm": "logical volume", "origin": "cached volume", "cache": "cached volume", "crypt": "LUKS2 mapping"}[kind])
 	case ps.Mount != "" || ps.Persist || ps.MountOpts != "" || len(ps.MkfsOpts) > 0:
 		return Usagef("partition %d: use %s: mount, options, mkfs options and persist belong to the stack's file system", n, ps.Use)
 	}

@@ -52,8 +52,8 @@ type prepareOptions struct {
 	Diff          bool
 	Yes           bool
 	Shrink        bool // --shrink: an LVM volume asked smaller shrinks (ext4, unmounted)
-	// Encrypt puts the file system of --raid or --lvm on LUKS2, unlocked
-	// by KeyFile.
+	// Encrypt puts the file system of the partition, --raid or --lvm on
+	// LUKS2, unlocked by KeyFile.
 	Encrypt bool
 	KeyFile string
 }
@@ -127,6 +127,7 @@ Examples:
   diskprep prepare --plan bootstrap.yaml --diff   # exit 0: nothing to do
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
+  diskprep prepare /dev/sdb --fs xfs --mount /srv/vault --persist --encrypt --key-file /etc/diskprep/keys/vault.key
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:60G --fs ext4 --mount /scratch --shrink
   diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
@@ -156,7 +157,7 @@ Examples:
 			&cli.StringFlag{Name: "cache", Usage: "make a cached volume: the slow `ORIGIN_DISK` (an HDD) gets one partition, the file system goes on the cached volume"},
 			&cli.StringFlag{Name: "cache-device", Usage: "the fast `DISK_OR_PARTITION` (an SSD or NVMe) in front of --cache; a disk gets one partition, a partition is used as it is"},
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE` of the --cache: writethrough (default) or writeback (faster writes, lost if the cache device fails)"},
-			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system of --raid or --lvm on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system (of the DEVICE's partition, --raid or --lvm) on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
 			&cli.StringFlag{Name: "key-file", Usage: "the key `FILE` of --encrypt: an absolute path, root's alone (0400); made with 64 random bytes when missing"},
 			&cli.StringFlag{Name: "cache-kind", Usage: "`KIND` of the --cache: lvmcache (default, dm-cache), writecache (dm-writecache, writeback only) or bcache"},
 		},
@@ -298,6 +299,31 @@ func (o prepareOptions) cacheRequest() ([]disk.Request, stack.StackRequest, erro
 	return b.Requests()
 }
 
+// encryptRequest turns DEVICE --encrypt into the disk's request, its one
+// partition for LUKS2, and the file system on the partition's mapping.
+func (o prepareOptions) encryptRequest() ([]disk.Request, stack.StackRequest, error) {
+	var st stack.StackRequest
+	if o.Image != "" {
+		return nil, st, usageErr(errors.New("--encrypt takes a DEVICE, not --image"))
+	}
+	plain := o
+	plain.Encrypt = false
+	reqs, err := plain.flagRequest()
+	if err != nil {
+		return nil, st, err
+	}
+	ps := &reqs[0].Partitions[0]
+	key := filepath.Base(o.Device)
+	st.Encrypted = []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
+		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: &crypt.Spec{KeyFile: o.KeyFile}}}}
+	*ps = disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Use: "crypt:" + key}
+	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
+	if err := st.Validate(reqs); err != nil {
+		return nil, st, err
+	}
+	return reqs, st, nil
+}
+
 // flagRequest turns the flags into the one disk request they describe.
 func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 	switch {
@@ -311,8 +337,6 @@ func (o prepareOptions) flagRequest() ([]disk.Request, error) {
 		return nil, usageErr(errors.New("--size is for --image"))
 	case o.FS == "":
 		return nil, usageErr(errors.New("--fs is required: xfs or ext4"))
-	case o.Encrypt:
-		return nil, usageErr(errors.New("--encrypt goes with --raid or --lvm: a single partition cannot be encrypted yet (try --lvm VG over the one disk)"))
 	}
 	ps := disk.PartSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if pct, isPct, err := units.ParsePercent(o.PartitionSize); isPct {
@@ -373,6 +397,10 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 		}
 	case opts.Raid != "" || opts.LVM != "":
 		if reqs, stacks, err = opts.stackRequest(); err != nil {
+			return err
+		}
+	case opts.Encrypt:
+		if reqs, stacks, err = opts.encryptRequest(); err != nil {
 			return err
 		}
 	default:

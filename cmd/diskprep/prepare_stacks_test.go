@@ -37,6 +37,11 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 			[]string{"xfs on /dev/mapper/data_crypt, LUKS2 on /dev/md/data, 4096-byte sectors", "make key file /etc/diskprep/keys/data.key (64 random bytes, mode 0400, root's)",
 				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data",
 				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data data_crypt", "ensure in /etc/crypttab: data_crypt UUID=", "mount -t xfs /dev/mapper/data_crypt /data"}},
+		{[]string{"prepare", "/dev/sdb", "--fs", "ext4", "--label", "vault", "--mount", "/vault", "--persist", "--encrypt", "--key-file", "/etc/diskprep/keys/vault.key", "--dry-run", "--no-discard"},
+			[]string{"type CA7D7CCB-63ED-4C53-861C-1742536059CC", "ext4 on /dev/mapper/sdb1_crypt, LUKS2 on /dev/sdb1, 4096-byte sectors",
+				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1",
+				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1 sdb1_crypt", "ensure in /etc/crypttab: sdb1_crypt UUID=",
+				"mkfs.ext4 -F -L vault -U", "/dev/mapper/sdb1_crypt", "mount -t ext4 /dev/mapper/sdb1_crypt /vault"}},
 	} {
 		m, h := stackMachine(t)
 		code, out, errOut := runArgsOn(m, c.args...)
@@ -104,7 +109,9 @@ func TestPrepareStackShorthandBadInput(t *testing.T) {
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH)"},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--key-file", "/etc/k", "--dry-run"}, "--key-file goes with --encrypt"},
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--encrypt", "--key-file", "k", "--dry-run"}, `key file "k": give a clean absolute path`},
-		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "--encrypt goes with --raid or --lvm"},
+		{[]string{"prepare", "--image", "/tmp/x.img", "--size", "1G", "--fs", "xfs", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "--encrypt takes a DEVICE, not --image"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "swap", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "swap belongs on a partition"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH)"},
 	} {
 		m, _ := stackMachine(t)
 		code, _, errOut := runArgsOn(m, c.args...)

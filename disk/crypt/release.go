@@ -71,6 +71,11 @@ func (a Applier) PlanRelease(plan *disk.ReleasePlan, devs map[string]string, cry
 				}
 			}
 			plan.SetGroup(dm, group)
+			for _, m := range a.Backing(dm) {
+				if plan.Group(m) == "" {
+					plan.SetGroup(m, group)
+				}
+			}
 			plan.Stacks.CryptClose = append(plan.Stacks.CryptClose, name)
 		}
 		if _, managed, ok := crypttabEntry(string(data), name); ok && managed {

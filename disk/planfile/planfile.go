@@ -26,6 +26,8 @@
 //	        options: noatime    # mount options, comma separated (needs mount)
 //	        mkfs_options: ["-m", "reflink=1"]   # extra mkfs arguments, as given
 //	        persist: true       # add an /etc/fstab line (needs mount; swap: a swap line)
+//	        # encrypt: {key_file: /etc/diskprep/keys/data.key}   # the fs on LUKS2 on
+//	        #   this partition (PARTITION_crypt); crypttab too with persist
 //	      - size: rest
 //	        use: raid:data      # a member of the raid entry "data" (or lvm:VG), no fs
 //	raid:                       # md arrays over the partitions that "use" them
@@ -105,13 +107,16 @@ type Plan struct {
 	// Cache are the cached volumes over the partitions whose use is
 	// origin:NAME and cache:NAME.
 	Cache []stack.CacheSpec
+	// Encrypted are the partitions that say encrypt:, their file system
+	// on LUKS2 (the partition's use is crypt:KEY).
+	Encrypted []stack.EncryptedSpec
 	// StackWipe: an entry of raid, lvm or cache said wipe: true.
 	StackWipe bool
 }
 
 // Stacks is the plan's storage stacks as disk plans them.
 func (p *Plan) Stacks() stack.StackRequest {
-	return stack.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Wipe: p.StackWipe}
+	return stack.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Encrypted: p.Encrypted, Wipe: p.StackWipe}
 }
 
 // DiskPlan is one entry of disks: which disk, and what to make of it.
@@ -236,6 +241,10 @@ type parser struct {
 	// about their use.
 	partLines [][]int
 	curLines  []int
+	// encrypted are the partitions read so far that say encrypt:, with
+	// the line of each.
+	encrypted []stack.EncryptedSpec
+	encLines  []int
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
@@ -367,6 +376,15 @@ func (p *parser) plan(root *yaml.Node) (*Plan, error) {
 		}
 		plan.Disks = append(plan.Disks, d)
 	}
+	for i, e := range p.encrypted {
+		if m := e.Volume.Mount; m != "" {
+			if line, dup := mounts[m]; dup {
+				return nil, at(p.file, p.encLines[i], "mount point %s is already used at line %d", m, line)
+			}
+			mounts[m] = p.encLines[i]
+		}
+	}
+	plan.Encrypted = p.encrypted
 	if err := p.stacks(plan, f, mounts); err != nil {
 		return nil, err
 	}
@@ -377,6 +395,9 @@ func (p *parser) plan(root *yaml.Node) (*Plan, error) {
 // that use them.
 func (p *parser) stacks(plan *Plan, f map[string]*yaml.Node, mounts map[string]int) error {
 	declared := map[string]int{} // use -> line
+	for i, e := range plan.Encrypted {
+		declared["crypt:"+e.Key] = p.encLines[i]
+	}
 	if rn, ok := f["raid"]; ok {
 		items, err := p.list(rn, "raid", maxDisks)
 		if err != nil {
@@ -739,9 +760,16 @@ func (p *parser) disk(n *yaml.Node, what string) (DiskPlan, error) {
 		return d, p.errf(pn, "%s.partitions: empty list: want at least one partition", what)
 	}
 	for j, pn := range parts {
-		ps, err := p.partition(pn, fmt.Sprintf("%s.partitions[%d]", what, j), j == len(parts)-1)
+		pwhat := fmt.Sprintf("%s.partitions[%d]", what, j)
+		pn, en := withoutKey(pn, "encrypt")
+		ps, err := p.partition(pn, pwhat, j == len(parts)-1)
 		if err != nil {
 			return d, err
+		}
+		if en != nil {
+			if ps, err = p.encryptedPartition(pn, en, ps, pwhat); err != nil {
+				return d, err
+			}
 		}
 		d.Partitions = append(d.Partitions, ps)
 		p.curLines = append(p.curLines, pn.Line)
@@ -998,4 +1026,47 @@ func (p *parser) partition(n *yaml.Node, what string, last bool) (disk.PartSpec,
 		}
 	}
 	return ps, nil
+}
+
+// withoutKey is the mapping n without key, and key's value (nil when n
+// has none, or is no mapping).
+func withoutKey(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return n, nil
+	}
+	var val *yaml.Node
+	m := *n
+	m.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			val = n.Content[i+1]
+			continue
+		}
+		m.Content = append(m.Content, n.Content[i], n.Content[i+1])
+	}
+	if val == nil {
+		return n, nil
+	}
+	return &m, val
+}
+
+// encryptedPartition turns the partition ps, whose entry n said encrypt:
+// en, into a partition for LUKS2 (use: crypt:KEY) and the encrypted file
+// system on it, kept for the plan's stacks.
+func (p *parser) encryptedPartition(n, en *yaml.Node, ps disk.PartSpec, what string) (disk.PartSpec, error) {
+	switch {
+	case ps.Use != "":
+		return ps, p.errf(en, "%s.encrypt: a partition with use: %s is encrypted by its stack's entry, not here", what, ps.Use)
+	case ps.FS == "swap":
+		return ps, p.errf(en, "%s.encrypt: swap is not encrypted by diskprep", what)
+	}
+	e, err := p.encrypt(en, what+".encrypt")
+	if err != nil {
+		return ps, err
+	}
+	key := fmt.Sprintf("line%d", n.Line)
+	p.encrypted = append(p.encrypted, stack.EncryptedSpec{Key: key, Origin: fmt.Sprintf("%s:%d", p.file, n.Line),
+		Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: e}})
+	p.encLines = append(p.encLines, n.Line)
+	return disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Use: "crypt:" + key}, nil
 }

@@ -130,9 +130,13 @@ lvm:
 	}
 	head = "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: raid:data}]\n"
 	for name, c := range map[string]struct{ doc, want string }{
-		"no key file":  {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
-		"unknown key":  {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},
-		"relative key": {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: k}}}\n", `key file "k": give a clean absolute path`},
+		"encrypted swap":     {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: swap, encrypt: {key_file: /k}}]\n", "swap is not encrypted"},
+		"encrypted member":   {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: lvm:v, encrypt: {key_file: /k}}]\nlvm:\n  - {vg: v, volumes: [{name: a, size: rest, fs: xfs}]}\n", "is encrypted by its stack's entry"},
+		"mount used twice":   {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: 1G, fs: xfs, mount: /d}, {size: rest, fs: xfs, mount: /d, encrypt: {key_file: /k}}]\n", "mount point /d is already used"},
+		"partition key file": {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: k}}]\n", `key file "k": give a clean absolute path`},
+		"no key file":        {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
+		"unknown key":        {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},
+		"relative key":       {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: k}}}\n", `key file "k": give a clean absolute path`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse("plan.yaml", []byte(c.doc))
@@ -140,5 +144,41 @@ lvm:
 				t.Errorf("got %v, want bad input containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// encrypt: on a partition: the partition goes to LUKS2 (use crypt:KEY)
+// and its file system to the mapping, with what the entry said of it.
+func TestEncryptedPartitionInPlan(t *testing.T) {
+	doc := `version: 1
+disks:
+  - select: {serial: A}
+    partitions:
+      - {size: 1G, fs: xfs, mount: /plain}
+      - {size: rest, fs: ext4, label: vault, mount: /vault, persist: true, encrypt: {key_file: /etc/k/vault.key}}
+`
+	p, err := Parse("plan.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := p.Disks[0].Partitions
+	if parts[0].FS != "xfs" || parts[0].Use != "" || parts[1].Use != "crypt:line6" || parts[1].FS != "" || parts[1].Mount != "" {
+		t.Errorf("partitions %+v", parts)
+	}
+	st := p.Stacks()
+	if len(st.Encrypted) != 1 {
+		t.Fatalf("stacks %+v", st)
+	}
+	e := st.Encrypted[0]
+	if e.Key != "line6" || e.Origin != "plan.yaml:6" || e.Volume.FS != "ext4" || e.Volume.Label != "vault" || e.Volume.Mount != "/vault" || !e.Volume.Persist ||
+		e.Volume.Encrypt == nil || *e.Volume.Encrypt != (crypt.Spec{KeyFile: "/etc/k/vault.key"}) {
+		t.Errorf("encrypted partition %+v", e)
+	}
+	var reqs []disk.Request
+	for _, d := range p.Disks {
+		reqs = append(reqs, disk.Request{Device: "/dev/x", Partitions: d.Partitions})
+	}
+	if err := st.Validate(reqs); err != nil {
+		t.Errorf("the stack request: %v", err)
 	}
 }

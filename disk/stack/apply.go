@@ -22,11 +22,13 @@ const StackResultSchema = "diskprep/stack-result/v1"
 
 // StackResult is what ApplyStacks did.
 type StackResult struct {
-	Schema  string        `json:"schema"`
-	Arrays  []ArrayResult `json:"arrays,omitempty"`
-	Groups  []GroupResult `json:"groups,omitempty"`
-	Caches  []CacheResult `json:"caches,omitempty"`
-	Changed bool          `json:"changed"`
+	Schema string        `json:"schema"`
+	Arrays []ArrayResult `json:"arrays,omitempty"`
+	Groups []GroupResult `json:"groups,omitempty"`
+	Caches []CacheResult `json:"caches,omitempty"`
+	// Encrypted are the file systems on LUKS2 right on a partition.
+	Encrypted []EncryptedResult `json:"encrypted,omitempty"`
+	Changed   bool              `json:"changed"`
 	// Incomplete: ApplyStacks stopped at a failure; what it did until
 	// then is here.
 	Incomplete bool     `json:"incomplete,omitempty"`
@@ -393,6 +395,20 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			return res, err
 		}
 	}
+	for _, ep := range sp.Encrypted {
+		er := EncryptedResult{Key: ep.Key, Partition: ep.Partition}
+		if ep.Volume.Crypt.Format != nil {
+			if err := a.CheckMembersFree([]string{ep.Partition}, "crypt:"+ep.Key); err != nil {
+				return res, err
+			}
+		}
+		var err error
+		er.Volume, err = volume(ep.Volume)
+		res.Encrypted = append(res.Encrypted, er)
+		if err != nil {
+			return res, err
+		}
+	}
 	if fstabChanged && a.SystemdIsInit() {
 		if err := a.Do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
 			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
@@ -475,6 +491,9 @@ func (sp *StackPlan) volumes() []VolumePlan {
 	}
 	for _, cp := range sp.Caches {
 		out = append(out, cp.Volume)
+	}
+	for _, ep := range sp.Encrypted {
+		out = append(out, ep.Volume)
 	}
 	return out
 }
@@ -578,6 +597,9 @@ func (sp *StackPlan) Actions() []disk.Action {
 		}
 		vol(cp.Volume)
 	}
+	for _, ep := range sp.Encrypted {
+		vol(ep.Volume)
+	}
 	for _, v := range sp.volumes() {
 		if v.Persist {
 			s = append(s, disk.DaemonReload("only when systemd is PID 1 and fstab changed"))
@@ -613,6 +635,9 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		if cp.Risk != "" {
 			fmt.Fprintf(&b, "  %s\n", cp.Risk)
 		}
+	}
+	for _, ep := range sp.Encrypted {
+		fmt.Fprintf(&b, "  %s on %s%s\n", ep.Volume.FS, onDevice(ep.Volume, ep.Partition), inMount(ep.Volume))
 	}
 	if sp.Unchanged {
 		b.WriteString("  already prepared as asked: nothing to change\n")
@@ -744,6 +769,10 @@ func (r *StackResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    %s\n", cr.Risk)
 		}
 		vol(cr.Volume)
+	}
+	for _, er := range r.Encrypted {
+		fmt.Fprintf(&b, "  encrypted partition %s:\n", er.Partition)
+		vol(er.Volume)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)

@@ -216,3 +216,53 @@ func (a *applier) applyCrypt(ctx context.Context, v VolumePlan, version string, 
 	}
 	return v, cr, nil
 }
+
+// EncryptedSpec is a file system on LUKS2 right on a partition: the one
+// whose Use is "crypt:"+Key holds the LUKS2 volume, and Volume (whose
+// Encrypt says how) goes on its mapping, by default PARTITION_crypt as
+// Debian's installer names it (sdb1_crypt).
+type EncryptedSpec struct {
+	// Key ties the entry to its partition; it names nothing on the host.
+	Key    string     `json:"key"`
+	Volume VolumeSpec `json:"filesystem"`
+	Origin string     `json:"origin,omitempty"`
+}
+
+// EncryptedPlan is one encrypted partition: its LUKS2 layer is
+// Volume.Crypt, and Volume.Device the mapping.
+type EncryptedPlan struct {
+	Key       string     `json:"key"`
+	Partition string     `json:"partition"`
+	Volume    VolumePlan `json:"volume"`
+	Origin    string     `json:"origin,omitempty"`
+}
+
+// EncryptedResult is one encrypted partition after ApplyStacks.
+type EncryptedResult struct {
+	Key       string       `json:"key"`
+	Partition string       `json:"partition"`
+	Volume    VolumeResult `json:"volume"`
+}
+
+// planEncrypted plans the LUKS2 layer on the partition m and the file
+// system on its mapping. A new partition (or one disk's plan wipes) holds
+// nothing that counts; an existing one is probed.
+func (pl Planner) planEncrypted(e EncryptedSpec, m member, req StackRequest, mounts []disk.MountEntry) (EncryptedPlan, error) {
+	spec := *e.Volume.Encrypt
+	if spec.Name == "" {
+		spec.Name = filepath.Base(m.path) + "_crypt"
+	}
+	v := VolumePlan{Device: m.path, FS: e.Volume.FS, Label: e.Volume.Label, MkfsOpts: e.Volume.MkfsOpts, MountPoint: e.Volume.Mount,
+		MountOpts: e.Volume.MountOpts, MountOver: e.Volume.MountOver, Persist: e.Volume.Persist}
+	node, fresh := "", true
+	if m.ex != nil {
+		node, fresh = m.path, false
+	}
+	if err := pl.planEncrypt(&v, &spec, node, fresh, m.part.SizeBytes, req, mounts, ""); err != nil {
+		return EncryptedPlan{}, err
+	}
+	if v.Persist {
+		v.FstabLine = disk.FstabEntryLine(v.partPlan())
+	}
+	return EncryptedPlan{Key: e.Key, Partition: m.path, Volume: v, Origin: e.Origin}, nil
+}

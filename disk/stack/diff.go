@@ -108,6 +108,9 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 		add(a, "cache", cp.Device, what)
 		cs = append(cs, volumeChanges(cp.Volume, crypttab, fstabLines)...)
 	}
+	for _, ep := range sp.Encrypted {
+		cs = append(cs, volumeChanges(ep.Volume, crypttab, fstabLines)...)
+	}
 	return cs
 }
 

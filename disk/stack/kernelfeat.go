@@ -25,6 +25,7 @@ var (
 	featDMCache    = kernelFeature{what: "the dm-cache target", module: "dm-cache", sys: []string{"module/dm_cache"}}
 	featWritecache = kernelFeature{what: "the dm-writecache target", module: "dm-writecache", sys: []string{"module/dm_writecache"}}
 	featBcache     = kernelFeature{what: "bcache", module: "bcache", sys: []string{"fs/bcache", "module/bcache"}}
+	featDMCrypt    = kernelFeature{what: "the dm-crypt target", module: "dm-crypt", sys: []string{"module/dm_crypt"}}
 	featMD         = kernelFeature{what: "md (software RAID)", module: "md-mod", sys: []string{"module/md_mod"}, proc: []string{"mdstat"}}
 )
 
@@ -64,6 +65,11 @@ func (sp *StackPlan) needs() []need {
 		}
 		if makes {
 			add("volume group "+gp.VG, featDM)
+		}
+	}
+	for _, c := range sp.crypts() {
+		if c.Open != nil {
+			add("LUKS2 volume "+c.Name, featDM, featDMCrypt)
 		}
 	}
 	for _, cp := range sp.Caches {

@@ -55,6 +55,9 @@ type StackRequest struct {
 	// Caches are cached volumes over the partitions whose Use is
 	// "origin:"+Name and "cache:"+Name (cache.go).
 	Caches []CacheSpec `json:"caches,omitempty"`
+	// Encrypted are file systems on LUKS2 right on a partition, the one
+	// whose Use is "crypt:"+Key (crypt.go).
+	Encrypted []EncryptedSpec `json:"encrypted,omitempty"`
 	// Wipe allows replacing a file system found on a new array or volume
 	// that is not the one asked for.
 	Wipe bool `json:"wipe,omitempty"`
@@ -68,7 +71,7 @@ type StackRequest struct {
 
 // Empty says the request asks for no stack.
 func (r StackRequest) Empty() bool {
-	return len(r.Arrays) == 0 && len(r.Groups) == 0 && len(r.Caches) == 0
+	return len(r.Arrays) == 0 && len(r.Groups) == 0 && len(r.Caches) == 0 && len(r.Encrypted) == 0
 }
 
 // ArraySpec is one md array: its members are the partitions whose Use is
@@ -125,6 +128,8 @@ type StackPlan struct {
 	Arrays []ArrayPlan `json:"arrays,omitempty"`
 	Groups []GroupPlan `json:"groups,omitempty"`
 	Caches []CachePlan `json:"caches,omitempty"`
+	// Encrypted are the file systems on LUKS2 right on a partition.
+	Encrypted []EncryptedPlan `json:"encrypted,omitempty"`
 	// MdadmConf is the mdadm.conf the arrays' lines go to: Debian's
 	// /etc/mdadm/mdadm.conf when /etc/mdadm exists, else /etc/mdadm.conf
 	// (RHEL, Fedora, SUSE).
@@ -372,11 +377,26 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return err
 		}
 	}
+	for _, e := range r.Encrypted {
+		use := "crypt:" + e.Key
+		switch {
+		case known[use]:
+			return at(e.Origin, "encrypted partition %s is declared twice", e.Key)
+		case len(members[use]) != 1:
+			return at(e.Origin, "encrypted partition %s: %d partitions say use: %s, want one", e.Key, len(members[use]), use)
+		case e.Volume.Encrypt == nil:
+			return at(e.Origin, "encrypted partition %s: no encrypt (key_file)", e.Key)
+		}
+		known[use] = true
+		if err := checkVolume(e.Origin, "encrypted partition "+e.Key, e.Volume); err != nil {
+			return err
+		}
+	}
 	for use, where := range members {
 		if !known[use] {
 			kind, name, _ := strings.Cut(use, ":")
 			section := map[string]string{"raid": "raid: (name: " + name + ")", "lvm": "lvm: (vg: " + name + ")",
-				"origin": "cache: (name: " + name + ")", "cache": "cache: (name: " + name + ")"}[kind]
+				"origin": "cache: (name: " + name + ")", "cache": "cache: (name: " + name + ")", "crypt": "encrypt: on the partition"}[kind]
 			return disk.Usagef("%s says use: %s, but no %s declares it", where[0], use, section)
 		}
 	}
@@ -487,6 +507,16 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		if err := pl.planCaches(ctx, req, byUse, host, mounts, sp); err != nil {
 			return nil, err
 		}
+	}
+	for _, e := range req.Encrypted {
+		ep, err := pl.planEncrypted(e, byUse["crypt:"+e.Key][0], req, mounts)
+		if err != nil {
+			return nil, withOrigin(e.Origin, err)
+		}
+		if ep.Volume.changes() {
+			sp.Unchanged = false
+		}
+		sp.Encrypted = append(sp.Encrypted, ep)
 	}
 	if err := pl.checkMdadmConf(sp); err != nil {
 		return nil, err

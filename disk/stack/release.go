@@ -30,6 +30,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	bcache := map[string]bool{} // bcache kernel names
 	var lower []string          // disks and partitions given
 	crypts := map[string]bool{} // dm kernel names of LUKS mappings
+	members := map[string]bool{}
 	for n := range names {
 		switch {
 		case strings.HasPrefix(n, "md"):
@@ -42,6 +43,9 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 					mds[m] = true
 				case strings.HasPrefix(m, "dm-"):
 					dms[m] = true
+				default:
+					// LUKS2 right on a partition: wiped as a member.
+					members[m] = true
 				}
 			}
 		case strings.HasPrefix(n, "dm-"):
@@ -75,7 +79,6 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 			}
 		}
 	}
-	members := map[string]bool{}
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
 	// The mappings above the arrays and volumes found go first.
