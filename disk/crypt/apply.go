@@ -69,9 +69,9 @@ func keyShown(argv []string) []string {
 	return out
 }
 
-// Changes are the layer and its crypttab line for a plan's diff against
-// the crypttab data; none for nil.
-func Changes(c *Plan, crypttab string) []disk.Change {
+// Diff is the layer and its crypttab line as a plan's diff shows them,
+// against the crypttab data; none for nil.
+func Diff(c *Plan, crypttab string) []disk.Change {
 	if c == nil {
 		return nil
 	}

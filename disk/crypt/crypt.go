@@ -63,6 +63,10 @@ func (c *Plan) Changes() bool {
 	return c != nil && (c.MakeKey || c.Format != nil || c.Open != nil || c.lineMissing)
 }
 
+// Fresh says the layer is formatted by this plan: what is on the mapping
+// is new.
+func (c *Plan) Fresh() bool { return c.Format != nil }
+
 // SectorText is the sector size and why, for a plan's summary.
 func (c *Plan) SectorText() string {
 	s := fmt.Sprintf(", %d-byte sectors", c.SectorBytes)

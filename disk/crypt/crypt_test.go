@@ -42,7 +42,7 @@ func TestLayerDecidesFromWhatIsFound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := hosttest.New()
-			b := crypt.Backing{Path: "/dev/md/data", SizeBytes: 1 << 30, Found: tc.found}
+			b := crypt.Target{Path: "/dev/md/data", SizeBytes: 1 << 30, Found: tc.found}
 			c, err := planner(h).Layer(&crypt.Spec{KeyFile: "/k"}, "", b, tc.makeKey, tc.wipe, true)
 			switch tc.want {
 			case "format", "open":
@@ -85,7 +85,7 @@ func TestSectorSize(t *testing.T) {
 		{1 << 30, 4096, 4096, "4Kn"},
 		{1 << 30, 0, 4096, "in one piece"},
 	} {
-		c, err := planner(hosttest.New()).Layer(&crypt.Spec{KeyFile: "/k"}, "x", crypt.Backing{Path: "/dev/sdb1", SizeBytes: tc.size, LogicalSector: tc.logical}, false, false, false)
+		c, err := planner(hosttest.New()).Layer(&crypt.Spec{KeyFile: "/k"}, "x", crypt.Target{Path: "/dev/sdb1", SizeBytes: tc.size, LogicalSector: tc.logical}, false, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,13 +99,13 @@ func TestSectorSize(t *testing.T) {
 // refused, not overwritten; the same line again is no change.
 func TestCrypttabLineOfTheSameName(t *testing.T) {
 	h := hosttest.New()
-	b := crypt.Backing{Path: "/dev/md/data", SizeBytes: 1 << 30}
+	b := crypt.Target{Path: "/dev/md/data", SizeBytes: 1 << 30}
 	c, err := planner(h).Layer(&crypt.Spec{KeyFile: "/k"}, "", b, false, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.SetFile("/etc/crypttab", []byte("# mine\n"+c.CrypttabLine+"\n"))
-	if got := crypt.Changes(c, "# mine\n"+c.CrypttabLine+"\n"); len(got) != 2 || got[1].Action != disk.ActKeep {
+	if got := crypt.Diff(c, "# mine\n"+c.CrypttabLine+"\n"); len(got) != 2 || got[1].Action != disk.ActKeep {
 		t.Errorf("the same line again: %v, want it kept", got)
 	}
 	h.SetFile("/etc/crypttab", []byte("data_crypt /dev/sdz1 none luks\n"))
@@ -118,7 +118,7 @@ func TestCrypttabLineOfTheSameName(t *testing.T) {
 // The dry run never shows a key file's path as an argument alone: it is
 // marked as a key file.
 func TestActionsMarkTheKeyFile(t *testing.T) {
-	c, err := planner(hosttest.New()).Layer(&crypt.Spec{KeyFile: "/etc/k"}, "", crypt.Backing{Path: "/dev/vg/lv", SizeBytes: 1 << 30}, true, false, true)
+	c, err := planner(hosttest.New()).Layer(&crypt.Spec{KeyFile: "/etc/k"}, "", crypt.Target{Path: "/dev/vg/lv", SizeBytes: 1 << 30}, true, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 // Planner plans LUKS2 layers on the machine of its disk.Planner.
 type Planner struct{ disk.Planner }
 
-// Backing is the device a layer encrypts, as its planner found it.
-type Backing struct {
+// Target is the device a layer encrypts, as its planner found it.
+type Target struct {
 	// Path names it in the plan (/dev/md/data, /dev/vg/lv, /dev/sdb1);
 	// Node is its node now, "" when the plan makes it.
 	Path, Node string
@@ -33,7 +33,7 @@ type Backing struct {
 // anything else, or a LUKS header whose key file has gone, only with wipe.
 // makeKey is CheckKeyFile's answer; persist gives the layer its crypttab
 // line. A mapping of that name open over another device is refused.
-func (pl Planner) Layer(e *Spec, name string, b Backing, makeKey, wipe, persist bool) (*Plan, error) {
+func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist bool) (*Plan, error) {
 	if name == "" {
 		name = e.Name
 	}
@@ -89,10 +89,6 @@ func (pl Planner) Layer(e *Spec, name string, b Backing, makeKey, wipe, persist 
 	}
 	return c, nil
 }
-
-// Fresh says the layer is formatted by this plan: what is on the mapping
-// is new.
-func (c *Plan) Fresh() bool { return c.Format != nil }
 
 // CheckKeyFile refuses a key file that others could read or swap: it must
 // be a regular file owned by root with no group or other permission, in

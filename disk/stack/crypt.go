@@ -37,7 +37,7 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 	if err != nil {
 		return err
 	}
-	b := crypt.Backing{Path: v.Device, Node: node, SizeBytes: size}
+	b := crypt.Target{Path: v.Device, Node: node, SizeBytes: size}
 	if node != "" {
 		f, err := pl.HostOrLive().OpenDevice(node, false)
 		if err != nil {
@@ -140,7 +140,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, req StackRequest) (
 	out := make([]member, len(ms))
 	var crypts []*crypt.Plan
 	for i, m := range ms {
-		b := crypt.Backing{Path: m.path, Node: m.path, SizeBytes: m.part.SizeBytes}
+		b := crypt.Target{Path: m.path, Node: m.path, SizeBytes: m.part.SizeBytes}
 		if m.disk != nil {
 			b.LogicalSector = m.disk.LogicalSectorBytes
 		}

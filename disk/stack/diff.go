@@ -44,7 +44,7 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 	}
 	for _, gp := range sp.Groups {
 		for _, c := range gp.Crypts {
-			cs = append(cs, crypt.Changes(c, crypttab)...)
+			cs = append(cs, crypt.Diff(c, crypttab)...)
 		}
 		made := map[string]bool{}
 		for _, argv := range gp.PVCreate {
@@ -117,7 +117,7 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 // volumeChanges are a stack volume's LUKS2 layer and crypttab line, when
 // encrypted, then its filesystem, mount and fstab lines.
 func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []disk.Change {
-	cs := crypt.Changes(v.Crypt, crypttab)
+	cs := crypt.Diff(v.Crypt, crypttab)
 	pp := v.partPlan()
 	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
 	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)

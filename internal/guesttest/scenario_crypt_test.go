@@ -8,15 +8,16 @@ import (
 
 // Issue 23 on a real kernel, with systemd as PID 1 and the guest's root
 // (so /etc/crypttab, /etc/fstab and the key files) kept under --state:
-// an md RAID1 -> LUKS2 -> xfs, an LVM volume -> LUKS2 -> ext4, and a
-// partition -> LUKS2 -> LVM -> ext4 (a plan file's encrypted group), each
+// an md RAID1 -> LUKS2 -> xfs, an LVM volume -> LUKS2 -> ext4, a
+// partition -> LUKS2 -> LVM -> ext4 (a plan file's encrypted group) and a
+// partition -> LUKS2 -> ext4 (prepare DEVICE --encrypt), each
 // first killed after a LUKS step (the crashtest build) and then made by
 // the plain run; a rerun changes nothing; after a reboot systemd unlocks
 // both from their key files and mounts them. With one key file gone the
 // next boot still completes, the other volume mounted; then release
 // --wipe leaves no key slot, no crypttab entry and blank disks.
 
-var cryptDisks = []string{"sata-ssd:512M:serial=CRYPTA", "sata-ssd:512M:serial=CRYPTB", "virtio:384M:serial=CRYPTC", "virtio:256M:serial=CRYPTD"}
+var cryptDisks = []string{"sata-ssd:512M:serial=CRYPTA", "sata-ssd:512M:serial=CRYPTB", "virtio:384M:serial=CRYPTC", "virtio:256M:serial=CRYPTD", "sata-ssd:256M:serial=CRYPTE"}
 
 const cryptLib = `set -u
 mark() { echo "@@ $1"; }
@@ -27,7 +28,7 @@ waitactive() {
 		while [ $i -lt 300 ] && ! systemctl is-active -q "$u"; do sleep 0.2; i=$((i + 1)); done
 	done
 }
-A=$(disk CRYPTA) B=$(disk CRYPTB) C=$(disk CRYPTC) D=$(disk CRYPTD)
+A=$(disk CRYPTA) B=$(disk CRYPTB) C=$(disk CRYPTC) D=$(disk CRYPTD) E=$(disk CRYPTE)
 cat >/root/safe.yaml <<EOF
 version: 1
 disks:
@@ -43,11 +44,14 @@ safe() { diskprep prepare --plan /root/safe.yaml --yes "$@" 2>&1; echo "exit $?"
 member=$(basename "$D")1_crypt
 mirror() { diskprep prepare "$A" "$B" --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key --yes "$@" 2>&1; echo "exit $?"; }
 vault() { diskprep prepare "$C" --lvm vault/home --fs ext4 --mount /home2 --persist --encrypt --key-file /etc/diskprep/keys/home.key --yes "$@" 2>&1; echo "exit $?"; }
+plain() { diskprep prepare "$E" --fs ext4 --label plain --mount /plain --persist --encrypt --key-file /etc/diskprep/keys/plain.key --yes "$@" 2>&1; echo "exit $?"; }
+part=$(basename "$E")1_crypt
 units() {
 	for u in data.mount home2.mount docs.mount 'systemd-cryptsetup@data_crypt.service' 'systemd-cryptsetup@vault\x2dhome_crypt.service'; do
 		echo "$u $(systemctl show -p ActiveState --value "$u")"
 	done
 	echo "member $(systemctl show -p ActiveState --value "systemd-cryptsetup@$member.service")"
+	echo "plain $(systemctl show -p ActiveState --value plain.mount) $(systemctl show -p ActiveState --value "systemd-cryptsetup@$part.service")"
 }
 `
 
@@ -59,38 +63,41 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	mark vault; vault
 	mark killsafe; DISKPREP_TEST_CRASH_AT=luks-formatted safe | tail -n 1
 	mark safe; safe
-	echo one >/data/kept; echo two >/home2/kept; echo three >/docs/kept; sync
-	mark again; mirror; vault; safe
+	mark killplain; DISKPREP_TEST_CRASH_AT=luks-formatted plain | tail -n 1
+	mark plain; plain
+	echo one >/data/kept; echo two >/home2/kept; echo three >/docs/kept; echo four >/plain/kept; sync
+	mark again; mirror; vault; safe; plain
 	mark pvs; pvs --noheadings -o pv_name,vg_name -S vg_name=safe | awk '{print $1, $2}'; echo "$member"
-	mark keys; stat -c '%a %U %s %n' /etc/diskprep/keys /etc/diskprep/keys/data.key /etc/diskprep/keys/home.key /etc/diskprep/keys/safe.key
+	mark keys; stat -c '%a %U %s %n' /etc/diskprep/keys /etc/diskprep/keys/data.key /etc/diskprep/keys/home.key /etc/diskprep/keys/safe.key /etc/diskprep/keys/plain.key
 	mark crypttab; grep -v '^#' /etc/crypttab | grep . | awk '{print $1, $3, $4}'
 	mark dump; cryptsetup luksDump /dev/md/data | grep -E '^Version|sector:|PBKDF:|Cipher:' | awk '{$1=$1; print}' | sort -u
-	mark sources; findmnt -no SOURCE /data; findmnt -no SOURCE /home2; findmnt -no SOURCE /docs
+	mark sources; findmnt -no SOURCE /data; findmnt -no SOURCE /home2; findmnt -no SOURCE /docs; findmnt -no SOURCE /plain
+	mark parttype; lsblk -dno PARTTYPE "${E}1"; echo "$part"
 	mark inventory; diskprep inventory --no-color 2>&1 | grep LUKS
 	exit 0
 fi
-waitactive data.mount home2.mount docs.mount
+waitactive data.mount home2.mount docs.mount plain.mount
 mark units.2; units
-mark kept.2; cat /data/kept /home2/kept /docs/kept
+mark kept.2; cat /data/kept /home2/kept /docs/kept /plain/kept
 # The next boot goes without the volume's key.
 mv /etc/diskprep/keys/home.key /root/home.key
 mark end
 `
 
 const cryptKeyGone = cryptLib + `
-waitactive data.mount docs.mount
+waitactive data.mount docs.mount plain.mount
 i=0
 while [ $i -lt 150 ] && [ "$(systemctl show -p ActiveState --value 'systemd-cryptsetup@vault\x2dhome_crypt.service')" = activating ]; do sleep 0.2; i=$((i + 1)); done
 mark reached; echo yes
 mark units.3; units
-mark kept.3; cat /data/kept /docs/kept
+mark kept.3; cat /data/kept /docs/kept /plain/kept
 mark inventory.3; diskprep inventory --no-color 2>&1 | grep LUKS
 mv /root/home.key /etc/diskprep/keys/home.key
 mark reopen; vault
 mark kept.4; cat /home2/kept
-mark release; for m in /data /home2 /docs; do diskprep release $m --wipe --yes 2>&1; echo "exit $?"; done
+mark release; for m in /data /home2 /docs /plain; do diskprep release $m --wipe --yes 2>&1; echo "exit $?"; done
 mark crypttab.5; grep -c . /etc/crypttab
-mark blank; for d in "$A" "$B" "$C" "$D"; do echo "$d $(blkid -p -o value -s TYPE "$d"; lsblk -nro NAME "$d" | wc -l)"; done
+mark blank; for d in "$A" "$B" "$C" "$D" "$E"; do echo "$d $(blkid -p -o value -s TYPE "$d"; lsblk -nro NAME "$d" | wc -l)"; done
 mark end
 `
 
@@ -116,7 +123,8 @@ func TestScenarioEncrypt(t *testing.T) {
 	exit := func(out map[string]string, step string) string { return lastLine(out[step]) }
 
 	out := run("prepare, reboot", 2, cryptPrepare)
-	for step, want := range map[string]string{"killformat": "exit 137", "mirror": "exit 0", "killopen": "exit 137", "vault": "exit 0", "killsafe": "exit 137", "safe": "exit 0"} {
+	for step, want := range map[string]string{"killformat": "exit 137", "mirror": "exit 0", "killopen": "exit 137", "vault": "exit 0", "killsafe": "exit 137", "safe": "exit 0",
+		"killplain": "exit 137", "plain": "exit 0"} {
 		if got := exit(out, step); got != want {
 			t.Errorf("%s: %s, want %s:\n%s", step, got, want, out[step])
 		}
@@ -129,13 +137,22 @@ func TestScenarioEncrypt(t *testing.T) {
 	if !strings.Contains(out["safe"], "LUKS2 /dev/mapper/"+member) || !strings.Contains(out["safe"], ": opened (") {
 		t.Errorf("the run after the kill does not say it opened the member:\n%s", out["safe"])
 	}
-	if strings.Count(out["again"], "exit 0") != 3 || strings.Count(out["again"], "The storage stacks are already prepared as asked") != 3 {
+	if strings.Count(out["again"], "exit 0") != 4 || strings.Count(out["again"], "The storage stacks are already prepared as asked") != 4 {
 		t.Errorf("the rerun is not a no-op:\n%s", out["again"])
 	}
-	if got, want := out["keys"], "700 root 4096 /etc/diskprep/keys\n400 root 64 /etc/diskprep/keys/data.key\n400 root 64 /etc/diskprep/keys/home.key\n400 root 64 /etc/diskprep/keys/safe.key"; got != want {
+	if got, want := out["keys"], "700 root 4096 /etc/diskprep/keys\n400 root 64 /etc/diskprep/keys/data.key\n400 root 64 /etc/diskprep/keys/home.key\n400 root 64 /etc/diskprep/keys/safe.key\n400 root 64 /etc/diskprep/keys/plain.key"; got != want {
 		t.Errorf("key files:\n%swant:\n%s", got, want)
 	}
-	if got, want := out["crypttab"], "data_crypt /etc/diskprep/keys/data.key luks,nofail,headless=true\nvault-home_crypt /etc/diskprep/keys/home.key luks,nofail,headless=true\n"+member+" /etc/diskprep/keys/safe.key luks,nofail,headless=true"; got != want {
+	parttype := strings.Fields(out["parttype"])
+	if len(parttype) != 2 || !strings.EqualFold(parttype[0], "ca7d7ccb-63ed-4c53-861c-1742536059cc") {
+		t.Fatalf("the encrypted partition's GPT type:\n%s", out["parttype"])
+	}
+	part := parttype[1]
+	if !strings.Contains(out["plain"], "LUKS2 /dev/mapper/"+part) || !strings.Contains(out["plain"], ": opened (") {
+		t.Errorf("the run after the kill does not say it opened the partition's volume:\n%s", out["plain"])
+	}
+	if got, want := out["crypttab"], "data_crypt /etc/diskprep/keys/data.key luks,nofail,headless=true\nvault-home_crypt /etc/diskprep/keys/home.key luks,nofail,headless=true\n"+member+" /etc/diskprep/keys/safe.key luks,nofail,headless=true\n"+
+		part+" /etc/diskprep/keys/plain.key luks,nofail,headless=true"; got != want {
 		t.Errorf("crypttab:\n%swant:\n%s", got, want)
 	}
 	for _, want := range []string{"Version: 2", "sector: 4096 [bytes]", "PBKDF: pbkdf2", "Cipher: aes-xts-plain64"} {
@@ -144,19 +161,20 @@ func TestScenarioEncrypt(t *testing.T) {
 		}
 	}
 	if inv := out["inventory"]; strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt data_crypt: /data") != 1 ||
-		strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt vault-home_crypt: /home2") != 1 {
+		strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt vault-home_crypt: /home2") != 1 ||
+		strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt "+part+": /plain") != 1 {
 		t.Errorf("inventory of the encrypted array and volume:\n%s", inv)
 	}
 	if got := out["mirror"]; !strings.Contains(got, "LUKS2 /dev/mapper/data_crypt on /dev/md/data, 4096-byte sectors, key file /etc/diskprep/keys/data.key: opened") {
 		t.Errorf("the run after the kill does not say it opened the volume:\n%s", got)
 	}
-	if got := out["sources"]; got != "/dev/mapper/data_crypt\n/dev/mapper/vault-home_crypt\n/dev/mapper/safe-docs" {
+	if got := out["sources"]; got != "/dev/mapper/data_crypt\n/dev/mapper/vault-home_crypt\n/dev/mapper/safe-docs\n/dev/mapper/"+part {
 		t.Errorf("mounted from:\n%s", got)
 	}
-	if got, want := out["units.2"], "data.mount active\nhome2.mount active\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service active\nmember active"; got != want {
+	if got, want := out["units.2"], "data.mount active\nhome2.mount active\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service active\nmember active\nplain active active"; got != want {
 		t.Errorf("after the reboot:\n%swant:\n%s", got, want)
 	}
-	if out["kept.2"] != "one\ntwo\nthree" {
+	if out["kept.2"] != "one\ntwo\nthree\nfour" {
 		t.Errorf("files after the reboot: %q", out["kept.2"])
 	}
 
@@ -164,20 +182,20 @@ func TestScenarioEncrypt(t *testing.T) {
 	if out["reached"] != "yes" {
 		t.Errorf("the boot without a key did not complete")
 	}
-	if got, want := out["units.3"], "data.mount active\nhome2.mount inactive\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service failed\nmember active"; got != want {
+	if got, want := out["units.3"], "data.mount active\nhome2.mount inactive\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service failed\nmember active\nplain active active"; got != want {
 		t.Errorf("without home.key:\n%swant:\n%s", got, want)
 	}
 	if inv := out["inventory.3"]; !strings.Contains(inv, "crypt data_crypt: /data") || !strings.Contains(inv, "4096 B sectors, closed") ||
 		!strings.Contains(inv, `LUKS volume vault-home_crypt (crypttab) is not open: its key file /etc/diskprep/keys/home.key is missing (systemctl status systemd-cryptsetup@vault\x2dhome_crypt.service)`) {
 		t.Errorf("inventory without home.key:\n%s", inv)
 	}
-	if out["kept.3"] != "one\nthree" {
+	if out["kept.3"] != "one\nthree\nfour" {
 		t.Errorf("/data without home.key: %q", out["kept.3"])
 	}
 	if exit(out, "reopen") != "exit 0" || out["kept.4"] != "two" {
 		t.Errorf("the key back, prepare opens the volume and keeps its files:\n%s%s", out["reopen"], out["kept.4"])
 	}
-	if strings.Count(out["release"], "exit 0") != 3 || strings.Count(out["release"], "cryptsetup erase") != 3 {
+	if strings.Count(out["release"], "exit 0") != 4 || strings.Count(out["release"], "cryptsetup erase") != 4 {
 		t.Errorf("release --wipe:\n%s", out["release"])
 	}
 	if out["crypttab.5"] != "0" {
