@@ -71,7 +71,7 @@ func (c *Plan) Fresh() bool { return c.Format != nil }
 func (c *Plan) SectorText() string {
 	s := fmt.Sprintf(", %d-byte sectors", c.SectorBytes)
 	if c.SectorWhy != "" {
-		s += ": " + c.SectorWhy
+		s += " (" + c.SectorWhy + ")"
 	}
 	return s
 }
