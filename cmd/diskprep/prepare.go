@@ -316,7 +316,7 @@ func (o prepareOptions) encryptRequest() ([]disk.Request, stack.StackRequest, er
 	key := filepath.Base(o.Device)
 	st.Encrypted = []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
 		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: &crypt.Spec{KeyFile: o.KeyFile}}}}
-	*ps = disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Use: "crypt:" + key}
+	*ps = disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Label: ps.Label, Use: "crypt:" + key}
 	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
 	if err := st.Validate(reqs); err != nil {
 		return nil, st, err

@@ -38,7 +38,7 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data",
 				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/data.key>' /dev/md/data data_crypt", "ensure in /etc/crypttab: data_crypt UUID=", "mount -t xfs /dev/mapper/data_crypt /data"}},
 		{[]string{"prepare", "/dev/sdb", "--fs", "ext4", "--label", "vault", "--mount", "/vault", "--persist", "--encrypt", "--key-file", "/etc/diskprep/keys/vault.key", "--dry-run", "--no-discard"},
-			[]string{"type CA7D7CCB-63ED-4C53-861C-1742536059CC", "ext4 on /dev/mapper/sdb1_crypt, LUKS2 on /dev/sdb1, 4096-byte sectors",
+			[]string{`name "vault", type CA7D7CCB-63ED-4C53-861C-1742536059CC`, "ext4 on /dev/mapper/sdb1_crypt, LUKS2 on /dev/sdb1, 4096-byte sectors",
 				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1",
 				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1 sdb1_crypt", "ensure in /etc/crypttab: sdb1_crypt UUID=",
 				"mkfs.ext4 -F -L vault -U", "/dev/mapper/sdb1_crypt", "mount -t ext4 /dev/mapper/sdb1_crypt /vault"}},

@@ -1068,5 +1068,5 @@ func (p *parser) encryptedPartition(n, en *yaml.Node, ps disk.PartSpec, what str
 	p.encrypted = append(p.encrypted, stack.EncryptedSpec{Key: key, Origin: fmt.Sprintf("%s:%d", p.file, n.Line),
 		Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts, MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: e}})
 	p.encLines = append(p.encLines, n.Line)
-	return disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Use: "crypt:" + key}, nil
+	return disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Label: ps.Label, Use: "crypt:" + key}, nil
 }

@@ -162,7 +162,7 @@ disks:
 		t.Fatal(err)
 	}
 	parts := p.Disks[0].Partitions
-	if parts[0].FS != "xfs" || parts[0].Use != "" || parts[1].Use != "crypt:line6" || parts[1].FS != "" || parts[1].Mount != "" {
+	if parts[0].FS != "xfs" || parts[0].Use != "" || parts[1].Use != "crypt:line6" || parts[1].Label != "vault" || parts[1].FS != "" || parts[1].Mount != "" {
 		t.Errorf("partitions %+v", parts)
 	}
 	st := p.Stacks()

@@ -90,7 +90,7 @@ type GroupSpec struct {
 	Volumes []LVSpec `json:"volumes"`
 	Origin  string   `json:"origin,omitempty"`
 	// Encrypt puts LUKS2 on each member partition, its mapping the
-	// physical volume (crypt_members.go).
+	// physical volume (crypt.go).
 	Encrypt *crypt.Spec `json:"encrypt,omitempty"`
 }
 
