@@ -1,5 +1,7 @@
 package disk
 
+import "slices"
+
 // StackRelease is the part of a ReleasePlan that undoes storage stacks, in
 // the order ApplyRelease carries it out after the unmounts and the fstab
 // lines: swap off first (before the unmounts), then logical volumes,
@@ -59,6 +61,13 @@ func (s StackRelease) empty() bool {
 		len(s.MDZero)+len(s.MdadmConfRemove)+len(s.WipeSignatures) == 0
 }
 
+// HeaderWipedWithErase says whether the LUKS header of d, one of
+// CryptErase, is wiped right after its key slots: not when d is wiped
+// later with the stack's members (a partition under its mapping), once.
+func (s StackRelease) HeaderWipedWithErase(d string) bool {
+	return !slices.Contains(s.WipeSignatures, d)
+}
+
 // actions are the teardown's steps, in the order the layers
 // (Layers.ApplyRelease) and then applyStackRelease carry them out.
 func (s StackRelease) actions() []Action {
@@ -71,7 +80,9 @@ func (s StackRelease) actions() []Action {
 	}
 	for _, d := range s.CryptErase {
 		run("cryptsetup erase --batch-mode "+d+" (every key slot destroyed: what it held cannot be read again)", "cryptsetup", "erase", "--batch-mode", d)
-		run("wipefs --all "+d, "wipefs", "--all", d)
+		if s.HeaderWipedWithErase(d) {
+			run("wipefs --all "+d, "wipefs", "--all", d)
+		}
 	}
 	for i, n := range s.CrypttabRemove {
 		a := Action{Text: "remove from " + s.Crypttab + ": the entry of " + n}

@@ -90,7 +90,7 @@ func (a Applier) PlanRelease(plan *disk.ReleasePlan, devs map[string]string, cry
 // Release closes the mappings above the stacks, erases the key slots and
 // header under them as planned, and takes diskprep's crypttab entries out.
 func (a Applier) Release(_ context.Context, s disk.StackRelease, res *disk.ReleaseResult, step func(string, ...string) error) error {
-	if err := closeAll(s.CryptClose, s.CryptErase, true, step); err != nil {
+	if err := closeAll(s.CryptClose, s.CryptErase, s.HeaderWipedWithErase, step); err != nil {
 		return err
 	}
 	if len(s.CrypttabRemove) == 0 {
@@ -120,12 +120,12 @@ func (a Applier) Release(_ context.Context, s disk.StackRelease, res *disk.Relea
 // members, after the group is gone, and destroys their key slots as
 // planned (their partitions are wiped with the group's other members).
 func ReleaseMembers(s disk.StackRelease, step func(string, ...string) error) error {
-	return closeAll(s.CryptCloseLower, s.CryptEraseLower, false, step)
+	return closeAll(s.CryptCloseLower, s.CryptEraseLower, func(string) bool { return false }, step)
 }
 
 // closeAll closes the mappings names, then destroys the key slots of the
-// devices erase, and with header their LUKS headers too.
-func closeAll(names, erase []string, header bool, step func(string, ...string) error) error {
+// devices erase, and wipes the LUKS headers of those header says.
+func closeAll(names, erase []string, header func(string) bool, step func(string, ...string) error) error {
 	for _, n := range names {
 		if err := step("close LUKS mapping "+n, "cryptsetup", "close", n); err != nil {
 			return err
@@ -135,7 +135,7 @@ func closeAll(names, erase []string, header bool, step func(string, ...string) e
 		if err := step("destroy the key slots of "+d, "cryptsetup", "erase", "--batch-mode", d); err != nil {
 			return err
 		}
-		if !header {
+		if !header(d) {
 			continue
 		}
 		if err := step("wipe the LUKS header of "+d, "wipefs", "--all", d); err != nil {

@@ -45,13 +45,15 @@ member=$(basename "$D")1_crypt
 mirror() { diskprep prepare "$A" "$B" --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key --yes "$@" 2>&1; echo "exit $?"; }
 vault() { diskprep prepare "$C" --lvm vault/home --fs ext4 --mount /home2 --persist --encrypt --key-file /etc/diskprep/keys/home.key --yes "$@" 2>&1; echo "exit $?"; }
 plain() { diskprep prepare "$E" --fs ext4 --label plain --mount /plain --persist --encrypt --key-file /etc/diskprep/keys/plain.key --yes "$@" 2>&1; echo "exit $?"; }
-part=$(basename "$E")1_crypt
+# The partition's mapping is named after the partition at prepare
+# (sdc1_crypt); the kernel may name the disk otherwise in a later boot.
+part() { awk '$3 == "/etc/diskprep/keys/plain.key" {print $1}' /etc/crypttab; }
 units() {
 	for u in data.mount home2.mount docs.mount 'systemd-cryptsetup@data_crypt.service' 'systemd-cryptsetup@vault\x2dhome_crypt.service'; do
 		echo "$u $(systemctl show -p ActiveState --value "$u")"
 	done
 	echo "member $(systemctl show -p ActiveState --value "systemd-cryptsetup@$member.service")"
-	echo "plain $(systemctl show -p ActiveState --value plain.mount) $(systemctl show -p ActiveState --value "systemd-cryptsetup@$part.service")"
+	echo "plain $(systemctl show -p ActiveState --value plain.mount) $(systemctl show -p ActiveState --value "systemd-cryptsetup@$(part).service")"
 }
 `
 
@@ -72,7 +74,7 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	mark crypttab; grep -v '^#' /etc/crypttab | grep . | awk '{print $1, $3, $4}'
 	mark dump; cryptsetup luksDump /dev/md/data | grep -E '^Version|sector:|PBKDF:|Cipher:' | awk '{$1=$1; print}' | sort -u
 	mark sources; findmnt -no SOURCE /data; findmnt -no SOURCE /home2; findmnt -no SOURCE /docs; findmnt -no SOURCE /plain
-	mark parttype; lsblk -dno PARTTYPE "${E}1"; echo "$part"
+	mark parttype; lsblk -dno PARTTYPE "${E}1"; part
 	mark inventory; diskprep inventory --no-color 2>&1 | grep LUKS
 	exit 0
 fi
