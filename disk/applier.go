@@ -3,6 +3,7 @@ package disk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -46,6 +47,10 @@ type Deps struct {
 	// Layers release what stands on the disks released (disk/stack);
 	// nil releases disks and partitions only, and refuses a stack.
 	Layers Layers
+	// Passphrase asks the passphrase of the LUKS mapping name (twice when
+	// confirm, for a new volume); nil: no one to ask, and a layer that
+	// needs one fails before its first step.
+	Passphrase func(ctx context.Context, name string, confirm bool) ([]byte, error)
 }
 
 type applier struct {
@@ -57,6 +62,8 @@ type applier struct {
 	refresh   func(ctx context.Context) (*hwinfo.Host, error)
 	now       func() time.Time
 	progress  io.Writer
+	// passphrase is Deps'.
+	passphrase func(ctx context.Context, name string, confirm bool) ([]byte, error)
 	// madePoints are the mount points this run created.
 	madePoints map[string]bool
 	// keepFacts has the guard read the facts once (a release's planning),
@@ -77,8 +84,23 @@ func firstOr(a []string) string {
 // its start and end: the error it returns is what the user sees, as one
 // line; only --verbose shows the log (and the program's whole output).
 func (a *applier) do(ctx context.Context, what string, argv []string) error {
+	return a.doInput(ctx, what, argv, nil)
+}
+
+// doInput is do with stdin on the program's standard input (nil: none).
+// stdin is a secret: it is never logged, and a host that cannot pass it
+// is an error, not a run without it.
+func (a *applier) doInput(ctx context.Context, what string, argv []string, stdin []byte) error {
 	a.log.Info(what+": started", "argv", argv)
-	out, err := a.host.Run(ctx, argv[0], argv[1:]...)
+	var out []byte
+	var err error
+	if stdin == nil {
+		out, err = a.host.Run(ctx, argv[0], argv[1:]...)
+	} else if in, ok := a.host.(InputRunner); ok {
+		out, err = in.RunInput(ctx, stdin, argv[0], argv[1:]...)
+	} else {
+		err = fmt.Errorf("%s: this host cannot pass a secret on standard input", argv[0])
+	}
 	if err != nil {
 		a.log.Info(what+": failed", "argv", argv, "err", err, "output", string(out))
 		return err
@@ -93,7 +115,7 @@ func (a *applier) systemdIsInit() bool {
 }
 
 func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}, layers: d.Layers}
+	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}, layers: d.Layers, passphrase: d.Passphrase}
 	if a.host == nil {
 		a.host = defaultHost(d.Runner)
 		if a.refresh == nil && d.Roots.Sys == "" && d.Roots.Proc == "" && d.Roots.Dev == "" {

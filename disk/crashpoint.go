@@ -102,11 +102,24 @@ type crashHost struct {
 }
 
 func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return h.run(name, args, func() ([]byte, error) { return h.Host.Run(ctx, name, args...) })
+}
+
+func (h *crashHost) RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
+	in, ok := h.Host.(InputRunner)
+	if !ok {
+		return nil, fmt.Errorf("%s: this host cannot pass a secret on standard input", name)
+	}
+	return h.run(name, args, func() ([]byte, error) { return in.RunInput(ctx, stdin, name, args...) })
+}
+
+// run calls the crash points around the program name run by do.
+func (h *crashHost) run(name string, args []string, do func() ([]byte, error)) ([]byte, error) {
 	mkfs := strings.HasPrefix(name, "mkfs.") && !(len(args) == 1 && args[0] == "-V")
 	if mkfs {
 		crashPoint("mkfs")
 	}
-	out, err := h.Host.Run(ctx, name, args...)
+	out, err := do()
 	if err == nil && mkfs {
 		crashPoint("formatted")
 	}

@@ -37,6 +37,17 @@ func (h *LiveHost) Run(ctx context.Context, name string, args ...string) ([]byte
 	return h.Runner.Run(ctx, name, args...)
 }
 
+// RunInput implements InputRunner, when its Runner does.
+func (h *LiveHost) RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
+	if h.Runner == nil {
+		return ExecRunner{}.RunInput(ctx, stdin, name, args...)
+	}
+	if r, ok := h.Runner.(InputRunner); ok {
+		return r.RunInput(ctx, stdin, name, args...)
+	}
+	return nil, fmt.Errorf("%s: this runner cannot pass a secret on standard input", name)
+}
+
 func (*LiveHost) ReadFile(path string) ([]byte, error)             { return os.ReadFile(path) }
 func (*LiveHost) ReadDir(path string) ([]fs.DirEntry, error)       { return os.ReadDir(path) }
 func (*LiveHost) Readlink(path string) (string, error)             { return os.Readlink(path) }

@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -44,6 +45,21 @@ func (x *Applier) Now() time.Time               { return x.a.now() }
 // Do runs one logged external step (what, then argv).
 func (x *Applier) Do(ctx context.Context, what string, argv []string) error {
 	return x.a.do(ctx, what, argv)
+}
+
+// DoInput is Do with a secret on the program's standard input, never
+// logged.
+func (x *Applier) DoInput(ctx context.Context, what string, argv []string, stdin []byte) error {
+	return x.a.doInput(ctx, what, argv, stdin)
+}
+
+// Passphrase is the passphrase of the LUKS mapping name, as Deps'
+// Passphrase asks it (confirm: asked twice, for a new volume).
+func (x *Applier) Passphrase(ctx context.Context, name string, confirm bool) ([]byte, error) {
+	if x.a.passphrase == nil {
+		return nil, fmt.Errorf("LUKS volume %s needs a passphrase, and nothing asks for it here (give a key file)", name)
+	}
+	return x.a.passphrase(ctx, name, confirm)
 }
 
 // ProbeDevice reads the signatures on the device at path.

@@ -17,6 +17,13 @@ type Runner interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 }
 
+// InputRunner runs a program with bytes on its standard input: a secret
+// (a LUKS passphrase) that must never be in its argv, where any user sees
+// it in /proc.
+type InputRunner interface {
+	RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error)
+}
+
 // ExecRunner runs programs with exec.CommandContext; cancelling the context
 // kills the child. It returns stdout followed by stderr, since version banners
 // (mkfs.ext4 -V) go to stderr; on failure the error is a *RunError.
@@ -46,8 +53,16 @@ func (e *RunError) Error() string {
 func (e *RunError) Unwrap() error { return e.Err }
 
 // Run implements Runner.
-func (ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return r.RunInput(ctx, nil, name, args...)
+}
+
+// RunInput implements InputRunner; nil stdin is none (the null device).
+func (ExecRunner) RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

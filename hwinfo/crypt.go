@@ -109,6 +109,9 @@ func (r *reader) checkCrypttab(h *Host) {
 			continue
 		}
 		why := "nothing opened it"
+		if len(f) == 2 || f[2] == "none" || f[2] == "-" {
+			why = "its passphrase was not given at boot (systemctl start asks it again)"
+		}
 		if len(f) > 2 && f[2] != "none" && f[2] != "-" && strings.HasPrefix(f[2], "/") {
 			if _, err := os.Stat(r.path(f[2])); errors.Is(err, os.ErrNotExist) {
 				why = "its key file " + f[2] + " is missing"

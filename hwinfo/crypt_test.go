@@ -84,6 +84,16 @@ func TestLUKSVolumes(t *testing.T) {
 	if got := warningsWith(h, "(crypttab)"); len(got) != 1 || got[0] != want {
 		t.Errorf("crypttab warnings %q, want [%q]", got, want)
 	}
+
+	// Unlocked by a passphrase at boot (key file none): nobody gave it.
+	mkfile(t, root, "/etc/crypttab", "old-data UUID="+u1+" none luks,nofail\n")
+	if h, err = Read(context.Background(), Options{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	want = "LUKS volume old-data (crypttab) is not open: its passphrase was not given at boot (systemctl start asks it again) (systemctl status systemd-cryptsetup@old\\x2ddata.service)"
+	if got := warningsWith(h, "(crypttab)"); len(got) != 1 || got[0] != want {
+		t.Errorf("crypttab warnings %q, want [%q]", got, want)
+	}
 }
 
 // A LUKS device that cannot be opened (a socket stands in for a device an

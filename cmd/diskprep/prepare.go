@@ -54,8 +54,9 @@ type prepareOptions struct {
 	Shrink        bool // --shrink: an LVM volume asked smaller shrinks (ext4, unmounted)
 	// Encrypt puts the file system of the partition, --raid or --lvm on
 	// LUKS2, unlocked by KeyFile.
-	Encrypt bool
-	KeyFile string
+	Encrypt    bool
+	KeyFile    string
+	Passphrase bool // --passphrase: asked on the terminal instead of KeyFile
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -129,6 +130,7 @@ Examples:
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:100G --fs ext4 --mount /scratch
   diskprep prepare /dev/sdb --fs xfs --mount /srv/vault --persist --encrypt --key-file /etc/diskprep/keys/vault.key
   diskprep prepare /dev/sdb /dev/sdc --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key
+  diskprep prepare /dev/sdc --fs ext4 --mount /home2 --persist --encrypt --passphrase   # asked on the terminal
   diskprep prepare /dev/sdb /dev/sdc --lvm fast/scratch:60G --fs ext4 --mount /scratch --shrink
   diskprep prepare --cache /dev/sdb --cache-device /dev/nvme0n1p3 --fs xfs --mount /srv --persist
   diskprep release /data                     # unmount, drop the fstab line`,
@@ -159,6 +161,7 @@ Examples:
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE` of the --cache: writethrough (default) or writeback (faster writes, lost if the cache device fails)"},
 			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system (of the DEVICE's partition, --raid or --lvm) on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
 			&cli.StringFlag{Name: "key-file", Usage: "the key `FILE` of --encrypt: an absolute path, root's alone (0400); made with 64 random bytes when missing"},
+			&cli.BoolFlag{Name: "passphrase", Usage: "unlock --encrypt with a passphrase instead of a key file: asked on the terminal (not echoed, twice for a new volume), and by systemd at boot"},
 			&cli.StringFlag{Name: "cache-kind", Usage: "`KIND` of the --cache: lvmcache (default, dm-cache), writecache (dm-writecache, writeback only) or bcache"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
@@ -172,13 +175,16 @@ Examples:
 				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"), Shrink: c.Bool("shrink"),
-				Encrypt: c.Bool("encrypt"), KeyFile: c.String("key-file"),
+				Encrypt: c.Bool("encrypt"), KeyFile: c.String("key-file"), Passphrase: c.Bool("passphrase"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
 			}
 			if opts.KeyFile != "" && !opts.Encrypt && opts.PlanFile == "" {
 				return usageErr(errors.New("--key-file goes with --encrypt"))
+			}
+			if opts.Passphrase && !opts.Encrypt && opts.PlanFile == "" {
+				return usageErr(errors.New("--passphrase goes with --encrypt"))
 			}
 			m, err := withTestFlags(c, machineOf(c))
 			if err != nil {
@@ -199,7 +205,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
 		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
-		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" || o.Encrypt || o.KeyFile != "" {
+		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" || o.Encrypt || o.KeyFile != "" || o.Passphrase {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff, --yes and --shrink go with it"))
 	}
 	return planfile.Load(o.PlanFile)
@@ -223,7 +229,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, erro
 	}
 	vol := stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if o.Encrypt {
-		vol.Encrypt = &crypt.Spec{KeyFile: o.KeyFile}
+		vol.Encrypt = &crypt.Spec{KeyFile: o.KeyFile, Passphrase: o.Passphrase}
 	}
 	use := ""
 	if o.Raid != "" {
@@ -315,7 +321,7 @@ func (o prepareOptions) encryptRequest() ([]disk.Request, stack.StackRequest, er
 	ps := &reqs[0].Partitions[0]
 	key := filepath.Base(o.Device)
 	st.Encrypted = []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
-		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: &crypt.Spec{KeyFile: o.KeyFile}}}}
+		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: &crypt.Spec{KeyFile: o.KeyFile, Passphrase: o.Passphrase}}}}
 	*ps = disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Label: ps.Label, Use: "crypt:" + key}
 	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
 	if err := st.Validate(reqs); err != nil {
@@ -515,6 +521,23 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 	for _, p := range plans {
 		if err := confirmPlan(ctx, e, p, opts.Yes); err != nil {
 			return err
+		}
+	}
+	if sp != nil {
+		secrets, err := askPassphrases(ctx, e, sp.Passphrases())
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for _, s := range secrets {
+				clear(s)
+			}
+		}()
+		deps.Passphrase = func(_ context.Context, name string, _ bool) ([]byte, error) {
+			if s, ok := secrets[name]; ok {
+				return append([]byte(nil), s...), nil
+			}
+			return nil, fmt.Errorf("LUKS2 volume %s: its passphrase was not asked before the first step", name)
 		}
 	}
 	if deps.Refresh == nil {

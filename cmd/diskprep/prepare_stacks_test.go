@@ -42,6 +42,9 @@ func TestPrepareStackShorthandDryRun(t *testing.T) {
 				"cryptsetup luksFormat --batch-mode --type luks2 --uuid ", "--key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1",
 				"cryptsetup open --type luks2 --key-file '<key file /etc/diskprep/keys/vault.key>' /dev/sdb1 sdb1_crypt", "ensure in /etc/crypttab: sdb1_crypt UUID=",
 				"mkfs.ext4 -F -L vault -U", "/dev/mapper/sdb1_crypt", "mount -t ext4 /dev/mapper/sdb1_crypt /vault"}},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--mount", "/vault", "--persist", "--encrypt", "--passphrase", "--dry-run", "--no-discard"},
+			[]string{"ask the passphrase of sdb1_crypt on the terminal, not echoed (twice), before any step",
+				"--key-file '<passphrase on standard input>' /dev/sdb1", "ensure in /etc/crypttab: sdb1_crypt UUID=", " none luks,nofail"}},
 	} {
 		m, h := stackMachine(t)
 		code, out, errOut := runArgsOn(m, c.args...)
@@ -111,7 +114,9 @@ func TestPrepareStackShorthandBadInput(t *testing.T) {
 		{[]string{"prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--encrypt", "--key-file", "k", "--dry-run"}, `key file "k": give a clean absolute path`},
 		{[]string{"prepare", "--image", "/tmp/x.img", "--size", "1G", "--fs", "xfs", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "--encrypt takes a DEVICE, not --image"},
 		{[]string{"prepare", "/dev/sdb", "--fs", "swap", "--encrypt", "--key-file", "/etc/k", "--dry-run"}, "swap belongs on a partition"},
-		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH)"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH) or a passphrase (--passphrase)"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--passphrase", "--key-file", "/etc/k", "--dry-run"}, "a key file or a passphrase, not both"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--passphrase", "--dry-run"}, "--passphrase goes with --encrypt"},
 	} {
 		m, _ := stackMachine(t)
 		code, _, errOut := runArgsOn(m, c.args...)

@@ -18,6 +18,14 @@ import (
 // terminal side (closed at the end of the test).
 func openPTY(t *testing.T, cols uint16) *os.File {
 	t.Helper()
+	_, pts := openPTYPair(t, cols)
+	return pts
+}
+
+// openPTYPair is openPTY with its other side: what is written to ptm is
+// typed on pts, and what pts shows is read from ptm.
+func openPTYPair(t *testing.T, cols uint16) (ptm, pts *os.File) {
+	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -30,7 +38,7 @@ func openPTY(t *testing.T, cols uint16) *os.File {
 	if err != nil {
 		t.Fatalf("pty number: %v", err)
 	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	pts, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("pty terminal side: %v", err)
 	}
@@ -38,7 +46,7 @@ func openPTY(t *testing.T, cols uint16) *os.File {
 	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: cols}); err != nil {
 		t.Fatalf("set pty size: %v", err)
 	}
-	return pts
+	return ptm, pts
 }
 
 // TestTerminalWidth: a terminal's width is its size, or $COLUMNS when

@@ -16,7 +16,8 @@ type Result struct {
 	Backing     string   `json:"backing"`
 	Mapper      string   `json:"mapper"`
 	UUID        string   `json:"uuid"`
-	KeyFile     string   `json:"key_file"`
+	KeyFile     string   `json:"key_file,omitempty"`
+	Passphrase  bool     `json:"passphrase,omitempty"`
 	KeyMade     bool     `json:"key_made,omitempty"`
 	SectorBytes uint64   `json:"sector_bytes"`
 	Formatted   bool     `json:"formatted"`
@@ -38,6 +39,13 @@ func (cr *Result) Changed() bool {
 // Actions are the dry run's steps of the layer, before what sits on it.
 func Actions(c *Plan) []disk.Action {
 	var s []disk.Action
+	if c.Passphrase && (c.Format != nil || c.Open != nil) {
+		how := "once"
+		if c.Format != nil {
+			how = "twice"
+		}
+		s = append(s, disk.Action{Text: fmt.Sprintf("ask the passphrase of %s on the terminal, not echoed (%s), before any step", c.Name, how)})
+	}
 	if c.MakeKey {
 		s = append(s, disk.Action{Text: fmt.Sprintf("make key file %s (64 random bytes, mode 0400, root's)", c.KeyFile), Op: disk.OpWriteFile, Path: c.KeyFile})
 	}
@@ -62,7 +70,10 @@ func Actions(c *Plan) []disk.Action {
 func keyShown(argv []string) []string {
 	out := append([]string(nil), argv...)
 	for i := range out {
-		if i > 0 && out[i-1] == "--key-file" {
+		switch {
+		case i > 0 && out[i-1] == "--key-file" && out[i] == "-":
+			out[i] = "<passphrase on standard input>"
+		case i > 0 && out[i-1] == "--key-file":
 			out[i] = "<key file " + out[i] + ">"
 		}
 	}
@@ -79,7 +90,7 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	if c.Format != nil {
 		a = disk.ActCreate
 	}
-	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, key file %s", c.Backing, c.SectorBytes, c.KeyFile)
+	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, %s", c.Backing, c.SectorBytes, c.unlock())
 	if c.MakeKey {
 		what += " (made)"
 	}
@@ -97,6 +108,14 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	return cs
 }
 
+// unlock says what unlocks the layer.
+func (c *Plan) unlock() string {
+	if c.Passphrase {
+		return "a passphrase"
+	}
+	return "key file " + c.KeyFile
+}
+
 // Applier applies LUKS2 layers and their release with what disk gives a
 // layer.
 type Applier struct{ *disk.Applier }
@@ -105,8 +124,16 @@ type Applier struct{ *disk.Applier }
 // c as planned (each step skipped when done), and adds its crypttab line.
 // A mapping it opened is closed by undo.
 func (a Applier) Up(ctx context.Context, c *Plan, version string, undo *[]func()) (*Result, error) {
-	cr := &Result{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, SectorBytes: c.SectorBytes,
+	cr := &Result{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, Passphrase: c.Passphrase, SectorBytes: c.SectorBytes,
 		CryptsetupVersion: version, Crypttab: c.Crypttab, CrypttabLine: c.CrypttabLine}
+	var secret []byte
+	if c.Passphrase && (c.Format != nil || c.Open != nil) {
+		var err error
+		if secret, err = a.Passphrase(ctx, c.Name, c.Format != nil); err != nil {
+			return cr, err
+		}
+		defer clear(secret)
+	}
 	if c.MakeKey {
 		if err := a.makeKey(c.KeyFile); err != nil {
 			return cr, err
@@ -114,13 +141,13 @@ func (a Applier) Up(ctx context.Context, c *Plan, version string, undo *[]func()
 		cr.KeyMade = true
 	}
 	if c.Format != nil {
-		if err := a.Do(ctx, "format the LUKS2 volume", c.Format); err != nil {
+		if err := a.DoInput(ctx, "format the LUKS2 volume", c.Format, secret); err != nil {
 			return cr, fmt.Errorf("luksFormat %s: %w", c.Backing, err)
 		}
 		cr.Formatted, cr.FormatArgv = true, c.Format
 	}
 	if c.Open != nil {
-		if err := a.Do(ctx, "open the LUKS2 volume", c.Open); err != nil {
+		if err := a.DoInput(ctx, "open the LUKS2 volume", c.Open, secret); err != nil {
 			return cr, fmt.Errorf("open %s: %w", c.Backing, err)
 		}
 		cr.Opened, cr.OpenArgv = true, c.Open
@@ -192,7 +219,11 @@ func (cr *Result) Write(b *strings.Builder, indent string) {
 	if len(did) == 0 {
 		did = append(did, "open")
 	}
-	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, key file %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, cr.KeyFile, strings.Join(did, ", "), cr.CryptsetupVersion)
+	unlock := "key file " + cr.KeyFile
+	if cr.Passphrase {
+		unlock = "a passphrase"
+	}
+	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, unlock, strings.Join(did, ", "), cr.CryptsetupVersion)
 	if cr.CrypttabLine != "" {
 		state := "already present"
 		if cr.CrypttabAdded {

@@ -19,7 +19,11 @@ import (
 type Spec struct {
 	// KeyFile unlocks the volume: an absolute path on the host, made
 	// (0400, root's, 64 random bytes) when missing.
-	KeyFile string `json:"key_file"`
+	KeyFile string `json:"key_file,omitempty"`
+	// Passphrase unlocks the volume instead: asked on a terminal at
+	// prepare (twice for a new volume) and by systemd at boot, never in an
+	// argv, a record or a log.
+	Passphrase bool `json:"passphrase,omitempty"`
 	// Name is the mapping's name; "" is the volume's own name and
 	// "_crypt" (data_crypt, vg-lv_crypt).
 	Name string `json:"name,omitempty"`
@@ -35,7 +39,10 @@ type Plan struct {
 	Backing string `json:"backing"` // the device it encrypts
 	Mapper  string `json:"mapper"`  // /dev/mapper/NAME
 	UUID    string `json:"uuid"`    // the LUKS header's
-	KeyFile string `json:"key_file"`
+	KeyFile string `json:"key_file,omitempty"`
+	// Passphrase: a passphrase unlocks it, given to cryptsetup on its
+	// standard input.
+	Passphrase bool `json:"passphrase,omitempty"`
 	// MakeKey: the key file is missing and is made before luksFormat.
 	MakeKey bool `json:"make_key,omitempty"`
 	// SectorBytes is the encryption sector; SectorWhy says why it was
@@ -90,15 +97,27 @@ const HeaderBytes = 16 << 20
 // bits needs no key stretching, so PBKDF2 with cryptsetup's least
 // iterations (as systemd-cryptenroll does for its high-entropy keys):
 // argon2id's default second and up to 1 GiB of memory would be spent at
-// every unlock for nothing.
+// every unlock for nothing. A passphrase a person chose needs all of it:
+// cryptsetup's own default (argon2id, benchmarked to about 2 s).
 func formatArgv(c *Plan) []string {
-	return []string{"cryptsetup", "luksFormat", "--batch-mode", "--type", "luks2", "--uuid", c.UUID,
-		"--sector-size", fmt.Sprint(c.SectorBytes), "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000",
-		"--key-file", c.KeyFile, c.Backing}
+	argv := []string{"cryptsetup", "luksFormat", "--batch-mode", "--type", "luks2", "--uuid", c.UUID, "--sector-size", fmt.Sprint(c.SectorBytes)}
+	if !c.Passphrase {
+		argv = append(argv, "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000")
+	}
+	return append(argv, "--key-file", c.keyArg(), c.Backing)
+}
+
+// keyArg is cryptsetup's --key-file: the file, or "-", standard input,
+// where the passphrase is given.
+func (c *Plan) keyArg() string {
+	if c.Passphrase {
+		return "-"
+	}
+	return c.KeyFile
 }
 
 func openArgv(c *Plan, discard bool) []string {
-	argv := []string{"cryptsetup", "open", "--type", "luks2", "--key-file", c.KeyFile}
+	argv := []string{"cryptsetup", "open", "--type", "luks2", "--key-file", c.keyArg()}
 	if discard {
 		argv = append(argv, "--allow-discards")
 	}
@@ -133,8 +152,15 @@ func validName(n string) bool {
 // error says what, without where).
 func (e Spec) Validate() error {
 	switch {
+	case e.KeyFile != "" && e.Passphrase:
+		return errors.New("encrypt takes a key file or a passphrase, not both")
+	case e.Passphrase:
+		if e.Name != "" && !validName(e.Name) {
+			return fmt.Errorf("encrypt name %q: use letters, digits and - _ . +", e.Name)
+		}
+		return nil
 	case e.KeyFile == "":
-		return errors.New("encrypt needs a key file (--key-file PATH)")
+		return errors.New("encrypt needs a key file (--key-file PATH) or a passphrase (--passphrase)")
 	case !filepath.IsAbs(e.KeyFile) || filepath.Clean(e.KeyFile) != e.KeyFile:
 		return fmt.Errorf("key file %q: give a clean absolute path", e.KeyFile)
 	case strings.ContainsAny(e.KeyFile, " \t\n\\#"):

@@ -40,7 +40,7 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 	if name == "" {
 		name = DefaultName(b.Path)
 	}
-	c := &Plan{Name: name, Backing: b.Path, Mapper: pl.Roots.DevPath("mapper", name), KeyFile: e.KeyFile, MakeKey: makeKey}
+	c := &Plan{Name: name, Backing: b.Path, Mapper: pl.Roots.DevPath("mapper", name), KeyFile: e.KeyFile, Passphrase: e.Passphrase, MakeKey: makeKey && !e.Passphrase}
 	logical := b.LogicalSector
 	if logical == 0 {
 		logical = 512
@@ -88,6 +88,15 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 		}
 	}
 	return c, nil
+}
+
+// KeyFileMissing is CheckKeyFile of e's key file: whether it is to be
+// made; false for a passphrase.
+func (pl Planner) KeyFileMissing(e *Spec) (bool, error) {
+	if e.Passphrase {
+		return false, nil
+	}
+	return pl.CheckKeyFile(e.KeyFile)
 }
 
 // CheckKeyFile refuses a key file that others could read or swap: it must
@@ -165,12 +174,16 @@ func (pl Planner) planCrypttab(c *Plan, discard bool, subject string) error {
 	// nofail: a boot without the key (or the disk) still completes, as
 	// the fstab line's nofail lets it; headless: a missing key file
 	// fails the unit at once instead of waiting for a passphrase on a
-	// console nobody watches (systemd >= 250; older ones ignore it).
-	opts := "luks,nofail,headless=true"
+	// console nobody watches (systemd >= 250; older ones ignore it). A
+	// passphrase is asked on the console: key file none, not headless.
+	opts, key := "luks,nofail,headless=true", c.KeyFile
+	if c.Passphrase {
+		opts, key = "luks,nofail", "none"
+	}
 	if discard {
 		opts += ",discard"
 	}
-	c.CrypttabLine = fmt.Sprintf("%s UUID=%s %s %s", c.Name, c.UUID, c.KeyFile, opts)
+	c.CrypttabLine = fmt.Sprintf("%s UUID=%s %s %s", c.Name, c.UUID, key, opts)
 	data, _ := pl.HostOrLive().ReadFile(c.Crypttab)
 	have, _, ok := crypttabEntry(string(data), c.Name)
 	if ok && !sameCrypttabLine(have, c.CrypttabLine) {

@@ -50,6 +50,9 @@ func (h *Host) keyFile(args []string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	if p == "-" {
+		return h.stdin, len(h.stdin) > 0
+	}
 	n, _, err := h.fs.resolve(p, true)
 	if err != nil || !n.mode.IsRegular() || len(n.data) == 0 {
 		return nil, false

@@ -52,9 +52,11 @@ func (e Effect) String() string {
 
 // Host is the fake machine. The zero value is not usable: use New.
 type Host struct {
-	mu      sync.Mutex
-	fs      *vfs
-	log     []Effect
+	mu  sync.Mutex
+	fs  *vfs
+	log []Effect
+	// stdin is what RunInput gives the program it runs, nil otherwise.
+	stdin   []byte
 	devs    map[string]*blockDev // by kernel name
 	mounts  []mount
 	locks   map[string]string // lock path -> pid of another diskprep holding it
@@ -458,6 +460,17 @@ func (h *Host) Devices() []string {
 func (h *Host) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	out, err := h.run(ctx, name, args...)
+	return out, h.failed(err)
+}
+
+// RunInput runs name as Run does, stdin read where the program reads it
+// (cryptsetup --key-file -); the effect log has the argv, never stdin.
+func (h *Host) RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stdin = stdin
+	defer func() { h.stdin = nil }()
 	out, err := h.run(ctx, name, args...)
 	return out, h.failed(err)
 }

@@ -36,7 +36,8 @@
 //	    filesystem: {fs: xfs, label: data, mount: /data, persist: true,
 //	                 encrypt: {key_file: /etc/diskprep/keys/data.key}}
 //	                            # encrypt (optional, also on a volume): LUKS2 under
-//	                            #   the fs; name: the mapping, discard: TRIM through
+//	                            #   the fs; name: the mapping, discard: TRIM through;
+//	                            #   passphrase: true instead of key_file asks one
 //	lvm:                        # LVM volume groups over the partitions that "use" them
 //	  - vg: fast
 //	    # encrypt: {key_file: /etc/diskprep/keys/fast.key}   # LUKS2 on each member
@@ -665,17 +666,24 @@ func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool
 // encrypt reads a volume's encrypt mapping: {key_file: PATH, name: NAME,
 // discard: BOOL}.
 func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
-	f, err := p.fields(n, what, "key_file", "name", "discard")
+	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard")
 	if err != nil {
 		return nil, err
 	}
 	e := &crypt.Spec{}
-	kn, ok := f["key_file"]
-	if !ok {
-		return nil, p.errf(n, "%s: missing \"key_file\" (an absolute path; made, 0400, when missing)", what)
+	if pn, ok := f["passphrase"]; ok {
+		if e.Passphrase, err = p.boolean(pn, what+".passphrase"); err != nil {
+			return nil, err
+		}
 	}
-	if e.KeyFile, err = p.str(kn, what+".key_file"); err != nil {
-		return nil, err
+	kn, ok := f["key_file"]
+	if !ok && !e.Passphrase {
+		return nil, p.errf(n, "%s: missing \"key_file\" (an absolute path; made, 0400, when missing) or \"passphrase: true\" (asked on the terminal)", what)
+	}
+	if ok {
+		if e.KeyFile, err = p.str(kn, what+".key_file"); err != nil {
+			return nil, err
+		}
 	}
 	if nn, ok := f["name"]; ok {
 		if e.Name, err = p.str(nn, what+".name"); err != nil {

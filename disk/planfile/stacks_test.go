@@ -130,13 +130,15 @@ lvm:
 	}
 	head = "version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: raid:data}]\n  - select: {serial: B}\n    partitions: [{size: rest, use: raid:data}]\n"
 	for name, c := range map[string]struct{ doc, want string }{
-		"encrypted swap":     {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: swap, encrypt: {key_file: /k}}]\n", "swap is not encrypted"},
-		"encrypted member":   {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: lvm:v, encrypt: {key_file: /k}}]\nlvm:\n  - {vg: v, volumes: [{name: a, size: rest, fs: xfs}]}\n", "is encrypted by its stack's entry"},
-		"mount used twice":   {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: 1G, fs: xfs, mount: /d}, {size: rest, fs: xfs, mount: /d, encrypt: {key_file: /k}}]\n", "mount point /d is already used"},
-		"partition key file": {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: k}}]\n", `key file "k": give a clean absolute path`},
-		"no key file":        {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
-		"unknown key":        {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},
-		"relative key":       {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: k}}}\n", `key file "k": give a clean absolute path`},
+		"key file and passphrase": {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: /k, passphrase: true}}]\n", "a key file or a passphrase, not both"},
+		"neither":                 {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {name: x}}]\n", `missing "key_file"`},
+		"encrypted swap":          {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: swap, encrypt: {key_file: /k}}]\n", "swap is not encrypted"},
+		"encrypted member":        {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, use: lvm:v, encrypt: {key_file: /k}}]\nlvm:\n  - {vg: v, volumes: [{name: a, size: rest, fs: xfs}]}\n", "is encrypted by its stack's entry"},
+		"mount used twice":        {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: 1G, fs: xfs, mount: /d}, {size: rest, fs: xfs, mount: /d, encrypt: {key_file: /k}}]\n", "mount point /d is already used"},
+		"partition key file":      {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: k}}]\n", `key file "k": give a clean absolute path`},
+		"no key file":             {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
+		"unknown key":             {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},
+		"relative key":            {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: k}}}\n", `key file "k": give a clean absolute path`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse("plan.yaml", []byte(c.doc))
@@ -156,6 +158,8 @@ disks:
     partitions:
       - {size: 1G, fs: xfs, mount: /plain}
       - {size: rest, fs: ext4, label: vault, mount: /vault, persist: true, encrypt: {key_file: /etc/k/vault.key}}
+  - select: {serial: B}
+    partitions: [{size: rest, fs: xfs, mount: /asked, encrypt: {passphrase: true}}]
 `
 	p, err := Parse("plan.yaml", []byte(doc))
 	if err != nil {
@@ -166,7 +170,7 @@ disks:
 		t.Errorf("partitions %+v", parts)
 	}
 	st := p.Stacks()
-	if len(st.Encrypted) != 1 {
+	if len(st.Encrypted) != 2 || st.Encrypted[1].Volume.Encrypt == nil || *st.Encrypted[1].Volume.Encrypt != (crypt.Spec{Passphrase: true}) {
 		t.Fatalf("stacks %+v", st)
 	}
 	e := st.Encrypted[0]

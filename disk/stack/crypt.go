@@ -33,7 +33,7 @@ func checkEncrypt(e *crypt.Spec, what string) error {
 // on it counts.
 func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh bool, size uint64, req StackRequest, mounts []disk.MountEntry, geometry string) error {
 	cp := crypt.Planner{Planner: pl.Planner}
-	makeKey, err := cp.CheckKeyFile(e.KeyFile)
+	makeKey, err := cp.KeyFileMissing(e)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, req StackRequest) (
 		return ms, nil, nil
 	}
 	cp := crypt.Planner{Planner: pl.Planner}
-	makeKey, err := cp.CheckKeyFile(g.Encrypt.KeyFile)
+	makeKey, err := cp.KeyFileMissing(g.Encrypt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -265,4 +265,17 @@ func (pl Planner) planEncrypted(e EncryptedSpec, m member, req StackRequest, mou
 		v.FstabLine = disk.FstabEntryLine(v.partPlan())
 	}
 	return EncryptedPlan{Key: e.Key, Partition: m.path, Volume: v, Origin: e.Origin}, nil
+}
+
+// Passphrases are the plan's LUKS2 layers that a passphrase unlocks and
+// that apply formats or opens: what the caller asks before the first
+// step (Deps.Passphrase then answers by name).
+func (sp *StackPlan) Passphrases() []*crypt.Plan {
+	var out []*crypt.Plan
+	for _, c := range sp.crypts() {
+		if c.Passphrase && (c.Format != nil || c.Open != nil) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

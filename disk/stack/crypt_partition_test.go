@@ -3,6 +3,11 @@ package stack_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -93,6 +98,9 @@ func TestStackEncryptedPartition(t *testing.T) {
 			t.Errorf("release --wipe dry run lacks %q:\n%s", want, b.String())
 		}
 	}
+	if n := strings.Count(b.String(), "wipefs --all /dev/sdb1"); n != 1 {
+		t.Errorf("the partition is wiped %d times, want once:\n%s", n, b.String())
+	}
 	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +129,110 @@ func TestStackEncryptedPartitionBadInput(t *testing.T) {
 	c.stack.Encrypted[0].Volume.Encrypt = nil
 	if err := c.stack.Validate(c.reqs); err == nil || !strings.Contains(err.Error(), "no encrypt") {
 		t.Errorf("no encrypt: %v", err)
+	}
+}
+
+// A passphrase instead of a key file: asked through Deps (twice for a
+// new volume, once to open a closed one, never on a rerun that has
+// nothing to do), given to cryptsetup on its standard input, stretched by
+// cryptsetup's default PBKDF, and found in no argv, effect, log, plan,
+// result or crypttab.
+func TestStackEncryptedPartitionPassphrase(t *testing.T) {
+	const secret = "correct horse battery staple"
+	r := newStackRig(t, "sdb")
+	c := encryptedPartition()
+	c.stack.Encrypted[0].Volume.Encrypt = &crypt.Spec{Passphrase: true}
+	var asked []string
+	var logs bytes.Buffer
+	deps := r.deps()
+	deps.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	deps.Passphrase = func(_ context.Context, name string, confirm bool) ([]byte, error) {
+		asked = append(asked, fmt.Sprintf("%s %v", name, confirm))
+		return []byte(secret), nil
+	}
+	apply := func() (*stack.StackPlan, *stack.StackResult) {
+		t.Helper()
+		plans, sp, err := r.plan(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans {
+			if _, err := disk.Apply(context.Background(), p, deps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := stack.ApplyStacks(context.Background(), sp, deps)
+		if err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+		return sp, res
+	}
+	sp, res := apply()
+	var dry bytes.Buffer
+	sp.WriteText(&dry)
+	if got := strings.Join(asked, ","); got != "sdb1_crypt true" {
+		t.Errorf("asked %q, want once, confirmed, for sdb1_crypt", got)
+	}
+	format := sp.Encrypted[0].Volume.Crypt.Format
+	if f := strings.Join(format, " "); !strings.Contains(f, "--key-file - /dev/sdb1") || strings.Contains(f, "pbkdf") {
+		t.Errorf("luksFormat %q: want the passphrase on stdin, cryptsetup's own PBKDF", f)
+	}
+	for _, want := range []string{"ask the passphrase of sdb1_crypt on the terminal, not echoed (twice)", "--key-file '<passphrase on standard input>' /dev/sdb1"} {
+		if !strings.Contains(dry.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, dry.String())
+		}
+	}
+	v := res.Encrypted[0].Volume
+	if !strings.Contains(string(r.h.File("/etc/crypttab")), "sdb1_crypt UUID="+v.Crypt.UUID+" none luks,nofail\n") {
+		t.Errorf("crypttab:\n%s", r.h.File("/etc/crypttab"))
+	}
+
+	// Again: nothing to do, nothing asked.
+	asked = nil
+	if sp, res = apply(); !sp.Unchanged || res.Changed || len(asked) > 0 {
+		t.Errorf("rerun: unchanged %v, changed %v, asked %q", sp.Unchanged, res.Changed, asked)
+	}
+	// Closed: opened with the passphrase asked once, its files kept.
+	r.h.ByOthers(func() {
+		if err := r.h.Unmount("/mnt/vault"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.h.Run(t.Context(), "cryptsetup", "close", "sdb1_crypt"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, res = apply(); strings.Join(asked, ",") != "sdb1_crypt false" || res.Encrypted[0].Volume.Formatted || !res.Encrypted[0].Volume.Crypt.Opened {
+		t.Errorf("reopen: asked %q, result %+v", asked, res.Encrypted[0].Volume)
+	}
+
+	resJSON, _ := json.Marshal(res)
+	planJSON, _ := json.Marshal(sp)
+	for what, text := range map[string]string{"effects": r.h.Transcript(), "log": logs.String(), "result": string(resJSON), "plan": string(planJSON),
+		"dry run": dry.String(), "crypttab": string(r.h.File("/etc/crypttab")), "fstab": string(r.h.File("/etc/fstab"))} {
+		if strings.Contains(text, secret) || strings.Contains(text, hex.EncodeToString([]byte(secret))) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("the passphrase is in the %s", what)
+		}
+	}
+	if !strings.Contains(logs.String(), "open the LUKS2 volume: finished") {
+		t.Errorf("the log does not show the steps, so its check says nothing:\n%s", logs.String())
+	}
+
+	// No one to ask: the layer fails before its first step.
+	r2 := newStackRig(t, "sdb")
+	plans, sp2, err := r2.plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if _, err := disk.Apply(context.Background(), p, r2.deps()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r2.h.ResetLog()
+	if _, err := stack.ApplyStacks(context.Background(), sp2, r2.deps()); err == nil || !strings.Contains(err.Error(), "needs a passphrase, and nothing asks for it") {
+		t.Errorf("without an asker: %v", err)
+	}
+	if w := r2.h.Writes(); len(w) > 0 {
+		t.Errorf("without an asker it wrote: %v", w)
 	}
 }
