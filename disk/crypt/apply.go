@@ -90,7 +90,7 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	if c.Format != nil {
 		a = disk.ActCreate
 	}
-	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, %s", c.Backing, c.SectorBytes, c.unlock())
+	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, %s", c.Backing, c.SectorBytes, unlockText(c.Passphrase, c.KeyFile))
 	if c.MakeKey {
 		what += " (made)"
 	}
@@ -108,12 +108,12 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	return cs
 }
 
-// unlock says what unlocks the layer.
-func (c *Plan) unlock() string {
-	if c.Passphrase {
+// unlockText says what unlocks a layer, for people.
+func unlockText(passphrase bool, keyFile string) string {
+	if passphrase {
 		return "a passphrase"
 	}
-	return "key file " + c.KeyFile
+	return "key file " + keyFile
 }
 
 // Applier applies LUKS2 layers and their release with what disk gives a
@@ -219,11 +219,7 @@ func (cr *Result) Write(b *strings.Builder, indent string) {
 	if len(did) == 0 {
 		did = append(did, "open")
 	}
-	unlock := "key file " + cr.KeyFile
-	if cr.Passphrase {
-		unlock = "a passphrase"
-	}
-	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, unlock, strings.Join(did, ", "), cr.CryptsetupVersion)
+	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, unlockText(cr.Passphrase, cr.KeyFile), strings.Join(did, ", "), cr.CryptsetupVersion)
 	if cr.CrypttabLine != "" {
 		state := "already present"
 		if cr.CrypttabAdded {
