@@ -162,10 +162,12 @@ func TestScenarioEncrypt(t *testing.T) {
 			t.Errorf("luksDump lacks %q:\n%s", want, out["dump"])
 		}
 	}
-	if inv := out["inventory"]; strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt data_crypt: /data") != 1 ||
+	// One space between words: a partition's row is spaced to the
+	// disks' columns, an array's or volume's to its own.
+	if inv := strings.Join(strings.Fields(out["inventory"]), " "); strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt data_crypt: /data") != 1 ||
 		strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt vault-home_crypt: /home2") != 1 ||
 		strings.Count(inv, "LUKS2 aes-xts-plain64 512-bit key, 4096 B sectors, crypt "+part+": /plain") != 1 {
-		t.Errorf("inventory of the encrypted array and volume:\n%s", inv)
+		t.Errorf("inventory of the encrypted array, volume and partition:\n%s", out["inventory"])
 	}
 	if got := out["mirror"]; !strings.Contains(got, "LUKS2 /dev/mapper/data_crypt on /dev/md/data, 4096-byte sectors, key file /etc/diskprep/keys/data.key: opened") {
 		t.Errorf("the run after the kill does not say it opened the volume:\n%s", got)
