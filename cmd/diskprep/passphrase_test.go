@@ -107,3 +107,21 @@ func TestPreparePassphrase(t *testing.T) {
 		})
 	}
 }
+
+// Interrupted at the prompt (SIGINT, SIGHUP or SIGTERM cancel the
+// command's context): the read ends at once, saying nothing was changed,
+// and the terminal echoes again.
+func TestReadPassphraseInterrupted(t *testing.T) {
+	_, slave := openPTYPair(t, 80)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	var prompt bytes.Buffer
+	got, err := readPassphrase(ctx, slave, &prompt, "Passphrase: ")
+	if err == nil || got != nil || !strings.Contains(err.Error(), "at the passphrase: nothing was changed") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil || tio.Lflag&unix.ECHO == 0 {
+		t.Errorf("echo is not back on after the interruption: %v", err)
+	}
+}
