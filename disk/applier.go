@@ -3,7 +3,6 @@ package disk
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -99,7 +98,7 @@ func (a *applier) doInput(ctx context.Context, what string, argv []string, stdin
 	} else if in, ok := a.host.(InputRunner); ok {
 		out, err = in.RunInput(ctx, stdin, argv[0], argv[1:]...)
 	} else {
-		err = fmt.Errorf("%s: this host cannot pass a secret on standard input", argv[0])
+		err = noInput(argv[0])
 	}
 	if err != nil {
 		a.log.Info(what+": failed", "argv", argv, "err", err, "output", string(out))

@@ -5,7 +5,6 @@ package disk
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,7 +108,7 @@ func (h *crashHost) Run(ctx context.Context, name string, args ...string) ([]byt
 func (h *crashHost) RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
 	in, ok := h.Host.(InputRunner)
 	if !ok {
-		return nil, fmt.Errorf("%s: this host cannot pass a secret on standard input", name)
+		return nil, noInput(name)
 	}
 	return h.run(name, args, func() ([]byte, error) { return in.RunInput(ctx, stdin, name, args...) })
 }

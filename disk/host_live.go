@@ -45,7 +45,7 @@ func (h *LiveHost) RunInput(ctx context.Context, stdin []byte, name string, args
 	if r, ok := h.Runner.(InputRunner); ok {
 		return r.RunInput(ctx, stdin, name, args...)
 	}
-	return nil, fmt.Errorf("%s: this runner cannot pass a secret on standard input", name)
+	return nil, noInput(name)
 }
 
 func (*LiveHost) ReadFile(path string) ([]byte, error)             { return os.ReadFile(path) }

@@ -24,6 +24,12 @@ type InputRunner interface {
 	RunInput(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error)
 }
 
+// noInput is the error of a host or runner that cannot give program name
+// its standard input: the secret is not dropped, the run fails.
+func noInput(name string) error {
+	return fmt.Errorf("%s: this host cannot pass a secret on standard input", name)
+}
+
 // ExecRunner runs programs with exec.CommandContext; cancelling the context
 // kills the child. It returns stdout followed by stderr, since version banners
 // (mkfs.ext4 -V) go to stderr; on failure the error is a *RunError.

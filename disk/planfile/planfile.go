@@ -663,8 +663,8 @@ func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool
 	return p.volumeFields(n, f, what, mounts)
 }
 
-// encrypt reads a volume's encrypt mapping: {key_file: PATH, name: NAME,
-// discard: BOOL}.
+// encrypt reads an encrypt mapping: {key_file: PATH or passphrase: true,
+// name: NAME, discard: BOOL}.
 func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
 	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard")
 	if err != nil {
