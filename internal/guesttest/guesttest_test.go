@@ -411,3 +411,22 @@ func TestBudgetStretchesWithLoadAndEndsBeforeTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+func TestFailureExcerptsShowEachFailedTest(t *testing.T) {
+	log := `=== RUN   TestA
+--- PASS: TestA (0.01s)
+=== RUN   TestB
+    b_test.go:12: the disk was still mounted
+--- FAIL: TestB (0.20s)
+=== RUN   TestC
+--- PASS: TestC (0.01s)
+FAIL`
+	got := failureExcerpts(log, []string{"TestB FAIL"})
+	want := "=== RUN   TestB\n    b_test.go:12: the disk was still mounted\n--- FAIL: TestB (0.20s)\n"
+	if got != want {
+		t.Errorf("failureExcerpts = %q, want %q", got, want)
+	}
+	if got := failureExcerpts(log, []string{"TestZ FAIL"}); got != "" {
+		t.Errorf("a test not in the log: %q, want nothing", got)
+	}
+}

@@ -154,7 +154,10 @@ func TestScenarioSuitesInGuest(t *testing.T) {
 		}
 		t.Logf("%s suite in the guest: exit %s, %ss; ran:\n  %s", s.name, out[s.name+".exit"], out[s.name+".seconds"], strings.Join(ran, "\n  "))
 		if out[s.name+".exit"] != "0" || len(failed) > 0 || len(ran) == 0 {
-			t.Errorf("%s suite failed in the guest (exit %s; %v):\n%s", s.name, out[s.name+".exit"], failed, log)
+			// The failing tests' own lines again after the whole log: a
+			// report that keeps only the end of the output still shows them.
+			t.Errorf("%s suite failed in the guest (exit %s; %v):\n%s\nthe failures:\n%s", s.name, out[s.name+".exit"], failed, log,
+				failureExcerpts(log, failed))
 		}
 	}
 	if out["loops"] != "" {
@@ -181,4 +184,34 @@ func chosenSuites(t *testing.T) []struct{ name, pkg, tags, bin, run string } {
 		t.Fatalf("DISKPREP_GUEST_SUITES=%s names no suite", only)
 	}
 	return out
+}
+
+// failureExcerpts is each failed test's part of a verbose go test log:
+// from its last "=== RUN" (or "=== CONT") line to its "--- FAIL" line,
+// at most 40 lines of it, the last ones.
+func failureExcerpts(log string, failed []string) string {
+	lines := strings.Split(log, "\n")
+	var b strings.Builder
+	for _, f := range failed {
+		name, _, _ := strings.Cut(f, " ")
+		start, end := -1, -1
+		for i, l := range lines {
+			switch strings.TrimSpace(l) {
+			case "=== RUN   " + name, "=== CONT  " + name:
+				start = i
+			}
+			if strings.HasPrefix(strings.TrimSpace(l), "--- FAIL: "+name+" ") {
+				end = i
+				break
+			}
+		}
+		if start < 0 || end < start {
+			continue
+		}
+		if end-start > 40 {
+			start = end - 40
+		}
+		b.WriteString(strings.Join(lines[start:end+1], "\n") + "\n")
+	}
+	return b.String()
 }
