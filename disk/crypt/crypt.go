@@ -31,6 +31,9 @@ type Spec struct {
 	// crypttab's "discard"). Never by default: it shows which blocks are
 	// free to anyone holding the disk.
 	Discard bool `json:"discard,omitempty"`
+	// SectorBytes is the encryption sector asked for: 512 or 4096; 0
+	// lets diskprep choose (4096 where the device allows it).
+	SectorBytes uint64 `json:"sector_bytes,omitempty"`
 }
 
 // Plan is one LUKS2 layer, decided up front.
@@ -152,6 +155,8 @@ func validName(n string) bool {
 // error says what, without where).
 func (e Spec) Validate() error {
 	switch {
+	case e.SectorBytes != 0 && e.SectorBytes != 512 && e.SectorBytes != 4096:
+		return fmt.Errorf("encrypt sector size %d: 512 or 4096", e.SectorBytes)
 	case e.KeyFile != "" && e.Passphrase:
 		return errors.New("encrypt takes a key file or a passphrase, not both")
 	case e.Passphrase:
@@ -174,7 +179,22 @@ func (e Spec) Validate() error {
 // sectorFor chooses the encryption sector: 4096 where the device allows it
 // (its size a whole number of 4 KiB, its logical sector at most that): the
 // kernel's 512 costs several times the CPU on 4 KiB I/O.
-func sectorFor(size, logical uint64) (uint64, string) {
+// A size asked for (Spec.SectorBytes) is taken where the device allows
+// it, and refused where it does not.
+func sectorFor(size, logical, asked uint64) (uint64, string, error) {
+	switch {
+	case asked != 0 && asked < logical:
+		return 0, "", fmt.Errorf("%d-byte encryption sectors were asked for, but the device's logical sector is %d bytes", asked, logical)
+	case asked != 0 && size%asked != 0:
+		return 0, "", fmt.Errorf("%d-byte encryption sectors were asked for, but the device's size is not a whole number of them", asked)
+	case asked != 0:
+		return asked, "asked for", nil
+	}
+	n, why := sectorChoice(size, logical)
+	return n, why, nil
+}
+
+func sectorChoice(size, logical uint64) (uint64, string) {
 	switch {
 	case logical > 4096:
 		return logical, fmt.Sprintf("the device's logical sector is %d bytes", logical)

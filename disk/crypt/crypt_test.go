@@ -3,6 +3,7 @@ package crypt_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,34 @@ func TestSectorSize(t *testing.T) {
 		if c.SectorBytes != tc.want || !strings.Contains(c.SectorWhy, tc.why) {
 			t.Errorf("size %d, logical %d: %d (%s), want %d (%s)", tc.size, tc.logical, c.SectorBytes, c.SectorWhy, tc.want, tc.why)
 		}
+	}
+}
+
+// A sector size asked for is taken where the device allows it, and
+// refused (not bad input: the device's fact) where it does not.
+func TestSectorSizeAsked(t *testing.T) {
+	for _, tc := range []struct {
+		size, logical, asked, want uint64
+		refusal                    string
+	}{
+		{1 << 30, 512, 512, 512, ""},
+		{1 << 30, 512, 4096, 4096, ""},
+		{1 << 30, 4096, 512, 0, "logical sector is 4096 bytes"},
+		{1<<30 + 512, 512, 4096, 0, "not a whole number of them"},
+	} {
+		c, err := planner(hosttest.New()).Layer(&crypt.Spec{KeyFile: "/k", SectorBytes: tc.asked}, "x", crypt.Target{Path: "/dev/sdb1", SizeBytes: tc.size, LogicalSector: tc.logical}, false, false, false)
+		if tc.refusal != "" {
+			if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), tc.refusal) {
+				t.Errorf("asked %d on logical %d: %v, want a refusal saying %q", tc.asked, tc.logical, err, tc.refusal)
+			}
+			continue
+		}
+		if err != nil || c.SectorBytes != tc.want || c.SectorWhy != "asked for" || !slices.Contains(c.Format, fmt.Sprint(tc.want)) {
+			t.Errorf("asked %d on logical %d: %+v, %v; want %d, asked for, in luksFormat's argv", tc.asked, tc.logical, c, err, tc.want)
+		}
+	}
+	if err := (crypt.Spec{KeyFile: "/k", SectorBytes: 1024}).Validate(); err == nil || !strings.Contains(err.Error(), "512 or 4096") {
+		t.Errorf("sector 1024: %v, want 512 or 4096", err)
 	}
 }
 

@@ -45,7 +45,10 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 	if logical == 0 {
 		logical = 512
 	}
-	c.SectorBytes, c.SectorWhy = sectorFor(b.SizeBytes, logical)
+	var err error
+	if c.SectorBytes, c.SectorWhy, err = sectorFor(b.SizeBytes, logical, e.SectorBytes); err != nil {
+		return nil, disk.Refuse(b.Path, err.Error())
+	}
 
 	open := false
 	if mapped, ok := pl.MappedOver(c.Mapper); ok {

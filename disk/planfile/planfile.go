@@ -666,7 +666,7 @@ func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool
 // encrypt reads an encrypt mapping: {key_file: PATH or passphrase: true,
 // name: NAME, discard: BOOL}.
 func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
-	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard")
+	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard", "sector_bytes")
 	if err != nil {
 		return nil, err
 	}
@@ -693,6 +693,11 @@ func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
 	if dn, ok := f["discard"]; ok {
 		if e.Discard, err = p.boolean(dn, what+".discard"); err != nil {
 			return nil, err
+		}
+	}
+	if sn, ok := f["sector_bytes"]; ok {
+		if err := sn.Decode(&e.SectorBytes); err != nil || e.SectorBytes == 0 {
+			return nil, p.errf(sn, "%s.sector_bytes: 512 or 4096", what)
 		}
 	}
 	if err := e.Validate(); err != nil {
