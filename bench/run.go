@@ -249,6 +249,9 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if t.ident.Disk != "" {
 		rec.Health = startHealth(ctx, opts.Runner, opts.Roots.DevPath(t.ident.Disk), now())
 	}
+	if opts.Host != nil {
+		rec.Target.Encryption = encryptionOf(ctx, opts.Runner, opts.Host, t.ident.Stack)
+	}
 	if req.Precondition {
 		if rec.Precondition, err = r.precondition(ctx); err != nil {
 			return nil, err
@@ -544,6 +547,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	series := startSampler(r.t.roots, r.t, r.sampleEvery)
 	res, err := r.eng.Run(ctx, p)
 	hostSamples, devSamples := series.finish()
+	hostCPU := series.cpuNSPerIO()
 	// The diskstats bracket spans the whole call (ramp, setup, drain), so
 	// utilization and queue depth are over that, not the measured window.
 	wall := time.Since(wallStart)
@@ -559,7 +563,7 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 	}
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
 	one := repetitionOf(res, rep, start)
-	one.HostSamples, one.DeviceSamples = hostSamples, devSamples
+	one.HostSamples, one.DeviceSamples, one.HostCPUNSPerIO = hostSamples, devSamples, hostCPU
 	stalled(&one, w, res.Elapsed)
 	if cacheBefore != nil {
 		select {

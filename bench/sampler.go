@@ -28,6 +28,8 @@ type sampler struct {
 	mu   sync.Mutex
 	host []record.HostSample
 	dev  []record.DeviceSample
+	// first and last are the readings at the start and at the stop.
+	first, last snapshot
 }
 
 // snapshot is one reading of every counter.
@@ -66,6 +68,7 @@ func startSampler(roots hwinfo.Roots, t *target, interval time.Duration) *sample
 		s.majmin = fmt.Sprintf("%d:%d", t.major, t.minor)
 	}
 	first := s.read()
+	s.first = first
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(s.interval)
@@ -76,9 +79,13 @@ func startSampler(roots hwinfo.Roots, t *target, interval time.Duration) *sample
 			case <-s.stop:
 				// The part second after the last tick, unless it is a
 				// sliver whose rates would be noise.
-				if cur := s.read(); cur.at.Sub(prev.at) >= s.interval/5 {
+				cur := s.read()
+				if cur.at.Sub(prev.at) >= s.interval/5 {
 					s.add(first, prev, cur)
 				}
+				s.mu.Lock()
+				s.last = cur
+				s.mu.Unlock()
 				return
 			case <-tick.C:
 				cur := s.read()
@@ -108,6 +115,28 @@ func (s *sampler) finish() ([]record.HostSample, []record.DeviceSample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.host, s.dev
+}
+
+// userHZ is the unit of /proc/stat's CPU times: USER_HZ, 100 a second on
+// every architecture Linux runs diskprep on.
+const userHZ = 100
+
+// cpuNSPerIO is the host's busy CPU time per I/O the device completed
+// between the first and the last reading, in ns; 0 when either counter
+// is missing or no I/O completed. Call it after finish.
+func (s *sampler) cpuNSPerIO() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, b := s.first, s.last
+	if !a.cpuOK || !b.cpuOK || !a.blkOK || !b.blkOK {
+		return 0
+	}
+	busy := func(c hwinfo.CPUTimes) uint64 { return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal }
+	ios := b.blk.ReadIOs + b.blk.WriteIOs - a.blk.ReadIOs - a.blk.WriteIOs
+	if busy(b.cpu) < busy(a.cpu) || b.blk.ReadIOs+b.blk.WriteIOs <= a.blk.ReadIOs+a.blk.WriteIOs {
+		return 0
+	}
+	return float64(busy(b.cpu)-busy(a.cpu)) * (1e9 / userHZ) / float64(ios)
 }
 
 // hostSample is the CPU split between two /proc/stat readings, in percent

@@ -130,3 +130,26 @@ func TestRunRecordsSeries(t *testing.T) {
 		t.Errorf("device samples add up to %d bytes (want %d), a busy CPU second seen: %v", bytes, 1<<20, busy)
 	}
 }
+
+// The host's busy ticks (at USER_HZ 100) over the device's completed
+// I/Os: 30 busy ticks are 300 ms, over 1000 I/Os 300 µs each; iowait and
+// idle are not busy. Missing or backward counters give 0, not a figure.
+func TestSamplerCPUPerIO(t *testing.T) {
+	first := snapshot{cpu: hwinfo.CPUTimes{User: 100, System: 50, Idle: 900, IOWait: 40}, cpuOK: true,
+		blk: hwinfo.BlockStat{ReadIOs: 500, WriteIOs: 500}, blkOK: true}
+	last := snapshot{cpu: hwinfo.CPUTimes{User: 110, Nice: 2, System: 60, IRQ: 3, SoftIRQ: 4, Steal: 1, Idle: 1500, IOWait: 90}, cpuOK: true,
+		blk: hwinfo.BlockStat{ReadIOs: 1200, WriteIOs: 800}, blkOK: true}
+	s := &sampler{first: first, last: last}
+	if got := s.cpuNSPerIO(); math.Abs(got-300e3) > 1e-6 {
+		t.Errorf("cpu per I/O %v ns, want 300000", got)
+	}
+	noDev := last
+	noDev.blkOK = false
+	backward := last
+	backward.blk = first.blk
+	for name, l := range map[string]snapshot{"no device counters": noDev, "no I/O": backward} {
+		if got := (&sampler{first: first, last: l}).cpuNSPerIO(); got != 0 {
+			t.Errorf("%s: %v, want 0", name, got)
+		}
+	}
+}

@@ -70,6 +70,13 @@ func TestPrivilegedSeries(t *testing.T) {
 	if util <= 0 {
 		t.Error("device never busy")
 	}
+	// The host's busy time holds the engine's own (and the kernel's work
+	// for it): per I/O at least about as much, read from other counters
+	// (/proc/stat's ticks against the engine's rusage).
+	t.Logf("CPU per I/O: host %.0f ns, engine %.0f ns", run.HostCPUNSPerIO, run.EngineCPUNSPerIO)
+	if run.HostCPUNSPerIO <= 0 || run.HostCPUNSPerIO < 0.5*run.EngineCPUNSPerIO {
+		t.Errorf("host CPU per I/O %.0f ns, want more than 0 and at least about the engine's %.0f ns", run.HostCPUNSPerIO, run.EngineCPUNSPerIO)
+	}
 }
 
 // TestPrivilegedPrecondition: --precondition writes all of a loop device

@@ -139,3 +139,35 @@ func cryptsetupUnit(name string) string {
 	}
 	return "systemd-cryptsetup@" + b.String() + ".service"
 }
+
+// CryptMapped is the LUKS header whose open mapping is /dev/mapper/name,
+// wherever it sits (a disk, a partition, an array, a logical volume); nil
+// when none is open under that name.
+func (h *Host) CryptMapped(name string) *Crypt {
+	want := "/dev/mapper/" + name
+	match := func(c *Crypt) bool { return c != nil && c.Open && c.Mapper == want }
+	for i := range h.Disks {
+		d := &h.Disks[i]
+		if match(d.Crypt) {
+			return d.Crypt
+		}
+		for j := range d.Partitions {
+			if match(d.Partitions[j].Crypt) {
+				return d.Partitions[j].Crypt
+			}
+		}
+	}
+	for i := range h.Arrays {
+		if match(h.Arrays[i].Crypt) {
+			return h.Arrays[i].Crypt
+		}
+	}
+	for i := range h.VolumeGroups {
+		for j := range h.VolumeGroups[i].LVs {
+			if match(h.VolumeGroups[i].LVs[j].Crypt) {
+				return h.VolumeGroups[i].LVs[j].Crypt
+			}
+		}
+	}
+	return nil
+}

@@ -22,7 +22,7 @@ func TestFixtureDesktopNVMeSATA(t *testing.T) {
 		OS: OS{ID: "centos", Name: "CentOS Linux", Version: "7", PrettyName: "CentOS Linux 7 (Core)",
 			RedHatRelease: "CentOS Linux release 7.3.1611 (Core)"},
 		Kernel: "3.10.0-514.el7.x86_64",
-		CPU:    CPU{Model: "Intel(R) Core(TM) i5-7600T CPU @ 2.80GHz", Vendor: "GenuineIntel", Sockets: 1, Cores: 4, Threads: 4},
+		CPU:    CPU{Model: "Intel(R) Core(TM) i5-7600T CPU @ 2.80GHz", Vendor: "GenuineIntel", Sockets: 1, Cores: 4, Threads: 4, AES: &yes},
 		Memory: Memory{TotalBytes: 32657824 * 1024},
 		Board:  Board{Vendor: "Gigabyte Technology Co., Ltd.", Model: "H270-HD3-CF", Version: "x.x"},
 		System: SystemProduct{Vendor: "Gigabyte Technology Co., Ltd.", Product: "H270-HD3", Version: "Default string"},
@@ -124,7 +124,7 @@ func TestFixtureVMwareRDM(t *testing.T) {
 			RedHatRelease: "CentOS Linux release 7.9.2009 (Core)"},
 		Kernel: "3.10.0-1160.el7.x86_64",
 		// No sysfs CPU topology: counted from cpuinfo, one vCPU per socket.
-		CPU:    CPU{Model: "Intel(R) Xeon(R) CPU E5-2650 v2 @ 2.60GHz", Vendor: "GenuineIntel", Sockets: 2, Cores: 2, Threads: 2},
+		CPU:    CPU{Model: "Intel(R) Xeon(R) CPU E5-2650 v2 @ 2.60GHz", Vendor: "GenuineIntel", Sockets: 2, Cores: 2, Threads: 2, AES: &yes},
 		Memory: Memory{TotalBytes: 8010460 * 1024},
 		Board:  Board{Vendor: "Intel Corporation", Model: "440BX Desktop Reference Platform", Version: "None"},
 		System: SystemProduct{Vendor: "VMware, Inc.", Product: "VMware Virtual Platform", Version: "None"},
@@ -175,7 +175,7 @@ func TestFixtureKVMVirtio(t *testing.T) {
 		OS: OS{ID: "rocky", Name: "Rocky Linux", Version: "9.4", PrettyName: "Rocky Linux 9.4 (Blue Onyx)",
 			RedHatRelease: "Rocky Linux release 9.4 (Blue Onyx)"},
 		Kernel: "5.14.0-427.13.1.el9_4.x86_64",
-		CPU:    CPU{Model: "AMD EPYC-Milan Processor", Vendor: "AuthenticAMD", Sockets: 1, Cores: 4, Threads: 4},
+		CPU:    CPU{Model: "AMD EPYC-Milan Processor", Vendor: "AuthenticAMD", Sockets: 1, Cores: 4, Threads: 4, AES: &yes},
 		Memory: Memory{TotalBytes: 16082308 * 1024},
 		// q35 has no board strings: left empty, not made up.
 		System: SystemProduct{Vendor: "QEMU", Product: "Standard PC (Q35 + ICH9, 2009)", Version: "pc-q35-rhel9.4.0"},
@@ -256,7 +256,7 @@ func TestFixtureQEMUGuest(t *testing.T) {
 		OS: OS{ID: "debian", Name: "Debian GNU/Linux", Version: "12",
 			PrettyName: "Debian GNU/Linux 12 (bookworm)"},
 		Kernel: "6.1.0-28-amd64",
-		CPU:    CPU{Model: "QEMU TCG CPU version 2.5+", Vendor: "AuthenticAMD", Sockets: 1, Cores: 2, Threads: 2},
+		CPU:    CPU{Model: "QEMU TCG CPU version 2.5+", Vendor: "AuthenticAMD", Sockets: 1, Cores: 2, Threads: 2, AES: &yes},
 		Memory: Memory{TotalBytes: 1004852 * 1024},
 		System: SystemProduct{Vendor: "QEMU", Product: "Standard PC (Q35 + ICH9, 2009)", Version: "pc-q35-8.2"},
 		BIOS:   BIOS{Vendor: "SeaBIOS", Version: "1.16.3-debian-1.16.3-2", Date: "04/01/2014"},
@@ -383,3 +383,6 @@ func assertSameJSON(t *testing.T, got, want any) {
 	}
 	t.Errorf("mismatch:\n%s", strings.Join(diff, "\n"))
 }
+
+// yes is the fixtures' CPU.AES: every one of their CPUs lists aes.
+var yes = true

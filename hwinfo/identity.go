@@ -173,6 +173,9 @@ type cpuInfo struct {
 	cores      int  // 0 when cpuinfo has no core ids
 	hasFlags   bool // x86: a "flags" line exists, so absence of "hypervisor" means something
 	hypervisor bool
+	// features: a flags (x86) or Features (arm64) line exists; aes: it
+	// lists aes.
+	features, aes bool
 }
 
 func (r *reader) readCPUInfo() cpuInfo {
@@ -219,11 +222,15 @@ func (r *reader) readCPUInfo() cpuInfo {
 			if n, err := strconv.Atoi(v); err == nil {
 				coresPerPkg[pkg] = n
 			}
-		case "flags":
-			ci.hasFlags = true
+		case "flags", "Features":
+			ci.hasFlags = ci.hasFlags || k == "flags"
+			ci.features = true
 			for _, f := range strings.Fields(v) {
-				if f == "hypervisor" {
-					ci.hypervisor = true
+				switch f {
+				case "hypervisor":
+					ci.hypervisor = ci.hypervisor || k == "flags"
+				case "aes":
+					ci.aes = true
 				}
 			}
 		}
@@ -270,6 +277,10 @@ func (r *reader) readCPU(ci cpuInfo) CPU {
 	}
 	if c.Vendor == "" {
 		c.Vendor = ci.vendor
+	}
+	if ci.features {
+		aes := ci.aes
+		c.AES = &aes
 	}
 	return c
 }

@@ -47,6 +47,10 @@ type CPU struct {
 	Sockets int    `json:"sockets"`
 	Cores   int    `json:"cores"`   // physical cores, all sockets
 	Threads int    `json:"threads"` // logical CPUs, all sockets
+	// AES says whether the CPU has AES instructions (x86's AES-NI, the
+	// "aes" flag; arm64's "aes" feature), which set what dm-crypt's
+	// AES costs; nil when /proc/cpuinfo does not list its features.
+	AES *bool `json:"aes,omitempty"`
 }
 
 // Memory is installed or usable RAM.

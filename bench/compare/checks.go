@@ -205,3 +205,61 @@ func engineSpread(row string, c *Comparison, members map[int][]member) (out []en
 	}
 	return out
 }
+
+// cipherNotes say, for each column on dm-crypt, how close the disk came
+// through it to the cipher's own speed in memory (cryptsetup benchmark,
+// in the record): its fastest read row against decryption, its fastest
+// write row against encryption. Near 100% the CPU, not the disk, set the
+// pace.
+func cipherNotes(c *Comparison) []string {
+	var out []string
+	for gi, g := range c.Groups {
+		var e *record.Encryption
+		for _, r := range g.Records {
+			if r.Target.Encryption != nil {
+				e = r.Target.Encryption
+				break
+			}
+		}
+		if e == nil {
+			continue
+		}
+		aes := ""
+		if e.AES != nil && *e.AES {
+			aes = ", AES-NI"
+		} else if e.AES != nil {
+			aes = ", no AES instructions"
+		}
+		what := fmt.Sprintf("%s: LUKS%d %s, %d-bit key, %d-byte sectors%s", g.Name, e.LUKSVersion, e.Cipher, e.KeyBits, e.SectorBytes, aes)
+		if e.CipherDecryptMiBps <= 0 {
+			if e.CipherNote != "" {
+				what += " (" + e.CipherNote + ")"
+			}
+			out = append(out, what)
+			continue
+		}
+		var parts []string
+		for _, dir := range []struct {
+			name, doing, verb string
+			mibps             float64
+		}{{"read", "reading", "decrypt", e.CipherDecryptMiBps}, {"write", "writing", "encrypt", e.CipherEncryptMiBps}} {
+			best, row := 0.0, ""
+			for _, r := range c.Rows {
+				if cell := r.Cells[gi]; r.Dir == dir.name && cell.Present && len(cell.Metrics) > 0 && cell.Metrics[0].Metric == MetricMBps && cell.Metrics[0].Median > best {
+					best, row = cell.Metrics[0].Median, r.Name
+				}
+			}
+			if row == "" || dir.mibps <= 0 {
+				continue
+			}
+			mem := dir.mibps * (1 << 20) / 1e6
+			parts = append(parts, fmt.Sprintf("%.0f%% of the cipher's in-memory speed %s (%s %.0f MB/s, %s %.0f MB/s)", best/mem*100, dir.doing, row, best, dir.verb, mem))
+		}
+		if len(parts) == 0 {
+			out = append(out, what)
+			continue
+		}
+		out = append(out, what+": the disk through dm-crypt reached "+strings.Join(parts, " and "))
+	}
+	return out
+}

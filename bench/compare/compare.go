@@ -52,6 +52,10 @@ const (
 	MetricMBps   = "MB/s"
 	MetricIOPS   = "IOPS"
 	MetricLatP99 = "p99 latency"
+	// MetricHostCPU is the host's busy CPU time per I/O of the target
+	// device, in µs (record.Repetition.HostCPUNSPerIO): what a layer
+	// that computes (encryption) costs beside the disk's own time.
+	MetricHostCPU = "host CPU per I/O"
 )
 
 // Verdicts of a non-baseline cell.
@@ -73,6 +77,8 @@ const (
 type Options struct {
 	By      string // "" = label when labels differ, else the first of fs, host, device that differs, else record
 	Latency bool   // add a p99 latency line per row
+	// CPU adds the host's CPU time per I/O (MetricHostCPU) per row.
+	CPU bool
 	// Baseline names the group every other is compared against; "" keeps
 	// the first group (the records' order) as the baseline.
 	Baseline string
@@ -205,7 +211,7 @@ type Value struct {
 }
 
 // LowerIsBetter says whether smaller values of metric are improvements.
-func LowerIsBetter(metric string) bool { return metric == MetricLatP99 }
+func LowerIsBetter(metric string) bool { return metric == MetricLatP99 || metric == MetricHostCPU }
 
 // MethodText names the statistics behind the verdicts, for every output:
 // m cells tested, of which selected were called a change, and the level of
@@ -252,6 +258,9 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	if opts.Latency {
 		c.Metrics = append(c.Metrics, MetricLatP99)
 	}
+	if opts.CPU {
+		c.Metrics = append(c.Metrics, MetricHostCPU)
+	}
 	c.Groups, c.Split = groupRecords(recs, by, auto)
 	if opts.Baseline != "" {
 		var ok bool
@@ -273,7 +282,7 @@ func Compare(recs []*record.Record, opts Options) (*Comparison, error) {
 	c.Rows, c.Warnings = rows(c, opts, c.Warnings)
 	decide(c)
 	c.Warnings = append(c.Warnings, hostChecks(c)...)
-	c.Notes = notes(c.Groups)
+	c.Notes = append(notes(c.Groups), cipherNotes(c)...)
 	var own []string
 	for _, r := range c.Rows {
 		if r.Baseline != 0 {
@@ -628,6 +637,7 @@ func gather(members []member) (Cell, paramSet) {
 	type run struct {
 		start         time.Time
 		bw, iops, p99 float64
+		cpu           float64 // µs per I/O; 0 when not recorded
 		pct           [4]float64
 		pctOf         []int
 	}
@@ -649,7 +659,7 @@ func gather(members []member) (Cell, paramSet) {
 				continue
 			}
 			n++
-			runs = append(runs, run{start: rep.Start, bw: d.BWBytesPerS / 1e6, iops: d.IOPS, p99: d.LatNS.P99 / 1e3,
+			runs = append(runs, run{start: rep.Start, bw: d.BWBytesPerS / 1e6, iops: d.IOPS, p99: d.LatNS.P99 / 1e3, cpu: rep.HostCPUNSPerIO / 1e3,
 				pct: [4]float64{d.LatNS.P50, d.LatNS.P90, d.LatNS.P99, d.LatNS.P999}, pctOf: []int{0, 1, 2, 3}})
 		}
 		if n == 0 {
@@ -663,16 +673,19 @@ func gather(members []member) (Cell, paramSet) {
 		return cell, nil
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
-	var bw, iops, p99 []float64
+	var bw, iops, p99, cpu []float64
 	var pct [4][]float64
 	for _, r := range runs {
 		bw, iops, p99 = append(bw, r.bw), append(iops, r.iops), append(p99, r.p99)
+		if r.cpu > 0 {
+			cpu = append(cpu, r.cpu)
+		}
 		for _, i := range r.pctOf {
 			pct[i] = append(pct[i], r.pct[i])
 		}
 	}
 	cell.Present, cell.N = true, len(bw)
-	cell.Metrics = []Value{valueOf(MetricMBps, bw), valueOf(MetricIOPS, iops), valueOf(MetricLatP99, p99)}
+	cell.Metrics = []Value{valueOf(MetricMBps, bw), valueOf(MetricIOPS, iops), valueOf(MetricLatP99, p99), valueOf(MetricHostCPU, cpu)}
 	for i := range pct {
 		cell.LatencyNS[i] = median(pct[i])
 	}
@@ -681,6 +694,10 @@ func gather(members []member) (Cell, paramSet) {
 
 func valueOf(metric string, vs []float64) Value {
 	v := Value{Metric: metric, Values: vs, Median: median(vs), Min: math.Inf(1), Max: math.Inf(-1)}
+	if len(vs) == 0 {
+		// Not recorded (the host's CPU per I/O of an older record).
+		v.Min, v.Max = 0, 0
+	}
 	for _, x := range vs {
 		v.Min = math.Min(v.Min, x)
 		v.Max = math.Max(v.Max, x)
@@ -696,7 +713,13 @@ func judge(row *Row, c *Comparison) {
 		if !cell.Present {
 			continue
 		}
-		cell.Metrics = cell.Metrics[:len(c.Metrics)]
+		picked := make([]Value, 0, len(c.Metrics))
+		for _, m := range c.Metrics {
+			if i := slices.IndexFunc(cell.Metrics, func(v Value) bool { return v.Metric == m }); i >= 0 {
+				picked = append(picked, cell.Metrics[i])
+			}
+		}
+		cell.Metrics = picked
 	}
 	// A row the baseline did not run (another set's workload) is judged
 	// against the first column that ran it, and says so (Row.Baseline).

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -468,5 +469,74 @@ func TestAutoGroupingSplits(t *testing.T) {
 	}
 	if _, err := Compare([]*record.Record{raw, dir, other, cdm}, Options{Baseline: "xfs"}); !errors.Is(err, ErrUsage) {
 		t.Errorf("ambiguous baseline accepted: %v", err)
+	}
+}
+
+// The host's CPU per I/O, asked for: a metric of its own after MB/s and
+// IOPS (with latency or without), judged lower-is-better; a record
+// without it is "not recorded", never a zero that looks measured.
+func TestHostCPUPerIO(t *testing.T) {
+	withCPU := func(r *record.Record, us ...float64) *record.Record {
+		for i := range r.Workloads[0].Runs {
+			r.Workloads[0].Runs[i].HostCPUNSPerIO = us[i] * 1e3
+		}
+		return r
+	}
+	plain := withCPU(rec("a", "xfs", 500, 505, 498, 502, 501), 20, 21, 19, 20, 22)
+	luks := withCPU(rec("b", "xfs+luks2", 480, 470, 490, 485, 475), 60, 65, 58, 61, 63)
+	for _, lat := range []bool{false, true} {
+		cmp, err := Compare([]*record.Record{plain, luks}, Options{CPU: true, Latency: lat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 3, true: 4}[lat]; len(cmp.Metrics) != want || cmp.Metrics[want-1] != MetricHostCPU {
+			t.Fatalf("latency %v: metrics %v, want the host's CPU last of %d", lat, cmp.Metrics, want)
+		}
+		base, v := cellOf(t, cmp, "seqread", 0, MetricHostCPU), cellOf(t, cmp, "seqread", 1, MetricHostCPU)
+		if base.Median != 20 || v.Median != 61 || v.Verdict != VerdictSignificant || v.Better || *v.ChangePct < 150 {
+			t.Errorf("latency %v: host CPU %+v against %+v: want 61 µs against 20, significant, worse, about +200%%", lat, v, base)
+		}
+		if m := cellOf(t, cmp, "seqread", 1, MetricMBps); m.Metric != MetricMBps || m.Median != 480 {
+			t.Errorf("latency %v: MB/s cell %+v", lat, m)
+		}
+	}
+	old := rec("c", "old", 500, 505, 498, 502, 501)
+	cmp, err := Compare([]*record.Record{old, luks}, Options{CPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cellOf(t, cmp, "seqread", 0, MetricHostCPU); len(v.Values) != 0 || math.IsInf(v.Min, 0) {
+		t.Errorf("a record without the figure: %+v, want no values and finite bounds", v)
+	}
+	if _, err := json.Marshal(cmp); err != nil {
+		t.Errorf("the comparison does not encode: %v", err)
+	}
+}
+
+// A column on dm-crypt is said with its cipher, and how near its fastest
+// read came to the cipher's decryption in memory (1000 MiB/s is 1048.6
+// MB/s: 480 MB/s is 46%); one without the figure says why.
+func TestCipherNote(t *testing.T) {
+	aes := true
+	luks := rec("b", "xfs+luks2", 480, 470, 490, 485, 475)
+	luks.Target.Encryption = &record.Encryption{Mapper: "sdb1_crypt", LUKSVersion: 2, Cipher: "aes-xts-plain64", KeyBits: 512, SectorBytes: 4096,
+		AES: &aes, CipherEncryptMiBps: 900, CipherDecryptMiBps: 1000}
+	cmp, err := Compare([]*record.Record{rec("a", "xfs", 500, 505, 498, 502, 501), luks}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "xfs+luks2: LUKS2 aes-xts-plain64, 512-bit key, 4096-byte sectors, AES-NI: the disk through dm-crypt reached 46% of the cipher's in-memory speed reading (seqread 480 MB/s, decrypt 1049 MB/s)"
+	if !slices.Contains(cmp.Notes, want) {
+		t.Errorf("notes %q\nwant %q", cmp.Notes, want)
+	}
+	luks.Target.Encryption.CipherDecryptMiBps, luks.Target.Encryption.CipherNote = 0, "cryptsetup benchmark: Cipher aes-xts-plain64 (with 512 bits key) is not available."
+	cmp, err = Compare([]*record.Record{rec("a", "xfs", 500, 505, 498, 502, 501), luks}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cmp.Notes, func(n string) bool {
+		return strings.HasSuffix(n, "AES-NI (cryptsetup benchmark: Cipher aes-xts-plain64 (with 512 bits key) is not available.)")
+	}) {
+		t.Errorf("notes %q: want the reason there is no figure", cmp.Notes)
 	}
 }

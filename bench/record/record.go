@@ -181,6 +181,9 @@ type Target struct {
 	// devices, cache size, bcache's sequential cutoff and the kernel's
 	// counters then. Each repetition's Cache has the counters around it.
 	Cache *hwinfo.CachedVolume `json:"cache,omitempty"`
+	// Encryption is the LUKS layer Device is or is built on, with what
+	// the CPU does for it; nil when there is none.
+	Encryption *Encryption `json:"encryption,omitempty"`
 	// Prepared is the mkfs and mount recipe when diskprep prepared the
 	// filesystem (read from its marker file or filled in by the command).
 	Prepared *Prepared `json:"prepared,omitempty"`
@@ -244,6 +247,12 @@ type Repetition struct {
 	Warnings   []string   `json:"warnings,omitempty"`
 	// EngineCPUNSPerIO is (CPUUserS+CPUSysS) per I/O of this run, in ns.
 	EngineCPUNSPerIO float64 `json:"engine_cpu_ns_per_io,omitempty"`
+	// HostCPUNSPerIO is the whole host's busy CPU time (user, system,
+	// interrupts, steal: every process and kernel thread, dm-crypt's
+	// workers too, which the engine's own time leaves out) per I/O the
+	// target device completed, over the engine call, in ns. 0 when the
+	// host's or the device's counters were not read.
+	HostCPUNSPerIO float64 `json:"host_cpu_ns_per_io,omitempty"`
 	// HostSamples and DeviceSamples are the host's CPU and memory and the
 	// target device's diskstats once per second over the whole engine
 	// call (ramp included: TimeMS says where each falls), next to the
@@ -353,4 +362,23 @@ func NewID(t time.Time) string {
 		b = [2]byte{byte(t.Nanosecond() >> 8), byte(t.Nanosecond())}
 	}
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Encryption is a target's dm-crypt layer: its LUKS header, the CPU's AES
+// instructions, and the cipher's speed in memory, which the disk's speed
+// through the layer can be held against.
+type Encryption struct {
+	Mapper      string `json:"mapper"` // the dm name: sdb1_crypt
+	LUKSVersion int    `json:"luks_version"`
+	Cipher      string `json:"cipher"` // aes-xts-plain64
+	KeyBits     int    `json:"key_bits"`
+	SectorBytes int    `json:"sector_bytes"`
+	// AES: the CPU has AES instructions (AES-NI); nil when not known.
+	AES *bool `json:"aes,omitempty"`
+	// CipherEncryptMiBps and CipherDecryptMiBps are `cryptsetup
+	// benchmark`'s figures for this cipher and key size: the CPU alone,
+	// in memory, no disk. 0 when not measured (CipherNote says why).
+	CipherEncryptMiBps float64 `json:"cipher_encrypt_mib_per_s,omitempty"`
+	CipherDecryptMiBps float64 `json:"cipher_decrypt_mib_per_s,omitempty"`
+	CipherNote         string  `json:"cipher_note,omitempty"`
 }

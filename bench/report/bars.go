@@ -53,7 +53,7 @@ func barPanels(c *compare.Comparison, id string, w float64) []*svgDoc {
 	var out []*svgDoc
 	for _, bs := range sizes {
 		for mi, m := range c.Metrics {
-			if m == compare.MetricLatP99 {
+			if m == compare.MetricLatP99 || m == compare.MetricHostCPU {
 				continue
 			}
 			out = append(out, barPanel(c, by[bs], mi, bs, fmt.Sprintf("%s-%s-%d", id, slug(m), bs), w))

@@ -49,6 +49,10 @@ var RecordCSVColumns = []string{
 	"cache_hit_ratio", "cache_read_hit_ratio", "cache_unit", "cache_read_hits", "cache_read_misses",
 	"cache_write_hits", "cache_write_misses", "cache_bypass_hits", "cache_bypass_misses",
 	"cache_dirty_bytes_before", "cache_dirty_bytes_after",
+	// The repetition's host CPU per I/O; the record's dm-crypt layer.
+	"host_cpu_ns_per_io",
+	"encryption_cipher", "encryption_key_bits", "encryption_sector_bytes", "encryption_aes",
+	"encryption_cipher_encrypt_mib_per_s", "encryption_cipher_decrypt_mib_per_s",
 }
 
 func csvFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -72,6 +76,16 @@ func recordCSV(w io.Writer, rec *record.Record) error {
 	cw := csv.NewWriter(w)
 	cw.Write(RecordCSVColumns)
 	recCells := recordCSVCells(rec)
+	encCells := make([]string, 6)
+	if e := rec.Target.Encryption; e != nil {
+		encCells = []string{e.Cipher, strconv.Itoa(e.KeyBits), strconv.Itoa(e.SectorBytes), "", "", ""}
+		if e.AES != nil {
+			encCells[3] = strconv.FormatBool(*e.AES)
+		}
+		if e.CipherEncryptMiBps > 0 {
+			encCells[4], encCells[5] = csvFloat(e.CipherEncryptMiBps), csvFloat(e.CipherDecryptMiBps)
+		}
+	}
 	for _, wr := range rec.Workloads {
 		wlCells := workloadCSVCells(&wr)
 		for _, r := range wr.Runs {
@@ -91,6 +105,11 @@ func recordCSV(w io.Writer, rec *record.Record) error {
 				row = append(row, wlCells...)
 				row = append(row, recCells...)
 				row = append(row, cacheCells...)
+				hostCPU := ""
+				if r.HostCPUNSPerIO > 0 {
+					hostCPU = csvFloat(r.HostCPUNSPerIO)
+				}
+				row = append(append(row, hostCPU), encCells...)
 				cw.Write(row)
 			}
 		}

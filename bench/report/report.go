@@ -70,7 +70,7 @@ func JSON(w io.Writer, c *compare.Comparison) error {
 
 // metricValue formats a value of metric (latency metrics are in µs).
 func metricValue(metric string, v float64) string {
-	if metric == compare.MetricLatP99 {
+	if metric == compare.MetricLatP99 || metric == compare.MetricHostCPU {
 		return latency(v * 1e3)
 	}
 	return num(v)
@@ -78,6 +78,9 @@ func metricValue(metric string, v float64) string {
 
 // valueText is a cell's median with its range when there are repetitions.
 func valueText(metric string, v compare.Value) string {
+	if len(v.Values) == 0 && metric == compare.MetricHostCPU {
+		return "not recorded"
+	}
 	s := metricValue(metric, v.Median)
 	if len(v.Values) > 1 {
 		s += " (" + metricValue(metric, v.Min) + "–" + metricValue(metric, v.Max) + ")"

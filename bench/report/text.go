@@ -376,8 +376,11 @@ func CSV(w io.Writer, c *compare.Comparison) error {
 	}
 	for _, r := range c.Rows {
 		for mi, m := range c.Metrics {
-			if m == compare.MetricLatP99 {
+			switch m {
+			case compare.MetricLatP99:
 				m = "p99 latency us"
+			case compare.MetricHostCPU:
+				m = "host CPU per I/O us"
 			}
 			for gi, cell := range r.Cells {
 				rec := []string{r.Name, r.Dir, m, c.Groups[gi].Name, c.Groups[r.Baseline].Name}

@@ -25,6 +25,7 @@ type compareOptions struct {
 	By       string
 	Baseline string
 	Latency  bool
+	CPU      bool // --cpu: the host's CPU time per I/O
 	Wide     bool // the full table, one column per group, whatever the width
 	Filter   recordFilter
 	Output   string
@@ -66,6 +67,7 @@ Examples:
   diskprep compare --by fs -o markdown >> post.md
   diskprep compare --by host --baseline baremetal   # changes against that column
   diskprep compare 20261130T0615 20261130T0642 --latency
+  diskprep compare --label 'xfs*' --cpu            # what encryption costs the CPU
   diskprep compare ./results-esx ./results-baremetal --by host -o html --output report.html
   diskprep compare --fs ext4 --by device -o csv > ext4.csv
   diskprep compare -o svg --output throughput.svg
@@ -84,6 +86,7 @@ unknown offset are warned about.`,
 			&cli.StringFlag{Name: "by", Usage: "group records into columns by `WHAT`: " + strings.Join(compare.ByNames, ", ") + " (default: label, else what differs)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare every column against the group `NAME`, or the one column whose name has it as a part, e.g. esx-guest for xfs · esx-guest (default: the first, oldest)"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency of each workload"},
+			&cli.BoolFlag{Name: "cpu", Usage: "add the host's busy CPU time per I/O of the disk (every process and kernel thread: what encryption costs)"},
 			&cli.BoolFlag{Name: "wide", Usage: "one column per group however wide (default: one line per group under each workload when the full table passes the terminal's width, 120 columns when not a terminal)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 			&cli.StringSliceFlag{Name: "expect-hosts", Usage: "the fleet's `HOSTS` (comma-separated, repeatable): those without a record are named as failed (implies --by host)"},
@@ -91,7 +94,7 @@ unknown offset are warned about.`,
 		),
 		Action: action(func(c *cli.Context, e *env) error {
 			return runCompare(c.Context, compareOptions{
-				Sources: c.Args().Slice(), By: c.String("by"), Baseline: c.String("baseline"), Latency: c.Bool("latency"),
+				Sources: c.Args().Slice(), By: c.String("by"), Baseline: c.String("baseline"), Latency: c.Bool("latency"), CPU: c.Bool("cpu"),
 				Wide: c.Bool("wide"), Filter: filterFrom(c), Output: c.String("output"),
 				ExpectHosts: c.StringSlice("expect-hosts"), Failures: c.String("failures"),
 			}, e)
@@ -185,7 +188,7 @@ func runCompare(_ context.Context, opts compareOptions, e *env) error {
 		}
 		picked = redact.All(picked)
 	}
-	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency,
+	c, err := compare.Compare(picked, compare.Options{By: opts.By, Baseline: opts.Baseline, Latency: opts.Latency, CPU: opts.CPU,
 		Expected: opts.ExpectHosts, Failed: failed})
 	if err != nil {
 		return err
