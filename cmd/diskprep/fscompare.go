@@ -23,6 +23,8 @@ import (
 	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/cmd/diskprep/fscompare"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/units"
@@ -48,6 +50,48 @@ type fscompareOptions struct {
 	// "" for the default (interleaved; blocked for one filesystem or
 	// --repeat auto, which have no rounds to take in turn).
 	Order string
+	// Encrypt is --encrypt: the encryption of each column, crossed with
+	// FS ("none", "luks2", "luks2-512", "luks2-4096"); nil for none.
+	Encrypt []string
+	// KeyFile is --key-file: the key of the encrypted columns; "" makes
+	// one for the run, removed at the end.
+	KeyFile string
+	// fsSet: --fs was given (with --encrypt, its default is xfs alone).
+	fsSet bool
+}
+
+// fsColumn is one column of a comparison: a filesystem, alone or on an
+// encryption layer.
+type fsColumn struct {
+	Name string // "xfs", "xfs+luks2": the records' label with --encrypt
+	FS   string
+	// Encrypt is "" for none, else "luks2" with its sector size (0: the
+	// one diskprep chooses).
+	Encrypt     string
+	SectorBytes uint64
+}
+
+// encryptions are --encrypt's words: the sector each asks for.
+var encryptions = map[string]uint64{"none": 0, "luks2": 0, "luks2-512": 512, "luks2-4096": 4096}
+
+// columns are the comparison's columns, in order: every filesystem with
+// each encryption of --encrypt in turn.
+func (o fscompareOptions) columns() []fsColumn {
+	var cols []fsColumn
+	for _, fs := range o.FS {
+		if len(o.Encrypt) == 0 {
+			cols = append(cols, fsColumn{Name: fs, FS: fs})
+			continue
+		}
+		for _, enc := range o.Encrypt {
+			c := fsColumn{Name: fs, FS: fs}
+			if enc != "none" {
+				c.Name, c.Encrypt, c.SectorBytes = fs+"+"+enc, "luks2", encryptions[enc]
+			}
+			cols = append(cols, c)
+		}
+	}
+	return cols
 }
 
 // defaultFSCompareRepeat is the fewest repetitions per filesystem at which
@@ -95,6 +139,19 @@ to end, so another diskprep is refused it meanwhile. A run killed outright
 command run again first releases what that run left (its mount, loop device,
 the image it made, its temporary directory), saying so.
 
+--encrypt none,luks2 answers "what does encryption cost on this disk?": the
+same filesystem (--fs defaults to xfs alone then) plain and on LUKS2 over
+the same partition, in turns, each column labelled (xfs, xfs+luks2) and
+compared by label. luks2 takes the encryption sector diskprep chooses (4096
+where the disk allows it); luks2-512 and luks2-4096 ask for one, to see what
+the kernel's default 512 costs. The key is --key-file, or one made for the
+run (root's alone, under /run/diskprep) and removed at the end; each LUKS2
+column is released with its key slots destroyed (cryptsetup erase). The
+report adds the host's CPU time per I/O (every process and kernel thread:
+dm-crypt's work is not the benchmark's), and a note per encrypted column:
+its cipher, key and sector sizes, whether the CPU has AES-NI, and how near
+the disk came to the cipher's in-memory speed (cryptsetup benchmark).
+
 On a terminal the live line counts the whole comparison: run i of every
 filesystem's runs, and an ETA for all of them.
 
@@ -102,7 +159,8 @@ Examples:
   sudo diskprep fscompare --image /var/tmp/diskprep.img --size 4G --fs xfs,ext4 --set quick
   sudo diskprep fscompare /dev/sdb --fs xfs,ext4 --set fileserver --repeat 5 --yes
   sudo diskprep fscompare /dev/nvme1n1 --fs ext4,xfs --set nvme -o html --output fs.html
-  sudo diskprep fscompare /dev/sdc --fs xfs,ext4 --mount-opt noatime --latency -o markdown`,
+  sudo diskprep fscompare /dev/sdc --fs xfs,ext4 --mount-opt noatime --latency -o markdown
+  sudo diskprep fscompare /dev/nvme1n1 --encrypt none,luks2,luks2-512 --set nvme --yes`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fs", Value: "xfs,ext4", Usage: "filesystems to compare, comma separated, in column order: `LIST`"},
 			&cli.StringFlag{Name: "image", Usage: "use a sparse image `FILE` on a loop device instead of a disk"},
@@ -118,16 +176,16 @@ Examples:
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask before wiping the disk"},
 			&cli.BoolFlag{Name: "latency", Usage: "add the p99 completion latency to the comparison"},
 			&cli.StringFlag{Name: "output", Usage: "write the comparison to `FILE` (its extension picks the format when -o is not given)"},
+			&cli.StringFlag{Name: "encrypt", Usage: "compare the filesystem plain and on LUKS2: `LIST` of none, luks2, luks2-512, luks2-4096 (the encryption sector), comma separated; --fs defaults to xfs alone then"},
+			&cli.StringFlag{Name: "key-file", Usage: "the key `FILE` of --encrypt's LUKS2 columns (default: one made for the run and removed at the end)"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
 				return usageErr(fmt.Errorf("fscompare takes one DEVICE (got %q)", c.Args().Slice()))
 			}
-			var fss []string
-			for _, f := range strings.Split(c.String("fs"), ",") {
-				if f = strings.ToLower(strings.TrimSpace(f)); f != "" {
-					fss = append(fss, f)
-				}
+			fss, encs := commaList(c.String("fs")), commaList(c.String("encrypt"))
+			if c.IsSet("encrypt") && !c.IsSet("fs") {
+				fss = []string{"xfs"}
 			}
 			repeat, auto, err := workload.ParseRepeat("--repeat", c.String("repeat"))
 			if err != nil {
@@ -138,9 +196,21 @@ Examples:
 				Set: c.String("set"), Runtime: c.String("runtime"), Repeat: repeat, RepeatAuto: auto, Order: c.String("order"),
 				Mount: c.String("mount"), MountOpts: c.String("mount-opt"), SectorSize: c.String("sector-size"),
 				Keep: c.Bool("keep"), Yes: c.Bool("yes"), Latency: c.Bool("latency"), Output: c.String("output"),
+				Encrypt: encs, KeyFile: c.String("key-file"), fsSet: c.IsSet("fs") || !c.IsSet("encrypt"),
 			}, machineOf(c), e)
 		}),
 	}
+}
+
+// commaList is a flag's comma separated words, lower case, blanks dropped.
+func commaList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.ToLower(strings.TrimSpace(f)); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // check validates the options and builds the parts that do not depend on
@@ -159,9 +229,12 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 		return dreq, breq, errors.New("--size is for --image")
 	case len(o.FS) == 0:
 		return dreq, breq, errors.New("--fs needs two filesystems to compare: --fs xfs,ext4")
-	case len(o.FS) == 1:
+	case len(o.FS) == 1 && len(o.Encrypt) < 2:
 		// Refused before the disk is touched: one filesystem would be
 		// made and measured for nothing to compare it with.
+		if len(o.Encrypt) == 1 {
+			return dreq, breq, fmt.Errorf("--encrypt %s: give two to compare: --encrypt none,luks2", o.Encrypt[0])
+		}
 		return dreq, breq, fmt.Errorf("--fs %s: fscompare compares two filesystems (--fs xfs,ext4); to measure one, prepare it and run diskprep bench on its mount point", o.FS[0])
 	case o.Repeat < 1 || o.Repeat > workload.MaxRepeat:
 		return dreq, breq, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, workload.MaxRepeat)
@@ -169,6 +242,23 @@ func (o fscompareOptions) check() (disk.Request, workload.Request, error) {
 		return dreq, breq, fmt.Errorf("--order %q: interleaved or blocked", o.Order)
 	case o.Order == record.OrderInterleaved && o.RepeatAuto:
 		return dreq, breq, errors.New("--repeat auto stops each filesystem's runs on its own: give --repeat N with --order interleaved, or --order blocked")
+	case o.KeyFile != "" && len(o.Encrypt) == 0:
+		return dreq, breq, errors.New("--key-file goes with --encrypt")
+	case len(o.Encrypt) > 0 && o.Image != "":
+		return dreq, breq, errors.New("--encrypt takes a DEVICE, not --image (diskprep does not encrypt loop images)")
+	}
+	for i, enc := range o.Encrypt {
+		if _, ok := encryptions[enc]; !ok {
+			return dreq, breq, fmt.Errorf("--encrypt %q: none, luks2, luks2-512 or luks2-4096", enc)
+		}
+		if slices.Contains(o.Encrypt[:i], enc) {
+			return dreq, breq, fmt.Errorf("--encrypt lists %s twice", enc)
+		}
+	}
+	if o.KeyFile != "" {
+		if err := (crypt.Spec{KeyFile: o.KeyFile}).Validate(); err != nil {
+			return dreq, breq, fmt.Errorf("--key-file: %w", err)
+		}
 	}
 	seen := map[string]bool{}
 	for _, f := range o.FS {
@@ -241,7 +331,12 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
 	}
-	run := fscompare.Options{FS: opts.FS, Target: releaseTarget, Mount: opts.Mount, Bench: breq, Keep: opts.Keep, Order: opts.order()}
+	cols := opts.columns()
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	run := fscompare.Options{FS: names, Target: releaseTarget, Mount: opts.Mount, Bench: breq, Keep: opts.Keep, Order: opts.order()}
 	if !e.Quiet {
 		run.Progress = e.Stderr
 	}
@@ -281,7 +376,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	madeImage := imageNew && !opts.Keep
 	releaseFailed := false // a release left something: the run's record stays for the next run
 	if runPath != "" {
-		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew}
+		rec := fscompareRun{Schema: fscompareRunSchema, PID: os.Getpid(), Device: opts.Device, Image: image, MadeImage: imageNew, Encrypted: len(opts.Encrypt) > 0}
 		if opts.Mount == "" {
 			target := opts.Device
 			if image != "" {
@@ -307,8 +402,24 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}
 		}()
 	}
-	released := false // by the cleanup after a failure or an interruption
-	eta := &fsETA{steps: len(opts.FS)}
+	// The encrypted columns' key: --key-file, or one made for this run
+	// beside its record (root's alone), removed at the end once the
+	// release has destroyed the key slots it opened.
+	keyFile := opts.KeyFile
+	if len(opts.Encrypt) > 0 && keyFile == "" {
+		if runPath == "" {
+			return errors.New("--encrypt: no place for the run's key file here: give --key-file")
+		}
+		keyFile = strings.TrimSuffix(runPath, ".json") + ".key"
+		defer func() {
+			if !releaseFailed && !opts.Keep {
+				os.Remove(keyFile)
+			}
+		}()
+	}
+	encrypted := false // the prepared column is on LUKS2: its release wipes
+	released := false  // by the cleanup after a failure or an interruption
+	eta := &fsETA{steps: len(cols)}
 	if run.Order == record.OrderInterleaved {
 		eta.steps *= opts.Repeat
 	}
@@ -329,11 +440,18 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}
 			return m.readFacts(ctx, e.Root, &factsEnv)
 		},
-		Plan: func(ctx context.Context, fs, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
+		Plan: func(ctx context.Context, name, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			steps++
+			col := cols[slices.IndexFunc(cols, func(c fsColumn) bool { return c.Name == name })]
+			fs := col.Name
 			req := dreq
-			req.Partitions = []disk.PartSpec{{FS: fs, Label: "fscmp-" + fs, Mount: mount, MountOpts: opts.MountOpts}}
-			plan, err := (disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}).PlanDisk(req, host)
+			req.Partitions = []disk.PartSpec{{FS: col.FS, Label: "fscmp-" + col.FS, Mount: mount, MountOpts: opts.MountOpts}}
+			var st stack.StackRequest
+			if col.Encrypt != "" {
+				st = encryptedColumn(&req, col, keyFile)
+			}
+			pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
+			plans, sp, err := planPrepare(ctx, pl, []disk.Request{req}, st, host)
 			if err != nil {
 				if first && errors.Is(err, disk.ErrRefused) {
 					// Mounts left by an fscompare --keep or a prepare:
@@ -344,12 +462,12 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}
 			if first {
 				// Later rounds only destroy the filesystem this command made.
-				ask, err := disk.NeedConfirmation(plan, opts.Yes, e.IsTerminal)
+				ask, err := disk.NeedConfirmation(plans[0], opts.Yes, e.IsTerminal)
 				if err != nil {
 					return nil, err
 				}
 				if ask {
-					ok, err := confirm(ctx, e, plan)
+					ok, err := confirm(ctx, e, plans[0])
 					if err != nil {
 						return nil, err
 					}
@@ -360,10 +478,20 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}
 			return func(ctx context.Context) (string, error) {
 				preparing = fs
-				res, err := m.apply(ctx, plan, deps)
+				encrypted = sp != nil
+				res, err := m.apply(ctx, plans[0], deps)
 				if err != nil {
 					prepared = res
 					return "", err
+				}
+				if sp != nil {
+					sres, err := stack.ApplyStacks(ctx, sp, deps)
+					if err != nil {
+						prepared = res
+						return "", err
+					}
+					preparing = ""
+					return sres.Encrypted[0].Volume.Device, nil
 				}
 				preparing = ""
 				if len(res.Partitions) > 0 {
@@ -373,7 +501,9 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 			}, nil
 		},
 		Release: func(ctx context.Context, cleanup bool) error {
-			res, err := m.release(ctx, releaseTarget, disk.ReleaseOptions{}, deps)
+			// LUKS2 goes with its key slots destroyed (cryptsetup erase),
+			// before the run's key does.
+			res, err := m.release(ctx, releaseTarget, disk.ReleaseOptions{Wipe: encrypted}, deps)
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}
@@ -439,7 +569,11 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	if e.Redact {
 		shown = redact.All(records) // the store keeps them whole
 	}
-	c, err := compare.Compare(shown, compare.Options{By: compare.ByFS, Latency: opts.Latency})
+	by := compare.ByFS
+	if len(opts.Encrypt) > 0 {
+		by = compare.ByLabel // xfs and xfs+luks2 share a filesystem
+	}
+	c, err := compare.Compare(shown, compare.Options{By: by, Latency: opts.Latency, CPU: len(opts.Encrypt) > 0})
 	if err != nil {
 		return err
 	}
@@ -466,7 +600,7 @@ func (o fscompareOptions) order() string {
 	switch {
 	case o.Order != "":
 		return o.Order
-	case len(o.FS) < 2 || o.RepeatAuto:
+	case len(o.columns()) < 2 || o.RepeatAuto:
 		return record.OrderBlocked
 	}
 	return record.OrderInterleaved
@@ -701,4 +835,16 @@ func realImagePath(image string) string {
 		abs = filepath.Join(dir, filepath.Base(abs))
 	}
 	return abs
+}
+
+// encryptedColumn turns the disk's request for col into one partition for
+// LUKS2 and the filesystem on its mapping, as prepare DEVICE --encrypt
+// does.
+func encryptedColumn(req *disk.Request, col fsColumn, keyFile string) stack.StackRequest {
+	ps := req.Partitions[0]
+	key := filepath.Base(req.Device)
+	req.Partitions = []disk.PartSpec{{Label: ps.Label, Use: "crypt:" + key}}
+	return stack.StackRequest{Wipe: true, Encrypted: []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{
+		FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
+		Encrypt: &crypt.Spec{KeyFile: keyFile, SectorBytes: col.SectorBytes}}}}}
 }

@@ -42,6 +42,9 @@ type fscompareRun struct {
 	// the run made, removed once nothing is mounted there.
 	Mount     string `json:"mount"`
 	MadeMount bool   `json:"made_mount,omitempty"`
+	// Encrypted: the run had LUKS2 columns, whose mapping a kill may have
+	// left open (unmounted) on the DEVICE.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // fscompareRunPath is the record of the runs that hold lockPath.
@@ -208,6 +211,10 @@ func releaseKilledRun(ctx context.Context, old *fscompareRun, target, device, im
 			releaseTarget, ropts = image, disk.ReleaseOptions{RemoveImage: true}
 		}
 	}
+	if releaseTarget == "" && old.Encrypted && d != nil && openCrypt(d) {
+		say("a LUKS2 mapping left open", "releasing the disk, its key slots destroyed")
+		releaseTarget, ropts = device, disk.ReleaseOptions{Wipe: true}
+	}
 	if releaseTarget != "" {
 		if _, err := m.release(ctx, releaseTarget, ropts, deps); err != nil {
 			if !ropts.RemoveImage || errors.Is(err, context.Canceled) {
@@ -248,4 +255,14 @@ func leftoverHint(host *hwinfo.Host, device, image, releaseTarget string) string
 		}
 	}
 	return fmt.Sprintf(" (diskprep made what is mounted there: diskprep release %s releases it)", releaseTarget)
+}
+
+// openCrypt says whether a partition of d holds an open LUKS mapping.
+func openCrypt(d *hwinfo.Disk) bool {
+	for _, p := range d.Partitions {
+		if p.Crypt != nil && p.Crypt.Open {
+			return true
+		}
+	}
+	return false
 }

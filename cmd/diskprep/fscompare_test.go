@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
@@ -34,6 +36,12 @@ func TestFSCompareBadInput(t *testing.T) {
 		{"bad runtime", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 1, Runtime: "soon"}, "--runtime"},
 		{"unknown order", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 1, Order: "random"}, `--order "random": interleaved or blocked`},
 		{"interleaved auto", fscompareOptions{Device: "/dev/sdx", FS: two, Repeat: 9, RepeatAuto: true, Order: "interleaved"}, "--repeat auto stops each filesystem's runs on its own"},
+		{"one encryption", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Encrypt: []string{"luks2"}, Repeat: 1}, "--encrypt luks2: give two to compare: --encrypt none,luks2"},
+		{"unknown encryption", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Encrypt: []string{"none", "luks1"}, Repeat: 1}, `--encrypt "luks1": none, luks2, luks2-512 or luks2-4096`},
+		{"encryption twice", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Encrypt: []string{"luks2", "luks2"}, Repeat: 1}, "--encrypt lists luks2 twice"},
+		{"encrypted image", fscompareOptions{Image: "/x.img", Size: "1G", FS: []string{"xfs"}, Encrypt: []string{"none", "luks2"}, Repeat: 1}, "--encrypt takes a DEVICE, not --image"},
+		{"key file alone", fscompareOptions{Device: "/dev/sdx", FS: two, KeyFile: "/k", Repeat: 1}, "--key-file goes with --encrypt"},
+		{"relative key file", fscompareOptions{Device: "/dev/sdx", FS: []string{"xfs"}, Encrypt: []string{"none", "luks2"}, KeyFile: "k", Repeat: 1}, `--key-file: key file "k": give a clean absolute path`},
 	}
 	for _, c := range cases {
 		e, _, _ := resultsEnv(t, "")
@@ -45,6 +53,40 @@ func TestFSCompareBadInput(t *testing.T) {
 	code, out, _ := runDiskprep(t, "", "fscompare", "--help")
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--keep") {
 		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
+
+// --encrypt crosses each filesystem with each encryption, in the order
+// given: the plain one keeps the filesystem's name, an encrypted one adds
+// its own, with the sector it asks for (0: diskprep's choice).
+func TestFSCompareEncryptColumns(t *testing.T) {
+	o := fscompareOptions{FS: []string{"xfs", "ext4"}, Encrypt: []string{"none", "luks2", "luks2-512"}}
+	var got []string
+	for _, c := range o.columns() {
+		got = append(got, fmt.Sprintf("%s=%s/%s/%d", c.Name, c.FS, c.Encrypt, c.SectorBytes))
+	}
+	want := "xfs=xfs//0 xfs+luks2=xfs/luks2/0 xfs+luks2-512=xfs/luks2/512 ext4=ext4//0 ext4+luks2=ext4/luks2/0 ext4+luks2-512=ext4/luks2/512"
+	if strings.Join(got, " ") != want {
+		t.Errorf("columns %s\nwant    %s", strings.Join(got, " "), want)
+	}
+	if o := (fscompareOptions{FS: []string{"xfs"}, Encrypt: []string{"none", "luks2"}, Repeat: 5}); o.order() != record.OrderInterleaved {
+		t.Errorf("one filesystem, two encryptions: order %s, want interleaved", o.order())
+	}
+	// The encrypted column's request: one partition for LUKS2, the
+	// filesystem on its mapping with the run's key and the sector asked.
+	req := disk.Request{Device: "/dev/sdb", Wipe: true, Partitions: []disk.PartSpec{{FS: "xfs", Label: "fscmp-xfs", Mount: "/mnt/x", MountOpts: "noatime"}}}
+	st := encryptedColumn(&req, fsColumn{Name: "xfs+luks2-512", FS: "xfs", Encrypt: "luks2", SectorBytes: 512}, "/run/diskprep/fscompare/x.key")
+	if len(req.Partitions) != 1 || req.Partitions[0].Use != "crypt:sdb" || req.Partitions[0].FS != "" ||
+		len(st.Encrypted) != 1 || st.Encrypted[0].Key != "sdb" || !st.Wipe {
+		t.Fatalf("request %+v, stacks %+v", req, st)
+	}
+	v := st.Encrypted[0].Volume
+	if v.FS != "xfs" || v.Mount != "/mnt/x" || v.MountOpts != "noatime" || v.Persist || v.Encrypt == nil ||
+		*v.Encrypt != (crypt.Spec{KeyFile: "/run/diskprep/fscompare/x.key", SectorBytes: 512}) {
+		t.Errorf("volume %+v (encrypt %+v)", v, v.Encrypt)
+	}
+	if err := st.Validate([]disk.Request{req}); err != nil {
+		t.Errorf("the stack request is refused: %v", err)
 	}
 }
 
