@@ -347,6 +347,8 @@ func metricTitle(metric string) string {
 		return "Throughput (MB/s): right is better"
 	case compare.MetricIOPS:
 		return "IOPS: right is better"
+	case compare.MetricHostCPU:
+		return "Host CPU per I/O: left is better"
 	}
 	return "p99 latency: left is better"
 }

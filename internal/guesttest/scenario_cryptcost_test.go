@@ -176,6 +176,11 @@ func TestScenarioEncryptCost(t *testing.T) {
 		writeTestFile(t, filepath.Join(keep, "encrypt-cost.html"), out["html"])
 		b, _ := json.MarshalIndent(cmp, "", "  ")
 		writeTestFile(t, filepath.Join(keep, "encrypt-cost.json"), string(b))
+		for k, v := range out {
+			if strings.HasPrefix(k, "record.") {
+				writeTestFile(t, filepath.Join(keep, "encrypt-cost-records", strings.TrimPrefix(k, "record.")+".json"), v)
+			}
+		}
 	}
 	for _, k := range []string{"left.mounts", "left.dm", "left.luks", "left.keys", "left.fstab", "left.crypttab"} {
 		if out[k] != "" {
