@@ -60,7 +60,12 @@ func TestEngineSpread(t *testing.T) {
 	base := mk(1, "a", []float64{100, 100, 100, 100, 100})
 	// 100.2 MB/s: 20 µs less per I/O, within the 30 µs spread.
 	near := mk(2, "b", []float64{100.2, 100.2, 100.2, 100.2, 100.2})
-	c, err := Compare([]*record.Record{base, near}, Options{})
+	for i := range near.Workloads[0].Runs {
+		// The host spent three times the CPU a read (dm-crypt's, say).
+		base.Workloads[0].Runs[i].HostCPUNSPerIO = 100e3 + []float64{0, 3, 1, 4, 2}[i]
+		near.Workloads[0].Runs[i].HostCPUNSPerIO = 300e3 + []float64{2, 0, 4, 1, 3}[i]
+	}
+	c, err := Compare([]*record.Record{base, near}, Options{CPU: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +77,10 @@ func TestEngineSpread(t *testing.T) {
 		if v := cellOf(t, c, "seqread", 1, m); v.Verdict != VerdictEngineBound || v.Better || v.P == nil {
 			t.Errorf("%s: %+v, want %q", m, v, VerdictEngineBound)
 		}
+	}
+	// The host's CPU per I/O is the cost itself: judged all the same.
+	if v := cellOf(t, c, "seqread", 1, MetricHostCPU); v.Verdict != VerdictSignificant || v.Better {
+		t.Errorf("host CPU per I/O, three times the baseline's: %+v, want significant, worse", v)
 	}
 	// 110 MB/s: about 950 µs less per I/O, far beyond the engine's spread.
 	far := mk(3, "c", []float64{110, 110, 110, 110, 110})

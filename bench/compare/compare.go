@@ -492,7 +492,9 @@ func rows(c *Comparison, opts Options, warnings []string) ([]Row, []string) {
 		for _, n := range bound {
 			gi := n.gi
 			for mi := range row.Cells[gi].Metrics {
-				if v := &row.Cells[gi].Metrics[mi]; v.Verdict == "" {
+				// The host's CPU per I/O is the cost itself, not a time
+				// per I/O the engine's own cost could fake: judged.
+				if v := &row.Cells[gi].Metrics[mi]; v.Verdict == "" && c.Metrics[mi] != MetricHostCPU {
 					v.Verdict = VerdictEngineBound
 				}
 			}

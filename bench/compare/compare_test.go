@@ -529,6 +529,20 @@ func TestCipherNote(t *testing.T) {
 	if !slices.Contains(cmp.Notes, want) {
 		t.Errorf("notes %q\nwant %q", cmp.Notes, want)
 	}
+	if slices.ContainsFunc(cmp.Notes, func(n string) bool { return strings.Contains(n, "over 100%") }) {
+		t.Errorf("46%% said to be over 100%%: %q", cmp.Notes)
+	}
+	// The disk faster than the cipher's one run in memory: said, not
+	// hidden, with why that is possible.
+	luks.Target.Encryption.CipherDecryptMiBps = 300
+	if cmp, err = Compare([]*record.Record{rec("a", "xfs", 500, 505, 498, 502, 501), luks}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cmp.Notes, func(n string) bool {
+		return strings.Contains(n, "reached 153% of the cipher's in-memory speed reading") && strings.HasSuffix(n, "(over 100%: the cipher was not what set the pace; cryptsetup benchmark's one run in memory read lower)")
+	}) {
+		t.Errorf("notes %q: want 153%% said with why", cmp.Notes)
+	}
 	luks.Target.Encryption.CipherDecryptMiBps, luks.Target.Encryption.CipherNote = 0, "cryptsetup benchmark: Cipher aes-xts-plain64 (with 512 bits key) is not available."
 	cmp, err = Compare([]*record.Record{rec("a", "xfs", 500, 505, 498, 502, 501), luks}, Options{})
 	if err != nil {
