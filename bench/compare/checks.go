@@ -224,13 +224,7 @@ func cipherNotes(c *Comparison) []string {
 		if e == nil {
 			continue
 		}
-		aes := ""
-		if e.AES != nil && *e.AES {
-			aes = ", AES-NI"
-		} else if e.AES != nil {
-			aes = ", no AES instructions"
-		}
-		what := fmt.Sprintf("%s: LUKS%d %s, %d-bit key, %d-byte sectors%s", g.Name, e.LUKSVersion, e.Cipher, e.KeyBits, e.SectorBytes, aes)
+		what := g.Name + ": " + EncryptionText(e)
 		if e.CipherDecryptMiBps <= 0 {
 			if e.CipherNote != "" {
 				what += " (" + e.CipherNote + ")"

@@ -521,13 +521,24 @@ func TestCipherNote(t *testing.T) {
 	luks := rec("b", "xfs+luks2", 480, 470, 490, 485, 475)
 	luks.Target.Encryption = &record.Encryption{Mapper: "sdb1_crypt", LUKSVersion: 2, Cipher: "aes-xts-plain64", KeyBits: 512, SectorBytes: 4096,
 		AES: &aes, CipherEncryptMiBps: 900, CipherDecryptMiBps: 1000}
-	cmp, err := Compare([]*record.Record{rec("a", "xfs", 500, 505, 498, 502, 501), luks}, Options{})
+	plain := rec("a", "xfs", 500, 505, 498, 502, 501)
+	plain.Target.StackText = "xfs on sdb1"
+	cmp, err := Compare([]*record.Record{plain, luks}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "xfs+luks2: LUKS2 aes-xts-plain64, 512-bit key, 4096-byte sectors, AES-NI: the disk through dm-crypt reached 46% of the cipher's in-memory speed reading (seqread 480 MB/s, decrypt 1049 MB/s)"
 	if !slices.Contains(cmp.Notes, want) {
 		t.Errorf("notes %q\nwant %q", cmp.Notes, want)
+	}
+	// The layer is the encrypted column's identity, results show's too.
+	if !slices.ContainsFunc(cmp.Groups[1].Identity, func(f Field) bool {
+		return f.Name == "Encryption" && f.Value == "LUKS2 aes-xts-plain64, 512-bit key, 4096-byte sectors, AES-NI"
+	}) {
+		t.Errorf("xfs+luks2's identity %+v: no encryption", cmp.Groups[1].Identity)
+	}
+	if !slices.ContainsFunc(cmp.Groups[0].Identity, func(f Field) bool { return f.Name == "Encryption" && f.Value == "none" }) {
+		t.Errorf("xfs's identity %+v: want encryption none", cmp.Groups[0].Identity)
 	}
 	if slices.ContainsFunc(cmp.Notes, func(n string) bool { return strings.Contains(n, "over 100%") }) {
 		t.Errorf("46%% said to be over 100%%: %q", cmp.Notes)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -71,6 +72,18 @@ var identityFields = []identityField{
 		return r.Target.Disk
 	}},
 	{key: "stack", name: "Storage", get: func(r *record.Record) string { return r.Target.StackText }},
+	{key: "encryption", name: "Encryption", get: func(r *record.Record) string {
+		// "none" where the stack is known to have no dm-crypt; unknown
+		// for a record older than the field, or one whose header was
+		// not read.
+		if e := r.Target.Encryption; e != nil {
+			return EncryptionText(e)
+		}
+		if r.Target.StackText == "" || slices.ContainsFunc(r.Target.Stack, func(l hwinfo.Layer) bool { return l.Kind == "crypt" }) {
+			return ""
+		}
+		return "none"
+	}},
 	{key: "media", name: "Media", get: func(r *record.Record) string {
 		var parts []string
 		if r.Target.Media != "" {
@@ -211,7 +224,9 @@ func identities(groups []Group, dims []string) ([]Field, []string) {
 			perGroup[gi] = strings.Join(vals, " | ")
 		}
 		if len(known) <= 1 {
-			if len(known) == 1 {
+			// Plain storage throughout is said by the storage line: an
+			// "Encryption none" would be noise in every report.
+			if len(known) == 1 && !(f.key == "encryption" && known[0] == "none") {
 				v := known[0]
 				if unknown > 0 {
 					v += fmt.Sprintf(" (unknown in %d of %d records)", unknown, total)
@@ -435,4 +450,22 @@ func paramDiffs(groups []Group, params []paramSet) (string, string) {
 		}
 	}
 	return first, strings.Join(diffs, "; ")
+}
+
+// EncryptionText is a target's dm-crypt layer in one line: "LUKS2
+// aes-xts-plain64, 512-bit key, 4096-byte sectors, AES-NI"; "" for none.
+// The cipher's speed in memory is a measurement, not what the layer is:
+// the notes hold it (cipherNotes).
+func EncryptionText(e *record.Encryption) string {
+	if e == nil {
+		return ""
+	}
+	s := fmt.Sprintf("LUKS%d %s, %d-bit key, %d-byte sectors", e.LUKSVersion, e.Cipher, e.KeyBits, e.SectorBytes)
+	switch {
+	case e.AES != nil && *e.AES:
+		s += ", AES-NI"
+	case e.AES != nil:
+		s += ", no AES instructions"
+	}
+	return s
 }
