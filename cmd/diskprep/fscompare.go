@@ -359,7 +359,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	}
 	if runPath != "" {
 		if old := readFSCompareRun(runPath); old != nil {
-			if err := releaseKilledRun(ctx, old, releaseTarget, opts.Device, image, m, deps, &factsEnv, run.Progress); err != nil {
+			if err := releaseKilledRun(ctx, old, releaseTarget, opts.Device, image, opts.Yes, m, deps, &factsEnv, run.Progress); err != nil {
 				return err
 			}
 		}
@@ -503,7 +503,10 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		Release: func(ctx context.Context, cleanup bool) error {
 			// LUKS2 goes with its key slots destroyed (cryptsetup erase),
 			// before the run's key does.
-			res, err := m.release(ctx, releaseTarget, disk.ReleaseOptions{Wipe: encrypted}, deps)
+			// Yes: the disk was confirmed before this run prepared it, and
+			// a LUKS2 header cut short before its filesystem bears no
+			// marker of diskprep's.
+			res, err := m.release(ctx, releaseTarget, disk.ReleaseOptions{Wipe: encrypted, Yes: encrypted}, deps)
 			if err != nil && res != nil && cleanup {
 				res.WriteText(e.Stderr)
 			}

@@ -179,7 +179,7 @@ func diskMounts(d *hwinfo.Disk) []string {
 // (the plan refuses it, saying how to release it). It says what it does on
 // progress, one line. When a release fails the error says, in one line,
 // the command that finishes it; the record then stays for the next run.
-func releaseKilledRun(ctx context.Context, old *fscompareRun, target, device, image string, m *machine, deps disk.Deps, e *env, progress io.Writer) error {
+func releaseKilledRun(ctx context.Context, old *fscompareRun, target, device, image string, yes bool, m *machine, deps disk.Deps, e *env, progress io.Writer) error {
 	say := func(what, doing string) {
 		if progress != nil {
 			fmt.Fprintf(progress, "an earlier fscompare of %s ended without cleaning up (%s): %s\n", target, what, doing)
@@ -213,7 +213,9 @@ func releaseKilledRun(ctx context.Context, old *fscompareRun, target, device, im
 	}
 	if releaseTarget == "" && old.Encrypted && d != nil && openCrypt(d) {
 		say("a LUKS2 mapping left open", "releasing the disk, its key slots destroyed")
-		releaseTarget, ropts = device, disk.ReleaseOptions{Wipe: true}
+		// --yes, as the run's own wipe of the disk takes it: the header
+		// was cut short before its filesystem, which would bear the mark.
+		releaseTarget, ropts = device, disk.ReleaseOptions{Wipe: true, Yes: yes}
 	}
 	if releaseTarget != "" {
 		if _, err := m.release(ctx, releaseTarget, ropts, deps); err != nil {

@@ -16,7 +16,8 @@ import (
 // interleaved rounds; each record keeps its layer (cipher, key and sector
 // size, AES-NI, cryptsetup benchmark's figures) and the host's CPU per
 // I/O; the comparison adds that CPU row and a note per encrypted column.
-// Afterwards: no mapping, no key file, no LUKS header (so no key slot),
+// Before it, the same command killed with its first mapping open; the run
+// releases what that left. Afterwards: no mapping, no key file, no LUKS header (so no key slot),
 // fstab and crypttab as they were. The numbers are TCG's; the machinery is
 // what is checked. One boot.
 
@@ -29,6 +30,18 @@ mark disk; echo $d
 mark sectors; cat /sys/block/${d##*/}/queue/logical_block_size /sys/block/${d##*/}/queue/physical_block_size
 touch /etc/crypttab
 cp /etc/fstab /root/fstab.before; cp /etc/crypttab /root/crypttab.before
+# Killed (kill -9) once its first LUKS2 mapping is open: the same
+# command's next run must release what it left and converge.
+diskprep fscompare $d --encrypt luks2,none --set quick --runtime 1s --repeat 1 --yes --results /root/res-kill >/dev/null 2>/root/kill.err &
+k=$!
+i=0
+until [ -e /dev/mapper/${d##*/}1_crypt ] || [ $i -ge 1200 ] || ! kill -0 $k 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+# (kill succeeds only on a process still running: the shell may have
+# reaped it before wait, which then says 0.)
+mark kill.sent; kill -KILL $k && echo killed
+wait $k
+mark kill.open; ls /dev/mapper/ | grep _crypt
+mark kill.stderr; cat /root/kill.err
 s=$(date +%s)
 diskprep fscompare $d --encrypt none,luks2,luks2-512 --set quick --runtime 1s --repeat 2 --yes -o json --results /root/res >/root/out 2>/root/err
 rc=$?
@@ -95,8 +108,14 @@ func TestScenarioEncryptCost(t *testing.T) {
 	if f := strings.Fields(out["sectors"]); len(f) != 2 || f[0] != "512" || f[1] != "4096" {
 		t.Fatalf("the disk is not 512e: logical and physical sectors %q", out["sectors"])
 	}
+	if out["kill.sent"] != "killed" || out["kill.open"] == "" {
+		t.Errorf("the first fscompare: kill %q with mappings %q, want killed with its LUKS2 mapping open\n%s", out["kill.sent"], out["kill.open"], out["kill.stderr"])
+	}
 	if out["exit"] != "0" {
-		t.Fatalf("fscompare --encrypt: exit %s\n%s", out["exit"], out["stderr"])
+		t.Fatalf("fscompare --encrypt after the killed one: exit %s\n%s", out["exit"], out["stderr"])
+	}
+	if !strings.Contains(out["stderr"], "an earlier fscompare of /dev/") || !strings.Contains(out["stderr"], "ended without cleaning up") {
+		t.Errorf("the run after the killed one did not say it cleaned up what that left:\n%s", out["stderr"])
 	}
 	dev := strings.TrimPrefix(out["disk"], "/dev/")
 	recs := map[string]costRecord{}
