@@ -100,8 +100,50 @@ mark kept.4; cat /home2/kept
 mark release; for m in /data /home2 /docs /plain; do diskprep release $m --wipe --yes 2>&1; echo "exit $?"; done
 mark crypttab.5; grep -c . /etc/crypttab
 mark blank; for d in "$A" "$B" "$C" "$D" "$E"; do echo "$d $(blkid -p -o value -s TYPE "$d"; lsblk -nro NAME "$d" | wc -l)"; done
+# A passphrase typed on a terminal (a pty: each prompt answered once it
+# is shown, with the echo already off), then looked for everywhere.
+pwtty() {
+	python3 -c '
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+pw, buf = os.environ["PW"].encode() + b"\n", b""
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    buf += data
+    last = buf.split(b"\n")[-1]
+    if buf.endswith(b": ") and (b"Passphrase for" in last or b"The same again" in last):
+        os.write(fd, pw)
+        buf = b""
+_, st = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(st))
+' "$@"
+}
+export PW
+mark pw; pwtty diskprep -o json prepare "$E" --fs ext4 --mount /pw --persist --encrypt --passphrase --yes >/root/pw.out 2>&1; echo "exit $?"
+mark pw.mounted; findmnt -no FSTYPE /pw
+mark pw.open; printf '%s' "$PW" | cryptsetup open --test-passphrase --key-file - "${E}1" && echo yes
+mark pw.crypttab; grep -v '^#' /etc/crypttab | grep . | awk '{print $3, $4}'
+pwtty diskprep prepare "$E" --fs ext4 --mount /pw --persist --encrypt --passphrase --yes >/root/pw.rerun 2>&1
+mark pw.rerun; grep -q "already prepared as asked" /root/pw.rerun && echo prepared; grep -q "Passphrase for" /root/pw.rerun && echo asked
+# (/run/guest holds this script, passphrase and all.)
+mark pw.leak; grep -rlF -- "$PW" /etc /run /var/log /root/pw.out 2>/dev/null | grep -v '^/run/guest/'; journalctl -b --no-pager 2>/dev/null | grep -cF -- "$PW"; diskprep inventory 2>&1 | grep -cF -- "$PW"
+mark pw.release; diskprep release /pw --wipe --yes 2>&1; echo "exit $?"
+mark pw.out; cat /root/pw.out
 mark end
 `
+
+// cryptPassphrase is the passphrase the scenario types; it must show
+// nowhere in what the guest prints or keeps.
+const cryptPassphrase = "tcg Guest-pass 7!"
 
 func TestScenarioEncrypt(t *testing.T) {
 	t.Parallel()
@@ -182,7 +224,7 @@ func TestScenarioEncrypt(t *testing.T) {
 		t.Errorf("files after the reboot: %q", out["kept.2"])
 	}
 
-	out = run("the volume's key gone", 1, cryptKeyGone)
+	out = run("the volume's key gone", 1, "PW='"+cryptPassphrase+"'\n"+cryptKeyGone)
 	if out["reached"] != "yes" {
 		t.Errorf("the boot without a key did not complete")
 	}
@@ -208,6 +250,24 @@ func TestScenarioEncrypt(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(out["blank"]), "\n") {
 		if f := strings.Fields(l); len(f) != 2 || f[1] != "1" {
 			t.Errorf("not blank after release --wipe: %q", l)
+		}
+	}
+
+	// The passphrase, typed twice on a terminal: the volume opens with
+	// it, systemd is to ask it at boot, a rerun asks nothing, and it is
+	// in no output, file, journal line or inventory.
+	if exit(out, "pw") != "exit 0" || out["pw.mounted"] != "ext4" || out["pw.open"] != "yes" {
+		t.Errorf("prepare --passphrase: %s, mounted %q, opens with the passphrase %q\n%s", exit(out, "pw"), out["pw.mounted"], out["pw.open"], out["pw.out"])
+	}
+	if out["pw.crypttab"] != "none luks,nofail" || out["pw.rerun"] != "prepared" || exit(out, "pw.release") != "exit 0" {
+		t.Errorf("crypttab %q, rerun %q, release %q", out["pw.crypttab"], out["pw.rerun"], out["pw.release"])
+	}
+	if out["pw.leak"] != "0\n0" {
+		t.Errorf("the passphrase is in files, the journal or the inventory:\n%s", out["pw.leak"])
+	}
+	for k, v := range out {
+		if strings.Contains(v, cryptPassphrase) {
+			t.Errorf("the passphrase is in the guest's output (%s)", k)
 		}
 	}
 }
