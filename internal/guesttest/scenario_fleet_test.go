@@ -145,8 +145,13 @@ diskprep_start_lead: 60
 	// controller's clock the three began within a second of each other.
 	truth := clocks("after run 1")
 	// Set 5 s ahead at boot, give or take the RTC's second and what the
-	// guests' clocks lost apart.
-	if d := truth["fleet-b"] - (truth["fleet-a"]+truth["fleet-c"])/2; d < 3000 || d > 7000 {
+	// guests' clocks lost apart: a TCG guest booted on a busy host starts
+	// seconds off (in a CI run fleet-c began 1.3 s behind, fleet-b 2.1 s
+	// beyond its shift: 7.7 s from the others' mean), so the shift is
+	// told from the others within 3.5 s either way. This checks the
+	// harness's shift; what diskprep measures of each clock is held to
+	// half a second below.
+	if d := truth["fleet-b"] - (truth["fleet-a"]+truth["fleet-c"])/2; d < 1500 || d > 8500 {
 		t.Errorf("fleet-b's clock is %.0f ms ahead of the others', want about the 5 s it was set to", d)
 	}
 	checkFleetClocks(t, recs1, before, truth)
