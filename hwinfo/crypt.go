@@ -24,6 +24,9 @@ type Crypt struct {
 	Mapper string `json:"mapper,omitempty"`
 	// UUID is the header's, as crypttab's UUID= names it.
 	UUID string `json:"uuid,omitempty"`
+	// Tokens are the header's LUKS2 token types (systemd-tpm2: a key
+	// slot sealed to the TPM).
+	Tokens []string `json:"tokens,omitempty"`
 }
 
 // readCrypt fills Crypt for each disk and partition whose signature is
@@ -56,7 +59,12 @@ func (r *reader) cryptOf(path string, size uint64, holders []Holder) *Crypt {
 		}
 		return nil
 	}
-	c := &Crypt{Version: l.Version, Cipher: l.Cipher, KeyBits: l.KeyBits, SectorBytes: l.SectorBytes, UUID: l.UUID}
+	return CryptOf(l, holders)
+}
+
+// CryptOf is what a LUKS header says, open when a holder maps it.
+func CryptOf(l *probe.LUKS, holders []Holder) *Crypt {
+	c := &Crypt{Version: l.Version, Cipher: l.Cipher, KeyBits: l.KeyBits, SectorBytes: l.SectorBytes, UUID: l.UUID, Tokens: l.Tokens}
 	for _, h := range holders {
 		if h.Kind == "crypt" {
 			c.Open, c.Mapper = true, "/dev/mapper/"+h.DMName

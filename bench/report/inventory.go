@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -172,6 +173,9 @@ func cryptUse(c *hwinfo.Crypt, u string) string {
 		u = "closed"
 	}
 	s := fmt.Sprintf("%d-bit key, %d B sectors", c.KeyBits, c.SectorBytes)
+	if slices.Contains(c.Tokens, "systemd-tpm2") {
+		s += ", TPM2"
+	}
 	if u != "" {
 		s += ", " + u
 	}

@@ -38,6 +38,9 @@ type LUKS struct {
 	SectorBytes int
 	// DataOffsetBytes is where the encrypted data starts.
 	DataOffsetBytes uint64
+	// Tokens are the LUKS2 tokens' types, sorted: systemd-tpm2 when
+	// systemd-cryptenroll sealed a key slot's passphrase to a TPM.
+	Tokens []string
 }
 
 // ErrNoLUKS means the device carries no LUKS header.
@@ -123,6 +126,9 @@ type luks2JSON struct {
 		Keyslots []string `json:"keyslots"`
 		Segments []string `json:"segments"`
 	} `json:"digests"`
+	Tokens map[string]struct {
+		Type string `json:"type"`
+	} `json:"tokens"`
 }
 
 func luks2(d *device, off int64, bin []byte) (*LUKS, error) {
@@ -169,6 +175,10 @@ func luks2(d *device, off int64, bin []byte) (*LUKS, error) {
 		return nil, fmt.Errorf("JSON area: %w", err)
 	}
 	l := &LUKS{Version: 2, UUID: cString(bin[168:208]), Label: cString(bin[24:72])}
+	for _, t := range j.Tokens {
+		l.Tokens = append(l.Tokens, t.Type)
+	}
+	sort.Strings(l.Tokens)
 	seg, ok := j.Segments["0"]
 	if !ok {
 		// The lowest-numbered segment, when none is "0".

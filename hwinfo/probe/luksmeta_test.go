@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,12 +47,17 @@ func luksDumpLUKS2(t *testing.T, img string) LUKS {
 			Encryption string
 			SectorSize int `json:"sector_size"`
 		}
+		Tokens map[string]struct{ Type string }
 	}
 	if err := json.Unmarshal(out, &j); err != nil {
 		t.Fatalf("luksDump JSON: %v\n%s", err, out)
 	}
 	l := LUKS{Version: 2, Cipher: j.Segments["0"].Encryption, SectorBytes: j.Segments["0"].SectorSize, KeyBits: j.Keyslots["0"].KeySize * 8}
 	l.DataOffsetBytes, _ = strconv.ParseUint(j.Segments["0"].Offset, 10, 64)
+	for _, tk := range j.Tokens {
+		l.Tokens = append(l.Tokens, tk.Type)
+	}
+	slices.Sort(l.Tokens)
 	text := luksDumpText(t, img)
 	l.UUID = text["UUID"]
 	if lab := text["Label"]; lab != "(no label)" {
@@ -77,23 +84,32 @@ func luksDumpText(t *testing.T, img string) map[string]string {
 
 func TestReadLUKSAgreesWithCryptsetup(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		args []string
+		name   string
+		args   []string
+		tokens []string // token types imported after luksFormat
 	}{
-		{"luks2 defaults", []string{"--type", "luks2", "--pbkdf", "pbkdf2"}},
-		{"luks2 512-byte sectors, AES-128", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--sector-size", "512", "--key-size", "256"}},
-		{"luks2 label, 64 KiB metadata", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--label", "data disk", "--luks2-metadata-size", "64k"}},
-		{"luks2 4 MiB metadata, over a probe's 1 MiB read", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--luks2-metadata-size", "4m"}},
-		{"luks2 aes-cbc-essiv", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--cipher", "aes-cbc-essiv:sha256", "--key-size", "256"}},
-		{"luks2 sha512 checksum", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--hash", "sha512"}},
+		{"luks2 defaults", []string{"--type", "luks2", "--pbkdf", "pbkdf2"}, nil},
+		{"luks2 512-byte sectors, AES-128", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--sector-size", "512", "--key-size", "256"}, nil},
+		{"luks2 label, 64 KiB metadata", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--label", "data disk", "--luks2-metadata-size", "64k"}, nil},
+		{"luks2 4 MiB metadata, over a probe's 1 MiB read", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--luks2-metadata-size", "4m"}, nil},
+		{"luks2 aes-cbc-essiv", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--cipher", "aes-cbc-essiv:sha256", "--key-size", "256"}, nil},
+		{"luks2 sha512 checksum", []string{"--type", "luks2", "--pbkdf", "pbkdf2", "--hash", "sha512"}, nil},
+		{"luks2 with two tokens", []string{"--type", "luks2", "--pbkdf", "pbkdf2"}, []string{"diskprep-test-b", "diskprep-test-a"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			img := testenv.LUKSFormat(t, 32<<20, c.args...)
+			for _, tk := range c.tokens {
+				cmd := exec.Command("cryptsetup", "token", "import", img)
+				cmd.Stdin = strings.NewReader(`{"type":"` + tk + `","keyslots":["0"]}`)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("cryptsetup token import: %v\n%s", err, out)
+				}
+			}
 			got, err := readLUKSFile(t, img)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := luksDumpLUKS2(t, img); *got != want {
+			if want := luksDumpLUKS2(t, img); !reflect.DeepEqual(*got, want) {
 				t.Errorf("ReadLUKS: %+v\ncryptsetup: %+v", *got, want)
 			}
 		})
@@ -108,7 +124,7 @@ func TestReadLUKSAgreesWithCryptsetup(t *testing.T) {
 		off, _ := strconv.ParseUint(d["Payload offset"], 10, 64)
 		bits, _ := strconv.Atoi(d["MK bits"])
 		want := LUKS{Version: 1, UUID: d["UUID"], Cipher: d["Cipher name"] + "-" + d["Cipher mode"], KeyBits: bits, SectorBytes: 512, DataOffsetBytes: off * 512}
-		if *got != want {
+		if !reflect.DeepEqual(*got, want) {
 			t.Errorf("ReadLUKS: %+v\ncryptsetup: %+v", *got, want)
 		}
 	})
@@ -137,7 +153,7 @@ func TestReadLUKSDamagedHeaders(t *testing.T) {
 	}
 	flip(0)
 	got, err := readLUKSFile(t, img)
-	if err != nil || *got != *want {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("primary damaged: %+v, %v; want the secondary's %+v", got, err, *want)
 	}
 	flip(second)
