@@ -42,8 +42,9 @@ import (
 // lv-grown (after vgextend, lvextend), fs-checked, fs-shrunk, lv-shrunk
 // (after prepare --shrink's e2fsck, resize2fs, lvreduce), md-removed,
 // md-added (after replace's mdadm --remove, --add); of encryption:
-// luks-formatted, luks-opened (after cryptsetup luksFormat, open),
-// crypttab (crypttab replaced); and of the caches:
+// luks-formatted, tpm2-enrolled, luks-opened (after cryptsetup
+// luksFormat, systemd-cryptenroll, cryptsetup open), crypttab (crypttab
+// replaced); and of the caches:
 // cache-converted (after lvconvert), bcache-made (after make-bcache),
 // bcache-registered, bcache-attached, bcache-mode (after the sysfs writes).
 // mkfs and formatted are also the steps of a file system on an array,
@@ -142,6 +143,8 @@ func (h *crashHost) run(name string, args []string, do func() ([]byte, error)) (
 			crashPoint("md-added")
 		case name == "cryptsetup" && len(args) > 0 && args[0] == "luksFormat":
 			crashPoint("luks-formatted")
+		case name == "systemd-cryptenroll" && !(len(args) == 1 && args[0] == "--version"):
+			crashPoint("tpm2-enrolled")
 		case name == "cryptsetup" && len(args) > 0 && args[0] == "open":
 			crashPoint("luks-opened")
 		case name == "pvcreate":

@@ -269,6 +269,8 @@ func badCases(fx *badInputFixture) []badCase {
 		{"prepare --cache on itself", []string{"prepare", "--cache", noDevice, "--cache-device", noDevice, "--fs", "xfs"}, 2, "the cache goes on another, faster disk"},
 		{"prepare --cache unknown kind", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "flashcache", "--fs", "xfs"}, 2, `unknown kind "flashcache"`},
 		{"prepare --cache unknown mode", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-mode", "writearound", "--fs", "xfs"}, 2, `unknown mode "writearound"`},
+		{"prepare --cache bcache --encrypt", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "bcache", "--fs", "xfs", "--encrypt", "--key-file", "/etc/k"}, 2, "a bcache device cannot be encrypted yet"},
+		{"prepare --cache --encrypt no key", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--fs", "xfs", "--encrypt"}, 2, "encrypt needs a key file"},
 		{"prepare --cache writecache writethrough", []string{"prepare", "--cache", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "writecache", "--fs", "xfs"}, 2, "writecache caches writes only"},
 		{"prepare --cache-kind without --cache", []string{"prepare", noDevice, "--cache-kind", "bcache", "--fs", "xfs"}, 2, "go with --cache ORIGIN_DISK"},
 		{"prepare --root without --dry-run", []string{"--root", fx.work, "prepare", noDevice, "--fs", "xfs"}, 2, "can only --dry-run"},

@@ -57,6 +57,7 @@ type prepareOptions struct {
 	Encrypt    bool
 	KeyFile    string
 	Passphrase bool // --passphrase: asked on the terminal instead of KeyFile
+	TPM2       bool // --tpm2: a key slot sealed to the TPM unlocks it at boot
 }
 
 // appendValue is a repeatable string flag that keeps each value whole:
@@ -159,9 +160,10 @@ Examples:
 			&cli.StringFlag{Name: "cache", Usage: "make a cached volume: the slow `ORIGIN_DISK` (an HDD) gets one partition, the file system goes on the cached volume"},
 			&cli.StringFlag{Name: "cache-device", Usage: "the fast `DISK_OR_PARTITION` (an SSD or NVMe) in front of --cache; a disk gets one partition, a partition is used as it is"},
 			&cli.StringFlag{Name: "cache-mode", Usage: "`MODE` of the --cache: writethrough (default) or writeback (faster writes, lost if the cache device fails)"},
-			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system (of the DEVICE's partition, --raid or --lvm) on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "put the file system (of the DEVICE's partition, --raid, --lvm or the --cache'd volume) on LUKS2 (cryptsetup), unlocked at boot by --key-file (crypttab)"},
 			&cli.StringFlag{Name: "key-file", Usage: "the key `FILE` of --encrypt: an absolute path, root's alone (0400); made with 64 random bytes when missing"},
 			&cli.BoolFlag{Name: "passphrase", Usage: "unlock --encrypt with a passphrase instead of a key file: asked on the terminal (not echoed, twice for a new volume), and by systemd at boot"},
+			&cli.BoolFlag{Name: "tpm2", Usage: "seal a key slot of --encrypt to this machine's TPM 2.0 (systemd-cryptenroll), which unlocks it at boot; --key-file enrolls it and stays as the recovery key"},
 			&cli.StringFlag{Name: "cache-kind", Usage: "`KIND` of the --cache: lvmcache (default, dm-cache), writecache (dm-writecache, writeback only) or bcache"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
@@ -175,7 +177,7 @@ Examples:
 				PlanFile: c.String("plan"), FS: strings.ToLower(c.String("fs")), Label: c.String("label"), Mount: c.String("mount"),
 				MountOpts: c.String("mount-opt"), PartitionSize: c.String("partition-size"),
 				Persist: c.Bool("persist"), MountOver: c.Bool("mount-over"), Wipe: c.Bool("wipe"), DryRun: c.Bool("dry-run") || c.Bool("diff"), Diff: c.Bool("diff"), Yes: c.Bool("yes"), Shrink: c.Bool("shrink"),
-				Encrypt: c.Bool("encrypt"), KeyFile: c.String("key-file"), Passphrase: c.Bool("passphrase"),
+				Encrypt: c.Bool("encrypt"), KeyFile: c.String("key-file"), Passphrase: c.Bool("passphrase"), TPM2: c.Bool("tpm2"),
 			}
 			if v, ok := c.Generic("mkfs-opt").(*appendValue); ok {
 				opts.MkfsOpts = v.vals
@@ -185,6 +187,9 @@ Examples:
 			}
 			if opts.Passphrase && !opts.Encrypt && opts.PlanFile == "" {
 				return usageErr(errors.New("--passphrase goes with --encrypt"))
+			}
+			if opts.TPM2 && !opts.Encrypt && opts.PlanFile == "" {
+				return usageErr(errors.New("--tpm2 goes with --encrypt"))
 			}
 			m, err := withTestFlags(c, machineOf(c))
 			if err != nil {
@@ -205,7 +210,7 @@ func (o prepareOptions) loadPlan() (*planfile.Plan, error) {
 	}
 	if o.Device != "" || o.Image != "" || o.FS != "" || o.Label != "" || o.Mount != "" || o.MountOpts != "" ||
 		len(o.MkfsOpts) > 0 || o.PartitionSize != "" || o.Persist || o.MountOver || o.Wipe || o.Size != "" || o.Raid != "" || o.LVM != "" ||
-		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" || o.Encrypt || o.KeyFile != "" || o.Passphrase {
+		o.Cache != "" || o.CacheDevice != "" || o.CacheMode != "" || o.CacheKind != "" || o.Encrypt || o.KeyFile != "" || o.Passphrase || o.TPM2 {
 		return nil, usageErr(errors.New("--plan takes the disks and their settings from the file: only --dry-run, --diff, --yes and --shrink go with it"))
 	}
 	return planfile.Load(o.PlanFile)
@@ -229,7 +234,7 @@ func (o prepareOptions) stackRequest() ([]disk.Request, stack.StackRequest, erro
 	}
 	vol := stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver}
 	if o.Encrypt {
-		vol.Encrypt = &crypt.Spec{KeyFile: o.KeyFile, Passphrase: o.Passphrase}
+		vol.Encrypt = o.cryptSpec()
 	}
 	use := ""
 	if o.Raid != "" {
@@ -296,13 +301,21 @@ func (o prepareOptions) cacheRequest() ([]disk.Request, stack.StackRequest, erro
 		return nil, st, usageErr(errors.New("--fs is required: xfs or ext4"))
 	case o.PartitionSize != "":
 		return nil, st, usageErr(errors.New("--partition-size is for a single disk: the origin gets the whole disk"))
-	case o.Encrypt:
-		return nil, st, usageErr(errors.New("--encrypt goes with --raid or --lvm: a cached volume cannot be encrypted yet"))
+	case o.Encrypt && o.CacheKind == stack.CacheKindBcache:
+		return nil, st, usageErr(errors.New("--encrypt goes with --cache-kind lvmcache or writecache: a bcache device cannot be encrypted yet"))
 	}
 	b := stack.CacheBuild{Origin: o.Cache, CacheDevice: o.CacheDevice, Name: o.RaidName, Kind: o.CacheKind, Mode: o.CacheMode,
 		Volume: stack.VolumeSpec{FS: o.FS, Label: o.Label, Mount: o.Mount, MountOpts: o.MountOpts, MkfsOpts: o.MkfsOpts, Persist: o.Persist, MountOver: o.MountOver},
 		Wipe:   o.Wipe, NoDiscard: o.NoDiscard}
+	if o.Encrypt {
+		b.Volume.Encrypt = o.cryptSpec()
+	}
 	return b.Requests()
+}
+
+// cryptSpec is the LUKS2 layer --encrypt asks for.
+func (o prepareOptions) cryptSpec() *crypt.Spec {
+	return &crypt.Spec{KeyFile: o.KeyFile, Passphrase: o.Passphrase, TPM2: o.TPM2}
 }
 
 // encryptRequest turns DEVICE --encrypt into the disk's request, its one
@@ -321,7 +334,7 @@ func (o prepareOptions) encryptRequest() ([]disk.Request, stack.StackRequest, er
 	ps := &reqs[0].Partitions[0]
 	key := filepath.Base(o.Device)
 	st.Encrypted = []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
-		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: &crypt.Spec{KeyFile: o.KeyFile, Passphrase: o.Passphrase}}}}
+		MkfsOpts: ps.MkfsOpts, Persist: ps.Persist, MountOver: ps.MountOver, Encrypt: o.cryptSpec()}}}
 	*ps = disk.PartSpec{SizeBytes: ps.SizeBytes, SizePercent: ps.SizePercent, Label: ps.Label, Use: "crypt:" + key}
 	st.Wipe, st.NoDiscard = o.Wipe, o.NoDiscard
 	if err := st.Validate(reqs); err != nil {

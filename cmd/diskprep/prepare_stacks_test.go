@@ -117,6 +117,9 @@ func TestPrepareStackShorthandBadInput(t *testing.T) {
 		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--dry-run"}, "encrypt needs a key file (--key-file PATH) or a passphrase (--passphrase)"},
 		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--passphrase", "--key-file", "/etc/k", "--dry-run"}, "a key file or a passphrase, not both"},
 		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--passphrase", "--dry-run"}, "--passphrase goes with --encrypt"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--tpm2", "--dry-run"}, "--tpm2 goes with --encrypt"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--tpm2", "--dry-run"}, "tpm2 needs a key file (--key-file PATH): it enrolls the TPM and stays as the recovery key"},
+		{[]string{"prepare", "/dev/sdb", "--fs", "xfs", "--encrypt", "--tpm2", "--passphrase", "--dry-run"}, "tpm2 needs a key file"},
 	} {
 		m, _ := stackMachine(t)
 		code, _, errOut := runArgsOn(m, c.args...)
@@ -133,4 +136,25 @@ func slicesContains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// --encrypt --tpm2: refused, exit 3, where the kernel shows no TPM 2.0;
+// with one, the dry run enrolls it with the key file, shown as one.
+func TestPrepareEncryptTPM2(t *testing.T) {
+	args := []string{"prepare", "/dev/sdb", "--fs", "xfs", "--mount", "/mnt/v", "--persist", "--encrypt", "--tpm2", "--key-file", "/etc/diskprep/keys/v.key", "--dry-run"}
+	m, h := stackMachine(t)
+	if code, _, errOut := runArgsOn(m, args...); code != exitRefused || !strings.Contains(errOut, "no TPM 2.0") {
+		t.Errorf("no TPM: exit %d %q, want exit 3 saying so", code, errOut)
+	}
+	h.SetFile("/sys/class/tpm/tpm0/tpm_version_major", []byte("2\n"))
+	code, out, errOut := runArgsOn(m, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"systemd-cryptenroll --unlock-key-file '<key file /etc/diskprep/keys/v.key>' --tpm2-device=auto /dev/sdb1",
+		"none luks,nofail,headless=true,tpm2-device=auto"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
 }

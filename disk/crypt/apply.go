@@ -18,12 +18,17 @@ type Result struct {
 	UUID        string   `json:"uuid"`
 	KeyFile     string   `json:"key_file,omitempty"`
 	Passphrase  bool     `json:"passphrase,omitempty"`
+	TPM2        bool     `json:"tpm2,omitempty"`
 	KeyMade     bool     `json:"key_made,omitempty"`
 	SectorBytes uint64   `json:"sector_bytes"`
 	Formatted   bool     `json:"formatted"`
 	FormatArgv  []string `json:"format_argv,omitempty"`
-	Opened      bool     `json:"opened,omitempty"`
-	OpenArgv    []string `json:"open_argv,omitempty"`
+	// TPM2Enrolled: a key slot sealed to the TPM was added, by
+	// EnrollArgv.
+	TPM2Enrolled bool     `json:"tpm2_enrolled,omitempty"`
+	EnrollArgv   []string `json:"enroll_argv,omitempty"`
+	Opened       bool     `json:"opened,omitempty"`
+	OpenArgv     []string `json:"open_argv,omitempty"`
 	// CryptsetupVersion is cryptsetup --version's line.
 	CryptsetupVersion string `json:"cryptsetup_version,omitempty"`
 	Crypttab          string `json:"crypttab,omitempty"`
@@ -33,7 +38,7 @@ type Result struct {
 
 // Changed says whether applying the layer changed anything.
 func (cr *Result) Changed() bool {
-	return cr != nil && (cr.KeyMade || cr.Formatted || cr.Opened || cr.CrypttabAdded)
+	return cr != nil && (cr.KeyMade || cr.Formatted || cr.TPM2Enrolled || cr.Opened || cr.CrypttabAdded)
 }
 
 // Actions are the dry run's steps of the layer, before what sits on it.
@@ -51,6 +56,9 @@ func Actions(c *Plan) []disk.Action {
 	}
 	if c.Format != nil {
 		s = append(s, disk.Action{Text: disk.QuoteArgv(keyShown(c.Format)), Op: disk.OpRun, Argv: c.Format})
+	}
+	if c.Enroll != nil {
+		s = append(s, disk.Action{Text: disk.QuoteArgv(keyShown(c.Enroll)), Op: disk.OpRun, Argv: c.Enroll})
 	}
 	if c.Open != nil {
 		s = append(s, disk.Action{Text: disk.QuoteArgv(keyShown(c.Open)), Op: disk.OpRun, Argv: c.Open})
@@ -73,7 +81,7 @@ func keyShown(argv []string) []string {
 		switch {
 		case i > 0 && out[i-1] == "--key-file" && out[i] == "-":
 			out[i] = "<passphrase on standard input>"
-		case i > 0 && out[i-1] == "--key-file":
+		case i > 0 && (out[i-1] == "--key-file" || out[i-1] == "--unlock-key-file"):
 			out[i] = "<key file " + out[i] + ">"
 		}
 	}
@@ -90,9 +98,12 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	if c.Format != nil {
 		a = disk.ActCreate
 	}
-	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, %s", c.Backing, c.SectorBytes, unlockText(c.Passphrase, c.KeyFile))
+	what := fmt.Sprintf("LUKS2 on %s, %d-byte sectors, %s", c.Backing, c.SectorBytes, unlockText(c.Passphrase, c.KeyFile, c.TPM2))
 	if c.MakeKey {
 		what += " (made)"
+	}
+	if c.Enroll != nil && c.Format == nil {
+		what += ", TPM2 enrolled"
 	}
 	if c.Open != nil && c.Format == nil {
 		what += ", opened"
@@ -109,9 +120,12 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 }
 
 // unlockText says what unlocks a layer, for people.
-func unlockText(passphrase bool, keyFile string) string {
-	if passphrase {
+func unlockText(passphrase bool, keyFile string, tpm2 bool) string {
+	switch {
+	case passphrase:
 		return "a passphrase"
+	case tpm2:
+		return "the TPM at boot (recovery key file " + keyFile + ")"
 	}
 	return "key file " + keyFile
 }
@@ -124,7 +138,7 @@ type Applier struct{ *disk.Applier }
 // c as planned (each step skipped when done), and adds its crypttab line.
 // A mapping it opened is closed by undo.
 func (a Applier) Up(ctx context.Context, c *Plan, version string, undo *[]func()) (*Result, error) {
-	cr := &Result{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, Passphrase: c.Passphrase, SectorBytes: c.SectorBytes,
+	cr := &Result{Name: c.Name, Backing: c.Backing, Mapper: c.Mapper, UUID: c.UUID, KeyFile: c.KeyFile, Passphrase: c.Passphrase, TPM2: c.TPM2, SectorBytes: c.SectorBytes,
 		CryptsetupVersion: version, Crypttab: c.Crypttab, CrypttabLine: c.CrypttabLine}
 	var secret []byte
 	if c.Passphrase && (c.Format != nil || c.Open != nil) {
@@ -145,6 +159,12 @@ func (a Applier) Up(ctx context.Context, c *Plan, version string, undo *[]func()
 			return cr, fmt.Errorf("luksFormat %s: %w", c.Backing, err)
 		}
 		cr.Formatted, cr.FormatArgv = true, c.Format
+	}
+	if c.Enroll != nil {
+		if err := a.Do(ctx, "seal a key slot to the TPM", c.Enroll); err != nil {
+			return cr, fmt.Errorf("enroll the TPM for %s: %w", c.Backing, err)
+		}
+		cr.TPM2Enrolled, cr.EnrollArgv = true, c.Enroll
 	}
 	if c.Open != nil {
 		if err := a.DoInput(ctx, "open the LUKS2 volume", c.Open, secret); err != nil {
@@ -213,13 +233,16 @@ func (cr *Result) Write(b *strings.Builder, indent string) {
 	if cr.Formatted {
 		did = append(did, "formatted")
 	}
+	if cr.TPM2Enrolled {
+		did = append(did, "TPM2 enrolled")
+	}
 	if cr.Opened {
 		did = append(did, "opened")
 	}
 	if len(did) == 0 {
 		did = append(did, "open")
 	}
-	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, unlockText(cr.Passphrase, cr.KeyFile), strings.Join(did, ", "), cr.CryptsetupVersion)
+	fmt.Fprintf(b, "%sLUKS2 %s on %s, %d-byte sectors, %s: %s (%s)\n", indent, cr.Mapper, cr.Backing, cr.SectorBytes, unlockText(cr.Passphrase, cr.KeyFile, cr.TPM2), strings.Join(did, ", "), cr.CryptsetupVersion)
 	if cr.CrypttabLine != "" {
 		state := "already present"
 		if cr.CrypttabAdded {

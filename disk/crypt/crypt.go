@@ -34,6 +34,11 @@ type Spec struct {
 	// SectorBytes is the encryption sector asked for: 512 or 4096; 0
 	// lets diskprep choose (4096 where the device allows it).
 	SectorBytes uint64 `json:"sector_bytes,omitempty"`
+	// TPM2 seals a second key slot to this machine's TPM 2.0
+	// (systemd-cryptenroll), which unlocks the volume at boot; the key
+	// file stays as the recovery key, kept off the machine by whoever
+	// wants the TPM alone to unlock it.
+	TPM2 bool `json:"tpm2,omitempty"`
 }
 
 // Plan is one LUKS2 layer, decided up front.
@@ -48,6 +53,11 @@ type Plan struct {
 	Passphrase bool `json:"passphrase,omitempty"`
 	// MakeKey: the key file is missing and is made before luksFormat.
 	MakeKey bool `json:"make_key,omitempty"`
+	// TPM2: the TPM unlocks it at boot; Enroll is the
+	// systemd-cryptenroll argv that seals a key slot to it, nil when
+	// the header has the token already.
+	TPM2   bool     `json:"tpm2,omitempty"`
+	Enroll []string `json:"enroll,omitempty"`
 	// SectorBytes is the encryption sector; SectorWhy says why it was
 	// chosen.
 	SectorBytes uint64 `json:"sector_bytes"`
@@ -70,7 +80,7 @@ type Plan struct {
 
 // Changes says whether the layer needs any step.
 func (c *Plan) Changes() bool {
-	return c != nil && (c.MakeKey || c.Format != nil || c.Open != nil || c.lineMissing)
+	return c != nil && (c.MakeKey || c.Format != nil || c.Enroll != nil || c.Open != nil || c.lineMissing)
 }
 
 // Fresh says the layer is formatted by this plan: what is on the mapping
@@ -119,6 +129,17 @@ func (c *Plan) keyArg() string {
 	return c.KeyFile
 }
 
+// enrollArgv seals a new key slot to the TPM, unlocked with the key file.
+// PCR 7 (Secure Boot state), systemd-cryptenroll's default, is left to
+// it: the slot opens on this machine while its boot chain's policy holds.
+func enrollArgv(c *Plan) []string {
+	return []string{"systemd-cryptenroll", "--unlock-key-file", c.KeyFile, "--tpm2-device=auto", c.Backing}
+}
+
+// TPM2Token is the LUKS2 token type systemd-cryptenroll writes for a
+// TPM-sealed key slot.
+const TPM2Token = "systemd-tpm2"
+
 func openArgv(c *Plan, discard bool) []string {
 	argv := []string{"cryptsetup", "open", "--type", "luks2", "--key-file", c.keyArg()}
 	if discard {
@@ -159,6 +180,8 @@ func (e Spec) Validate() error {
 		return fmt.Errorf("encrypt sector size %d: 512 or 4096", e.SectorBytes)
 	case e.KeyFile != "" && e.Passphrase:
 		return errors.New("encrypt takes a key file or a passphrase, not both")
+	case e.TPM2 && e.KeyFile == "":
+		return errors.New("tpm2 needs a key file (--key-file PATH): it enrolls the TPM and stays as the recovery key")
 	case e.Passphrase:
 		if e.Name != "" && !validName(e.Name) {
 			return fmt.Errorf("encrypt name %q: use letters, digits and - _ . +", e.Name)

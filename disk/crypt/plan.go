@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,7 +41,12 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 	if name == "" {
 		name = DefaultName(b.Path)
 	}
-	c := &Plan{Name: name, Backing: b.Path, Mapper: pl.Roots.DevPath("mapper", name), KeyFile: e.KeyFile, Passphrase: e.Passphrase, MakeKey: makeKey && !e.Passphrase}
+	c := &Plan{Name: name, Backing: b.Path, Mapper: pl.Roots.DevPath("mapper", name), KeyFile: e.KeyFile, Passphrase: e.Passphrase, MakeKey: makeKey && !e.Passphrase, TPM2: e.TPM2}
+	if e.TPM2 {
+		if err := pl.checkTPM2(b.Path); err != nil {
+			return nil, err
+		}
+	}
 	logical := b.LogicalSector
 	if logical == 0 {
 		logical = 512
@@ -70,6 +76,15 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 		return nil, disk.Refuse(b.Path, fmt.Sprintf("%s holds a LUKS volume and its key file %s is missing (pass --wipe to encrypt it anew, losing what it holds)", b.Path, c.KeyFile))
 	case luks && !makeKey:
 		c.UUID = found.UUID
+		if e.TPM2 {
+			enrolled, err := pl.tpm2Enrolled(b.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !enrolled {
+				c.Enroll = enrollArgv(c)
+			}
+		}
 		if !open {
 			// What a closed mapping holds cannot be seen: it is opened,
 			// and what is on it planned then.
@@ -84,6 +99,9 @@ func (pl Planner) Layer(e *Spec, name string, b Target, makeKey, wipe, persist b
 		c.UUID = pl.MakeUUID()
 		c.Format = formatArgv(c)
 		c.Open = openArgv(c, e.Discard)
+		if e.TPM2 {
+			c.Enroll = enrollArgv(c)
+		}
 	}
 	if persist {
 		if err := pl.planCrypttab(c, e.Discard, b.Path); err != nil {
@@ -180,8 +198,13 @@ func (pl Planner) planCrypttab(c *Plan, discard bool, subject string) error {
 	// console nobody watches (systemd >= 250; older ones ignore it). A
 	// passphrase is asked on the console: key file none, not headless.
 	opts, key := "luks,nofail,headless=true", c.KeyFile
-	if c.Passphrase {
+	switch {
+	case c.Passphrase:
 		opts, key = "luks,nofail", "none"
+	case c.TPM2:
+		// The TPM alone unlocks it at boot: the key file is for
+		// recovery, and may be kept elsewhere.
+		opts, key = "luks,nofail,headless=true,tpm2-device=auto", "none"
 	}
 	if discard {
 		opts += ",discard"
@@ -194,6 +217,39 @@ func (pl Planner) planCrypttab(c *Plan, discard bool, subject string) error {
 	}
 	c.lineMissing = !ok
 	return nil
+}
+
+// checkTPM2 refuses a TPM2 layer on a machine the kernel shows no TPM
+// 2.0 on.
+func (pl Planner) checkTPM2(subject string) error {
+	h := pl.HostOrLive()
+	des, _ := h.ReadDir(pl.Roots.SysPath("class", "tpm"))
+	for _, de := range des {
+		b, err := h.ReadFile(pl.Roots.SysPath("class", "tpm", de.Name(), "tpm_version_major"))
+		if err == nil && strings.TrimSpace(string(b)) == "2" {
+			return nil
+		}
+	}
+	return disk.Refuse(subject, "tpm2 was asked, but this machine has no TPM 2.0 (none in /sys/class/tpm)")
+}
+
+// tpm2Enrolled says whether the LUKS2 header on dev has a TPM-sealed key
+// slot (systemd-cryptenroll's token).
+func (pl Planner) tpm2Enrolled(dev string) (bool, error) {
+	f, err := pl.HostOrLive().OpenDevice(dev, false)
+	if err != nil {
+		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+	}
+	l, err := probe.ReadLUKS(f, int64(size))
+	if err != nil {
+		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+	}
+	return slices.Contains(l.Tokens, TPM2Token), nil
 }
 
 // MappedOver says whether the mapping at mapper exists, and the kernel

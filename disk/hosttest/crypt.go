@@ -2,7 +2,9 @@ package hosttest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -20,6 +22,7 @@ const luksHeaderBytes = 16 << 20
 type luksVol struct {
 	key    []byte // nil once erased: no key slot opens it
 	sector int
+	tokens []string // systemd-tpm2 once a slot is sealed to the TPM
 	store  *sparse
 	size   uint64
 	// dm is the kernel name it was last open as: open again, it gets it
@@ -27,11 +30,33 @@ type luksVol struct {
 	dm string
 }
 
-func luksHeader(uuid string) []byte {
-	h := make([]byte, 512)
+// luksHeader is a LUKS2 header as cryptsetup writes one, cut to what the
+// prober reads: the binary header with its checksum and the JSON area
+// (segment, key slot, digest, and the tokens enrolled).
+func luksHeader(uuid string, sector int, tokens []string) []byte {
+	const size = 16 << 10
+	h := make([]byte, size)
 	copy(h, "LUKS\xba\xbe")
 	binary.BigEndian.PutUint16(h[6:], 2)
+	binary.BigEndian.PutUint64(h[8:], size)
+	binary.BigEndian.PutUint64(h[16:], uint64(1+len(tokens)))
+	copy(h[72:], "sha256")
 	copy(h[168:208], uuid)
+	tk := map[string]any{}
+	for i, t := range tokens {
+		tk[strconv.Itoa(i)] = map[string]any{"type": t, "keyslots": []string{strconv.Itoa(i + 1)}}
+	}
+	j, _ := json.Marshal(map[string]any{
+		"keyslots": map[string]any{"0": map[string]any{"type": "luks2", "key_size": 64}},
+		"tokens":   tk,
+		"segments": map[string]any{"0": map[string]any{"type": "crypt", "offset": strconv.Itoa(luksHeaderBytes), "size": "dynamic",
+			"iv_tweak": "0", "encryption": "aes-xts-plain64", "sector_size": sector}},
+		"digests": map[string]any{"0": map[string]any{"type": "pbkdf2", "keyslots": []string{"0"}, "segments": []string{"0"}}},
+		"config":  map[string]any{"json_size": strconv.Itoa(size - 4096), "keyslots_size": strconv.Itoa(luksHeaderBytes - 2*size)},
+	})
+	copy(h[4096:], j)
+	sum := sha256.Sum256(h)
+	copy(h[448:], sum[:])
 	return h
 }
 
@@ -108,7 +133,7 @@ func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error))
 		if b.size <= luksHeaderBytes {
 			return fail(1, "Device "+pos[0]+" is too small.")
 		}
-		b.store.writeAt(luksHeader(uuid), b.offset)
+		b.store.writeAt(luksHeader(uuid, sec, nil), b.offset)
 		h.luks[uuid] = &luksVol{key: append([]byte(nil), key...), sector: sec, store: newSparse(), size: b.size - luksHeaderBytes}
 		return nil, nil
 	case "open", "luksOpen":
@@ -197,4 +222,32 @@ func (h *Host) luksAt(p string, fail func(int, string) ([]byte, error)) (*blockD
 		return nil, nil, out, err
 	}
 	return b, v, nil, nil
+}
+
+// cryptenroll is systemd-cryptenroll --unlock-key-file KEY
+// --tpm2-device=auto DEVICE: a key slot sealed to the machine's TPM 2.0,
+// its token written into the header.
+func (h *Host) cryptenroll(args []string, fail func(int, string) ([]byte, error)) ([]byte, error) {
+	if len(args) == 1 && args[0] == "--version" {
+		return []byte("systemd 252 (252.39-1~deb12u2)\n+PAM +AUDIT +SELINUX +APPARMOR +IMA +SMACK +SECCOMP +GCRYPT -GNUTLS +OPENSSL +ACL +BLKID +CURL +ELFUTILS +FIDO2 +IDN2 -IDN +IPTC +KMOD +LIBCRYPTSETUP +LIBFDISK +PCRE2 -PWQUALITY +P11KIT +QRENCODE +TPM2 +BZIP2 +LZ4 +XZ +ZLIB +ZSTD -BPF_FRAMEWORK -XKBCOMMON +UTMP +SYSVINIT default-hierarchy=unified\n"), nil
+	}
+	if dev, _ := flagValue(args, "--tpm2-device"); dev != "auto" {
+		return fail(1, "systemd-cryptenroll: only --tpm2-device=auto is faked")
+	}
+	if _, _, err := h.fs.resolve("/sys/class/tpm/tpm0", true); err != nil {
+		return fail(1, "No TPM2 devices found.")
+	}
+	p := args[len(args)-1]
+	b, v, out, err := h.luksAt(p, fail)
+	if v == nil {
+		return out, err
+	}
+	path, _ := flagValue(args, "--unlock-key-file")
+	n, _, err := h.fs.resolve(path, true)
+	if err != nil || v.key == nil || !bytes.Equal(n.data, v.key) {
+		return fail(1, "Failed to unlock LUKS superblock: Operation not permitted")
+	}
+	v.tokens = append(v.tokens, "systemd-tpm2")
+	b.store.writeAt(luksHeader(readLUKSUUID(b), v.sector, v.tokens), b.offset)
+	return []byte("New TPM2 token enrolled as key slot 1.\n"), nil
 }

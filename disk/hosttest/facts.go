@@ -119,6 +119,9 @@ func (h *Host) facts() *hwinfo.Host {
 					}
 				}
 				part.FSType, part.FSLabel, part.FSUUID = fsOf(&reader{d: p}, p.size)
+				if part.FSType == "crypto_LUKS" {
+					part.Crypt = cryptOf(&reader{d: p}, p.size, part.Holders)
+				}
 				for _, m := range part.Mounts {
 					if hwinfo.IsSystemMount(m.Point) {
 						d.System = true
@@ -161,7 +164,7 @@ func fsOf(r io.ReaderAt, size uint64) (typ, label, uuid string) {
 	for _, s := range sigs {
 		// What udev's ID_FS_TYPE says: file systems, swap areas and
 		// stack members (bcache's too).
-		if s.Usage == probe.UsageFilesystem || s.Usage == probe.UsageRAID || s.Type == "swap" || s.Type == "bcache" {
+		if s.Usage == probe.UsageFilesystem || s.Usage == probe.UsageRAID || s.Type == "swap" || s.Type == "bcache" || s.Type == "crypto_LUKS" {
 			return s.Type, s.Label, s.UUID
 		}
 	}
@@ -176,4 +179,13 @@ func probeAll(r io.ReaderAt, size uint64) []string {
 		out = append(out, s.Type)
 	}
 	return out
+}
+
+// cryptOf is what hwinfo reads of a LUKS header.
+func cryptOf(r io.ReaderAt, size uint64, holders []hwinfo.Holder) *hwinfo.Crypt {
+	l, err := probe.ReadLUKS(r, int64(size))
+	if err != nil {
+		return nil
+	}
+	return hwinfo.CryptOf(l, holders)
 }

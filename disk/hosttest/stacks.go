@@ -89,6 +89,8 @@ func stackReadOnly(name string, args []string) bool {
 		return len(args) > 0 && (args[0] == "--version" || args[0] == "luksDump" || args[0] == "status")
 	case "lvm":
 		return len(args) > 0 && args[0] == "version"
+	case "systemd-cryptenroll":
+		return len(args) == 1 && args[0] == "--version"
 	case "modprobe":
 		return slices.Contains(args, "--dry-run") || slices.Contains(args, "-n")
 	}
@@ -103,6 +105,8 @@ func (h *Host) runStack(name string, args []string, fail func(int, string) ([]by
 		out, err = h.mdadm(args, fail)
 	case "cryptsetup":
 		out, err = h.cryptsetup(args, fail)
+	case "systemd-cryptenroll":
+		out, err = h.cryptenroll(args, fail)
 	case "lvm":
 		out = []byte("  LVM version:     2.03.16(2) (2022-05-18)\n  Library version: 1.02.185 (2022-05-18)\n")
 	case "pvs":

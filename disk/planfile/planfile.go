@@ -37,7 +37,9 @@
 //	                 encrypt: {key_file: /etc/diskprep/keys/data.key}}
 //	                            # encrypt (optional, also on a volume): LUKS2 under
 //	                            #   the fs; name: the mapping, discard: TRIM through;
-//	                            #   passphrase: true instead of key_file asks one
+//	                            #   passphrase: true instead of key_file asks one;
+//	                            #   tpm2: true seals a slot to the TPM, which
+//	                            #   unlocks it at boot (key_file: the recovery key)
 //	lvm:                        # LVM volume groups over the partitions that "use" them
 //	  - vg: fast
 //	    # encrypt: {key_file: /etc/diskprep/keys/fast.key}   # LUKS2 on each member
@@ -664,9 +666,9 @@ func (p *parser) volume(n *yaml.Node, what string, mounts map[string]int, _ bool
 }
 
 // encrypt reads an encrypt mapping: {key_file: PATH or passphrase: true,
-// name: NAME, discard: BOOL}.
+// name: NAME, discard: BOOL, sector_bytes: N, tpm2: BOOL}.
 func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
-	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard", "sector_bytes")
+	f, err := p.fields(n, what, "key_file", "passphrase", "name", "discard", "sector_bytes", "tpm2")
 	if err != nil {
 		return nil, err
 	}
@@ -692,6 +694,11 @@ func (p *parser) encrypt(n *yaml.Node, what string) (*crypt.Spec, error) {
 	}
 	if dn, ok := f["discard"]; ok {
 		if e.Discard, err = p.boolean(dn, what+".discard"); err != nil {
+			return nil, err
+		}
+	}
+	if tn, ok := f["tpm2"]; ok {
+		if e.TPM2, err = p.boolean(tn, what+".tpm2"); err != nil {
 			return nil, err
 		}
 	}

@@ -137,6 +137,7 @@ lvm:
 		"mount used twice":        {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: 1G, fs: xfs, mount: /d}, {size: rest, fs: xfs, mount: /d, encrypt: {key_file: /k}}]\n", "mount point /d is already used"},
 		"partition key file":      {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: k}}]\n", `key file "k": give a clean absolute path`},
 		"no key file":             {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {name: x}}}\n", `plan.yaml:8: raid[0].filesystem.encrypt: missing "key_file"`},
+		"tpm2 without a key file": {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {passphrase: true, tpm2: true}}]\n", "tpm2 needs a key file"},
 		"sector 1024":             {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: /k, sector_bytes: 1024}}]\n", "sector size 1024: 512 or 4096"},
 		"sector word":             {"version: 1\ndisks:\n  - select: {serial: A}\n    partitions: [{size: rest, fs: xfs, encrypt: {key_file: /k, sector_bytes: big}}]\n", "sector_bytes: 512 or 4096"},
 		"unknown key":             {head + "raid:\n  - {name: data, level: 1, filesystem: {fs: xfs, encrypt: {key_file: /k, cipher: x}}}\n", `cipher`},

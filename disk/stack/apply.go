@@ -174,6 +174,13 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			}
 		}
 	}
+	for _, c := range sp.crypts() {
+		if c.Enroll != nil {
+			if err := need("systemd-cryptenroll", "systemd", "--version"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, v := range sp.volumes() {
 		if v.Crypt == nil {
 			continue
@@ -508,6 +515,9 @@ func (sp *StackPlan) Actions() []disk.Action {
 	vol := func(v VolumePlan) {
 		if v.Crypt != nil {
 			s = append(s, crypt.Actions(v.Crypt)...)
+		}
+		if v.MkfsIfBlank != nil {
+			s = append(s, disk.Action{Text: disk.QuoteArgv(v.MkfsIfBlank) + " (when the opened volume holds no file system)", Op: disk.OpRun, Argv: v.MkfsIfBlank, Maybe: true})
 		}
 		s = append(s, disk.FileSystemActions(v.Mkfs, v.MountPoint, v.MountArgv, v.Persist, v.FstabLine)...)
 	}

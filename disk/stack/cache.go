@@ -395,20 +395,19 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		what := map[string]string{CacheKindLVM: "attach the cache (dm-cache)", CacheKindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
 		cp.Steps = append(cp.Steps, CacheStep{What: what, Argv: convert})
 	}
+	node := ""
 	if exists {
-		node := cp.Device
+		node = cp.Device
 		if real, err := pl.HostOrLive().EvalSymlinks(cp.Device); err == nil {
 			node = real
 		}
-		if err := pl.planVolume(&vol, node, req, mounts, ""); err != nil {
-			return err
-		}
-	} else {
-		vol.FSUUID = pl.MakeUUID()
-		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, false, req.NoDiscard, "")
-		if vol.MountPoint != "" {
-			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
-		}
+	}
+	var lvBytes uint64 // what lvcreate --extents 100%PVS makes of the origin
+	if origin.size > lvmMetadataBytes {
+		lvBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	}
+	if err := pl.planVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, req, mounts, ""); err != nil {
+		return err
 	}
 	if vol.Persist {
 		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())

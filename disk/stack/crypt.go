@@ -75,6 +75,8 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 			v.MountArgv = disk.MountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
 		}
 	case c.FSAfterOpen:
+		v.FSUUID = pl.MakeUUID()
+		v.MkfsIfBlank = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, req.NoDiscard, geometry)
 		if v.MountPoint != "" {
 			v.MountArgv = disk.MountFor(v.FS, v.MountOpts, v.Device, v.MountPoint)
 		}
@@ -208,8 +210,13 @@ func (a *applier) applyCrypt(ctx context.Context, v VolumePlan, version string, 
 		return v, cr, fmt.Errorf("%s: %w", c.Mapper, err)
 	}
 	v.MountArgv = nil
+	planned := v.FSUUID
 	if err := pl.planVolume(&v, real, StackRequest{Wipe: c.Wipe, NoDiscard: c.NoDiscard}, mounts, v.Geometry); err != nil {
 		return v, cr, err
+	}
+	if v.Mkfs != nil && !mkfsForced(v.Mkfs) && v.MkfsIfBlank != nil {
+		// Nothing on it: the mkfs the dry run showed.
+		v.FSUUID, v.Mkfs = planned, v.MkfsIfBlank
 	}
 	if v.Persist {
 		v.FstabLine = disk.FstabEntryLine(v.partPlan())

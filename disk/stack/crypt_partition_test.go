@@ -6,13 +6,16 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/hosttest"
 	"github.com/diskprep/diskprep/disk/stack"
 )
 
@@ -234,5 +237,131 @@ func TestStackEncryptedPartitionPassphrase(t *testing.T) {
 	}
 	if w := r2.h.Writes(); len(w) > 0 {
 		t.Errorf("without an asker it wrote: %v", w)
+	}
+}
+
+// tpm2: a second key slot sealed to the TPM (systemd-cryptenroll, unlocked
+// with the key file, which stays as the recovery key) unlocks the volume
+// at boot: crypttab names no key file and asks the TPM. Refused where the
+// kernel shows no TPM 2.0; a rerun enrolls nothing again; a kill at any
+// step converges on the rerun, the enrollment included.
+func TestStackEncryptedPartitionTPM2(t *testing.T) {
+	tpm2 := func() stackCase {
+		c := encryptedPartition()
+		c.stack.Encrypted[0].Volume.Encrypt.TPM2 = true
+		return c
+	}
+	r := newStackRig(t, "sdb")
+	if _, _, err := r.plan(tpm2()); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "no TPM 2.0") {
+		t.Fatalf("no TPM: %v, want a refusal", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("refused plan wrote: %v", w)
+	}
+	withTPM := func(r *stackRig) {
+		r.h.SetFile("/sys/class/tpm/tpm0/tpm_version_major", []byte("2\n"))
+	}
+	withTPM(r)
+	plans, sp, err := r.plan(tpm2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry bytes.Buffer
+	sp.WriteText(&dry)
+	for _, want := range []string{
+		"systemd-cryptenroll --unlock-key-file '<key file /etc/diskprep/keys/vault.key>' --tpm2-device=auto /dev/sdb1",
+		"none luks,nofail,headless=true,tpm2-device=auto",
+	} {
+		if !strings.Contains(dry.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, dry.String())
+		}
+	}
+	res, err := r.apply(plans, sp)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	cr := res.Encrypted[0].Volume.Crypt
+	if !cr.TPM2Enrolled || !cr.Formatted || !cr.Opened {
+		t.Errorf("crypt result %+v", cr)
+	}
+	if !strings.Contains(string(r.h.File("/etc/crypttab")), "sdb1_crypt UUID="+cr.UUID+" none luks,nofail,headless=true,tpm2-device=auto\n") {
+		t.Errorf("crypttab:\n%s", r.h.File("/etc/crypttab"))
+	}
+	enrolls := func(r *stackRig) int {
+		n := 0
+		for _, w := range r.h.Writes() {
+			if w.Op == "run" && w.Args[0] == "systemd-cryptenroll" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := enrolls(r); n != 1 {
+		t.Errorf("%d enrollments, want 1", n)
+	}
+	// What inventory reads of the header: the token is there.
+	if d, _ := r.h.FactsNow().Device("/dev/sdb"); d == nil || len(d.Partitions) != 1 || d.Partitions[0].Crypt == nil ||
+		!slices.Equal(d.Partitions[0].Crypt.Tokens, []string{crypt.TPM2Token}) {
+		t.Errorf("inventory of sdb: %+v", d)
+	}
+	r.h.ResetLog()
+	plans, sp, err = r.plan(tpm2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.Unchanged {
+		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
+	}
+	if res, err = r.apply(plans, sp); err != nil || res.Changed || len(r.h.Writes()) > 0 {
+		t.Fatalf("rerun: %v changed %v wrote %v", err, res.Changed, r.h.Writes())
+	}
+
+	var diff strings.Builder
+	for _, c := range sp.Diff("", "", nil) {
+		fmt.Fprintln(&diff, c.What)
+	}
+	if want := "the TPM at boot (recovery key file /etc/diskprep/keys/vault.key)"; !strings.Contains(diff.String(), want) {
+		t.Errorf("diff lacks %q:\n%s", want, diff.String())
+	}
+
+	clean := newStackRig(t, "sdb")
+	withTPM(clean)
+	clean.prepare(t, tpm2())
+	writes := clean.h.Writes()
+	firstLayer := slices.IndexFunc(writes, func(w hosttest.Effect) bool { return w.Op != "write" && w.Op != "sync" && w.Op != "open" })
+	for n := range writes {
+		r := newStackRig(t, "sdb")
+		withTPM(r)
+		r.h.CrashAfter(n)
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					if _, ok := v.(hosttest.Crash); !ok {
+						panic(v)
+					}
+				}
+			}()
+			if plans, sp, err := r.plan(tpm2()); err == nil {
+				_, _ = r.apply(plans, sp)
+			}
+		}()
+		r.h.ResetLog()
+		plans, sp, err := r.plan(tpm2())
+		if err == nil {
+			_, err = r.apply(plans, sp)
+		}
+		if err != nil {
+			if errors.Is(err, disk.ErrRefused) && strings.Contains(err.Error(), "--wipe") && n < firstLayer {
+				continue // a half-written GPT, as every other kind
+			}
+			t.Errorf("kill before write %d (%s %v): rerun: %v", n, writes[n].Op, writes[n].Args, err)
+			continue
+		}
+		if got := enrolls(r); n > 0 && writes[n-1].Args != nil && writes[n-1].Args[0] == "systemd-cryptenroll" && got != 0 {
+			t.Errorf("kill after the enrollment: the rerun enrolled %d more", got)
+		}
+		if !strings.Contains(string(r.h.File("/etc/crypttab")), "tpm2-device=auto") || len(r.h.Mounted()) == 0 {
+			t.Errorf("kill before write %d: rerun left crypttab %q, mounts %q", n, r.h.File("/etc/crypttab"), r.h.Mounted())
+		}
 	}
 }

@@ -226,14 +226,17 @@ type VolumePlan struct {
 	Persist bool   `json:"persist,omitempty"`
 	// Geometry is the stripe geometry given to mkfs: xfs's -d
 	// "su=512k,sw=2", ext4's -E "stride=128,stripe_width=256".
-	Geometry   string   `json:"geometry,omitempty"`
-	MkfsOpts   []string `json:"mkfs_opts,omitempty"`
-	Mkfs       []string `json:"mkfs,omitempty"` // nil: the file system exists as asked
-	MountPoint string   `json:"mount_point,omitempty"`
-	MountOpts  string   `json:"mount_opts,omitempty"`
-	MountArgv  []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
-	MountOver  bool     `json:"mount_over,omitempty"`
-	FstabLine  string   `json:"fstab_line,omitempty"`
+	Geometry string   `json:"geometry,omitempty"`
+	MkfsOpts []string `json:"mkfs_opts,omitempty"`
+	Mkfs     []string `json:"mkfs,omitempty"` // nil: the file system exists as asked
+	// MkfsIfBlank is the mkfs of a closed LUKS2 volume's mapping, run
+	// when it holds nothing once opened (FSUUID its UUID then).
+	MkfsIfBlank []string `json:"mkfs_if_blank,omitempty"`
+	MountPoint  string   `json:"mount_point,omitempty"`
+	MountOpts   string   `json:"mount_opts,omitempty"`
+	MountArgv   []string `json:"mount_argv,omitempty"` // nil: not mounting, or mounted there
+	MountOver   bool     `json:"mount_over,omitempty"`
+	FstabLine   string   `json:"fstab_line,omitempty"`
 	// Crypt is the LUKS2 layer the file system sits on (Device is then
 	// its mapping); nil for none.
 	Crypt *crypt.Plan `json:"crypt,omitempty"`
@@ -370,8 +373,8 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return err
 		}
 		known["cache:"+c.Name], known["origin:"+c.Name] = true, true
-		if c.Volume.Encrypt != nil {
-			return at(c.Origin, "cache %s: a cached volume cannot be encrypted yet; encrypt an array's or a logical volume's file system", c.Name)
+		if c.Volume.Encrypt != nil && !lvmKind(c.kind()) {
+			return at(c.Origin, "cache %s: a bcache device cannot be encrypted yet; use kind lvmcache or writecache", c.Name)
 		}
 		if err := checkVolume(c.Origin, "cache "+c.Name, c.Volume); err != nil {
 			return err
