@@ -42,6 +42,10 @@ var filesystems = map[string]struct {
 // superblock and bitmap, or LVM's metadata area and one 4 MiB extent.
 const memberMinBytes = 16 * mib
 
+// MinFSBytes is the least room mkfs makes the file system fs in (0 for
+// one not known here).
+func MinFSBytes(fs string) uint64 { return filesystems[fs].minBytes }
+
 // minBytes is the least room the partition asked for needs.
 func (ps PartSpec) minBytes() uint64 {
 	if ps.Use != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/hwinfo/probe"
+	"github.com/diskprep/diskprep/internal/units"
 )
 
 // A stack's volumes and members may sit on LUKS2 (disk/crypt): this file
@@ -67,6 +68,11 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 	}
 	c.Wipe, c.NoDiscard = req.Wipe, req.NoDiscard
 	v.Device = c.Mapper
+	if (c.Fresh() || c.FSAfterOpen) && b.SizeBytes > crypt.HeaderBytes {
+		if err := checkFSRoom(v, b.SizeBytes-crypt.HeaderBytes); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.Fresh():
 		v.FSUUID = pl.MakeUUID()
@@ -90,6 +96,15 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 	return nil
 }
 
+// checkFSRoom refuses a file system mkfs would refuse for want of room,
+// before any step: size is the device it goes on (0 when not known).
+func checkFSRoom(v *VolumePlan, size uint64) error {
+	if min := disk.MinFSBytes(v.FS); size > 0 && size < min {
+		return disk.Refuse(v.Device, fmt.Sprintf("%s is too small for %s: it would have %s, %s needs at least %s", v.Device, v.FS, units.FormatSize(size), v.FS, units.FormatSize(min)))
+	}
+	return nil
+}
+
 // volumeSignature says whether a signature is one a volume's planning
 // weighs: a file system, swap, an md member or an encrypted volume.
 func volumeSignature(s probe.Signature) bool {
@@ -100,6 +115,11 @@ func volumeSignature(s probe.Signature) bool {
 // encrypted when e asks it; fresh (new, or to be wiped) means mkfs with
 // force when force, else what is at node decides (planVolume).
 func (pl Planner) planVolumeOn(v *VolumePlan, e *crypt.Spec, node string, fresh, force bool, size uint64, req StackRequest, mounts []disk.MountEntry, geometry string) error {
+	if fresh && e == nil {
+		if err := checkFSRoom(v, size); err != nil {
+			return err
+		}
+	}
 	if e != nil {
 		return pl.planEncrypt(v, e, node, fresh, size, req, mounts, geometry)
 	}

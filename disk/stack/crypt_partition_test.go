@@ -365,3 +365,24 @@ func TestStackEncryptedPartitionTPM2(t *testing.T) {
 		}
 	}
 }
+
+// A file system mkfs would refuse for want of room is refused at planning,
+// before any step: on an encrypted partition (the mapping is the
+// partition less the LUKS2 header) and on a logical volume of a size
+// asked.
+func TestStackFileSystemRoomCheckedWhenPlanning(t *testing.T) {
+	r := newStackRig(t)
+	r.h.AddDisk(hosttest.Disk{Name: "sdb", Minor: 16, SizeBytes: 256 << 20, Model: "FAKE SSD", Serial: "SMALL1"})
+	if _, _, err := r.plan(encryptedPartition()); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/dev/mapper/sdb1_crypt is too small for xfs: it would have 238 MiB, xfs needs at least 300 MiB") {
+		t.Errorf("xfs on a 256 MiB disk's LUKS2 mapping: %v", err)
+	}
+	c := lvmFast()
+	c.stack.Groups[0].Volumes[1].SizeBytes = 100 << 20
+	r = newStackRig(t, "sdb", "sdc")
+	if _, _, err := r.plan(c); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "/dev/fast/vm is too small for xfs: it would have 100 MiB") {
+		t.Errorf("xfs on a 100 MiB logical volume: %v", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("refused plans wrote: %v", w)
+	}
+}

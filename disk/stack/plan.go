@@ -1132,7 +1132,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, max(lp.SizeBytes, lvmExtentBytes), req, mounts, ""); err != nil {
+			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, req, mounts, ""); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
 		}
