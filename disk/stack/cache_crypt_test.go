@@ -70,7 +70,7 @@ func TestCacheEncrypted(t *testing.T) {
 				t.Errorf("rerun: %v changed %v wrote %v", err, res.Changed, r.h.Writes())
 			}
 
-			p, err := disk.PlanRelease(context.Background(), "/dev/sdb", disk.ReleaseOptions{Wipe: true}, r.deps())
+			p, err := disk.PlanRelease(context.Background(), "/mnt/srv", disk.ReleaseOptions{Wipe: true}, r.deps())
 			if err != nil {
 				t.Fatal(err)
 			}
