@@ -179,7 +179,9 @@ func (r *reader) vgFromMetadata(md *probe.VGMetadata, pvOn map[string]string, dm
 		lv.SizeBytes = extents * ext
 		if len(l.Segments) > 0 {
 			s := l.Segments[0]
-			lv.Type = s.Type
+			// Metadata keeps flags after a "+" (cache+CACHE_USES_CACHEVOL
+			// for a cache volume); lvs shows the type alone.
+			lv.Type, _, _ = strings.Cut(s.Type, "+")
 			if s.Type == "striped" {
 				if s.StripeCount <= 1 {
 					lv.Type = "linear"
