@@ -74,6 +74,10 @@ func Actions(c *Plan) []disk.Action {
 	return s
 }
 
+// ArgvText is argv as the dry run shows it: the key file's path marked as
+// one, a passphrase as read from standard input.
+func ArgvText(argv []string) string { return disk.QuoteArgv(keyShown(argv)) }
+
 // keyShown is argv as shown to people: the key file's path marked as one.
 func keyShown(argv []string) []string {
 	out := append([]string(nil), argv...)

@@ -140,6 +140,16 @@ func enrollArgv(c *Plan) []string {
 // TPM-sealed key slot.
 const TPM2Token = "systemd-tpm2"
 
+// ResizeArgv grows the open mapping of c to fill its grown backing
+// device, online. A passphrase volume's key is the one the kernel keyring
+// kept when it was opened (LUKS2): no passphrase is asked again.
+func ResizeArgv(c *Plan) []string {
+	if c.Passphrase {
+		return []string{"cryptsetup", "resize", c.Name}
+	}
+	return []string{"cryptsetup", "resize", "--key-file", c.KeyFile, c.Name}
+}
+
 func openArgv(c *Plan, discard bool) []string {
 	argv := []string{"cryptsetup", "open", "--type", "luks2", "--key-file", c.keyArg()}
 	if discard {

@@ -236,20 +236,29 @@ func (pl Planner) checkTPM2(subject string) error {
 // tpm2Enrolled says whether the LUKS2 header on dev has a TPM-sealed key
 // slot (systemd-cryptenroll's token).
 func (pl Planner) tpm2Enrolled(dev string) (bool, error) {
-	f, err := pl.HostOrLive().OpenDevice(dev, false)
+	l, err := ReadHeader(pl.HostOrLive(), dev)
 	if err != nil {
-		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+		return false, err
+	}
+	return slices.Contains(l.Tokens, TPM2Token), nil
+}
+
+// ReadHeader reads the LUKS header on dev through h.
+func ReadHeader(h disk.Host, dev string) (*probe.LUKS, error) {
+	f, err := h.OpenDevice(dev, false)
+	if err != nil {
+		return nil, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+		return nil, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
 	}
 	l, err := probe.ReadLUKS(f, int64(size))
 	if err != nil {
-		return false, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
+		return nil, fmt.Errorf("read the LUKS header of %s: %w", dev, err)
 	}
-	return slices.Contains(l.Tokens, TPM2Token), nil
+	return l, nil
 }
 
 // MappedOver says whether the mapping at mapper exists, and the kernel

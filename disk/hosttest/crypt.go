@@ -194,6 +194,27 @@ func (h *Host) cryptsetup(args []string, fail func(int, string) ([]byte, error))
 			return nil, nil
 		}
 		return fail(4, "Device "+name+" is not active.")
+	case "resize":
+		// Online: the open mapping of that name takes what its backing
+		// device has past the header.
+		if len(pos) != 1 {
+			return fail(1, "cryptsetup resize: one name")
+		}
+		for dm, st := range h.stacks {
+			if st.kind != "crypt" || st.name != pos[0] {
+				continue
+			}
+			back := st.members[0]
+			v := h.luks[readLUKSUUID(back)]
+			if v == nil || back.size <= luksHeaderBytes {
+				return fail(1, "Device "+pos[0]+" is not a valid LUKS device.")
+			}
+			v.size = back.size - luksHeaderBytes
+			h.devs[dm].size = v.size
+			h.fs.put(h.sysDir(h.devs[dm])+"/size", &node{mode: 0o444, data: fmt.Appendf(nil, "%d\n", v.size/512)})
+			return nil, nil
+		}
+		return fail(4, "Device "+pos[0]+" is not active.")
 	case "erase", "luksErase":
 		if len(pos) != 1 {
 			return fail(1, "cryptsetup erase: one device")

@@ -87,6 +87,10 @@ type LVResult struct {
 	// FromBytes, unmounted, by ShrinkArgv (prepare --shrink).
 	Shrunk     bool       `json:"shrunk,omitempty"`
 	ShrinkArgv [][]string `json:"shrink_argv,omitempty"`
+	// CryptResized: the LUKS2 mapping of a grown encrypted volume was
+	// grown to fill it, by CryptResizeArgv.
+	CryptResized    bool     `json:"crypt_resized,omitempty"`
+	CryptResizeArgv []string `json:"crypt_resize_argv,omitempty"`
 	// FSGrown: the file system, smaller than its volume, was grown by
 	// FSGrowArgv to fill it.
 	FSGrown    bool         `json:"fs_grown,omitempty"`
@@ -377,6 +381,14 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			}
 			var err error
 			lr.Volume, err = volume(lp.Volume)
+			if err == nil && lp.CryptResize != nil {
+				if err = a.Do(ctx, "grow the LUKS2 mapping to fill its volume", lp.CryptResize); err != nil {
+					err = fmt.Errorf("cryptsetup resize %s: %w", lp.Path, err)
+				} else {
+					lr.CryptResized, lr.CryptResizeArgv = true, lp.CryptResize
+					res.Changed = true
+				}
+			}
 			if err == nil && lp.FSGrow != nil {
 				// After the mount: both tools grow a mounted file system.
 				if err = a.Do(ctx, "grow the file system to fill its volume", lp.FSGrow); err != nil {
@@ -571,7 +583,11 @@ func (sp *StackPlan) Actions() []disk.Action {
 			}
 			if lp.Grow != nil {
 				a := run(lp.Grow)
-				a.Text += fmt.Sprintf(" (from %s to %s, with its %s)", units.FormatSize(lp.FromBytes), units.FormatSize(lp.SizeBytes), lp.Volume.FS)
+				with := "with its " + lp.Volume.FS
+				if lp.Volume.Crypt != nil {
+					with = "then its LUKS2 mapping and " + lp.Volume.FS
+				}
+				a.Text += fmt.Sprintf(" (from %s to %s, %s)", units.FormatSize(lp.FromBytes), units.FormatSize(lp.SizeBytes), with)
 				s = append(s, a)
 			}
 			for i, argv := range lp.Shrink {
@@ -582,6 +598,9 @@ func (sp *StackPlan) Actions() []disk.Action {
 				s = append(s, a)
 			}
 			vol(lp.Volume)
+			if lp.CryptResize != nil {
+				s = append(s, disk.Action{Text: crypt.ArgvText(lp.CryptResize) + " (the LUKS2 mapping grown to fill its volume)", Op: disk.OpRun, Argv: lp.CryptResize})
+			}
 			if lp.FSGrow != nil {
 				a := run(lp.FSGrow)
 				a.Text += fmt.Sprintf(" (its %s, %s, grown to fill the %s volume)", lp.Volume.FS, units.FormatSize(lp.FSBytes), units.FormatSize(lp.SizeBytes))
@@ -753,8 +772,16 @@ func (r *StackResult) WriteText(w io.Writer) error {
 				how = fmt.Sprintf("grown from %s to %s with %s", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes), disk.QuoteArgv(lr.GrowArgv))
 			case lr.Shrunk:
 				how = fmt.Sprintf("shrunk from %s to %s, unmounted", units.FormatSize(lr.FromBytes), units.FormatSize(lr.SizeBytes))
+			case lr.CryptResized:
+				how = "exists; its LUKS2 mapping grown to fill it with " + crypt.ArgvText(lr.CryptResizeArgv)
 			case lr.FSGrown:
 				how = "exists; its file system grown to fill it with " + disk.QuoteArgv(lr.FSGrowArgv)
+			}
+			if lr.Grown && lr.CryptResized {
+				how += ", then its LUKS2 mapping with " + crypt.ArgvText(lr.CryptResizeArgv)
+			}
+			if (lr.Grown || lr.CryptResized) && lr.FSGrown {
+				how += ", then its file system with " + disk.QuoteArgv(lr.FSGrowArgv)
 			}
 			fmt.Fprintf(&b, "   lv %s: %s\n", lr.Path, how)
 			for _, argv := range lr.ShrinkArgv {

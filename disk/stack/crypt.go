@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
@@ -93,6 +94,66 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 		}
 	}
 	v.Crypt = c
+	return nil
+}
+
+// planCryptGrow plans what fills an encrypted volume of size bytes (the
+// size asked when lp grows it): its open LUKS2 mapping is resized, then
+// the file system on it grown (online, as planFSGrow does). A closed
+// mapping opens at the full size; what is on it is looked at then.
+func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
+	c := v.Crypt
+	if lp.Grow != nil {
+		size = lp.SizeBytes
+	}
+	if c == nil || c.Open != nil || v.Mkfs != nil {
+		return nil
+	}
+	h := pl.HostOrLive()
+	offset := uint64(crypt.HeaderBytes)
+	if l, err := crypt.ReadHeader(h, lp.Path); err == nil && l.DataOffsetBytes > 0 {
+		offset = l.DataOffsetBytes
+	}
+	if size <= offset {
+		return nil
+	}
+	want := size - offset
+	f, err := h.OpenDevice(c.Mapper, false)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Mapper, err)
+	}
+	have, err := f.Size()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Mapper, err)
+	}
+	if have < want {
+		lp.CryptResize = crypt.ResizeArgv(c)
+	}
+	if v.MountPoint == "" || v.fsBytes == 0 {
+		return nil
+	}
+	fsBytes := v.fsBytes
+	if v.mounted() {
+		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, v.Device); err != nil {
+			return err
+		}
+	}
+	if fsBytes == 0 || fsBytes+lvmExtentBytes > want {
+		return nil
+	}
+	switch {
+	case v.FS == "xfs":
+		lp.FSGrow = []string{"xfs_growfs", v.MountPoint}
+	case strings.HasPrefix(v.FS, "ext"):
+		lp.FSGrow = []string{"resize2fs", v.Device}
+	default:
+		return nil
+	}
+	lp.FSBytes = fsBytes
+	if lp.Grow == nil {
+		lp.SizeBytes = size
+	}
 	return nil
 }
 

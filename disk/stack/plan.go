@@ -211,9 +211,13 @@ type LVPlan struct {
 	// fill it, once the volume is mounted: the volume was extended
 	// without it (lvextend without --resizefs, or a run that died in
 	// between). xfs_growfs MOUNTPOINT or resize2fs DEVICE, both online.
-	FSGrow  []string   `json:"fs_grow,omitempty"`
-	FSBytes uint64     `json:"fs_bytes,omitempty"`
-	Volume  VolumePlan `json:"volume"`
+	FSGrow  []string `json:"fs_grow,omitempty"`
+	FSBytes uint64   `json:"fs_bytes,omitempty"`
+	// CryptResize grows an encrypted volume's LUKS2 mapping to fill the
+	// grown volume (cryptsetup resize), before FSGrow grows the file
+	// system on it.
+	CryptResize []string   `json:"crypt_resize,omitempty"`
+	Volume      VolumePlan `json:"volume"`
 }
 
 // VolumePlan is the file system on an array or logical volume, with every
@@ -499,7 +503,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 				}
 			}
 			for _, lv := range gp.Volumes {
-				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.Volume.changes() {
+				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.CryptResize != nil || lv.Volume.changes() {
 					sp.Unchanged = false
 				}
 			}
@@ -1100,9 +1104,14 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 			if real, err := h.EvalSymlinks(lp.Path); err == nil {
 				node = real
 			}
-			if lv.Volume.Encrypt != nil && (lp.Grow != nil || lp.Shrink != nil) {
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not resize an encrypted volume yet (asked %s, it has %s)",
+			if lv.Volume.Encrypt != nil && lp.Shrink != nil {
+				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not shrink an encrypted volume (asked %s, it has %s)",
 					lp.Path, units.FormatSize(lp.SizeBytes), units.FormatSize(size))))
+			}
+			if lv.Volume.Encrypt != nil && lp.Grow != nil {
+				// The mapping and the file system on it grow after the
+				// volume, in steps of their own: --resizefs knows no LUKS.
+				lp.Grow = slices.DeleteFunc(lp.Grow, func(a string) bool { return a == "--resizefs" })
 			}
 			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, req, mounts, ""); err != nil {
 				return gp, withOrigin(lv.Origin, err)
@@ -1110,7 +1119,11 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 			// resize2fs shrinks only an unmounted file system, and only
 			// the one asked for: a volume without it (mkfs planned) is
 			// not shrunk blind.
-			if err := pl.planFSGrow(ctx, &lp, &vol, size); err != nil {
+			grow := pl.planFSGrow
+			if vol.Crypt != nil {
+				grow = pl.planCryptGrow
+			}
+			if err := grow(ctx, &lp, &vol, size); err != nil {
 				return gp, withOrigin(lv.Origin, err)
 			}
 			switch {
