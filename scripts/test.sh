@@ -39,10 +39,12 @@ for sh in zsh fish; do
 	if ! command -v "$sh" >/dev/null 2>&1; then need_pkgs+=("$sh"); fi
 done
 # The guest tier boots Debian's kernel in QEMU with these packages' tools
-# (scripts/guest.sh builds its root from them).
+# (scripts/guest.sh builds its root from them), swtpm for its --tpm. Here,
+# not by guest.sh itself: the tier's guests start at once, and their apt-gets
+# would contend for dpkg's lock.
 if command -v dpkg-query >/dev/null 2>&1; then
 	for pkg in qemu-system-x86 linux-image-amd64 busybox-static udev kmod dmsetup lvm2 mdadm \
-		bcache-tools cryptsetup-bin smartmontools fdisk procps cpio xz-utils binutils debootstrap; do
+		bcache-tools cryptsetup-bin smartmontools fdisk procps cpio xz-utils binutils debootstrap swtpm; do
 		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then need_pkgs+=("$pkg"); fi
 	done
 fi

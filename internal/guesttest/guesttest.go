@@ -64,6 +64,7 @@ type Options struct {
 	Share   string        // --share: read-write at /share in the guest
 	Boots   int           // --boots; 0 means 1
 	Systemd bool          // --systemd
+	TPM     bool          // --tpm: a TPM 2.0 whose state is kept under State
 	SSH     int           // --ssh PORT: the guest's sshd on 127.0.0.1:PORT; 0 for none
 	Timeout time.Duration // --timeout; 0 means the script's default
 	Env     []string      // extra environment for the script (DISKPREP_GUEST_*)
@@ -86,6 +87,9 @@ func (opt Options) Args(command ...string) []string {
 	}
 	if opt.Systemd {
 		a = append(a, "--systemd")
+	}
+	if opt.TPM {
+		a = append(a, "--tpm")
 	}
 	if opt.SSH > 0 {
 		a = append(a, "--ssh", strconv.Itoa(opt.SSH))

@@ -210,11 +210,14 @@ guest_build_minimal_root() {
 	mv "$out.part" "$out"
 }
 
-# The packages of the --systemd root on top of debootstrap's minbase.
+# The packages of the --systemd root on top of debootstrap's minbase. The
+# libtss2 ones are what systemd-cryptenroll and systemd-cryptsetup dlopen for
+# a TPM (scripts/guest.sh --tpm): esys, rc, mu and the device TCTI.
 systemd_packages=(
 	systemd systemd-sysv udev kmod dbus util-linux fdisk xfsprogs e2fsprogs gdisk dmsetup
 	lvm2 mdadm bcache-tools cryptsetup-bin smartmontools fio procps
 	openssh-server python3
+	libtss2-esys-3.0.2-0 libtss2-rc0 libtss2-mu0 libtss2-tcti-device0
 )
 
 # debian_mirror prints the Debian mirror apt uses here (deb822 or one-line
