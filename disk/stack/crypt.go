@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
@@ -130,31 +129,14 @@ func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, 
 	if have < want {
 		lp.CryptResize = crypt.ResizeArgv(c)
 	}
-	if v.MountPoint == "" || v.fsBytes == 0 {
-		return nil
-	}
-	fsBytes := v.fsBytes
-	if v.mounted() {
-		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, v.Device); err != nil {
-			return err
+	argv, fsBytes, err := pl.fsGrowTo(ctx, v, v.Device, want)
+	if argv != nil {
+		lp.FSGrow, lp.FSBytes = argv, fsBytes
+		if lp.Grow == nil {
+			lp.SizeBytes = size
 		}
 	}
-	if fsBytes == 0 || fsBytes+lvmExtentBytes > want {
-		return nil
-	}
-	switch {
-	case v.FS == "xfs":
-		lp.FSGrow = []string{"xfs_growfs", v.MountPoint}
-	case strings.HasPrefix(v.FS, "ext"):
-		lp.FSGrow = []string{"resize2fs", v.Device}
-	default:
-		return nil
-	}
-	lp.FSBytes = fsBytes
-	if lp.Grow == nil {
-		lp.SizeBytes = size
-	}
-	return nil
+	return err
 }
 
 // checkFSRoom refuses a file system mkfs would refuse for want of room,

@@ -1165,29 +1165,40 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, req S
 // -n, dumpe2fs -h: xfs keeps its superblock in its own cache, so the
 // disk's copy may lag); an unmounted one's is its superblock's.
 func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
-	if lp.Grow != nil || lp.Shrink != nil || v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 || v.Crypt != nil {
+	if lp.Grow != nil || lp.Shrink != nil || v.Crypt != nil {
 		return nil
+	}
+	argv, fsBytes, err := pl.fsGrowTo(ctx, v, lp.Path, size)
+	if argv != nil {
+		lp.FSGrow, lp.FSBytes, lp.SizeBytes = argv, fsBytes, size
+	}
+	return err
+}
+
+// fsGrowTo is the command that grows the existing file system v on dev
+// to fill room bytes, and the bytes it has now; nil when it is within an
+// extent of that, unmounted for good, or not one diskprep grows.
+func (pl Planner) fsGrowTo(ctx context.Context, v *VolumePlan, dev string, room uint64) ([]string, uint64, error) {
+	if v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 {
+		return nil, 0, nil
 	}
 	fsBytes := v.fsBytes
 	if v.mounted() {
 		var err error
-		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, lp.Path); err != nil {
-			return err
+		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, dev); err != nil {
+			return nil, 0, err
 		}
 	}
-	if fsBytes == 0 || fsBytes+lvmExtentBytes > size {
-		return nil
+	if fsBytes == 0 || fsBytes+lvmExtentBytes > room {
+		return nil, 0, nil
 	}
 	switch {
 	case v.FS == "xfs":
-		lp.FSGrow = []string{"xfs_growfs", v.MountPoint}
+		return []string{"xfs_growfs", v.MountPoint}, fsBytes, nil
 	case strings.HasPrefix(v.FS, "ext"):
-		lp.FSGrow = []string{"resize2fs", lp.Path}
-	default:
-		return nil
+		return []string{"resize2fs", dev}, fsBytes, nil
 	}
-	lp.FSBytes, lp.SizeBytes = fsBytes, size
-	return nil
+	return nil, 0, nil
 }
 
 // The block count and size in xfs_growfs -n's data line and dumpe2fs -h.
