@@ -28,10 +28,12 @@ var cryptDisks = []string{"sata-ssd:512M:serial=CRYPTA", "sata-ssd:512M:serial=C
 const cryptLib = `set -u
 mark() { echo "@@ $1"; }
 disk() { lsblk -dnpo PATH,SERIAL | awk -v s="$1" '$2 == s {print $1}'; }
+# Up to 5 min for each: on a loaded machine the boot's LVM activation,
+# unlocking and mounts come long after the command starts.
 waitactive() {
 	for u in "$@"; do
 		i=0
-		while [ $i -lt 300 ] && ! systemctl is-active -q "$u"; do sleep 0.2; i=$((i + 1)); done
+		while [ $i -lt 1500 ] && ! systemctl is-active -q "$u"; do sleep 0.2; i=$((i + 1)); done
 	done
 }
 A=$(disk CRYPTA) B=$(disk CRYPTB) C=$(disk CRYPTC) D=$(disk CRYPTD) E=$(disk CRYPTE) F=$(disk CRYPTF) G=$(disk CRYPTG) H=$(disk CRYPTH)
