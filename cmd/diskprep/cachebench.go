@@ -195,12 +195,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	saving := false          // the run got as far as storing its records
 	res, err := cachebench.Run(ctx, run, cachebench.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
-			if e.Root == "" || e.Root == "/" {
-				// udev's database may not yet show a wipe made just
-				// before (a release --wipe of the same disks, say).
-				disk.SettleUdev(ctx, deps)
-			}
-			return m.readFacts(ctx, e.Root, &factsEnv)
+			return m.settledFacts(ctx, e, &factsEnv, deps)
 		},
 		Check: func(ctx context.Context, host *hwinfo.Host) error {
 			reqs, st, err := build.Requests()

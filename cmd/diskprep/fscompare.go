@@ -433,12 +433,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	var prepared *disk.Result // what that prepare did
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
-			if e.Root == "" || e.Root == "/" {
-				// udev's database may not yet show a wipe made just
-				// before (a release --wipe of the same disks, say).
-				disk.SettleUdev(ctx, deps)
-			}
-			return m.readFacts(ctx, e.Root, &factsEnv)
+			return m.settledFacts(ctx, e, &factsEnv, deps)
 		},
 		Plan: func(ctx context.Context, name, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			steps++

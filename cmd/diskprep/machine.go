@@ -51,6 +51,17 @@ func liveMachine() *machine {
 	}
 }
 
+// settledFacts are the facts a plan that writes is made from, read once
+// udev has finished the events queued so far: its database may not yet
+// show a wipe, or a table a killed run left, made a moment before, and a
+// plan made from it is refused when its disk is checked before the write.
+func (m *machine) settledFacts(ctx context.Context, e, factsEnv *env, deps disk.Deps) (*hwinfo.Host, error) {
+	if e.Root == "" || e.Root == "/" {
+		disk.SettleUdev(ctx, deps)
+	}
+	return m.readFacts(ctx, e.Root, factsEnv)
+}
+
 // release is PlanRelease then ApplyRelease on m.
 func (m *machine) release(ctx context.Context, target string, opt disk.ReleaseOptions, d disk.Deps) (*disk.ReleaseResult, error) {
 	p, err := m.planRelease(ctx, target, opt, d)

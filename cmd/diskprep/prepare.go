@@ -444,12 +444,7 @@ func runPrepare(ctx context.Context, opts prepareOptions, m *machine, e *env) er
 			defer unlock()
 		}
 	}
-	if e.Root == "" || e.Root == "/" {
-		// udev's database, where the facts come from, may not yet show
-		// a wipe made just before (a release --wipe, say).
-		disk.SettleUdev(ctx, deps)
-	}
-	host, err := m.readFacts(ctx, e.Root, e)
+	host, err := m.settledFacts(ctx, e, e, deps)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func runReplace(ctx context.Context, opts replaceOptions, m *machine, e *env) er
 		}
 		defer unlock()
 	}
-	host, err := m.readFacts(ctx, e.Root, e)
+	host, err := m.settledFacts(ctx, e, e, deps)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,13 @@ import (
 // sdd (1 GiB) is smaller than the members; sde (2 GiB) is the new disk.
 func replaceMachine(t *testing.T) *machine {
 	t.Helper()
+	m, _ := replaceMachineHost(t)
+	return m
+}
+
+// replaceMachineHost is replaceMachine and its fake host.
+func replaceMachineHost(t *testing.T) (*machine, *hosttest.Host) {
+	t.Helper()
 	m, h := cacheMachine(t)
 	h.AddDisk(hosttest.Disk{Name: "sde", Minor: 64, SizeBytes: 2 << 30, Model: "NEW", Serial: "Ssde"})
 	if code, _, errOut := runArgsOn(m, "prepare", "/dev/sdb", "/dev/sdc", "--raid", "1", "--fs", "xfs", "--mount", "/data", "--yes"); code != 0 {
@@ -42,7 +49,45 @@ func replaceMachine(t *testing.T) *machine {
 		}
 		return f, nil
 	}
-	return m
+	return m, h
+}
+
+// A replace right after a killed one reads its facts only once udev has
+// processed the kill's events (the close of the disk it wrote): planned
+// from udev's older view of the new disk, the run is refused when the
+// disk is checked before the write ("the partition table changed since
+// planning").
+func TestReplaceSettlesUdevBeforeFacts(t *testing.T) {
+	for _, udev := range []bool{true, false} {
+		m, h := replaceMachineHost(t)
+		if udev {
+			h.SetFile("/run/udev/control", nil)
+		}
+		settles := func() int {
+			n := 0
+			for _, ef := range h.Log() {
+				if ef.String() == "  run udevadm settle --timeout=30" {
+					n++
+				}
+			}
+			return n
+		}
+		start := settles()
+		before := -1
+		facts := m.readFacts
+		m.readFacts = func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
+			if before < 0 {
+				before = settles() - start
+			}
+			return facts(ctx, root, e)
+		}
+		if code, out, errOut := runArgsOn(m, "replace", "/dev/md/data", "--with", "/dev/sde", "--dry-run"); code != 0 {
+			t.Fatalf("udev %v: exit %d:\n%s%s", udev, code, out, errOut)
+		}
+		if want := map[bool]int{true: 1, false: 0}[udev]; before != want {
+			t.Errorf("udev running %v: %d settles before the facts were read, want %d", udev, before, want)
+		}
+	}
 }
 
 func TestReplaceOnTheFake(t *testing.T) {

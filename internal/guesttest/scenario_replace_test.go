@@ -184,9 +184,15 @@ kill_at() { # POINT [FLAG]
 	DISKPREP_TEST_CRASH_AT=$1 diskprep replace /dev/md/r5 --with "$G" --yes ${2:-} >/root/out 2>&1
 	rc=$?
 	mark "killed.$1"; echo $rc; [ $rc = 137 ] || tail -n 5 /root/out
+	state "$1"
+}
+state() { # what the disk and the kernel hold after a step, for the log
+	mark "state.$1"; blkid -p -o export "$G" 2>&1 | grep -E '^(PTTYPE|PTUUID)='
+	ls "/sys/block/${G##*/}" | grep "^${G##*/}" | tr '\n' ' '; echo
 }
 kill_at gpt-backup
 mark damaged; diskprep replace /dev/md/r5 --with "$G" --yes 2>&1; echo "exit $?"
+state damaged
 kill_at gpt-written --wipe
 kill_at partitions-registered
 kill_at md-added
@@ -213,6 +219,9 @@ func TestScenarioReplaceRAID5Member(t *testing.T) {
 		t.Errorf("the rerun after the kill at gpt-backup:\n%s\nwant refused (exit 3) as damaged, naming --wipe", d)
 	}
 	t.Logf("after the kill at gpt-backup:\n%s\nreplace after the last kill:\n%s", out["damaged"], out["replace"])
+	for _, p := range []string{"gpt-backup", "damaged", "gpt-written", "partitions-registered", "md-added"} {
+		t.Logf("the new disk after %s: %s", p, strings.TrimSpace(out["state."+p]))
+	}
 	if lastLine(out["made"]) != "exit 0" || lastLine(out["replace"]) != "exit 0" || !strings.Contains(out["replace"], "the array is whole again") {
 		t.Errorf("made: %s\nreplace: %s", out["made"], out["replace"])
 	}
