@@ -15,12 +15,30 @@ import (
 
 // blockState is what one Read learns once and every disk consults.
 type blockState struct {
-	ghwDisks map[string]*ghw.Disk
-	mounts   map[string][]Mount // by "major:minor"
-	swaps    map[string]bool    // by kernel name (sda2, dm-1)
+	ghwDisks map[string]*ghw.Disk // nil until a disk asks (ghwDisk)
+	mounts   map[string][]Mount   // by "major:minor"
+	swaps    map[string]bool      // by kernel name (sda2, dm-1)
 	byID     map[string][]string
 	byPath   map[string][]string
 	prober   *prober
+}
+
+// ghwDisk is what ghw's block reader found of the disk name, read at the
+// first call. Its reader re-reads all of /proc/self/mounts for every
+// partition (thousands of lines on a container host) for mount facts we
+// take from mountinfo once: it is hidden from it.
+func (st *blockState) ghwDisk(r *reader, name string) *ghw.Disk {
+	if st.ghwDisks == nil {
+		st.ghwDisks = map[string]*ghw.Disk{}
+		if bi, err := ghw.Block(r.ghwArgs("/proc")...); err == nil {
+			for _, d := range bi.Disks {
+				st.ghwDisks[d.Name] = d
+			}
+		} else {
+			r.log.Debug("ghw block", "err", err)
+		}
+	}
+	return st.ghwDisks[name]
 }
 
 func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
@@ -29,19 +47,7 @@ func (r *reader) readDisks(ctx context.Context, h *Host) []Disk {
 		r.warn("disks unknown: read %s: %v", r.rel("/sys/block"), unwrapPath(err))
 		return nil
 	}
-	st := &blockState{ghwDisks: map[string]*ghw.Disk{}}
-	// ghw enumerates the disks (and reads their udev identity) for us; it
-	// skips what it cannot use (unused loop devices), which --all still
-	// lists, so sys/block stays the list we walk. Its block reader re-reads
-	// all of /proc/self/mounts for every partition (thousands of lines on a
-	// container host) for mount facts we take from mountinfo once: hide it.
-	if bi, err := ghw.Block(r.ghwArgs("/proc")...); err == nil {
-		for _, d := range bi.Disks {
-			st.ghwDisks[d.Name] = d
-		}
-	} else {
-		r.log.Debug("ghw block", "err", err)
-	}
+	st := &blockState{}
 	st.mounts = r.readMountinfo()
 	st.swaps = r.readSwaps()
 	st.byID = r.linkIndex("/dev/disk/by-id")
@@ -206,7 +212,7 @@ func (r *reader) readDisk(name string, st *blockState, h *Host) (Disk, pending) 
 	// ghw has is used where ours is empty (diskIdentity).
 	sysVendor, _ := r.readAttrString(sys + "/device/vendor")
 	d.Transport = r.transport(name, devPath, udev, sysVendor)
-	r.diskIdentity(&d, sys, devPath, sysVendor, udev, st.ghwDisks[name])
+	r.diskIdentity(&d, sys, devPath, sysVendor, udev, func() *ghw.Disk { return st.ghwDisk(r, name) })
 	rate := r.rotationRate(&d, sys, udev)
 	if rate >= minRotationRPM {
 		d.RotationRPM = uint32(rate)
@@ -463,7 +469,7 @@ func media(d *Disk, rate uint16) string {
 // diskIdentity fills vendor, model, serial, firmware and WWN: udev first (it
 // has the full ATA model and the serial), then the kernel's own attributes,
 // then whatever ghw found.
-func (r *reader) diskIdentity(d *Disk, sys, devPath, sysVendor string, udev map[string]string, gd *ghw.Disk) {
+func (r *reader) diskIdentity(d *Disk, sys, devPath, sysVendor string, udev map[string]string, ghwDisk func() *ghw.Disk) {
 	d.Vendor = udevString(udev, "ID_VENDOR")
 	d.Model = udevString(udev, "ID_MODEL")
 	// scsi_id takes the page 0x83 designator (the WWN) as ID_SERIAL_SHORT of
@@ -530,6 +536,16 @@ func (r *reader) diskIdentity(d *Disk, sys, devPath, sysVendor string, udev map[
 			d.Serial = r.usbSerial(devPath)
 		}
 		fillFrom(&d.WWN, wwnFromWWID(wwid))
+	}
+	// ghw reads the same udev data and sysfs files, and a few keys more
+	// (sg3_utils' SCSI_IDENT_SERIAL, ID_SERIAL, DM_WWN): its scan of every
+	// disk (a third of inventory's time) is made only for a disk it can
+	// tell more of.
+	ghwKnowsMore := d.Serial == "" && (udev["SCSI_IDENT_SERIAL"] != "" || udev["ID_SERIAL"] != "") ||
+		d.WWN == "" && udev["DM_WWN"] != "" || d.Vendor == "" && sysVendor != ""
+	var gd *ghw.Disk
+	if ghwKnowsMore {
+		gd = ghwDisk()
 	}
 	if gd != nil {
 		if d.Vendor == "" {
