@@ -3,7 +3,6 @@ package stack_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -100,49 +99,14 @@ func TestCacheEncrypted(t *testing.T) {
 }
 
 func TestCacheEncryptedCrashAtEveryStep(t *testing.T) {
-	clean := newCacheRig(t)
-	clean.prepare(t, encryptedCache("lvmcache", ""))
-	writes := clean.h.Writes()
-	firstStack := -1
-	for i, w := range writes {
-		if w.Op == "run" && w.Args[0] == "pvcreate" {
-			firstStack = i
-			break
+	c := encryptedCache("lvmcache", "")
+	fresh := func() *stackRig { return newCacheRig(t) }
+	killAtEveryWrite(t, fresh, c, runOf("pvcreate"), func(r *stackRig, n int, before hosttest.Effect) {
+		if got := strings.Join(r.h.Mounted(), ";"); !strings.Contains(got, "/mnt/srv") {
+			t.Errorf("kill before write %d (%s), rerun: mounts %q", n, before, got)
 		}
-	}
-	for n := range writes {
-		r := newCacheRig(t)
-		r.h.CrashAfter(n)
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					if _, ok := v.(hosttest.Crash); !ok {
-						panic(v)
-					}
-				}
-			}()
-			if plans, sp, err := r.plan(encryptedCache("lvmcache", "")); err == nil {
-				_, _ = r.apply(plans, sp)
-			}
-		}()
-		plans, sp, err := r.plan(encryptedCache("lvmcache", ""))
-		if err == nil {
-			_, err = r.apply(plans, sp)
-		}
-		switch {
-		case err == nil:
-			if got := strings.Join(r.h.Mounted(), ";"); !strings.Contains(got, "/mnt/srv") {
-				t.Errorf("kill before write %d (%v), rerun: mounts %q", n, writes[n].Args, got)
-			}
-			if _, sp, err := r.plan(encryptedCache("lvmcache", "")); err != nil || !sp.Unchanged {
-				t.Errorf("kill before write %d (%v), third run: %v, unchanged %v: %v", n, writes[n].Args, err, sp != nil && sp.Unchanged, stepsOf(sp))
-			}
-		case n >= firstStack:
-			t.Errorf("kill before write %d (%v), after the disks were made: rerun: %v", n, writes[n].Args, err)
-		case !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "--wipe"):
-			t.Errorf("kill before write %d (%v): rerun neither completes nor refuses pointing at --wipe: %v", n, writes[n].Args, err)
-		}
-	}
+		unchangedOnThirdRun(t, r, c, n, before)
+	})
 }
 
 func TestCacheEncryptedBcacheRefused(t *testing.T) {

@@ -300,69 +300,17 @@ func TestCacheExistingPartition(t *testing.T) {
 func TestCacheCrashAtEveryStep(t *testing.T) {
 	for _, kind := range []string{"lvmcache", "writecache", "bcache"} {
 		t.Run(kind, func(t *testing.T) {
-			mode := map[string]string{"writecache": "writeback"}[kind]
-			clean := newCacheRig(t)
-			clean.prepare(t, cacheCase(kind, mode))
-			writes := clean.h.Writes()
-			firstStack := -1
-			for i, w := range writes {
-				if w.Op == "run" && (w.Args[0] == "pvcreate" || w.Args[0] == "modprobe" || w.Args[0] == "make-bcache") {
-					firstStack = i
-					break
+			c := cacheCase(kind, map[string]string{"writecache": "writeback"}[kind])
+			fresh := func() *stackRig { return newCacheRig(t) }
+			killAtEveryWrite(t, fresh, c, runOf("pvcreate", "modprobe", "make-bcache"), func(r *stackRig, n int, before hosttest.Effect) {
+				if got := strings.Join(r.h.Mounted(), ";"); !strings.Contains(got, "/mnt/srv") {
+					t.Errorf("kill before write %d (%s), rerun: mounts %q", n, before, got)
 				}
-			}
-			if firstStack < 0 {
-				t.Fatal("no stack step in the clean run")
-			}
-			for n := range writes {
-				r := newCacheRig(t)
-				r.h.CrashAfter(n)
-				crashed := func() (c *hosttest.Crash) {
-					defer func() {
-						if v := recover(); v != nil {
-							cr, ok := v.(hosttest.Crash)
-							if !ok {
-								panic(v)
-							}
-							c = &cr
-						}
-					}()
-					plans, sp, err := r.plan(cacheCase(kind, mode))
-					if err == nil {
-						_, err = r.apply(plans, sp)
-					}
-					if err != nil {
-						t.Fatalf("kill before write %d: the first run failed on its own: %v", n, err)
-					}
-					return nil
-				}()
-				if crashed == nil {
-					t.Fatalf("kill before write %d did not happen", n)
+				if f := string(r.h.File("/etc/fstab")); strings.Count(f, "\n# diskprep:") != 1 {
+					t.Errorf("kill before write %d (%s), rerun: fstab\n%s", n, before, f)
 				}
-				plans, sp, err := r.plan(cacheCase(kind, mode))
-				if err == nil {
-					_, err = r.apply(plans, sp)
-				}
-				switch {
-				case err == nil:
-					if got := strings.Join(r.h.Mounted(), ";"); !strings.Contains(got, "/mnt/srv") {
-						t.Errorf("kill before write %d (%s), rerun: mounts %q", n, crashed.Before, got)
-					}
-					if f := string(r.h.File("/etc/fstab")); strings.Count(f, "\n# diskprep:") != 1 {
-						t.Errorf("kill before write %d (%s), rerun: fstab\n%s", n, crashed.Before, f)
-					}
-					plans, sp, err := r.plan(cacheCase(kind, mode))
-					if err != nil || !sp.Unchanged {
-						t.Errorf("kill before write %d (%s), third run: %v, unchanged %v: %v", n, crashed.Before, err, sp != nil && sp.Unchanged, stepsOf(sp))
-					}
-					_ = plans
-				case n >= firstStack:
-					t.Errorf("kill before write %d (%s), after the disks were made: rerun: %v", n, crashed.Before, err)
-				case errors.Is(err, disk.ErrRefused) && strings.Contains(err.Error(), "--wipe"):
-				default:
-					t.Errorf("kill before write %d (%s): rerun neither completes nor refuses pointing at --wipe: %v", n, crashed.Before, err)
-				}
-			}
+				unchangedOnThirdRun(t, r, c, n, before)
+			})
 		})
 	}
 }

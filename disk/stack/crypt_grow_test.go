@@ -78,43 +78,22 @@ func TestStackCryptGrow(t *testing.T) {
 }
 
 func TestStackCryptGrowCrashAtEveryStep(t *testing.T) {
-	setup := func() *stackRig {
+	fresh := func() *stackRig {
 		r := newStackRig(t, "sdb")
 		r.prepare(t, grownCrypt("ext4", 512<<20))
 		r.h.ResetLog()
 		return r
 	}
-	clean := setup()
-	clean.prepare(t, grownCrypt("ext4", 768<<20))
-	writes := clean.h.Writes()
-	if !slices.ContainsFunc(writes, func(w hosttest.Effect) bool { return w.Op == "run" && w.Args[0] == "cryptsetup" }) {
-		t.Fatalf("the grow resized no mapping: %v", writes)
+	c := grownCrypt("ext4", 768<<20)
+	clean := fresh()
+	clean.prepare(t, c)
+	if !slices.ContainsFunc(clean.h.Writes(), runOf("cryptsetup")) {
+		t.Fatalf("the grow resized no mapping: %v", clean.h.Writes())
 	}
-	for n := range writes {
-		r := setup()
-		r.h.CrashAfter(n)
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					if _, ok := v.(hosttest.Crash); !ok {
-						panic(v)
-					}
-				}
-			}()
-			if plans, sp, err := r.plan(grownCrypt("ext4", 768<<20)); err == nil {
-				_, _ = r.apply(plans, sp)
-			}
-		}()
-		plans, sp, err := r.plan(grownCrypt("ext4", 768<<20))
-		if err == nil {
-			_, err = r.apply(plans, sp)
-		}
-		if err != nil {
-			t.Errorf("kill before write %d (%v): rerun: %v", n, writes[n].Args, err)
-			continue
-		}
-		if _, sp, err := r.plan(grownCrypt("ext4", 768<<20)); err != nil || !sp.Unchanged {
-			t.Errorf("kill before write %d (%v): third run: %v, unchanged %v: %v", n, writes[n].Args, err, sp != nil && sp.Unchanged, stepsOf(sp))
-		}
-	}
+	// Every write of a grow is after the disks were made: every rerun
+	// completes.
+	always := func(hosttest.Effect) bool { return true }
+	killAtEveryWrite(t, fresh, c, always, func(r *stackRig, n int, before hosttest.Effect) {
+		unchangedOnThirdRun(t, r, c, n, before)
+	})
 }

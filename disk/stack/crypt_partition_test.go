@@ -324,46 +324,26 @@ func TestStackEncryptedPartitionTPM2(t *testing.T) {
 		t.Errorf("diff lacks %q:\n%s", want, diff.String())
 	}
 
-	clean := newStackRig(t, "sdb")
-	withTPM(clean)
-	clean.prepare(t, tpm2())
-	writes := clean.h.Writes()
-	firstLayer := slices.IndexFunc(writes, func(w hosttest.Effect) bool { return w.Op != "write" && w.Op != "sync" && w.Op != "open" })
-	for n := range writes {
+	fresh := func() *stackRig {
 		r := newStackRig(t, "sdb")
 		withTPM(r)
-		r.h.CrashAfter(n)
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					if _, ok := v.(hosttest.Crash); !ok {
-						panic(v)
-					}
-				}
-			}()
-			if plans, sp, err := r.plan(tpm2()); err == nil {
-				_, _ = r.apply(plans, sp)
-			}
-		}()
-		r.h.ResetLog()
-		plans, sp, err := r.plan(tpm2())
-		if err == nil {
-			_, err = r.apply(plans, sp)
-		}
-		if err != nil {
-			if errors.Is(err, disk.ErrRefused) && strings.Contains(err.Error(), "--wipe") && n < firstLayer {
-				continue // a half-written GPT, as every other kind
-			}
-			t.Errorf("kill before write %d (%s %v): rerun: %v", n, writes[n].Op, writes[n].Args, err)
-			continue
-		}
-		if got := enrolls(r); n > 0 && writes[n-1].Args != nil && writes[n-1].Args[0] == "systemd-cryptenroll" && got != 0 {
-			t.Errorf("kill after the enrollment: the rerun enrolled %d more", got)
+		return r
+	}
+	// The first write that is not the disk's own (its GPT) is a layer's.
+	layer := func(w hosttest.Effect) bool { return w.Op != "write" && w.Op != "sync" && w.Op != "open" }
+	clean := fresh()
+	clean.prepare(t, tpm2())
+	enrolled := slices.IndexFunc(clean.h.Writes(), runOf("systemd-cryptenroll"))
+	killAtEveryWrite(t, fresh, tpm2(), layer, func(r *stackRig, n int, before hosttest.Effect) {
+		// The killed run enrolled when it got past the enrollment: the
+		// rerun enrolls only when it did not.
+		if got, want := enrolls(r), map[bool]int{true: 0, false: 1}[n > enrolled]; got != want {
+			t.Errorf("kill before write %d (%s): the rerun enrolled %d times, want %d", n, before, got, want)
 		}
 		if !strings.Contains(string(r.h.File("/etc/crypttab")), "tpm2-device=auto") || len(r.h.Mounted()) == 0 {
-			t.Errorf("kill before write %d: rerun left crypttab %q, mounts %q", n, r.h.File("/etc/crypttab"), r.h.Mounted())
+			t.Errorf("kill before write %d (%s): rerun left crypttab %q, mounts %q", n, before, r.h.File("/etc/crypttab"), r.h.Mounted())
 		}
-	}
+	})
 }
 
 // A file system mkfs would refuse for want of room is refused at planning,

@@ -532,76 +532,22 @@ func TestStackRelease(t *testing.T) {
 // a reason that names what is there and points at --wipe. From the first
 // stack step on (all partitions made) it must complete.
 func TestStackCrashAtEveryStep(t *testing.T) {
-	clean := newStackRig(t, "sdb", "sdc", "sdd", "sde")
-	clean.prepare(t, combined())
-	writes := clean.h.Writes()
-	firstStack := -1
-	for i, w := range writes {
-		if w.Op == "run" && (w.Args[0] == "mdadm" || w.Args[0] == "pvcreate") {
-			firstStack = i
-			break
+	fresh := func() *stackRig { return newStackRig(t, "sdb", "sdc", "sdd", "sde") }
+	completed, refused := killAtEveryWrite(t, fresh, combined(), runOf("mdadm", "pvcreate"), func(r *stackRig, n int, before hosttest.Effect) {
+		if got := r.h.Stacks(); len(got) != 3 {
+			t.Errorf("kill before write %d (%s), rerun: stacks %q", n, before, got)
 		}
-	}
-	if firstStack < 0 {
-		t.Fatal("no stack step in the clean run")
-	}
-	converged, refused := 0, 0
-	for n := range writes {
-		r := newStackRig(t, "sdb", "sdc", "sdd", "sde")
-		r.h.CrashAfter(n)
-		crashed := func() (c *hosttest.Crash) {
-			defer func() {
-				if v := recover(); v != nil {
-					cr, ok := v.(hosttest.Crash)
-					if !ok {
-						panic(v)
-					}
-					c = &cr
-				}
-			}()
-			plans, sp, err := r.plan(combined())
-			if err == nil {
-				_, err = r.apply(plans, sp)
-			}
-			if err != nil {
-				t.Fatalf("kill before write %d: the first run failed on its own: %v", n, err)
-			}
-			return nil
-		}()
-		if crashed == nil {
-			t.Fatalf("kill before write %d did not happen", n)
+		if got := strings.Join(r.h.Mounted(), ";"); strings.Count(got, "/mnt/") != 3 {
+			t.Errorf("kill before write %d (%s), rerun: mounts %q", n, before, got)
 		}
-		if held := r.h.Held(); len(held) > 0 {
-			t.Errorf("kill before write %d (%s): locks still held: %v", n, crashed.Before, held)
+		if got := r.h.Swaps(); len(got) != 1 {
+			t.Errorf("kill before write %d (%s), rerun: swaps %q", n, before, got)
 		}
-		plans, sp, err := r.plan(combined())
-		if err == nil {
-			_, err = r.apply(plans, sp)
+		if f := string(r.h.File("/etc/fstab")); strings.Count(f, "\n# diskprep:") != 3 {
+			t.Errorf("kill before write %d (%s), rerun: fstab\n%s", n, before, f)
 		}
-		switch {
-		case err == nil:
-			converged++
-			if got := r.h.Stacks(); len(got) != 3 {
-				t.Errorf("kill before write %d (%s), rerun: stacks %q", n, crashed.Before, got)
-			}
-			if got := strings.Join(r.h.Mounted(), ";"); strings.Count(got, "/mnt/") != 3 {
-				t.Errorf("kill before write %d (%s), rerun: mounts %q", n, crashed.Before, got)
-			}
-			if got := r.h.Swaps(); len(got) != 1 {
-				t.Errorf("kill before write %d (%s), rerun: swaps %q", n, crashed.Before, got)
-			}
-			if f := string(r.h.File("/etc/fstab")); strings.Count(f, "\n# diskprep:") != 3 {
-				t.Errorf("kill before write %d (%s), rerun: fstab\n%s", n, crashed.Before, f)
-			}
-		case n >= firstStack:
-			t.Errorf("kill before write %d (%s), after the disks were made: rerun: %v", n, crashed.Before, err)
-		case errors.Is(err, disk.ErrRefused) && strings.Contains(err.Error(), "--wipe"):
-			refused++
-		default:
-			t.Errorf("kill before write %d (%s): rerun neither completes nor refuses pointing at --wipe: %v", n, crashed.Before, err)
-		}
-	}
-	t.Logf("%d kill points: %d reruns completed, %d refused (a half-written GPT)", len(writes), converged, refused)
+	})
+	t.Logf("%d kill points: %d reruns completed, %d refused (a half-written GPT)", completed+refused, completed, refused)
 }
 
 // A swap area udev never saw (mkswap wrote it while udev was busy with the
