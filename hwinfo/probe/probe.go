@@ -105,11 +105,54 @@ type device struct {
 	r     io.ReaderAt
 	size  int64
 	cache map[[2]int64][]byte
-	err   error // first real read error; probing stops at the next prober
+	// head and tail are the first and last window bytes of the device,
+	// each read whole at the first probe that looks there: nearly every
+	// signature lies in one of them, and one read of 512 KiB costs a
+	// disk one seek where the thirty small ones it replaces cost thirty
+	// (a spinning disk's 8 ms each). A window that cannot be read whole
+	// is not used.
+	head, tail   []byte
+	headT, tailT bool  // tried
+	err          error // first real read error; probing stops at the next prober
 }
+
+// window is the size of the head and tail windows.
+const window = 512 << 10
 
 func newDevice(r io.ReaderAt, size int64) *device {
 	return &device{r: r, size: size, cache: map[[2]int64][]byte{}}
+}
+
+// windowed returns n bytes at off from the head or tail window when they
+// lie inside one, reading it at the first call; nil otherwise.
+func (d *device) windowed(off, n int64) []byte {
+	w := min(int64(window), d.size)
+	switch {
+	case off+n <= w:
+		if !d.headT {
+			d.headT, d.head = true, d.readWindow(0, w)
+		}
+		if d.head != nil {
+			return d.head[off : off+n : off+n]
+		}
+	case off >= d.size-w:
+		start := d.size - w
+		if !d.tailT {
+			d.tailT, d.tail = true, d.readWindow(start, w)
+		}
+		if d.tail != nil {
+			return d.tail[off-start : off-start+n : off-start+n]
+		}
+	}
+	return nil
+}
+
+func (d *device) readWindow(off, n int64) []byte {
+	b := make([]byte, n)
+	if m, _ := d.r.ReadAt(b, off); int64(m) < n {
+		return nil
+	}
+	return b
 }
 
 // maxRead bounds any single read: no signature needs more, and a corrupt
@@ -122,6 +165,9 @@ const maxRead = 1 << 20
 func (d *device) read(off, n int64) []byte {
 	if d.err != nil || off < 0 || n <= 0 || n > maxRead || off > d.size-n {
 		return nil
+	}
+	if b := d.windowed(off, n); b != nil {
+		return b
 	}
 	key := [2]int64{off, n}
 	if b, ok := d.cache[key]; ok {
