@@ -481,7 +481,9 @@ qemu_common() { # accel disks
 	# nvme_core.io_timeout: under TCG on a busy host an emulated NVMe
 	# command can outlast the default 30 s; the kernel then resets the
 	# controller and fails the I/O ("Host Pathing Error").
-	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off nvme_core.io_timeout=600 nvme_core.admin_timeout=600 guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=false}")
+	# systemd.show_status=auto: quiet, unless a unit is slow to start,
+	# then the console (and a timed-out boot's excerpt) says which.
+	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off nvme_core.io_timeout=600 nvme_core.admin_timeout=600 guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=auto}")
 	a+=(-device virtio-rng-pci)
 	# restrict=on: the guest reaches neither this machine nor any other
 	# address; the forward below still reaches the guest.
