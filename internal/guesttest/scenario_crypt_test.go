@@ -33,7 +33,7 @@ disk() { lsblk -dnpo PATH,SERIAL | awk -v s="$1" '$2 == s {print $1}'; }
 waitactive() {
 	for u in "$@"; do
 		i=0
-		while [ $i -lt 1500 ] && ! systemctl is-active -q "$u"; do sleep 0.2; i=$((i + 1)); done
+		while [ $i -lt 1500 ] && ! systemctl is-active -q "$u" && ! systemctl is-failed -q "$u"; do sleep 0.2; i=$((i + 1)); done
 	done
 }
 A=$(disk CRYPTA) B=$(disk CRYPTB) C=$(disk CRYPTC) D=$(disk CRYPTD) E=$(disk CRYPTE) F=$(disk CRYPTF) G=$(disk CRYPTG) H=$(disk CRYPTH)
