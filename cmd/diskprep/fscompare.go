@@ -842,7 +842,7 @@ func encryptedColumn(req *disk.Request, col fsColumn, keyFile string) stack.Stac
 	ps := req.Partitions[0]
 	key := filepath.Base(req.Device)
 	req.Partitions = []disk.PartSpec{{Label: ps.Label, Use: "crypt:" + key}}
-	return stack.StackRequest{Wipe: true, Encrypted: []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{
+	return stack.StackRequest{Options: stack.Options{Wipe: true}, Encrypted: []stack.EncryptedSpec{{Key: key, Volume: stack.VolumeSpec{
 		FS: ps.FS, Label: ps.Label, Mount: ps.Mount, MountOpts: ps.MountOpts,
 		Encrypt: &crypt.Spec{KeyFile: keyFile, SectorBytes: col.SectorBytes}}}}}
 }

@@ -119,7 +119,7 @@ type Plan struct {
 
 // Stacks is the plan's storage stacks as disk plans them.
 func (p *Plan) Stacks() stack.StackRequest {
-	return stack.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Encrypted: p.Encrypted, Wipe: p.StackWipe}
+	return stack.StackRequest{Arrays: p.Raid, Groups: p.LVM, Caches: p.Cache, Encrypted: p.Encrypted, Options: stack.Options{Wipe: p.StackWipe}}
 }
 
 // DiskPlan is one entry of disks: which disk, and what to make of it.

@@ -37,7 +37,7 @@ func (b CacheBuild) name() string {
 // (ErrUsage for bad input, whatever the machine); the cache device is
 // left as given until CacheDeviceRequest has seen the facts.
 func (b CacheBuild) Requests() ([]disk.Request, StackRequest, error) {
-	st := StackRequest{Wipe: b.Wipe, NoDiscard: b.NoDiscard,
+	st := StackRequest{Options: Options{Wipe: b.Wipe, NoDiscard: b.NoDiscard},
 		Caches: []CacheSpec{{Name: b.name(), Kind: b.Kind, Mode: b.Mode, Volume: b.Volume, CacheDevice: b.CacheDevice}}}
 	switch {
 	case b.Origin == "":

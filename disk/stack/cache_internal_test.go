@@ -1,6 +1,8 @@
 package stack
 
-import "testing"
+import (
+	"testing"
+)
 
 // bcache's dirty_data as the kernel prints it (bch_hprint), seen in a
 // guest: "1.7M" is not a whole number of bytes, and still a size.

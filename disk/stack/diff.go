@@ -147,18 +147,3 @@ func DiffStacks(sp *StackPlan, fstabLines []fstab.Line, deps disk.Deps) ([]disk.
 	}
 	return sp.Diff(conf, crypttab, fstabLines), nil
 }
-
-// crypts are every LUKS2 layer of the plan: encrypted members, then
-// encrypted volumes.
-func (sp *StackPlan) crypts() []*crypt.Plan {
-	var out []*crypt.Plan
-	for _, gp := range sp.Groups {
-		out = append(out, gp.Crypts...)
-	}
-	for _, v := range sp.volumes() {
-		if v.Crypt != nil {
-			out = append(out, v.Crypt)
-		}
-	}
-	return out
-}

@@ -44,61 +44,16 @@ type need struct {
 	who string
 }
 
-// needs lists the kernel features of what the plan makes: nothing for a
-// stack that exists as asked (a rerun), whose kernel has it running.
-func (sp *StackPlan) needs() []need {
-	var out []need
-	add := func(who string, fs ...kernelFeature) {
-		for _, f := range fs {
-			out = append(out, need{f, who})
-		}
-	}
-	for _, ap := range sp.Arrays {
-		if ap.Create != nil {
-			add("md array "+ap.Name, featMD, raidFeature(ap.Level))
-		}
-	}
-	for _, gp := range sp.Groups {
-		makes := gp.VGCreate != nil || len(gp.PVCreate) > 0
-		for _, lv := range gp.Volumes {
-			makes = makes || lv.Create != nil
-		}
-		if makes {
-			add("volume group "+gp.VG, featDM)
-		}
-	}
-	for _, c := range sp.crypts() {
-		if c.Open != nil {
-			add("LUKS2 volume "+c.Name, featDM, featDMCrypt)
-		}
-	}
-	for _, cp := range sp.Caches {
-		if len(cp.Steps) == 0 {
-			continue
-		}
-		who := cp.Kind + " " + cp.Name
-		switch cp.Kind {
-		case CacheKindLVM:
-			add(who, featDM, featDMCache)
-		case CacheKindWritecache:
-			add(who, featDM, featWritecache)
-		case CacheKindBcache:
-			add(who, featBcache)
-		}
-	}
-	return out
-}
-
 // checkKernel refuses, at plan time and so before a byte is written, a
 // stack plan whose kernel has not and cannot load a feature it needs
 // (a kernel built without device-mapper, a module missing from
 // /lib/modules), or whose bcache tools are missing. Without modprobe it
 // cannot tell, and lets the tools say.
-func (pl Planner) checkKernel(ctx context.Context, sp *StackPlan) error {
+func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CachePlan) error {
 	h := pl.HostOrLive()
 	seen := map[string]bool{}
 	var lacks, whos []string
-	for _, f := range sp.needs() {
+	for _, f := range needs {
 		if seen[f.module] {
 			continue
 		}
@@ -126,7 +81,7 @@ func (pl Planner) checkKernel(ctx context.Context, sp *StackPlan) error {
 	}
 	// make-bcache, which planning does not otherwise run (lvm's tools it
 	// does): missing, it would be found only after the tables are written.
-	for _, cp := range sp.Caches {
+	for _, cp := range caches {
 		if cp.Kind != CacheKindBcache || len(cp.Steps) == 0 {
 			continue
 		}

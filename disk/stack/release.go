@@ -11,7 +11,6 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
-	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
 // addStacks finds the stacks concerned by a release of the devices in devs
@@ -311,123 +310,6 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 		}
 	}
 	return nil
-}
-
-// addDormantVG plans the removal of the physical volume pv and, when it
-// is in a group, of the whole group, or refuses when the group has a
-// physical volume that is not wiped.
-func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
-	s := plan.Stacks
-	vg := lvm.pvVG[pv]
-	if vg == "" {
-		s.PVRemove = append(s.PVRemove, pv)
-		done[filepath.Base(pv)] = true
-		return nil
-	}
-	var pvs, others []string
-	missing := false
-	for _, row := range lvm.pvList {
-		if row[1] != vg {
-			continue
-		}
-		if row[0] == "[unknown]" {
-			missing = true
-			continue
-		}
-		pvs = append(pvs, row[0])
-		n := filepath.Base(row[0])
-		for k, node := range pvNode {
-			if node == row[0] {
-				n = k
-			}
-		}
-		if !wiped[n] {
-			others = append(others, row[0])
-		}
-	}
-	if missing {
-		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of vg %s, which is missing another (a disk unplugged?): wiping it would leave the rest of the group beyond repair; plug that disk back in, or drop it from the group first (vgreduce --removemissing %s)", pv, vg, vg))
-	}
-	if len(others) > 0 {
-		sort.Strings(others)
-		how := "remove it by hand (vgremove " + vg + ", then pvremove each)"
-		if lvs := sortedKeys(boolSet(lvm.lvs[vg])); len(lvs) > 0 {
-			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
-		}
-		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
-			pv, vg, strings.Join(others, ", "), how))
-	}
-	for _, lv := range sortedKeys(boolSet(lvm.lvs[vg])) {
-		s.LVRemove = append(s.LVRemove, vg+"/"+lv)
-	}
-	s.VGRemove = append(s.VGRemove, vg)
-	sort.Strings(pvs)
-	s.PVRemove = append(s.PVRemove, pvs...)
-	for n, node := range pvNode {
-		if contains(pvs, node) {
-			done[n] = true
-		}
-	}
-	return nil
-}
-
-// addDormantMD plans zeroing the superblock of dev, a member of a stopped
-// md array, or refuses when another device that is not wiped is a member
-// of the same array.
-func (a *applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
-	var others []string
-	des, _ := a.host.ReadDir(a.roots.SysPath("class/block"))
-	for _, de := range des {
-		n := de.Name()
-		if wiped[n] || strings.HasPrefix(n, "fd") || strings.HasPrefix(n, "sr") {
-			continue // a floppy or optical drive holds no array, and opening one can hang
-		}
-		sigs, err := a.ProbeDevice(a.roots.DevPath(n))
-		if err != nil {
-			continue
-		}
-		for _, o := range sigs {
-			if o.Type == "linux_raid_member" && sig.UUID != "" && strings.EqualFold(o.UUID, sig.UUID) {
-				others = append(others, "/dev/"+n)
-			}
-		}
-	}
-	if len(others) > 0 {
-		sort.Strings(others)
-		name := sig.Label
-		if _, after, ok := strings.Cut(name, ":"); ok {
-			name = after
-		}
-		how := "assemble it (mdadm --assemble --scan) and release it with --wipe"
-		if name != "" {
-			how += " (diskprep release /dev/md/" + name + " --wipe)"
-		}
-		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a member of the stopped md array %s, which also has %s, not released: wiping only this would leave the array degraded there; to remove all of it, %s",
-			dev, strings.TrimSpace(name+" (uuid "+sig.UUID+")"), strings.Join(others, ", "), how))
-	}
-	plan.Stacks.MDZero = append(plan.Stacks.MDZero, dev)
-	return nil
-}
-
-func boolSet[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
-
-// managedConfLines are diskprep's ARRAY lines (under its marker) for the
-// array uuid in mdadm.conf data.
-func managedConfLines(data, uuid string) []string {
-	lines := strings.Split(data, "\n")
-	var out []string
-	for i := 1; i < len(lines); i++ {
-		if strings.HasPrefix(lines[i-1], mdadmConfMarker) && strings.HasPrefix(lines[i], "ARRAY ") && strings.Contains(lines[i], "UUID="+uuid) {
-			out = append(out, lines[i])
-		}
-	}
-	return out
 }
 
 // applyLayersRelease carries out the stack teardown after the unmounts

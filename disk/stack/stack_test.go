@@ -285,7 +285,7 @@ func TestStackGeometry(t *testing.T) {
 		for _, d := range []string{"sdb", "sdc", "sdd", "sde"} {
 			reqs = append(reqs, member("/dev/"+d, "raid:a"))
 		}
-		st := stack.StackRequest{NoDiscard: c.noDiscard, Arrays: []stack.ArraySpec{{Name: "a", Level: c.level, Volume: stack.VolumeSpec{FS: c.fs}}}}
+		st := stack.StackRequest{Options: stack.Options{NoDiscard: c.noDiscard}, Arrays: []stack.ArraySpec{{Name: "a", Level: c.level, Volume: stack.VolumeSpec{FS: c.fs}}}}
 		_, sp, err := r.plan(stackCase{reqs: reqs, stack: st})
 		if err != nil {
 			t.Fatal(err)

@@ -5,14 +5,212 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
 )
+
+// BcachePlaceholder stands for the bcache device a backing device becomes
+// once registered: the kernel numbers it then, so plans of a new bcache
+// carry this in the volume's argv and apply binds it, as LoopPlaceholder.
+const BcachePlaceholder = "/dev/bcacheN"
+
+// bcache's bucket sizes: make-bcache's default (1024 sectors), the
+// smallest the kernel takes (a page), and the fewest buckets a cache set
+// may have: the kernel's cache_alloc refuses a cache whose bucket count,
+// rounded up to a power of two, is under 1024 ("ca->sb.nbuckets is too
+// small"), so 512 buckets of 512 KiB (256 MiB) fail.
+const (
+	bcacheDefaultBucket = 512 << 10
+	bcacheMinBucket     = 4 << 10
+	bcacheMinBuckets    = 1024
+)
+
+// bcacheBucket is the bucket size to give make-bcache -C for a cache of
+// size bytes: 0 (its default) when that makes enough buckets, else the
+// largest power of two that does, down to a page (a 48 MiB partition gets
+// 32 KiB buckets); an error when even page-sized buckets are too few.
+func bcacheBucket(size uint64) (uint64, error) {
+	if size == 0 || size/bcacheDefaultBucket >= bcacheMinBuckets {
+		return 0, nil
+	}
+	b := uint64(bcacheDefaultBucket)
+	for b > bcacheMinBucket && size/b < bcacheMinBuckets {
+		b /= 2
+	}
+	if size/b < bcacheMinBuckets {
+		return 0, fmt.Errorf("%d KiB is too small for a bcache cache: it needs at least %d KiB (%d buckets of %d KiB)",
+			size>>10, bcacheMinBuckets*bcacheMinBucket>>10, bcacheMinBuckets, bcacheMinBucket>>10)
+	}
+	return b, nil
+}
+
+// readBcacheSB reads the bcache superblock of dev; nil when there is none.
+func (pl Planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
+	f, err := pl.HostOrLive().OpenDevice(dev, false)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", dev, err)
+	}
+	defer f.Close()
+	sb := make([]byte, probe.BcacheSuperSize)
+	if _, err := f.ReadAt(sb, probe.BcacheSuperOffset); err != nil {
+		return nil, fmt.Errorf("read the bcache superblock of %s: %w", dev, err)
+	}
+	if s, ok := probe.ParseBcacheSuper(sb); ok {
+		return &s, nil
+	}
+	return nil, nil
+}
+
+// bcacheDir is the bcache directory the kernel gives a registered device
+// (a backing device's or a cache's), under its own sysfs directory.
+func (pl Planner) bcacheDir(dev string) string {
+	return pl.Roots.SysPath("class/block", filepath.Base(dev), "bcache")
+}
+
+// selectedMode is the bracketed choice of a sysfs list
+// ("writethrough [writeback] writearound none").
+func selectedMode(s string) string {
+	for _, f := range strings.Fields(s) {
+		if strings.HasPrefix(f, "[") {
+			return strings.Trim(f, "[]")
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, opt Options, mounts []disk.MountEntry) error {
+	h := pl.HostOrLive()
+	cp.Device = BcachePlaceholder
+	register := pl.Roots.SysPath("fs/bcache/register_quiet")
+	sbOf := func(m cacheMember) (*probe.BcacheSuper, error) {
+		if m.ex == nil {
+			return nil, nil // a partition this run makes
+		}
+		return pl.readBcacheSB(m.path)
+	}
+	osb, err := sbOf(origin)
+	if err != nil {
+		return err
+	}
+	csb, err := sbOf(cache)
+	if err != nil {
+		return err
+	}
+	switch {
+	case osb != nil && !osb.Backing:
+		return disk.Refuse(origin.path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.path))
+	case csb != nil && csb.Backing:
+		return disk.Refuse(cache.path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", cache.path))
+	}
+	fresh := osb == nil
+	if _, err := h.Stat(pl.Roots.SysPath("fs/bcache")); err != nil {
+		cp.Steps = append(cp.Steps, CacheStep{What: "load the bcache module", Argv: []string{"modprobe", "bcache"}})
+	}
+	if osb == nil {
+		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache backing device", Member: origin.path, Argv: []string{"make-bcache", "-B", origin.path}})
+	}
+	if csb == nil {
+		bucket, err := bcacheBucket(cache.size)
+		if err != nil {
+			return disk.Usagef("cache device %s: %v", cache.path, err)
+		}
+		cp.SetUUID = pl.MakeUUID()
+		argv := []string{"make-bcache", "-C", "--cset-uuid", cp.SetUUID}
+		if bucket > 0 {
+			argv = append(argv, "--bucket", fmt.Sprintf("%dk", bucket>>10))
+		}
+		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: cache.path, Argv: append(argv, cache.path)})
+	} else {
+		cp.SetUUID = csb.SetUUID
+	}
+	odir, cdir := pl.bcacheDir(origin.path), pl.bcacheDir(cache.path)
+	registered := func(dir string) bool {
+		_, err := h.Stat(dir)
+		return err == nil
+	}
+	if osb == nil || !registered(odir) {
+		cp.Steps = append(cp.Steps, CacheStep{What: "register the backing device", Path: register, Value: origin.path})
+	}
+	if csb == nil || !registered(cdir) {
+		cp.Steps = append(cp.Steps, CacheStep{What: "register the cache device", Path: register, Value: cache.path})
+	}
+	set := pl.Roots.SysPath("fs/bcache", cp.SetUUID)
+	attached := ""
+	if link, err := h.Readlink(filepath.Join(odir, "cache")); err == nil {
+		attached = filepath.Base(link)
+	}
+	switch {
+	case attached == "":
+		cp.Steps = append(cp.Steps, CacheStep{What: "attach the backing device to the cache set", Path: filepath.Join(odir, "attach"), Value: cp.SetUUID, Wait: set})
+	case attached != cp.SetUUID:
+		return disk.Refuse(origin.path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.path, attached, cache.path, cp.SetUUID))
+	default:
+		cp.Existing = fmt.Sprintf("bcache over %s attached to cache set %s on %s", origin.path, cp.SetUUID, cache.path)
+	}
+	mode := ""
+	if b, err := h.ReadFile(filepath.Join(odir, "cache_mode")); err == nil {
+		mode = selectedMode(string(b))
+	}
+	if fresh || mode != cp.Mode {
+		cp.Steps = append(cp.Steps, CacheStep{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
+	}
+	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
+		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
+	node := ""
+	if link, err := h.Readlink(filepath.Join(odir, "dev")); err == nil {
+		node = filepath.Base(link)
+	}
+	switch {
+	case fresh:
+		// What the partition held at the bcache data offset shows
+		// through the new device: wiped before mkfs.
+		cp.Steps = append(cp.Steps, CacheStep{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
+		vol.FSUUID = pl.MakeUUID()
+		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, opt.NoDiscard, "")
+		if vol.MountPoint != "" {
+			vol.MountArgv = disk.MountFor(vol.FS, vol.MountOpts, vol.Device, vol.MountPoint)
+		}
+	case node == "":
+		// Not registered (a run killed before, a boot without udev): the
+		// file system is read where the bcache device will show it.
+		if err := pl.planVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
+			return err
+		}
+	default:
+		cp.Device = pl.Roots.DevPath(node)
+		vol.Device = cp.Device
+		if err := pl.planVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
+			return err
+		}
+	}
+	if vol.Persist {
+		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+	}
+	cp.Volume = vol
+	if origin.size > probe.BcacheDataOffset {
+		cp.OriginBytes = origin.size - probe.BcacheDataOffset
+	}
+	return nil
+}
+
+// bcacheNode is the kernel name of the bcache device over the backing
+// device origin (its bcache/dev link), waited for.
+func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error) {
+	link := a.roots.SysPath("class/block", filepath.Base(origin), "bcache", "dev")
+	if err := a.waitPath(ctx, link); err != nil {
+		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
+	}
+	target, err := a.host.Readlink(link)
+	if err != nil {
+		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
+	}
+	return filepath.Base(target), nil
+}
 
 // dir is the backing device's bcache directory, where its attributes are.
 func (a *applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
@@ -84,65 +282,6 @@ func (a *applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcac
 			plan.Stacks.BcacheSets = append(plan.Stacks.BcacheSets, set)
 		}
 	}
-}
-
-// vgOfDMName is the volume group of a device-mapper name LVM made
-// ("data-data_corig" -> "data"; a dash in a name is doubled): "" when
-// the name has no single dash.
-func vgOfDMName(dm string) string {
-	for i := 0; i < len(dm); i++ {
-		if dm[i] != '-' {
-			continue
-		}
-		if i+1 < len(dm) && dm[i+1] == '-' {
-			i++
-			continue
-		}
-		return strings.ReplaceAll(dm[:i], "--", "-")
-	}
-	return ""
-}
-
-// addLVMCaches plans, for the cached logical volumes of the groups
-// released, the flush and split (or removal, with Wipe) of their cache.
-func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
-	stacked := false
-	for vg := range vgs {
-		for lv := range lvm.lvs[vg] {
-			real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv))
-			if err != nil {
-				continue
-			}
-			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", filepath.Base(real), "slaves"))
-			for _, de := range des {
-				// Built over other device-mapper devices: a cache, a
-				// RAID or a thin volume's sub-volumes.
-				stacked = stacked || strings.HasPrefix(de.Name(), "dm-")
-			}
-		}
-	}
-	if !stacked {
-		return nil
-	}
-	segs, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVSegs(ctx)
-	if err != nil {
-		return err
-	}
-	for _, vg := range sortedKeys(vgs) {
-		var names []string
-		for lv, seg := range segs[vg] {
-			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {
-				names = append(names, vg+"/"+lv)
-			}
-		}
-		sort.Strings(names)
-		if opt.Wipe {
-			plan.Stacks.Uncache = append(plan.Stacks.Uncache, names...)
-		} else {
-			plan.Stacks.SplitCache = append(plan.Stacks.SplitCache, names...)
-		}
-	}
-	return nil
 }
 
 // releaseBcache flushes, detaches and stops the bcache devices, then
@@ -290,32 +429,5 @@ func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease, before ui
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// waitGone waits for the kernel to drop path (a detached cache link, a
-// stopped device, an unregistered set): the sysfs writes return before.
-func (a *applier) waitGone(ctx context.Context, path string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := a.host.Lstat(path); err != nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is still there after 30s", path)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// progressf reports progress of a long step to the user (Deps.Progress).
-func (a *applier) progressf(format string, args ...any) {
-	a.log.Info(fmt.Sprintf(format, args...))
-	if a.progress != nil {
-		fmt.Fprintf(a.progress, format+"\n", args...)
 	}
 }

@@ -1,0 +1,282 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/hwinfo"
+)
+
+// validateCache checks one cache entry against the partitions that use
+// it (uses: use -> the disks of the partitions saying it).
+func validateCache(c CacheSpec, uses map[string][]string, groups []GroupSpec, at func(origin, format string, args ...any) error) error {
+	if !disk.StackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
+		return at(c.Origin, "cache %q: use letters, digits, '_', '.', '+' or '-'", c.Name)
+	}
+	if !contains(CacheKinds, c.kind()) {
+		return at(c.Origin, "cache %s: unknown kind %q: use lvmcache, writecache or bcache", c.Name, c.Kind)
+	}
+	if !contains(CacheModes, c.mode()) {
+		return at(c.Origin, "cache %s: unknown mode %q: use writethrough or writeback", c.Name, c.Mode)
+	}
+	if c.kind() == CacheKindWritecache && c.mode() != CacheModeWriteback {
+		return at(c.Origin, "cache %s: writecache caches writes only, always in writeback: say mode writeback (--cache-mode writeback) to accept that", c.Name)
+	}
+	if lvmKind(c.kind()) {
+		for _, g := range groups {
+			if g.VG == c.Name {
+				return at(c.Origin, "cache %s: its volume group %s is also an lvm entry", c.Name, c.Name)
+			}
+		}
+	}
+	origins := uses["origin:"+c.Name]
+	switch len(origins) {
+	case 0:
+		return at(c.Origin, "cache %s: no partition says use: origin:%s (the slow disk's)", c.Name, c.Name)
+	case 1:
+	default:
+		return at(c.Origin, "cache %s: %d partitions say use: origin:%s, one is the origin", c.Name, len(origins), c.Name)
+	}
+	caches := uses["cache:"+c.Name]
+	switch {
+	case c.CacheDevice != "" && len(caches) > 0:
+		return at(c.Origin, "cache %s: the cache device is %s, and a partition says use: cache:%s too", c.Name, c.CacheDevice, c.Name)
+	case c.CacheDevice == "" && len(caches) == 0:
+		return at(c.Origin, "cache %s: no partition says use: cache:%s (the fast disk's)", c.Name, c.Name)
+	case len(caches) > 1:
+		return at(c.Origin, "cache %s: %d partitions say use: cache:%s, one is the cache", c.Name, len(caches), c.Name)
+	case len(caches) == 1 && caches[0] == origins[0]:
+		return at(c.Origin, "cache %s: the cache and the origin are both on %s: the cache goes on another, faster disk", c.Name, origins[0])
+	case c.CacheDevice != "" && sameDiskName(c.CacheDevice, origins[0]):
+		return at(c.Origin, "cache %s: the cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.Name, c.CacheDevice, origins[0])
+	}
+	return nil
+}
+
+// sameDiskName says whether the partition path part names a partition of
+// the disk path disk, by the kernel's naming (sdb1 of sdb, nvme0n1p2 of
+// nvme0n1).
+func sameDiskName(part, disk string) bool {
+	p, d := filepath.Base(part), filepath.Base(disk)
+	if !strings.HasPrefix(p, d) || p == d {
+		return p == d
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, d), "p")
+	return rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
+// planCaches plans every cache entry.
+func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
+	var lvm *lvmState
+	var segs map[string]map[string]lvSeg
+	var plans []CachePlan
+	for _, c := range caches {
+		om := byUse["origin:"+c.Name][0]
+		origin := cacheMember{path: om.path, size: om.part.SizeBytes, ex: om.ex, disk: om.disk}
+		var cache cacheMember
+		if c.CacheDevice != "" {
+			cm, err := pl.existingCacheDevice(c, host, opt.Wipe, om)
+			if err != nil {
+				return nil, withOrigin(c.Origin, err)
+			}
+			cache = cm
+		} else {
+			m := byUse["cache:"+c.Name][0]
+			cache = cacheMember{path: m.path, size: m.part.SizeBytes, ex: m.ex, disk: m.disk}
+		}
+		cp := CachePlan{Name: c.Name, Kind: c.kind(), Mode: c.mode(), OriginDevice: origin.path, CacheDevice: cache.path,
+			OriginBytes: origin.size, CacheBytes: cache.size, Origin: c.Origin}
+		if cp.Mode == CacheModeWriteback {
+			cp.Risk = WritebackRisk
+		}
+		if c.CacheDevice != "" && opt.Wipe && cache.ex != nil && cache.ex.FSType != "" && !disk.MemberOf("cache:"+c.Name, cache.ex.FSType, cache.ex.FSLabel) {
+			cp.Steps = append(cp.Steps, CacheStep{What: "wipe the cache device", Argv: []string{"wipefs", "--all", cache.path}})
+		}
+		var err error
+		if lvmKind(cp.Kind) {
+			if lvm == nil {
+				if lvm, err = pl.readLVM(ctx); err != nil {
+					return nil, err
+				}
+				if segs, err = pl.readLVSegs(ctx); err != nil {
+					return nil, err
+				}
+			}
+			err = pl.planLVMCache(&cp, c, origin, cache, lvm, segs, opt, mounts)
+		} else {
+			err = pl.planBcache(&cp, c, origin, cache, opt, mounts)
+		}
+		if err != nil {
+			return nil, withOrigin(c.Origin, err)
+		}
+		plans = append(plans, cp)
+	}
+	return plans, nil
+}
+
+// existingCacheDevice checks an existing partition given as the cache:
+// the same refusals as a disk (in use, held by another stack, a signature
+// unless wipe), and not on the origin's disk.
+func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin member) (cacheMember, error) {
+	if host == nil {
+		return cacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
+	}
+	d, p := host.Device(c.CacheDevice)
+	if d == nil {
+		real, err := disk.FollowUserPath(pl.HostOrLive(), "", c.CacheDevice, c.CacheDevice)
+		if disk.IsRefusal(err) {
+			return cacheMember{}, err
+		}
+		if err == nil {
+			d, p = host.Device(real)
+		}
+	}
+	switch {
+	case d == nil:
+		return cacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
+	case p == nil:
+		return cacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
+	case origin.plan != nil && d.Name == filepath.Base(origin.plan.Device):
+		return cacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
+	}
+	if err := disk.AdmitMember(d, p, "cache:"+c.Name, wipe); err != nil {
+		return cacheMember{}, err
+	}
+	return cacheMember{path: p.Path, size: p.SizeBytes, ex: p, disk: d}, nil
+}
+
+// needCachePrograms checks, before anything changes, that the tools the
+// caches' steps run are installed.
+func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
+	for _, cp := range caches {
+		if lvmKind(cp.Kind) {
+			if err := need("lvm", "lvm2", "version"); err != nil {
+				return err
+			}
+		}
+		for _, st := range cp.Steps {
+			if len(st.Argv) == 0 || st.Argv[0] != "make-bcache" {
+				continue
+			}
+			// make-bcache has no version flag and exits 1 on -h: only
+			// a program that cannot be run is missing.
+			if _, err := a.host.Run(ctx, "make-bcache", "-h"); err != nil && isNotFound(err) {
+				return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// applyCache carries out one cache plan: its steps, then the file system
+// on the cached volume.
+func (r *run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
+	cr, err := r.cacheSteps(ctx, cp)
+	r.changed = r.changed || len(cr.Steps) > 0
+	return cr, err
+}
+
+func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
+	cr := CacheResult{Name: cp.Name, Kind: cp.Kind, Mode: cp.Mode, OriginDevice: cp.OriginDevice, CacheDevice: cp.CacheDevice,
+		OriginBytes: cp.OriginBytes, CacheBytes: cp.CacheBytes, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
+	if lvmKind(cp.Kind) {
+		cr.LVMVersion = r.versions["lvm"]
+	}
+	node := ""
+	if cp.Device != BcachePlaceholder && cp.Kind == CacheKindBcache {
+		node = filepath.Base(cp.Device)
+	}
+	bind := func(argv []string) ([]string, error) {
+		if argv == nil {
+			return nil, nil
+		}
+		out := make([]string, len(argv))
+		for i, s := range argv {
+			if strings.Contains(s, BcachePlaceholder) && node == "" {
+				var err error
+				if node, err = r.bcacheNode(ctx, cp.OriginDevice); err != nil {
+					return nil, err
+				}
+			}
+			out[i] = strings.ReplaceAll(s, BcachePlaceholder, r.roots.DevPath(node))
+		}
+		return out, nil
+	}
+	for _, st := range cp.Steps {
+		if err := ctx.Err(); err != nil {
+			return cr, err
+		}
+		if st.Member != "" {
+			use := "origin:" + cp.Name
+			if st.Member == cp.CacheDevice {
+				use = "cache:" + cp.Name
+			}
+			if err := r.CheckMembersFree([]string{st.Member}, use); err != nil {
+				return cr, err
+			}
+		}
+		if st.Wait != "" {
+			if err := r.waitPath(ctx, st.Wait); err != nil {
+				return cr, fmt.Errorf("%s: %w", st.What, err)
+			}
+		}
+		if st.Argv != nil {
+			argv, err := bind(st.Argv)
+			if err != nil {
+				return cr, err
+			}
+			if err := r.Do(ctx, st.What, argv); err != nil {
+				return cr, fmt.Errorf("%s %s: %w", st.What, cp.Name, err)
+			}
+			cr.Steps = append(cr.Steps, disk.QuoteArgv(argv))
+			continue
+		}
+		if err := r.waitPath(ctx, st.Path); err != nil {
+			return cr, fmt.Errorf("%s: %w", st.What, err)
+		}
+		if err := r.writeSys(st.What, st.Path, st.Value); err != nil {
+			return cr, fmt.Errorf("%s %s: %w", st.What, cp.Name, err)
+		}
+		cr.Steps = append(cr.Steps, st.String())
+	}
+	v := cp.Volume
+	if cp.Kind == CacheKindBcache {
+		if node == "" {
+			var err error
+			if node, err = r.bcacheNode(ctx, cp.OriginDevice); err != nil {
+				return cr, err
+			}
+		}
+		dev := r.roots.DevPath(node)
+		cr.Device, cr.Node = dev, node
+		v.Device = dev
+		v.Mkfs, _ = bind(v.Mkfs)
+		v.MountArgv, _ = bind(v.MountArgv)
+		if _, err := r.waitStackNode(ctx, dev); err != nil {
+			return cr, err
+		}
+		if v.Mkfs != nil && !mkfsForced(v.Mkfs) {
+			// Planned over a backing device not registered yet: what
+			// shows on the new device now is checked before mkfs.
+			if sigs, err := r.ProbeDevice(dev); err != nil {
+				return cr, err
+			} else if len(sigs) > 0 {
+				return cr, disk.Refuse(dev, fmt.Sprintf("%s holds a %s signature since planning", dev, sigs[0].Type))
+			}
+		}
+	} else {
+		n, err := r.waitStackNode(ctx, cp.Device)
+		if err != nil {
+			return cr, err
+		}
+		cr.Node = n
+	}
+	var err error
+	cr.Volume, err = r.volume(ctx, v)
+	cr.Done = err == nil
+	return cr, err
+}

@@ -1,0 +1,215 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/diskprep/diskprep/disk"
+)
+
+// lvmKind says whether the kind is built with LVM.
+func lvmKind(kind string) bool { return kind == CacheKindLVM || kind == CacheKindWritecache }
+
+// cacheLVName is the cache volume of the lvm kinds before lvconvert hides
+// it (as [NAME_cache_cvol]).
+func cacheLVName(name string) string { return name + "_cache" }
+
+// lvSeg is one logical volume as lvs -a tells it.
+type lvSeg struct {
+	segtype, pool, mode, devices string
+}
+
+// readLVSegs runs lvs -a for every logical volume's segment type, the
+// cache volume it uses and its cache mode (read-only), under ctx.
+func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
+	out, err := pl.HostOrLive().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
+	if err != nil {
+		return nil, lvmError("lvs", err)
+	}
+	st := map[string]map[string]lvSeg{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 6 || f[0] == "" {
+			continue
+		}
+		if st[f[0]] == nil {
+			st[f[0]] = map[string]lvSeg{}
+		}
+		st[f[0]][f[1]] = lvSeg{segtype: f[2], pool: f[3], mode: f[4], devices: f[5]}
+	}
+	return st, nil
+}
+
+func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvm *lvmState, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
+	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
+	cp.Device = pl.Roots.DevPath(vg, lv)
+	var others []string
+	for pv, g := range lvm.pvVG {
+		if g == vg && pv != origin.path && pv != cache.path {
+			others = append(others, pv)
+		}
+	}
+	sort.Strings(others)
+	if len(others) > 0 {
+		return disk.Usagef("lvm vg %s already exists on %s, not on the partitions planned", vg, strings.Join(others, ", "))
+	}
+	vgExists := false
+	for _, m := range []cacheMember{origin, cache} {
+		g, isPV := lvm.pvVG[m.path]
+		switch {
+		case !isPV:
+			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.path,
+				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(member{disk: m.disk})>>10), m.path}})
+		case g == vg:
+			vgExists = true
+		case g != "":
+			return disk.Refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, g))
+		}
+	}
+	if vgExists {
+		for _, m := range []cacheMember{origin, cache} {
+			if lvm.pvVG[m.path] != vg {
+				return disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.path))
+			}
+		}
+	} else {
+		cp.Steps = append(cp.Steps, CacheStep{What: "create volume group",
+			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvmExtentBytes>>10), vg, origin.path, cache.path}})
+	}
+	have := segs[vg]
+	for name := range lvm.lvs[vg] {
+		if name != lv && name != clv {
+			return disk.Refuse(vg, fmt.Sprintf("vg %s has volume %s, which the cache does not make (release it with --wipe first)", vg, name))
+		}
+	}
+	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
+		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
+	convert := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", clv, "--cachemode", cp.Mode, vg + "/" + lv}
+	if cp.Kind == CacheKindWritecache {
+		convert = []string{"lvconvert", "--yes", "--type", "writecache", "--cachevol", clv, vg + "/" + lv}
+	}
+	seg, exists := have[lv]
+	if _, visible := lvm.lvs[vg][lv]; !visible {
+		exists = false
+	}
+	switch {
+	case !exists:
+		cp.Steps = append(cp.Steps, CacheStep{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.path}})
+	case seg.segtype == "linear" || seg.segtype == "striped":
+		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
+	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
+		if seg.segtype == "cache" && seg.mode != cp.Mode {
+			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, orNone(seg.mode), cp.Mode))
+		}
+		cp.Existing = fmt.Sprintf("cached volume %s/%s (%s, cache %s)", vg, lv, seg.segtype, strings.Trim(seg.pool, "[]"))
+	case seg.segtype == "cache" || seg.segtype == "writecache":
+		return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached by %s, not %s as asked (release it with --wipe first)", cp.Device, map[string]string{"cache": CacheKindLVM, "writecache": CacheKindWritecache}[seg.segtype], cp.Kind))
+	default:
+		return disk.Refuse(cp.Device, fmt.Sprintf("%s is a %s volume, not the origin of a cache (release it with --wipe first)", cp.Device, seg.segtype))
+	}
+	if seg.segtype != "cache" && seg.segtype != "writecache" || !exists {
+		if _, ok := have[clv]; !ok || !visibleLV(lvm, vg, clv) {
+			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, cache.path}})
+		}
+		if cp.Kind == CacheKindWritecache {
+			// lvconvert --type writecache takes only an inactive cache
+			// volume ("must be inactive to attach", lvm2 2.03.16);
+			// --type cache deactivates it itself.
+			cp.Steps = append(cp.Steps, CacheStep{What: "deactivate the cache volume", Argv: []string{"lvchange", "--yes", "--activate", "n", vg + "/" + clv}})
+		}
+		what := map[string]string{CacheKindLVM: "attach the cache (dm-cache)", CacheKindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
+		cp.Steps = append(cp.Steps, CacheStep{What: what, Argv: convert})
+	}
+	node := ""
+	if exists {
+		node = cp.Device
+		if real, err := pl.HostOrLive().EvalSymlinks(cp.Device); err == nil {
+			node = real
+		}
+	}
+	var lvBytes uint64 // what lvcreate --extents 100%PVS makes of the origin
+	if origin.size > lvmMetadataBytes {
+		lvBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	}
+	if err := pl.planVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
+		return err
+	}
+	if vol.Persist {
+		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+	}
+	cp.Volume = vol
+	if lvmCacheBytes := cache.size; lvmCacheBytes > lvmMetadataBytes {
+		cp.CacheBytes = (lvmCacheBytes - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	}
+	if origin.size > lvmMetadataBytes {
+		cp.OriginBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	}
+	return nil
+}
+
+func visibleLV(lvm *lvmState, vg, lv string) bool {
+	_, ok := lvm.lvs[vg][lv]
+	return ok
+}
+
+// vgOfDMName is the volume group of a device-mapper name LVM made
+// ("data-data_corig" -> "data"; a dash in a name is doubled): "" when
+// the name has no single dash.
+func vgOfDMName(dm string) string {
+	for i := 0; i < len(dm); i++ {
+		if dm[i] != '-' {
+			continue
+		}
+		if i+1 < len(dm) && dm[i+1] == '-' {
+			i++
+			continue
+		}
+		return strings.ReplaceAll(dm[:i], "--", "-")
+	}
+	return ""
+}
+
+// addLVMCaches plans, for the cached logical volumes of the groups
+// released, the flush and split (or removal, with Wipe) of their cache.
+func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
+	stacked := false
+	for vg := range vgs {
+		for lv := range lvm.lvs[vg] {
+			real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv))
+			if err != nil {
+				continue
+			}
+			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", filepath.Base(real), "slaves"))
+			for _, de := range des {
+				// Built over other device-mapper devices: a cache, a
+				// RAID or a thin volume's sub-volumes.
+				stacked = stacked || strings.HasPrefix(de.Name(), "dm-")
+			}
+		}
+	}
+	if !stacked {
+		return nil
+	}
+	segs, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVSegs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, vg := range sortedKeys(vgs) {
+		var names []string
+		for lv, seg := range segs[vg] {
+			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {
+				names = append(names, vg+"/"+lv)
+			}
+		}
+		sort.Strings(names)
+		if opt.Wipe {
+			plan.Stacks.Uncache = append(plan.Stacks.Uncache, names...)
+		} else {
+			plan.Stacks.SplitCache = append(plan.Stacks.SplitCache, names...)
+		}
+	}
+	return nil
+}
