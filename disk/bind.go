@@ -1,6 +1,8 @@
 package disk
 
-import "strings"
+import (
+	"strings"
+)
 
 // Bind returns a copy of p with LoopPlaceholder replaced by the loop device
 // the image was attached to. It changes names only, never a decision.

@@ -2,6 +2,8 @@ package disk
 
 import (
 	"errors"
+	"io/fs"
+	"syscall"
 
 	"github.com/diskprep/diskprep/hwinfo"
 )
@@ -48,4 +50,13 @@ func FollowUserPath(h Host, verb, subject, path string) (string, error) {
 func IsRefusal(err error) bool {
 	var r *refusal
 	return errors.As(err, &r)
+}
+
+// owner is the file's owner and permission bits, where the Host says.
+func owner(fi fs.FileInfo) (uid uint32, perm fs.FileMode, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, fi.Mode().Perm(), true
 }

@@ -1,6 +1,8 @@
 package disk
 
-import "github.com/diskprep/diskprep/disk/fstab"
+import (
+	"github.com/diskprep/diskprep/disk/fstab"
+)
 
 // FstabEntry is the line --persist adds: by filesystem UUID, so it survives
 // device renames; ext4 gets fsck pass 2, XFS 0 (its fsck is a no-op).

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/diskfs/go-diskfs/backend"
-
 	"github.com/diskprep/diskprep/disk/fstab"
 )
 

@@ -10,11 +10,10 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // LiveHost is the Host of the running machine: programs through its

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/diskprep/diskprep/hwinfo"
 )
@@ -148,15 +147,6 @@ func checkImageDir(h Host, dir string) error {
 // trustedOwner says whether a file of uid's may be used: root's, or the
 // user's own when diskprep runs as that user (a dry run).
 func trustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
-
-// owner is the file's owner and permission bits, where the Host says.
-func owner(fi fs.FileInfo) (uid uint32, perm fs.FileMode, ok bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, false
-	}
-	return st.Uid, fi.Mode().Perm(), true
-}
 
 // imageMountOpts are the mount options of a filesystem on an image file:
 // nosuid and nodev unless the options given say suid or dev, since the

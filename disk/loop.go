@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/diskprep/diskprep/hwinfo"
+	"golang.org/x/sys/unix"
 )
 
 // loopState is the record that diskprep attached an image, so that release

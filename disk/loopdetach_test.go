@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/diskprep/diskprep/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // A loop device diskprep detaches may be open elsewhere for a moment: udev

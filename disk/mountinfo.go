@@ -1,6 +1,8 @@
 package disk
 
-import "github.com/diskprep/diskprep/hwinfo"
+import (
+	"github.com/diskprep/diskprep/hwinfo"
+)
 
 // MountEntry is one mount: the device number and the mount point are
 // what the layers read.

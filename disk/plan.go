@@ -7,6 +7,14 @@
 // `--dry-run` shows what apply would do.
 package disk
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/google/uuid"
+)
+
 // PlanSchema names the JSON shape of a Plan.
 const PlanSchema = "diskprep/plan/v1"
 
@@ -194,4 +202,55 @@ type PartPlan struct {
 
 	Persist   bool   `json:"persist,omitempty"`
 	FstabLine string `json:"fstab_line,omitempty"`
+}
+
+// Planner is what planning reads of the machine, and where new UUIDs come
+// from. The zero value is the live machine with random UUIDs.
+type Planner struct {
+	// Host is read (never written) for the device argument and the disk's
+	// bytes (liveFacts); nil is the live machine.
+	Host Host
+	// NewUUID makes the disk, partition and filesystem UUIDs; nil is
+	// random (tests fix it for reproducible plans).
+	NewUUID func() string
+	// Roots are where sysfs, /dev, /proc and /etc (mdadm.conf) are read
+	// when planning stacks; the zero value is the live machine.
+	Roots hwinfo.Roots
+	// Protect are more directories no mount point may be or lie in:
+	// diskprep's results store (its state directory always is one).
+	Protect []string
+}
+
+// HostOrLive is pl.Host, or the live machine when nil.
+func (pl Planner) HostOrLive() Host {
+	if pl.Host == nil {
+		return &LiveHost{}
+	}
+	return pl.Host
+}
+
+// MakeUUID is a new UUID: pl.NewUUID's, or a random one.
+func (pl Planner) MakeUUID() string {
+	if pl.NewUUID == nil {
+		return uuid.NewString()
+	}
+	return pl.NewUUID()
+}
+
+func diskPath(d *hwinfo.Disk) string {
+	if d.Path != "" {
+		return d.Path
+	}
+	return "/dev/" + d.Name
+}
+
+// PartitionName is the kernel's name for partition n of disk: a "p" goes
+// between names ending in a digit and the number (nvme0n1p1, loop3p1,
+// mmcblk0p1), none otherwise (sda1, vdb1). Loop devices always take the
+// "p", which also covers the placeholder "loopN".
+func PartitionName(disk string, n int) string {
+	if disk != "" && disk[len(disk)-1] >= '0' && disk[len(disk)-1] <= '9' || strings.HasPrefix(disk, "loop") {
+		return fmt.Sprintf("%sp%d", disk, n)
+	}
+	return fmt.Sprintf("%s%d", disk, n)
 }

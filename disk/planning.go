@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/suggest"
 	"github.com/diskprep/diskprep/internal/units"
@@ -52,39 +50,6 @@ func (ps PartSpec) minBytes() uint64 {
 		return memberMinBytes
 	}
 	return filesystems[ps.FS].minBytes
-}
-
-// Planner is what planning reads of the machine, and where new UUIDs come
-// from. The zero value is the live machine with random UUIDs.
-type Planner struct {
-	// Host is read (never written) for the device argument and the disk's
-	// bytes (liveFacts); nil is the live machine.
-	Host Host
-	// NewUUID makes the disk, partition and filesystem UUIDs; nil is
-	// random (tests fix it for reproducible plans).
-	NewUUID func() string
-	// Roots are where sysfs, /dev, /proc and /etc (mdadm.conf) are read
-	// when planning stacks; the zero value is the live machine.
-	Roots hwinfo.Roots
-	// Protect are more directories no mount point may be or lie in:
-	// diskprep's results store (its state directory always is one).
-	Protect []string
-}
-
-// HostOrLive is pl.Host, or the live machine when nil.
-func (pl Planner) HostOrLive() Host {
-	if pl.Host == nil {
-		return &LiveHost{}
-	}
-	return pl.Host
-}
-
-// MakeUUID is a new UUID: pl.NewUUID's, or a random one.
-func (pl Planner) MakeUUID() string {
-	if pl.NewUUID == nil {
-		return uuid.NewString()
-	}
-	return pl.NewUUID()
 }
 
 // PlanDisk decides everything Apply will do for req, from the host's facts.
@@ -546,13 +511,6 @@ func (pl Planner) planOnDisk(req Request, d *hwinfo.Disk, img *ImagePlan, dmg da
 	return p, nil
 }
 
-func diskPath(d *hwinfo.Disk) string {
-	if d.Path != "" {
-		return d.Path
-	}
-	return "/dev/" + d.Name
-}
-
 func summarize(d *hwinfo.Disk) DiskSummary {
 	pss := d.PhysicalSectorBytes
 	if pss == 0 {
@@ -563,17 +521,6 @@ func summarize(d *hwinfo.Disk) DiskSummary {
 		Transport: d.Transport, SizeBytes: d.SizeBytes,
 		LogicalSectorBytes: d.LogicalSectorBytes, PhysicalSectorBytes: pss, OptimalIOBytes: d.OptimalIOBytes,
 	}
-}
-
-// PartitionName is the kernel's name for partition n of disk: a "p" goes
-// between names ending in a digit and the number (nvme0n1p1, loop3p1,
-// mmcblk0p1), none otherwise (sda1, vdb1). Loop devices always take the
-// "p", which also covers the placeholder "loopN".
-func PartitionName(disk string, n int) string {
-	if disk != "" && disk[len(disk)-1] >= '0' && disk[len(disk)-1] <= '9' || strings.HasPrefix(disk, "loop") {
-		return fmt.Sprintf("%sp%d", disk, n)
-	}
-	return fmt.Sprintf("%s%d", disk, n)
 }
 
 type extent struct{ start, end uint64 } // LBAs, inclusive

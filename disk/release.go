@@ -10,94 +10,13 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
+	"golang.org/x/sys/unix"
 )
-
-// ReleaseOptions tune Release.
-type ReleaseOptions struct {
-	// RemoveImage deletes the image file behind a loop device diskprep
-	// attached, after detaching it.
-	RemoveImage bool
-	// Wipe also destroys the storage stacks released (logical volumes,
-	// volume groups, physical volumes, md superblocks) and the signatures
-	// left on their member disks.
-	Wipe bool
-	// Keep are partitions that stay: with Wipe their signatures go, not
-	// the partition table of their disk, which otherwise goes with the
-	// last partition released (cachebench keeps the --cache-device
-	// partition it was given).
-	Keep []string
-	// Yes confirms the loss of what diskprep did not make (the guard asks
-	// for it: guard.go); the caller has asked, or was told --yes.
-	Yes bool
-	// ForceUnmount unmounts filesystems on the device released that
-	// diskprep did not mount; naming the mount point asks for it too.
-	ForceUnmount bool
-}
-
-// ReleaseResult is what Release did.
-type ReleaseResult struct {
-	Target       string   `json:"target"`
-	Device       string   `json:"device,omitempty"` // the whole disk or loop device
-	Unmounted    []string `json:"unmounted,omitempty"`
-	FstabRemoved []string `json:"fstab_removed,omitempty"`
-	Detached     string   `json:"detached,omitempty"`
-	Image        string   `json:"image,omitempty"`
-	ImageRemoved bool     `json:"image_removed,omitempty"`
-	SwappedOff   []string `json:"swapped_off,omitempty"`
-	// StackSteps are the stack teardown steps done, as typed.
-	StackSteps []string `json:"stack_steps,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
-}
 
 // ReleasePlanSchema names the JSON shape of a ReleasePlan.
 const ReleasePlanSchema = "diskprep/release-plan/v1"
-
-// ReleasePlan is everything a release will do, decided before anything is
-// done: `release --dry-run` prints it, ApplyRelease carries out exactly it.
-type ReleasePlan struct {
-	Schema string `json:"schema"`
-	Target string `json:"target"`
-	Device string `json:"device,omitempty"` // the whole disk, loop device or partition concerned
-	// Unmount lists the mount points to unmount, deepest first.
-	Unmount []string `json:"unmount,omitempty"`
-	// FstabPoints and FstabUUIDs choose the fstab lines to remove: those
-	// diskprep added (never another's) for these mount points or for these
-	// filesystems; FstabRemove lists the lines they match now.
-	FstabPoints []string `json:"fstab_points,omitempty"`
-	FstabUUIDs  []string `json:"fstab_uuids,omitempty"`
-	FstabRemove []string `json:"fstab_remove,omitempty"`
-	// Detach is the loop device diskprep attached that is detached.
-	Detach string `json:"detach,omitempty"`
-	// Image is the image file concerned; RemoveImage says it is deleted.
-	Image       string `json:"image,omitempty"`
-	RemoveImage bool   `json:"remove_image,omitempty"`
-	// Stacks is the teardown of swap areas, md arrays and volume groups
-	// on what is released; nil when there are none.
-	Stacks *StackRelease `json:"stacks,omitempty"`
-	// RemoveMountPoints are the mount points prepare created, removed
-	// once unmounted when they are empty.
-	RemoveMountPoints []string `json:"remove_mount_points,omitempty"`
-	// Destroys is what a wipe destroys, device by device, with who made
-	// it; NeedsConfirmation says some of it is not diskprep's, which
-	// ApplyRelease refuses unless Confirmed.
-	Destroys          []Loss   `json:"destroys,omitempty"`
-	NeedsConfirmation bool     `json:"needs_confirmation,omitempty"`
-	Notes             []string `json:"notes,omitempty"`
-	// Confirmed is set by the caller once the user said yes (or --yes).
-	Confirmed bool `json:"-"`
-
-	// unmountDevs are the kernel names whose mounts are concerned;
-	// pointDev names the device mounted at each point; groups maps the
-	// kernel names of a stack's members and volumes to the stack ("vg
-	// NAME", "md NAME", "bcache set UUID"), for the guard.
-	unmountDevs map[string]bool
-	pointDev    map[string]string
-	groups      map[string]string
-}
 
 // Release undoes the tail end of prepare for target (a mount point, a disk
 // or partition device, or an image file): it unmounts, removes diskprep's
@@ -585,45 +504,10 @@ func (a *applier) diskDevnums(disk string) map[string]string {
 	return out
 }
 
-// blockName maps a device number to its kernel name via /sys/dev/block.
-func (a *applier) blockName(major, minor uint32) (string, error) {
-	link, err := a.host.Readlink(a.roots.SysPath("dev/block", fmt.Sprintf("%d:%d", major, minor)))
-	if err != nil {
-		return "", fmt.Errorf("device %d:%d: %w", major, minor, err)
-	}
-	return filepath.Base(link), nil
-}
-
-// wholeDisk returns the disk a partition belongs to, or name itself.
-func (a *applier) wholeDisk(name string) string {
-	if _, err := a.host.Stat(a.roots.SysPath("class/block", name, "partition")); err != nil {
-		return name
-	}
-	real, err := a.host.EvalSymlinks(a.roots.SysPath("class/block", name))
-	if err != nil {
-		return name
-	}
-	return filepath.Base(filepath.Dir(real))
-}
-
-func (a *applier) readDevnum(path string) (string, error) {
-	b, err := a.host.ReadFile(path)
-	return strings.TrimSpace(string(b)), err
-}
-
 func parseDevnum(s string) (uint32, uint32) {
 	var ma, mi uint32
 	fmt.Sscanf(s, "%d:%d", &ma, &mi)
 	return ma, mi
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // WriteText renders the release result for people.
@@ -677,26 +561,6 @@ func (a *applier) anyMounted(mounts []MountEntry, disk string, unmounted []strin
 		}
 	}
 	return false
-}
-
-// wipeOrder is partitions first, then disks, each once, in name order.
-func (a *applier) wipeOrder(names []string) []string {
-	seen := map[string]bool{}
-	var parts, disks []string
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if a.wholeDisk(n) != n {
-			parts = append(parts, "/dev/"+n)
-		} else {
-			disks = append(disks, "/dev/"+n)
-		}
-	}
-	sort.Strings(parts)
-	sort.Strings(disks)
-	return append(parts, disks...)
 }
 
 // planStackRelease plans the swapoff of the swap areas among devs, then

@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/hosttest"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/golden"
 	"github.com/diskprep/diskprep/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // The conformance suite of the storage stacks and caches (STYLE.md rule
