@@ -1,5 +1,9 @@
 package disk
 
+import (
+	"strings"
+)
+
 // Action is one step of a plan as its dry run lists it: Text is the line
 // shown, the other fields the effect on the host that carries it out.
 // Plan, StackPlan and ReleasePlan each build their list in one place
@@ -78,4 +82,30 @@ func Steps(actions []Action) []string {
 		s[i] = a.Text
 	}
 	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none reported)"
+	}
+	return s
+}
+
+// QuoteArgv renders argv as a shell would need it typed.
+func QuoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = Quote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// Quote quotes s for a shell, as QuoteArgv does each word.
+func Quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -69,10 +69,3 @@ func Confirmed(answer string) bool {
 
 // ErrNotConfirmed is returned (wrapping ErrRefused) when the user says no.
 var ErrNotConfirmed = fmt.Errorf("not confirmed: %w", ErrRefused)
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none reported)"
-	}
-	return s
-}

@@ -16,39 +16,6 @@ import (
 // DiffSchema names the JSON shape of `prepare --diff`.
 const DiffSchema = "diskprep/plan-diff/v1"
 
-// What a change does to its layer.
-const (
-	ActKeep    = "keep"
-	ActCreate  = "create"
-	ActChange  = "change"
-	ActDestroy = "destroy"
-)
-
-// Change is one line of a plan's diff: what apply would do to one layer of
-// one device, in the order apply would do it.
-type Change struct {
-	Action string `json:"action"` // keep, create, change or destroy
-	// Layer is image, loop, signature, table, partition, filesystem, swap,
-	// mount, fstab (and, from disk/stack, md, mdadm.conf, pv, vg, lv, cache).
-	Layer  string `json:"layer"`
-	Device string `json:"device"`
-	// What is the layer as planned (keep, create, change) or as found
-	// (destroy).
-	What string `json:"what"`
-	// From is what a change replaces, as found.
-	From string `json:"from,omitempty"`
-}
-
-// Changed says whether apply would do anything at all.
-func Changed(cs []Change) bool {
-	for _, c := range cs {
-		if c.Action != ActKeep {
-			return true
-		}
-	}
-	return false
-}
-
 // WriteChanges prints one aligned line per change and a count.
 func WriteChanges(w io.Writer, cs []Change) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

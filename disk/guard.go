@@ -118,14 +118,6 @@ func AdmitMember(d *hwinfo.Disk, p *hwinfo.Partition, use string, wipe bool) err
 	return nil
 }
 
-// notEmpty is the refusal of a device holding what; --wipe destroys it.
-func notEmpty(subject, dev string, what []string) error {
-	if len(what) == 1 && strings.HasSuffix(what[0], " signature") {
-		return Refuse(subject, fmt.Sprintf("%s already holds a %s (pass --wipe to destroy it)", dev, what[0]))
-	}
-	return Refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", dev, strings.Join(what, ", ")))
-}
-
 func systemReason(d *hwinfo.Disk) string {
 	why := strings.Join(d.SystemReasons, ", ")
 	if why == "" {
@@ -222,19 +214,6 @@ func (a *applier) checkMembersFree(devs []string, use string) error {
 		}
 	}
 	return nil
-}
-
-// Loss is one device a release --wipe destroys: what is on it and whether
-// diskprep made it.
-type Loss struct {
-	Device     string   `json:"device"`
-	Model      string   `json:"model,omitempty"`
-	Serial     string   `json:"serial,omitempty"`
-	SizeBytes  uint64   `json:"size_bytes,omitempty"`
-	Signatures []string `json:"signatures"`
-	// Made says why the device is known as diskprep's own; empty for
-	// anything else, which needs a confirmation.
-	Made string `json:"diskprep_made,omitempty"`
 }
 
 // String is the loss for a confirmation: device, identity, signatures.

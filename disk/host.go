@@ -115,3 +115,43 @@ type Device interface {
 	AddPartition(number int, start, length uint64) error
 	DeletePartition(number int) error
 }
+
+// Change is one line of a plan's diff: what apply would do to one layer of
+// one device, in the order apply would do it.
+type Change struct {
+	Action string `json:"action"` // keep, create, change or destroy
+	// Layer is image, loop, signature, table, partition, filesystem, swap,
+	// mount, fstab (and, from disk/stack, md, mdadm.conf, pv, vg, lv, cache).
+	Layer  string `json:"layer"`
+	Device string `json:"device"`
+	// What is the layer as planned (keep, create, change) or as found
+	// (destroy).
+	What string `json:"what"`
+	// From is what a change replaces, as found.
+	From string `json:"from,omitempty"`
+}
+
+// Changed says whether apply would do anything at all.
+func Changed(cs []Change) bool {
+	for _, c := range cs {
+		if c.Action != ActKeep {
+			return true
+		}
+	}
+	return false
+}
+
+// Runner runs one external program and returns its output. Every program
+// diskprep runs (mkfs, mount, udevadm, systemctl) goes through it, so tests
+// script the exact argv sequence.
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+// What a change does to its layer.
+const (
+	ActKeep    = "keep"
+	ActCreate  = "create"
+	ActChange  = "change"
+	ActDestroy = "destroy"
+)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -234,4 +236,186 @@ func blkpg(fd uintptr, op int32, pno int32, start, length uint64) error {
 		return errno
 	}
 	return nil
+}
+
+func flockFile(path, what string) (func(), error) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if held[path] > 0 {
+		held[path]++
+		return func() {
+			heldMu.Lock()
+			held[path]--
+			heldMu.Unlock()
+		}, nil
+	}
+	unlock, err := flockFileOnce(path, what)
+	if err != nil {
+		return nil, err
+	}
+	held[path] = 1
+	return func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		if held[path]--; held[path] == 0 {
+			delete(held, path)
+			unlock()
+		}
+	}, nil
+}
+
+func flockFileOnce(path, what string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", what, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, LockHeldError(what, lockHolder(path), path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", what, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		// Empty the pid before unlocking so a stale pid is never read.
+		f.Truncate(0)
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// attachLoop attaches image to a free loop device with partition scanning
+// and without autoclear (the device must outlive this process), directly
+// with ioctls: LOOP_CONFIGURE, or LOOP_SET_FD + LOOP_SET_STATUS64 on kernels
+// before 5.8.
+func attachLoop(devDir, image string, sector uint64, configure bool) (string, error) {
+	backing, err := os.OpenFile(image, os.O_RDWR, 0)
+	if err != nil {
+		return "", fmt.Errorf("attach %s: %w", image, err)
+	}
+	defer backing.Close()
+	ctl, err := os.OpenFile(filepath.Join(devDir, "loop-control"), os.O_RDWR, 0)
+	if err != nil {
+		return "", fmt.Errorf("attach %s: %w", image, err)
+	}
+	defer ctl.Close()
+	var lastErr error
+	// Another process may take the free device between GET_FREE and
+	// CONFIGURE: that is EBUSY, and a retry gets the next one.
+	for attempt := 0; attempt < 10; attempt++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return "", fmt.Errorf("attach %s: find a free loop device: %w", image, err)
+		}
+		dev := filepath.Join(devDir, fmt.Sprintf("loop%d", n))
+		lf, err := openLoopNode(dev, n)
+		if err != nil {
+			return "", fmt.Errorf("attach %s: %w", image, err)
+		}
+		err = configureLoop(lf, backing, image, sector, configure)
+		lf.Close()
+		if err == nil {
+			return dev, nil
+		}
+		lastErr = err
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+	return "", fmt.Errorf("attach %s: %w", image, lastErr)
+}
+
+// openLoopNode opens /dev/loopN, waiting briefly for devtmpfs or udev.
+func openLoopNode(dev string, n int) (*os.File, error) {
+	for i := 0; ; i++ {
+		f, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err == nil || !errors.Is(err, os.ErrNotExist) || i >= 100 {
+			if err != nil && errors.Is(err, os.ErrNotExist) {
+				if merr := unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n)))); merr == nil {
+					return os.OpenFile(dev, os.O_RDWR, 0)
+				}
+			}
+			return f, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// configureLoop attaches with LOOP_CONFIGURE when configure (false in tests
+// of the pre-5.8 path), else or when the kernel does not know it with the
+// two-step attach.
+func configureLoop(lf, backing *os.File, image string, sector uint64, configure bool) error {
+	var info unix.LoopInfo64
+	info.Flags = unix.LO_FLAGS_PARTSCAN
+	copy(info.File_name[:len(info.File_name)-1], image)
+	cfg := unix.LoopConfig{Fd: uint32(backing.Fd()), Info: info}
+	if sector != 512 {
+		cfg.Size = uint32(sector) // the kernel's block_size field
+	}
+	var err error = unix.ENOTTY
+	if configure {
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+	}
+	if err == nil || errors.Is(err, unix.EBUSY) {
+		return err
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTTY) {
+		return fmt.Errorf("LOOP_CONFIGURE: %w", err)
+	}
+	// Kernels before 5.8 (CentOS 7 and 8) know only the two-step attach.
+	if err := unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_SET_FD, int(backing.Fd())); err != nil {
+		return fmt.Errorf("LOOP_SET_FD: %w", err)
+	}
+	if err := unix.IoctlLoopSetStatus64(int(lf.Fd()), &info); err != nil {
+		unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		return fmt.Errorf("LOOP_SET_STATUS64: %w", err)
+	}
+	if sector != 512 {
+		if err := unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_SET_BLOCK_SIZE, int(sector)); err != nil {
+			unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+			return fmt.Errorf("LOOP_SET_BLOCK_SIZE %d: %w", sector, err)
+		}
+	}
+	return nil
+}
+
+// detachLoop drops the partitions the kernel has for dev and detaches it.
+func detachLoop(dev string) error {
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("detach %s: %w", dev, err)
+	}
+	defer f.Close()
+	parts, _ := kernelPartitions(&LiveHost{}, hwinfo.Roots{}, filepath.Base(dev))
+	for _, kp := range parts {
+		err := blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0)
+		// EBUSY while udev probes the partition (blkid has it open for a
+		// moment after it appeared or was written): wait that out.
+		for i := 0; i < 100 && errors.Is(err, unix.EBUSY); i++ {
+			time.Sleep(50 * time.Millisecond)
+			err = blkpg(f.Fd(), unix.BLKPG_DEL_PARTITION, int32(kp.number), 0, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("detach %s: remove partition %s: %w", dev, kp.name, err)
+		}
+	}
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.LOOP_CLR_FD, 0); err != nil {
+		return fmt.Errorf("detach %s: %w", dev, err)
+	}
+	f.Close()
+	// While another process has the device open (udev probing it after
+	// our writes, as in a QEMU guest), the kernel defers the detach to the
+	// last close: wait for it, so that "detached" is true when said.
+	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
+	for i := 0; i < 100; i++ {
+		if b, err := os.ReadFile(backing); err != nil || strings.TrimSpace(string(b)) == "" {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("detach %s: still attached 5s after LOOP_CLR_FD (another process holds it open)", dev)
 }

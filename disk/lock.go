@@ -2,7 +2,6 @@ package disk
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -34,55 +33,6 @@ var (
 	heldMu sync.Mutex
 	held   = map[string]int{}
 )
-
-func flockFile(path, what string) (func(), error) {
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	if held[path] > 0 {
-		held[path]++
-		return func() {
-			heldMu.Lock()
-			held[path]--
-			heldMu.Unlock()
-		}, nil
-	}
-	unlock, err := flockFileOnce(path, what)
-	if err != nil {
-		return nil, err
-	}
-	held[path] = 1
-	return func() {
-		heldMu.Lock()
-		defer heldMu.Unlock()
-		if held[path]--; held[path] == 0 {
-			delete(held, path)
-			unlock()
-		}
-	}, nil
-}
-
-func flockFileOnce(path, what string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", what, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, LockHeldError(what, lockHolder(path), path)
-		}
-		return nil, fmt.Errorf("lock %s: %w", what, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return func() {
-		// Empty the pid before unlocking so a stale pid is never read.
-		f.Truncate(0)
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
-}
 
 // lockHolder reads the pid of the process holding the lock at path. The
 // holder writes it just after taking the lock, so right then the file is

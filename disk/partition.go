@@ -257,3 +257,11 @@ func (a *applier) noteMadePoint(point string) error {
 	}
 	return a.host.WriteFile(path, []byte(point+"\n"), 0o644)
 }
+
+// notEmpty is the refusal of a device holding what; --wipe destroys it.
+func notEmpty(subject, dev string, what []string) error {
+	if len(what) == 1 && strings.HasSuffix(what[0], " signature") {
+		return Refuse(subject, fmt.Sprintf("%s already holds a %s (pass --wipe to destroy it)", dev, what[0]))
+	}
+	return Refuse(subject, fmt.Sprintf("%s is not empty: %s (pass --wipe to destroy it)", dev, strings.Join(what, ", ")))
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/google/uuid"
 )
@@ -221,14 +222,6 @@ type Planner struct {
 	Protect []string
 }
 
-// HostOrLive is pl.Host, or the live machine when nil.
-func (pl Planner) HostOrLive() Host {
-	if pl.Host == nil {
-		return &LiveHost{}
-	}
-	return pl.Host
-}
-
 // MakeUUID is a new UUID: pl.NewUUID's, or a random one.
 func (pl Planner) MakeUUID() string {
 	if pl.NewUUID == nil {
@@ -254,3 +247,19 @@ func PartitionName(disk string, n int) string {
 	}
 	return fmt.Sprintf("%s%d", disk, n)
 }
+
+// FstabEntry is the line --persist adds: by filesystem UUID, so it survives
+// device renames; ext4 gets fsck pass 2, XFS 0 (its fsck is a no-op).
+func FstabEntry(pp PartPlan) fstab.Entry {
+	if pp.FS == "swap" {
+		return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: "none", VFSType: "swap"}
+	}
+	pass := 0
+	if pp.FS == "ext4" {
+		pass = 2
+	}
+	return fstab.Entry{Spec: "UUID=" + pp.FSUUID, File: pp.MountPoint, VFSType: pp.FS, Options: pp.MountOpts, Pass: pass}
+}
+
+// FstabEntryLine is FstabEntry(pp) as the fstab line written.
+func FstabEntryLine(pp PartPlan) string { return fstab.EntryLine(FstabEntry(pp)) }

@@ -181,22 +181,3 @@ func describeDisk(d DiskSummary) string {
 	}
 	return strings.Join(append(parts, sec), ", ")
 }
-
-// QuoteArgv renders argv as a shell would need it typed.
-func QuoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = Quote(a)
-	}
-	return strings.Join(q, " ")
-}
-
-// Quote quotes s for a shell, as QuoteArgv does each word.
-func Quote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

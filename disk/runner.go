@@ -10,13 +10,6 @@ import (
 	"github.com/diskprep/diskprep/internal/termtext"
 )
 
-// Runner runs one external program and returns its output. Every program
-// diskprep runs (mkfs, mount, udevadm, systemctl) goes through it, so tests
-// script the exact argv sequence.
-type Runner interface {
-	Run(ctx context.Context, name string, args ...string) ([]byte, error)
-}
-
 // InputRunner runs a program with bytes on its standard input: a secret
 // (a LUKS passphrase) that must never be in its argv, where any user sees
 // it in /proc.

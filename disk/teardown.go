@@ -321,3 +321,16 @@ func (a *applier) wipeOrder(names []string) []string {
 	sort.Strings(disks)
 	return append(parts, disks...)
 }
+
+// Loss is one device a release --wipe destroys: what is on it and whether
+// diskprep made it.
+type Loss struct {
+	Device     string   `json:"device"`
+	Model      string   `json:"model,omitempty"`
+	Serial     string   `json:"serial,omitempty"`
+	SizeBytes  uint64   `json:"size_bytes,omitempty"`
+	Signatures []string `json:"signatures"`
+	// Made says why the device is known as diskprep's own; empty for
+	// anything else, which needs a confirmation.
+	Made string `json:"diskprep_made,omitempty"`
+}
