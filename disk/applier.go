@@ -15,43 +15,6 @@ import (
 // installed; the message names the package to install.
 var ErrMissingProgram = errors.New("program not installed")
 
-// Deps are Apply's and release's ties to the host. Zero values mean the
-// live machine.
-type Deps struct {
-	// Host carries out every effect; nil is the live machine (LiveHost
-	// with Runner).
-	Host Host
-	// Runner runs programs on the live host when Host is nil; nil is
-	// ExecRunner.
-	Runner Runner
-	Logger *slog.Logger // nil: discard
-	// Roots are where the kernel interfaces (sys, proc, dev) and the host's
-	// own files (run/diskprep: locks and attached loops, etc/fstab,
-	// proc/1/comm, run/udev/control) are found; the zero value is the live
-	// machine.
-	Roots hwinfo.Roots
-	// FstabPath overrides Roots.HostPath("etc/fstab").
-	FstabPath string
-	// Refresh re-reads the host facts just before writing, to re-check the
-	// fingerprint and that nothing got mounted or stacked on the disk since
-	// planning. Nil is hwinfo.Read on the live machine (Host and the
-	// kernel roots unset); with another Host, nil skips that re-check (the
-	// O_EXCL open and the on-disk size and table id are still checked).
-	Refresh func(ctx context.Context) (*hwinfo.Host, error)
-	// Now dates the records diskprep writes; nil is time.Now.
-	Now func() time.Time
-	// Progress gets the progress lines of long steps (a cache's dirty
-	// blocks flushed before it is detached); nil: none shown.
-	Progress io.Writer
-	// Layers release what stands on the disks released (disk/stack);
-	// nil releases disks and partitions only, and refuses a stack.
-	Layers Layers
-	// Passphrase asks the passphrase of the LUKS mapping name (twice when
-	// confirm, for a new volume); nil: no one to ask, and a layer that
-	// needs one fails before its first step.
-	Passphrase func(ctx context.Context, name string, confirm bool) ([]byte, error)
-}
-
 type applier struct {
 	host      Host
 	log       *slog.Logger
@@ -69,7 +32,6 @@ type applier struct {
 	// into factsRead.
 	keepFacts bool
 	factsRead *hwinfo.Host
-	layers    Layers
 }
 
 func firstOr(a []string) string {
@@ -111,29 +73,4 @@ func (a *applier) doInput(ctx context.Context, what string, argv []string, stdin
 func (a *applier) systemdIsInit() bool {
 	b, err := a.host.ReadFile(a.roots.HostPath("proc/1/comm"))
 	return err == nil && strings.TrimSpace(string(b)) == "systemd"
-}
-
-func newApplier(d Deps) *applier {
-	a := &applier{host: d.Host, log: d.Logger, roots: d.Roots, fstabPath: d.FstabPath, refresh: d.Refresh, now: d.Now, progress: d.Progress, madePoints: map[string]bool{}, layers: d.Layers, passphrase: d.Passphrase}
-	if a.host == nil {
-		a.host = defaultHost(d.Runner)
-		if a.refresh == nil && d.Roots.Sys == "" && d.Roots.Proc == "" && d.Roots.Dev == "" {
-			// On the live machine the facts are always re-read before
-			// writing, whoever calls.
-			a.refresh = func(ctx context.Context) (*hwinfo.Host, error) {
-				return hwinfo.Read(ctx, hwinfo.Options{All: true, Logger: a.log})
-			}
-		}
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
-	if a.now == nil {
-		a.now = time.Now
-	}
-	if a.fstabPath == "" {
-		a.fstabPath = a.roots.HostPath("etc/fstab")
-	}
-	a.runDir = a.roots.StateDir()
-	return a
 }

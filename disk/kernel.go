@@ -205,26 +205,6 @@ func (a *applier) devNumber(path string) (string, error) {
 	return fmt.Sprintf("%d:%d", major, minor), nil
 }
 
-// SettleUdev waits, when udev runs, for it to finish the events queued so
-// far (udevadm settle, up to 30 s), so that facts read next are the disks'
-// as they are. The facts of partitions, arrays and volumes come from udev's
-// database, which trails the kernel by the events not yet processed: right
-// after a wipe (release --wipe, wipefs by hand, a stack torn down) it can
-// still name the file system or member signature just erased, and a
-// prepare planned on that refuses a blank disk. A real host has the same
-// race. Failing to settle (udevadm missing, not allowed: a dry run as a
-// user) is logged at debug level and changes nothing: the facts are then
-// what udev has, as without udev.
-func SettleUdev(ctx context.Context, d Deps) {
-	a := newApplier(d)
-	if !a.udevRunning() {
-		return
-	}
-	if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil {
-		a.log.Debug("udevadm settle before reading the facts failed", "err", err, "output", string(out))
-	}
-}
-
 // KernelPartitionNames are the kernel names of the partitions the kernel
 // has registered for disk; none when it cannot tell.
 func KernelPartitionNames(h Host, roots hwinfo.Roots, disk string) []string {

@@ -51,7 +51,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	if err := a.refuseSystemEarly(ctx, target); err != nil {
 		return nil, err
 	}
-	plan, named, err := a.planRelease(ctx, target, opt)
+	plan, named, err := a.planRelease(ctx, target, opt, deps.Layers)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func PlanRelease(ctx context.Context, target string, opt ReleaseOptions, deps De
 	return plan, nil
 }
 
-func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOptions) (*ReleasePlan, string, error) {
+func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOptions, layers Layers) (*ReleasePlan, string, error) {
 	plan := &ReleasePlan{Schema: ReleasePlanSchema, Target: target, groups: map[string]string{}, unmountDevs: map[string]bool{}}
 	named := ""
 	if target == "" {
@@ -153,7 +153,7 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	}
 	var stacks StackRelease
 	plan.Stacks = &stacks
-	if err := a.planStackRelease(ctx, plan, devs, opt); err != nil {
+	if err := a.planStackRelease(ctx, layers, plan, devs, opt); err != nil {
 		return nil, "", err
 	}
 	if stacks.empty() {
@@ -373,7 +373,7 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *Release
 	}
 
 	if plan.Stacks != nil {
-		if err := a.applyStackRelease(ctx, *plan.Stacks, res); err != nil {
+		if err := a.applyStackRelease(ctx, deps.Layers, *plan.Stacks, res); err != nil {
 			return res, err
 		}
 	}
@@ -567,7 +567,7 @@ func (a *applier) anyMounted(mounts []MountEntry, disk string, unmounted []strin
 // has the layers (Deps.Layers) plan the teardown of what stands on devs.
 // Without layers, only disks and partitions can be released, and a wipe
 // takes their own signatures.
-func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
+func (a *applier) planStackRelease(ctx context.Context, layers Layers, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -580,8 +580,8 @@ func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs 
 			}
 		}
 	}
-	if a.layers != nil {
-		return a.layers.PlanRelease(ctx, &Applier{a}, plan, devs, opt)
+	if layers != nil {
+		return layers.PlanRelease(ctx, &Applier{a}, plan, devs, opt)
 	}
 	var lower []string
 	for n := range names {
@@ -612,9 +612,9 @@ func (a *applier) planStackRelease(ctx context.Context, plan *ReleasePlan, devs 
 
 // applyStackRelease has the layers take down the stacks of s, then wipes
 // the signatures s names: what is left is signature-free.
-func (a *applier) applyStackRelease(ctx context.Context, s StackRelease, res *ReleaseResult) error {
-	if a.layers != nil {
-		if err := a.layers.ApplyRelease(ctx, &Applier{a}, s, res); err != nil {
+func (a *applier) applyStackRelease(ctx context.Context, layers Layers, s StackRelease, res *ReleaseResult) error {
+	if layers != nil {
+		if err := layers.ApplyRelease(ctx, &Applier{a}, s, res); err != nil {
 			return err
 		}
 	}

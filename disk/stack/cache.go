@@ -74,8 +74,8 @@ func (c CacheSpec) mode() string {
 	return c.Mode
 }
 
-// CachePlan is one cached volume, decided up front.
-type CachePlan struct {
+// CacheVolume is what a cached volume's plan and result both say of it.
+type CacheVolume struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
 	Mode string `json:"mode"`
@@ -84,6 +84,11 @@ type CachePlan struct {
 	CacheDevice  string `json:"cache_device"`
 	OriginBytes  uint64 `json:"origin_bytes"`
 	CacheBytes   uint64 `json:"cache_bytes"`
+}
+
+// CachePlan is one cached volume, decided up front.
+type CachePlan struct {
+	CacheVolume
 	// Device is the cached volume: /dev/NAME/NAME for the lvm kinds,
 	// /dev/bcacheN for bcache (BcachePlaceholder until registered).
 	Device string `json:"device"`
@@ -143,13 +148,7 @@ func (cp CachePlan) summary() string {
 
 // CacheResult is one cached volume after ApplyStacks.
 type CacheResult struct {
-	Name         string `json:"name"`
-	Kind         string `json:"kind"`
-	Mode         string `json:"mode"`
-	OriginDevice string `json:"origin_device"`
-	CacheDevice  string `json:"cache_device"`
-	OriginBytes  uint64 `json:"origin_bytes"`
-	CacheBytes   uint64 `json:"cache_bytes"`
+	CacheVolume
 	// Device is the cached volume's path (/dev/data/data, /dev/bcache0),
 	// Node its kernel name (dm-2, bcache0).
 	Device  string `json:"device"`

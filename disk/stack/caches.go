@@ -87,8 +87,8 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 			m := byUse["cache:"+c.Name][0]
 			cache = cacheMember{path: m.path, size: m.part.SizeBytes, ex: m.ex, disk: m.disk}
 		}
-		cp := CachePlan{Name: c.Name, Kind: c.kind(), Mode: c.mode(), OriginDevice: origin.path, CacheDevice: cache.path,
-			OriginBytes: origin.size, CacheBytes: cache.size, Origin: c.Origin}
+		cp := CachePlan{CacheVolume: CacheVolume{Name: c.Name, Kind: c.kind(), Mode: c.mode(), OriginDevice: origin.path, CacheDevice: cache.path,
+			OriginBytes: origin.size, CacheBytes: cache.size}, Origin: c.Origin}
 		if cp.Mode == CacheModeWriteback {
 			cp.Risk = WritebackRisk
 		}
@@ -181,8 +181,7 @@ func (r *run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error)
 }
 
 func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
-	cr := CacheResult{Name: cp.Name, Kind: cp.Kind, Mode: cp.Mode, OriginDevice: cp.OriginDevice, CacheDevice: cp.CacheDevice,
-		OriginBytes: cp.OriginBytes, CacheBytes: cp.CacheBytes, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
+	cr := CacheResult{CacheVolume: cp.CacheVolume, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
 	if lvmKind(cp.Kind) {
 		cr.LVMVersion = r.versions["lvm"]
 	}
