@@ -49,7 +49,7 @@
 # Builds are cached in DISKPREP_GUEST_CACHE (default .cache/guest in this
 # tree), keyed by their inputs. DISKPREP_GUEST_ACCEL=tcg|kvm overrides the
 # KVM probe, DISKPREP_GUEST_SMP the guest's CPU count, DISKPREP_GUEST_CPU its
-# CPU model under TCG (default max), DISKPREP_GUEST_DISKPREP
+# CPU model under TCG (default max,-erms,-fsrm), DISKPREP_GUEST_DISKPREP
 # names a prebuilt static diskprep to use instead of building one,
 # DISKPREP_GUEST_QEMU the QEMU binary (default qemu-system-x86_64).
 set -euo pipefail

@@ -29,11 +29,21 @@ const cryptLib = `set -u
 mark() { echo "@@ $1"; }
 disk() { lsblk -dnpo PATH,SERIAL | awk -v s="$1" '$2 == s {print $1}'; }
 # Up to 5 min for each: on a loaded machine the boot's LVM activation,
-# unlocking and mounts come long after the command starts.
+# unlocking and mounts come long after the command starts. A unit with
+# no job left (its device timed out, a dependency failed) is not waited
+# for: it will not start; diag then says what the boot's journal said.
 waitactive() {
 	for u in "$@"; do
 		i=0
-		while [ $i -lt 1500 ] && ! systemctl is-active -q "$u" && ! systemctl is-failed -q "$u"; do sleep 0.2; i=$((i + 1)); done
+		while [ $i -lt 1500 ] && ! systemctl is-active -q "$u" && ! systemctl is-failed -q "$u" &&
+			{ [ $i -lt 25 ] || [ -n "$(systemctl show -p Job --value "$u")" ]; }; do sleep 0.2; i=$((i + 1)); done
+	done
+	for u in "$@"; do
+		if ! systemctl is-active -q "$u"; then
+			mark diag; systemctl list-jobs --no-pager
+			journalctl -b -o short-monotonic --no-pager | grep -E 'Timed out|Dependency failed|Found device|cryptsetup|udev|pvscan|lvm' | tail -n 80
+			break
+		fi
 	done
 }
 A=$(disk CRYPTA) B=$(disk CRYPTB) C=$(disk CRYPTC) D=$(disk CRYPTD) E=$(disk CRYPTE) F=$(disk CRYPTF) G=$(disk CRYPTG) H=$(disk CRYPTH)
@@ -257,7 +267,7 @@ func TestScenarioEncrypt(t *testing.T) {
 		t.Errorf("mounted from:\n%s", got)
 	}
 	if got, want := out["units.2"], "data.mount active\nhome2.mount active\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service active\nmember active\nplain active active\ntpm active\ncached active cache"; got != want {
-		t.Errorf("after the reboot:\n%swant:\n%s", got, want)
+		t.Errorf("after the reboot:\n%swant:\n%s\nthe boot's journal:\n%s", got, want, out["diag"])
 	}
 	if out["kept.2"] != "one\ntwo\nthree\nfour\nfive\nsix" {
 		t.Errorf("files after the reboot: %q", out["kept.2"])
@@ -268,7 +278,7 @@ func TestScenarioEncrypt(t *testing.T) {
 		t.Errorf("the boot without a key did not complete")
 	}
 	if got, want := out["units.3"], "data.mount active\nhome2.mount inactive\ndocs.mount active\nsystemd-cryptsetup@data_crypt.service active\nsystemd-cryptsetup@vault\\x2dhome_crypt.service failed\nmember active\nplain active active\ntpm active\ncached active cache"; got != want {
-		t.Errorf("without home.key:\n%swant:\n%s", got, want)
+		t.Errorf("without home.key:\n%swant:\n%s\nthe boot's journal:\n%s", got, want, out["diag"])
 	}
 	if inv := out["inventory.3"]; !strings.Contains(inv, "crypt data_crypt: /data") || !strings.Contains(inv, "4096 B sectors, closed") ||
 		!strings.Contains(inv, `LUKS volume vault-home_crypt (crypttab) is not open: its key file /etc/diskprep/keys/home.key is missing (systemctl status systemd-cryptsetup@vault\x2dhome_crypt.service)`) {
