@@ -487,10 +487,9 @@ qemu_common() { # accel disks
 	# controller and fails the I/O ("Host Pathing Error").
 	# systemd.show_status=auto: quiet, unless a unit is slow to start,
 	# then the console (and a timed-out boot's excerpt) says which.
-	# systemd.default_timeout_start_sec (systemd 252 times device units
-	# out by it): on a loaded machine a boot gave up on every encrypted
-	# volume's device after the default 90 s ("Timed out waiting for
-	# device"); under TCG they came later.
+	# systemd.default_timeout_start_sec: units other than devices start
+	# slowly on a loaded machine too (a device's own 90 s is raised in the
+	# root's system.conf.d, the only place systemd 252 reads it from).
 	a+=(-append "console=ttyS0 panic=-1 loglevel=4 mitigations=off nvme_core.io_timeout=600 nvme_core.admin_timeout=600 guest.init=$guest_init guest.disks=$ndisks${systemd:+ systemd.show_status=auto systemd.default_timeout_start_sec=600}")
 	a+=(-device virtio-rng-pci)
 	# restrict=on: the guest reaches neither this machine nor any other

@@ -297,6 +297,11 @@ guest_build_systemd_root() {
 	UNIT
 	mkdir -p "$tmp/etc/systemd/system/multi-user.target.wants"
 	ln -sfn ../guest-run.service "$tmp/etc/systemd/system/multi-user.target.wants/guest-run.service"
+	# systemd 252 gives a device 90 s (DefaultDeviceTimeoutSec, which it
+	# takes from system.conf only): on a loaded machine an encrypted
+	# volume on LVM came 15 s after that, and its mount had failed.
+	mkdir -p "$tmp/etc/systemd/system.conf.d"
+	printf '[Manager]\nDefaultDeviceTimeoutSec=600s\n' >"$tmp/etc/systemd/system.conf.d/guest.conf"
 	# Nothing that would start at boot and make it slower for no test.
 	local u
 	for u in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \
