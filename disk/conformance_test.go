@@ -54,6 +54,7 @@ type rig interface {
 	mountOther(t *testing.T, point string)     // another file system at point
 	uninstall(prog string)                     // a program that is not there
 	busy(t *testing.T, point string)           // a process has a file open under point
+	unmountByHand(t *testing.T, point string)  // its user unmounts point, leaving the fstab
 	makeImage(t *testing.T, size int64)        // imagePath appears, not attached
 	attachImage(t *testing.T)                  // imagePath gets a loop device diskprep did not attach
 	// modern makes the kernel parse partition tables itself and systemd
@@ -232,6 +233,51 @@ var scenarios = []scenario{
 		}
 		if len(rel.Unmounted) != 1 || rel.Unmounted[0] != r.mountDir("data") || len(rel.FstabRemoved) != 1 || rel.Device != r.disk() {
 			t.Errorf("release %+v", rel)
+		}
+		return false
+	}},
+	// A mount point unmounted by hand, its fstab line left: release
+	// --wipe follows the line to the partition and wipes it, as it does
+	// when the point is mounted, instead of stopping at the line.
+	{"release-unmounted-wipe", func(t *testing.T, r rig) bool {
+		res := apply(t, r, plan(t, r, xfsData(r)))
+		r.unmountByHand(t, r.mountDir("data"))
+		r.effects()
+		rel, err := disk.Release(context.Background(), r.mountDir("data"), disk.ReleaseOptions{Wipe: true, Yes: true}, r.deps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rel.FstabRemoved) != 1 || len(rel.StackSteps) == 0 || !strings.Contains(strings.Join(rel.StackSteps, "\n"), "wipefs") {
+			t.Errorf("release %+v: want the fstab line removed and the partition wiped", rel)
+		}
+		if strings.Contains(r.fstab(t), res.Partitions[0].UUID) {
+			t.Errorf("fstab still names %s:\n%s", res.Partitions[0].UUID, r.fstab(t))
+		}
+		if d, _ := r.facts(t).Device(r.disk()); d == nil || len(d.Partitions) != 1 || d.Partitions[0].FSType != "" {
+			t.Errorf("after release --wipe of the unmounted point, %s: %+v", r.disk(), d)
+		}
+		return false
+	}},
+	// The same, when the line's file system is on no device: --wipe is
+	// refused with nothing written (not reported done); without it only
+	// the line goes.
+	{"release-unmounted-wipe-gone", func(t *testing.T, r rig) bool {
+		res := apply(t, r, plan(t, r, xfsData(r)))
+		r.unmountByHand(t, r.mountDir("data"))
+		gone := "0b8e1e8c-7b1f-4c43-9a61-0d4a2b77e0c1"
+		r.setFstab(t, strings.ReplaceAll(r.fstab(t), res.Partitions[0].UUID, gone))
+		r.effects()
+		before := r.fingerprint(t)
+		_, err := disk.Release(context.Background(), r.mountDir("data"), disk.ReleaseOptions{Wipe: true, Yes: true}, r.deps())
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "UUID="+gone) || !strings.Contains(err.Error(), "drop --wipe") {
+			t.Errorf("release --wipe of a point whose file system is gone: %v", err)
+		}
+		if r.fingerprint(t) != before {
+			t.Error("the refused release changed the disk, the fstab or the mounts")
+		}
+		rel, err := disk.Release(context.Background(), r.mountDir("data"), disk.ReleaseOptions{}, r.deps())
+		if err != nil || len(rel.FstabRemoved) != 1 || len(rel.StackSteps) != 0 || strings.Contains(r.fstab(t), gone) {
+			t.Errorf("release without --wipe: %+v %v\n%s", rel, err, r.fstab(t))
 		}
 		return false
 	}},
@@ -493,7 +539,14 @@ func (r *fakeRig) writeAt(_ *testing.T, off int64, b []byte) { r.h.WriteSignatur
 func (r *fakeRig) mountOther(_ *testing.T, p string)         { r.h.MountOther("/dev/sdz1", p) }
 func (r *fakeRig) uninstall(prog string)                     { r.h.Missing(prog) }
 func (r *fakeRig) busy(_ *testing.T, p string)               { r.h.Fail("unmount", p, syscall.EBUSY) }
-func (r *fakeRig) effects() *hosttest.Host                   { r.h.ResetLog(); return r.h }
+func (r *fakeRig) unmountByHand(t *testing.T, p string) {
+	r.h.ByOthers(func() {
+		if err := r.h.Unmount(p); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+func (r *fakeRig) effects() *hosttest.Host { r.h.ResetLog(); return r.h }
 
 // --- the loop-device rig ---
 
@@ -651,7 +704,12 @@ func (r *loopRig) busy(t *testing.T, p string) {
 	t.Cleanup(func() { f.Close() })
 }
 func (r *loopRig) effects() *hosttest.Host { return nil }
-func (r *loopRig) modern()                 {}
+func (r *loopRig) unmountByHand(t *testing.T, p string) {
+	if err := syscall.Unmount(p, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+func (r *loopRig) modern() {}
 func (r *loopRig) makeImage(t *testing.T, size int64) {
 	if err := os.WriteFile(r.imagePath(), nil, 0o644); err != nil {
 		t.Fatal(err)

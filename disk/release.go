@@ -85,8 +85,13 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 	fi, err := a.host.Stat(abs)
 	switch {
 	case err != nil && errors.Is(err, fs.ErrNotExist):
-		// A mount point that is gone may still have a stale fstab line.
-		fstabPoints[filepath.Clean(abs)] = true
+		// A mount point that is gone may still have a stale fstab line,
+		// and the file system it names may still be on a device.
+		point := filepath.Clean(abs)
+		fstabPoints[point] = true
+		if err := a.followFstab(plan, point, opt, devs, &parentLoop); err != nil {
+			return nil, "", err
+		}
 	case err != nil:
 		return nil, "", fmt.Errorf("release %s: %w", target, err)
 	case fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0:
@@ -141,6 +146,9 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 		}
 		if len(points) == 0 {
 			plan.Notes = append(plan.Notes, point+" is not mounted")
+			if err := a.followFstab(plan, point, opt, devs, &parentLoop); err != nil {
+				return nil, "", err
+			}
 		}
 	default:
 		return nil, "", Usagef("release %s: not a mount point, block device or image file", target)
@@ -234,6 +242,91 @@ func (a *applier) planRelease(ctx context.Context, target string, opt ReleaseOpt
 		}
 	}
 	return plan, named, nil
+}
+
+// followFstab adds to devs the device holding the file system that
+// diskprep's fstab line for point names, when nothing is mounted there:
+// releasing the point releases that device as it would were it mounted,
+// so --wipe does not stop at the fstab line and leave the stack. With
+// --wipe, a line whose file system no device holds (a closed LUKS volume,
+// a disk taken out) is refused rather than reported as done.
+func (a *applier) followFstab(plan *ReleasePlan, point string, opt ReleaseOptions, devs map[string]string, parentLoop *string) error {
+	b, err := a.host.ReadFile(a.fstabPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", a.fstabPath, err)
+	}
+	found, err := fstab.Managed(b, func(e fstab.Entry) bool { return filepath.Clean(e.File) == point })
+	if err != nil {
+		return fmt.Errorf("%s: %w", a.fstabPath, err)
+	}
+	for _, e := range found {
+		k, v, ok := strings.Cut(e.Spec, "=")
+		if !ok || !strings.EqualFold(k, "UUID") {
+			continue
+		}
+		uuid := strings.ToLower(strings.Trim(v, `"'`))
+		names := a.holdingFS(uuid)
+		switch {
+		case len(names) == 0 && opt.Wipe:
+			return RefuseWipe(point, fmt.Sprintf("%s is not mounted and no device here holds the file system its fstab line names (UUID=%s): open or attach it and run again, release its disk by name, or drop --wipe to remove only the line", point, uuid))
+		case len(names) == 0:
+			plan.Notes = append(plan.Notes, fmt.Sprintf("no device holds UUID=%s: only its fstab line is removed", uuid))
+			continue
+		case len(names) > 1:
+			return refuseRelease(point, fmt.Sprintf("the file system its fstab line names (UUID=%s) is on %s: release the one meant by name", uuid, strings.Join(devPaths(names), " and ")))
+		}
+		name := names[0]
+		n, err := a.readDevnum(a.roots.SysPath("class/block", name, "dev"))
+		if err != nil {
+			return fmt.Errorf("release %s: %w", point, err)
+		}
+		devs[n] = name
+		if d := a.wholeDisk(name); d != name {
+			*parentLoop = d
+		}
+		plan.Notes = append(plan.Notes, fmt.Sprintf("its fstab line names /dev/%s (UUID=%s), released with it", name, uuid))
+	}
+	return nil
+}
+
+// holdingFS lists the block devices, by kernel name, whose file system
+// (or swap) has uuid and which nothing is stacked on: an LV's hidden
+// cache origin shows the same file system as the LV above it.
+func (a *applier) holdingFS(uuid string) []string {
+	des, err := a.host.ReadDir(a.roots.SysPath("class/block"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, de := range des {
+		name := de.Name()
+		if holders, _ := a.host.ReadDir(a.roots.SysPath("class/block", name, "holders")); len(holders) > 0 {
+			continue
+		}
+		sigs, err := a.probeDevice(a.roots.DevPath(name))
+		if err != nil {
+			continue
+		}
+		for _, s := range sigs {
+			if strings.EqualFold(s.UUID, uuid) && (s.Usage == "filesystem" || s.Type == "swap") {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func devPaths(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "/dev/" + n
+	}
+	return out
 }
 
 // lockWiped takes the device lock of every whole disk the plan wipes

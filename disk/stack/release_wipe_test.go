@@ -276,3 +276,50 @@ func TestReleaseWipeAfterReleaseLVMCache(t *testing.T) {
 		})
 	}
 }
+
+// A volume its user unmounted, its fstab line left: release --wipe of
+// the mount point follows the line to the volume and takes its stack
+// down as it does when the point is mounted. With the LUKS mapping closed
+// as well, nothing holds the line's file system: the wipe is refused,
+// nothing written, rather than reported done with the stack left.
+func TestReleaseWipeUnmountedPoint(t *testing.T) {
+	r := newStackRig(t, "sdb", "sdc", "sdd")
+	r.prepare(t, cryptCase())
+	r.h.ByOthers(func() {
+		if err := r.h.Unmount("/mnt/home"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.h.ResetLog()
+	p, err := disk.PlanRelease(context.Background(), "/mnt/home", disk.ReleaseOptions{Wipe: true, Yes: true}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	for _, want := range []string{"cryptsetup close vault-home_crypt", "cryptsetup erase --batch-mode /dev/dm-1", "wipefs --all /dev/dm-1", "lvremove --yes vault/home", "/mnt/home is not mounted", "its fstab line names /dev/dm-"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("release --wipe of the unmounted /mnt/home lacks %q:\n%s", want, b.String())
+		}
+	}
+	if _, err := disk.ApplyRelease(context.Background(), p, r.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.h.Stacks(), "\n"); strings.Contains(got, "vault") {
+		t.Errorf("stacks after release --wipe: %s", got)
+	}
+	if sigs := r.h.Signatures("sdd"); len(sigs) != 0 {
+		t.Errorf("sdd is not signature-free: %v", sigs)
+	}
+	if strings.Contains(string(r.h.File("/etc/crypttab")), "vault-home_crypt") || strings.Contains(string(r.h.File("/etc/fstab")), "/mnt/home") {
+		t.Errorf("crypttab or fstab still name the volume:\n%s\n%s", r.h.File("/etc/crypttab"), r.h.File("/etc/fstab"))
+	}
+
+	r.h.ByOthers(func() {
+		if err := r.h.Unmount("/mnt/data"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.byHand(t, "cryptsetup", "close", "data_crypt")
+	r.refusedWipe(t, "/mnt/data", "/mnt/data is not mounted and no device here holds the file system its fstab line names (UUID=", "drop --wipe")
+}
