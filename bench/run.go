@@ -332,6 +332,11 @@ func (t *target) check(ws []workload.Workload, extent uint64) error {
 			}
 		}
 	}
+	if t.ident.Kind != record.KindDevice {
+		if err := t.refuseUnmountedFstab(); err != nil {
+			return err
+		}
+	}
 	switch t.ident.Kind {
 	case record.KindDevice:
 		if extent > t.size {

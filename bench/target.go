@@ -14,6 +14,7 @@ import (
 	"github.com/diskprep/diskprep/bench/engine"
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -313,6 +314,43 @@ func findMount(roots hwinfo.Roots, path string, major, minor uint32, haveDev, is
 		}
 	}
 	return best, found
+}
+
+// refuseUnmountedFstab refuses a directory or file target that lies under
+// a mount point the fstab names but nothing is mounted at: the file system
+// meant to be measured did not mount (nofail lets a boot go on without
+// it), and the test would measure the file system below, the system disk
+// often, under the data disk's path.
+func (t *target) refuseUnmountedFstab() error {
+	b, err := os.ReadFile(t.roots.HostPath("etc/fstab"))
+	if err != nil {
+		return nil // no fstab, nothing it promises
+	}
+	lines, err := fstab.Parse(b)
+	if err != nil {
+		return nil
+	}
+	mounted := map[string]bool{}
+	for _, m := range mounts(t.roots) {
+		mounted[m.point] = true
+	}
+	for _, l := range lines {
+		e := l.Entry
+		if e == nil || !strings.HasPrefix(e.File, "/") || e.VFSType == "swap" {
+			continue
+		}
+		point := filepath.Clean(e.File)
+		if mounted[point] || len(point) <= len(t.ident.MountPoint) || !within(t.ident.Path, point) {
+			continue
+		}
+		below := t.ident.MountPoint
+		if t.ident.Device != "" {
+			below += " on " + t.ident.Device
+		}
+		return fmt.Errorf("%s is under %s, where the fstab mounts %s (%s), but nothing is mounted there: the test would measure %s instead; mount it first (mount %s): %w",
+			t.ident.Path, point, e.Spec, e.VFSType, below, point, ErrRefused)
+	}
+	return nil
 }
 
 func within(path, dir string) bool {

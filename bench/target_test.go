@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/bench/workload"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -152,5 +156,46 @@ func TestResolveTargetLinks(t *testing.T) {
 	refused(l, l+" is a link owned by uid 65534")
 	if entries, _ := os.ReadDir(real); len(entries) != 0 {
 		t.Errorf("the directory the links name holds %v", entries)
+	}
+}
+
+// A directory under a mount point the fstab names, with nothing mounted
+// there (a nofail mount that failed at boot): the test file would go to
+// the file system below, so the run is refused before anything is
+// written; once something is mounted at a point, or the fstab's point is
+// the one mounted, the run goes on.
+func TestRunRefusesUnmountedFstabPoint(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "my data")
+	sub := filepath.Join(data, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	escaped := strings.ReplaceAll(data, " ", `\040`)
+	run := func(target string) (*record.Record, error) {
+		return Run(context.Background(), workload.Request{
+			Target: target, Set: "quick", Overrides: workload.Overrides{Size: 1 << 20, Runtime: time.Second},
+		}, Options{Host: syntheticHost(), Engine: &fakeEngine{}, Roots: hwinfo.Roots{Root: root}})
+	}
+	writeFile(t, filepath.Join(root, "etc/fstab"), "# a comment\nUUID=0b8e1e8c /  ext4 defaults 0 1\nUUID=5f2a7c01 "+escaped+" xfs defaults,nofail 0 0\n/dev/sdz9 none swap sw 0 0\n")
+	for _, target := range []string{data, sub} {
+		_, err := run(target)
+		if !errors.Is(err, ErrRefused) {
+			t.Fatalf("bench %s under an unmounted fstab point: %v, want a refusal", target, err)
+		}
+		for _, want := range []string{target + " is under " + data, "UUID=5f2a7c01 (xfs)", "nothing is mounted there", "mount " + data} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %q does not say %q", err, want)
+			}
+		}
+		if left := dirEntries(t, sub); len(left) != 0 {
+			t.Errorf("refused, yet %s holds %v", sub, left)
+		}
+	}
+	// The fstab's line for the base (mounted: / holds it) or none: runs.
+	writeFile(t, filepath.Join(root, "etc/fstab"), "UUID=0b8e1e8c /  ext4 defaults 0 1\n")
+	if _, err := run(sub); err != nil {
+		t.Errorf("bench %s with no fstab line above it: %v", sub, err)
 	}
 }
