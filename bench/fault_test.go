@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,9 +69,10 @@ func TestRunTargetReplacedMidRun(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "sub")
 	os.Mkdir(target, 0o755)
 	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
+		name := heldName(p.Path)
 		os.RemoveAll(target)
 		os.Mkdir(target, 0o755)
-		os.WriteFile(p.Path, nil, 0o600) // same name, another file
+		os.WriteFile(name, nil, 0o600) // same name, another file
 		return syntheticResult(100, 0, uint64(p.BlockSize), 1), nil
 	}}
 	_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=read,size=1M,runtime=1s"}},
@@ -191,7 +193,7 @@ func TestRunIDClash(t *testing.T) {
 	var clashed string
 	fake := &fakeEngine{onRun: func(ctx context.Context, n int, p engine.Params) (*engine.Result, error) {
 		// The test file's name carries the run's id.
-		clashed = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p.Path), "diskprep-bench."), ".tmp")
+		clashed = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(heldName(p.Path)), "diskprep-bench."), ".tmp")
 		if err := record.Save(results, recWithID(clashed)); err != nil {
 			t.Error(err)
 		}
@@ -331,5 +333,53 @@ func TestRunSaveFails(t *testing.T) {
 	}
 	if rec == nil || rec.Partial || len(rec.Workloads) != 1 || len(rec.Workloads[0].Runs) != 1 {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// A user who may write the target directory swaps the test file's name
+// for a link to a file of root's while the run lays the test file out:
+// nothing reaches that file (the engine opens the file the run made, not
+// its name again), and the run stops, the name no longer leading to it.
+// With the real engine, as it opens and writes.
+func TestRunTestFileSwappedForLink(t *testing.T) {
+	target, results := t.TempDir(), t.TempDir()
+	victim := filepath.Join(t.TempDir(), "shadow")
+	secret := []byte("root:$6$keep-me:19000:0:99999:7:::\n")
+	if err := os.WriteFile(victim, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	swapped := ""
+	progress := func(p Progress) {
+		if p.Phase != "layout" || swapped != "" {
+			return
+		}
+		des, _ := os.ReadDir(target)
+		for _, d := range des {
+			name := filepath.Join(target, d.Name())
+			if err := os.Rename(name, name+".moved"); err != nil {
+				t.Error(err)
+			}
+			if err := os.Symlink(victim, name); err != nil {
+				t.Error(err)
+			}
+			swapped = name
+		}
+	}
+	_, err := Run(context.Background(), workload.Request{Target: target, Specs: []string{"rw=write,size=1M,runtime=0", "rw=read,size=1M,runtime=0"}},
+		Options{Host: syntheticHost(), ResultsDir: results, Progress: progress})
+	if swapped == "" {
+		t.Fatal("no test file to swap at the layout")
+	}
+	if err == nil || !strings.Contains(err.Error(), "another file is at its path") {
+		t.Errorf("run on a swapped test file: %v, want it stopped", err)
+	}
+	if b, _ := os.ReadFile(victim); !bytes.Equal(b, secret) {
+		t.Errorf("the file the link leads to was written: %d bytes now", len(b))
+	}
+	if fi, err := os.Lstat(swapped); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the stranger's link at %s was removed: %v", swapped, err)
+	}
+	if fi, err := os.Stat(swapped + ".moved"); err != nil || fi.Size() != 0 {
+		t.Errorf("the run's own file, moved away, keeps its space: %v", err)
 	}
 }

@@ -134,6 +134,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 			return nil, err
 		}
 		log.Debug("test file created", "path", t.path)
+		t.open = heldPath(tf.file)
 		defer func() {
 			// Also after an interruption: the caller must not claim a
 			// file was removed that is still there.
@@ -142,6 +143,14 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 			}
 			log.Debug("test file removed", "path", t.path)
 		}()
+	}
+
+	if t.ident.Kind == record.KindFile {
+		f, err := t.hold()
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
 	}
 
 	r := runner{

@@ -18,8 +18,11 @@ import (
 // fakeEngine records what Run asks of the engine and answers with synthetic
 // results, so orchestration is tested without I/O.
 type fakeEngine struct {
-	mu      sync.Mutex
-	calls   []engine.Params
+	mu    sync.Mutex
+	calls []engine.Params
+	// names are the files the calls' paths led to when made (a held
+	// file's /proc/self/fd link read back).
+	names   []string
 	layouts []int64
 	// sizeAt is the test file's size seen at each Run call.
 	sizeAt []int64
@@ -31,6 +34,7 @@ func (f *fakeEngine) Run(ctx context.Context, p engine.Params) (*engine.Result, 
 	f.mu.Lock()
 	n := len(f.calls)
 	f.calls = append(f.calls, p)
+	f.names = append(f.names, heldName(p.Path))
 	var size int64 = -1
 	if fi, err := os.Stat(p.Path); err == nil {
 		size = fi.Size()
@@ -62,6 +66,16 @@ func (f *fakeEngine) Layout(ctx context.Context, path string, size int64, data e
 	f.mu.Unlock()
 	// Sparse is enough for the fake: it only has to exist at that size.
 	return os.Truncate(path, size)
+}
+
+// heldName is the file a held file's /proc/self/fd link leads to, or p.
+func heldName(p string) string {
+	if strings.HasPrefix(p, "/proc/self/fd/") {
+		if n, err := os.Readlink(p); err == nil {
+			return n
+		}
+	}
+	return p
 }
 
 func dirEntries(t *testing.T, dir string) []string {
@@ -115,9 +129,9 @@ func TestRunDirectory(t *testing.T) {
 
 	// Rounds: every workload once, then again.
 	var order []string
-	for _, p := range fake.calls {
-		if p.Path != back.Target.TestFile {
-			t.Errorf("engine got path %s", p.Path)
+	for i, p := range fake.calls {
+		if fake.names[i] != back.Target.TestFile || !strings.HasPrefix(p.Path, "/proc/self/fd/") {
+			t.Errorf("engine got path %s (%s), want the held test file", p.Path, fake.names[i])
 		}
 		if p.Size != 8<<20 || p.Runtime != time.Second || !p.Direct {
 			t.Errorf("params %+v", p)
@@ -330,7 +344,7 @@ func TestRunBadTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Target.Kind != record.KindFile || rec.Target.TestFile != "" || len(fake.layouts) != 0 || fake.calls[len(fake.calls)-1].Path != file {
+	if rec.Target.Kind != record.KindFile || rec.Target.TestFile != "" || len(fake.layouts) != 0 || fake.names[len(fake.names)-1] != file {
 		t.Errorf("file target: %+v, layouts %v", rec.Target, fake.layouts)
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Size() != 1<<20 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/diskprep/diskprep/bench/engine"
@@ -101,6 +102,12 @@ func (r *runner) runOne(ctx context.Context, w workload.Workload, rep, repeat in
 		return record.Repetition{}, fmt.Errorf("workload %s on %s: %w", w.Name, r.t.where(), err)
 	}
 	r.log.Info("workload finished", "workload", w.Name, "repetition", rep)
+	if r.t.open != r.t.path {
+		// The engine names what it opened; the record names the file.
+		for i, s := range res.Warnings {
+			res.Warnings[i] = strings.ReplaceAll(s, r.t.open, r.t.path)
+		}
+	}
 	one := repetitionOf(res, rep, start)
 	one.HostSamples, one.DeviceSamples, one.HostCPUNSPerIO = hostSamples, devSamples, hostCPU
 	stalled(&one, w, res.Elapsed)
@@ -142,10 +149,10 @@ func (r *runner) prepareFile(ctx context.Context, w workload.Workload, rep, repe
 	if w.Fresh {
 		// Truncating to 0 frees every block; growing again makes a hole
 		// the engine's writes must allocate.
-		if err := os.Truncate(r.t.path, 0); err != nil {
+		if err := os.Truncate(r.t.open, 0); err != nil {
 			return fmt.Errorf("reset test file: %w", err)
 		}
-		if err := os.Truncate(r.t.path, int64(w.OffsetBytes+w.SizeBytes)); err != nil {
+		if err := os.Truncate(r.t.open, int64(w.OffsetBytes+w.SizeBytes)); err != nil {
 			return fmt.Errorf("reset test file: %w", err)
 		}
 		r.laidOut = 0
@@ -159,7 +166,7 @@ func (r *runner) prepareFile(ctx context.Context, w workload.Workload, rep, repe
 	}
 	r.log.Info("laying out test file", "path", r.t.path, "bytes", r.extent)
 	kind, pct, _ := workload.ParseData(w.Data)
-	if err := r.eng.Layout(ctx, r.t.path, int64(r.extent), dataPattern(kind, pct)); err != nil {
+	if err := r.eng.Layout(ctx, r.t.open, int64(r.extent), dataPattern(kind, pct)); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -191,7 +198,7 @@ func (r *runner) params(w workload.Workload) engine.Params {
 		rw = engine.RandRead
 	}
 	return engine.Params{
-		Path:      r.t.path,
+		Path:      r.t.open,
 		Roots:     r.t.roots,
 		RW:        rw,
 		BlockSize: int64(w.BlockBytes),

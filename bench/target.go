@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -25,8 +26,14 @@ func TestFileName(id string) string { return "diskprep-bench." + id + ".tmp" }
 // target is a resolved bench target: what the engine opens and what is
 // known about the device and filesystem under it.
 type target struct {
-	ident    record.Target
-	path     string // what the engine opens: the test file, the file, the device
+	ident record.Target
+	path  string // the test file, the file, the device
+	// open is what the engine opens: for a test file or a file, the open
+	// file held since its checks (/proc/self/fd/N), never its name again;
+	// else path.
+	open     string
+	fileDev  uint64 // a file target's, when resolved
+	fileIno  uint64
 	size     uint64 // current size of a file or device
 	major    uint32
 	minor    uint32
@@ -53,8 +60,12 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	// Through a link of theirs (in /tmp, say), another user would choose
 	// the device root reads (and, asked to, writes) or the directory its
 	// test file goes in. Root's links (/dev/disk/by-id) are followed.
-	if _, err := hwinfo.FollowTrustedLinks(nil, abs); errors.Is(err, hwinfo.ErrUntrustedLink) {
+	real, err := hwinfo.FollowTrustedLinks(nil, abs)
+	if errors.Is(err, hwinfo.ErrUntrustedLink) {
 		return nil, &linkRefusal{target: path, err: err}
+	}
+	if err != nil {
+		real = abs // said below, as the stat finds it
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
@@ -67,12 +78,17 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		t.ident.Kind = record.KindDir
-		t.path = filepath.Join(abs, TestFileName(id))
+		// In the directory the links lead to: the test file is made
+		// there without following a link again.
+		t.path = filepath.Join(real, TestFileName(id))
 		t.ident.TestFile = t.path
 	case m.IsRegular():
 		t.ident.Kind = record.KindFile
 		t.path = abs
 		t.size = uint64(fi.Size())
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			t.fileDev, t.fileIno = uint64(st.Dev), st.Ino
+		}
 	case m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0:
 		t.ident.Kind = record.KindDevice
 		t.path = abs
@@ -82,10 +98,43 @@ func resolveTarget(path, id string, host *hwinfo.Host, roots hwinfo.Roots) (*tar
 	default:
 		return nil, workload.Usagef("target %s is not a directory, regular file or block device", path)
 	}
+	t.open = t.path
 	t.major, t.minor, err = engine.DeviceOf(abs)
 	t.haveDev = err == nil
 	t.identify(host)
 	return t, nil
+}
+
+// heldPath names an open file for the engine to open again: the file
+// itself, whatever its name leads to now. The name of a file in a
+// directory another user may write, opened again by root, could by then
+// be that user's link, or hard link, to a file of root's.
+func heldPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
+
+// hold opens a file target once, not following a link at its last part,
+// checks it is still the file the checks were of, and has the engine open
+// that open file from then on. The caller closes it after the run.
+func (t *target) hold() (*os.File, error) {
+	real, err := filepath.EvalSymlinks(t.path)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.path, err)
+	}
+	fd, err := unix.Open(real, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", t.path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s: %w", t.path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != t.fileDev || st.Ino != t.fileIno {
+		unix.Close(fd)
+		return nil, fmt.Errorf("will not use %s: it is no longer the file that was checked (replaced meanwhile): %w", t.path, ErrRefused)
+	}
+	f := os.NewFile(uintptr(fd), real)
+	t.open = heldPath(f)
+	return f, nil
 }
 
 // linkRefusal is the refusal (ErrRefused) of a target named through

@@ -56,10 +56,13 @@ func createTestFile(path string) (*testFile, error) {
 var errTestFileTaken = errors.New("test file taken for a leftover")
 
 func createTestFileOnce(path string) (*testFile, error) {
-	dir, err := os.Open(filepath.Dir(path))
+	// Not through a link at the directory's own name (one put there
+	// since the target's checks): the test file goes where they looked.
+	dfd, err := unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("create test file: %w", err)
+		return nil, fmt.Errorf("create test file: %w", &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err})
 	}
+	dir := os.NewFile(uintptr(dfd), filepath.Dir(path))
 	name := filepath.Base(path)
 	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -108,7 +111,15 @@ func (tf *testFile) check() error {
 // from a lazily unmounted filesystem, and releases everything. A file
 // already gone is not an error.
 func (tf *testFile) remove() error {
-	err := unix.Unlinkat(int(tf.dir.Fd()), tf.name, 0)
+	var err error
+	var st unix.Stat_t
+	if unix.Fstatat(int(tf.dir.Fd()), tf.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && (st.Dev != tf.dev || st.Ino != tf.ino) {
+		// Another file, or a link, is at the name now: not the run's to
+		// remove. The run's own, moved elsewhere, gives its space back.
+		tf.file.Truncate(0)
+	} else {
+		err = unix.Unlinkat(int(tf.dir.Fd()), tf.name, 0)
+	}
 	tf.file.Close()
 	tf.dir.Close()
 	if err != nil && !errors.Is(err, unix.ENOENT) {
