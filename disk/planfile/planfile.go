@@ -66,6 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,10 +76,12 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -165,18 +168,67 @@ func at(file string, line int, format string, args ...any) error {
 	return &planError{msg: pos + ": " + fmt.Sprintf(format, args...)}
 }
 
-// Load reads and validates the plan file at path.
+// Load reads and validates the plan file at path. What the file says is
+// done to the disks as root, so a file that another user could change is
+// refused (disk.ErrRefused): one of theirs, one they may write, one in a
+// directory of theirs or in one others may write that is not sticky, and
+// one reached through their link. Only a regular file is read, and never
+// waited on (a FIFO).
 func Load(path string) (*Plan, error) {
-	f, err := os.Open(path)
+	real, err := hwinfo.FollowTrustedLinks(nil, path)
+	if le := (*hwinfo.LinkError)(nil); errors.As(err, &le) {
+		return nil, disk.Refuse(path, le.Error())
+	}
 	if err != nil {
 		return nil, &planError{msg: "read plan: " + err.Error(), err: err}
 	}
+	fd, err := unix.Open(real, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		err = &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, &planError{msg: "read plan: " + err.Error(), err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if why := untrusted(f, real); why != "" {
+		return nil, disk.Refuse(path, why)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return nil, &planError{msg: "read plan: " + err.Error(), err: err}
 	}
 	return Parse(path, data)
+}
+
+// untrusted says why the open plan file f, at real, is one another user
+// could change, or is not a regular file; "" when it is neither.
+func untrusted(f *os.File, real string) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err.Error()
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return real + " is not a regular file"
+	}
+	euid := uint32(os.Geteuid())
+	trusted := func(uid uint32) bool { return uid == 0 || uid == euid }
+	switch perm := st.Mode & 0o7777; {
+	case !trusted(st.Uid):
+		return fmt.Sprintf("the plan %s is owned by uid %d, who could change what it destroys: make it root's", real, st.Uid)
+	case perm&0o002 != 0 || perm&0o020 != 0 && st.Gid != 0:
+		return fmt.Sprintf("the plan %s may be written by other users (mode %04o): chmod go-w it", real, perm)
+	}
+	dir := filepath.Dir(real)
+	var dst unix.Stat_t
+	if err := unix.Lstat(dir, &dst); err != nil {
+		return err.Error()
+	}
+	switch perm := dst.Mode & 0o7777; {
+	case !trusted(dst.Uid):
+		return fmt.Sprintf("the plan %s is in %s, a directory owned by uid %d, who could replace it", real, dir, dst.Uid)
+	case (perm&0o002 != 0 || perm&0o020 != 0 && dst.Gid != 0) && perm&unix.S_ISVTX == 0:
+		return fmt.Sprintf("the plan %s is in %s, which other users may write (mode %04o), so they could replace it", real, dir, perm)
+	}
+	return ""
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

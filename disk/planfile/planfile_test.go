@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/diskprep/diskprep/disk"
@@ -180,4 +181,65 @@ func TestParseMountOver(t *testing.T) {
 	if !p.Disks[0].Partitions[0].MountOver || !p.LVM[0].Volumes[0].Volume.MountOver {
 		t.Errorf("mount_over lost: %+v %+v", p.Disks[0].Partitions[0], p.LVM[0].Volumes[0].Volume)
 	}
+}
+
+// Root does what a plan says to the disks: a plan another user could
+// change, or one that is not a regular file, is refused (exit 3) before
+// it is read, each with one line saying why.
+func TestLoadRefusesPlansOthersCouldChange(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte(head+"      - {size: rest, fs: xfs}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := func(what string) {
+		t.Helper()
+		if _, err := Load(plan); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	refused := func(what, want string) {
+		t.Helper()
+		_, err := Load(plan)
+		if !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a refusal saying %q", what, err, want)
+		}
+	}
+	ok("the caller's own plan")
+	os.Chmod(plan, 0o666)
+	refused("a plan all may write", "may be written by other users (mode 0666)")
+	os.Chmod(plan, 0o644)
+	os.Chmod(dir, 0o777)
+	refused("in a directory all may write", "which other users may write (mode 0777)")
+	os.Chmod(dir, os.ModeSticky|0o777)
+	ok("in a sticky directory")
+	os.Chmod(dir, 0o755)
+
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(fifo); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "is not a regular file") {
+		t.Errorf("a FIFO: %v", err)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Log("not root: another user's plan and link are not made")
+		return
+	}
+	os.Chown(plan, 65534, 65534)
+	refused("another user's plan", "is owned by uid 65534")
+	os.Chown(plan, 0, 0)
+	link := filepath.Join(dir, "link.yaml")
+	os.Symlink(plan, link)
+	os.Lchown(link, 65534, 65534)
+	if _, err := Load(link); !errors.Is(err, disk.ErrRefused) || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("through another user's link: %v", err)
+	}
+	other := filepath.Join(dir, "other")
+	os.Mkdir(other, 0o755)
+	os.Rename(plan, filepath.Join(other, "plan.yaml"))
+	plan = filepath.Join(other, "plan.yaml")
+	os.Chown(other, 65534, 65534)
+	refused("in another user's directory", "a directory owned by uid 65534")
 }
