@@ -248,9 +248,17 @@ func TestStackCryptRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.wipeHome(t, p)
+}
+
+// wipeHome applies p, the release --wipe of cryptCase's /mnt/home, after
+// checking its dry run lists the teardown and wants (more lines), and
+// checks nothing of the volume is left.
+func (r *stackRig) wipeHome(t *testing.T, p *disk.ReleasePlan, more ...string) {
+	t.Helper()
 	var b bytes.Buffer
 	p.WriteText(&b)
-	for _, want := range []string{"cryptsetup close vault-home_crypt", "cryptsetup erase --batch-mode /dev/dm-1", "wipefs --all /dev/dm-1", "lvremove --yes vault/home"} {
+	for _, want := range append([]string{"cryptsetup close vault-home_crypt", "cryptsetup erase --batch-mode /dev/dm-1", "wipefs --all /dev/dm-1", "lvremove --yes vault/home"}, more...) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("release --wipe dry run lacks %q:\n%s", want, b.String())
 		}
