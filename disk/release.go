@@ -306,6 +306,11 @@ func (a *applier) holdingFS(uuid string) []string {
 		if holders, _ := a.host.ReadDir(a.roots.SysPath("class/block", name, "holders")); len(holders) > 0 {
 			continue
 		}
+		// No medium (an empty drive, a loop device with no file): not
+		// opened, which could close a drive's tray.
+		if size, err := a.readDevnum(a.roots.SysPath("class/block", name, "size")); err != nil || size == "0" {
+			continue
+		}
 		sigs, err := a.probeDevice(a.roots.DevPath(name))
 		if err != nil {
 			continue
