@@ -802,3 +802,86 @@ func LabelSuffix(l string) string {
 }
 
 func cleanPoint(p string) string { return filepath.Clean(p) }
+
+// GuardDeviceWrite is the guard's look at a block device that a benchmark
+// is to write raw (bench --allow-device-write, --precondition), which no
+// plan describes: a device of the running system is refused; otherwise it
+// returns what is on the device now, read from the device itself (its
+// table, its signatures and each partition's), which the write destroys.
+// A Loss with no Signatures is a blank device: nothing can be lost. The
+// caller shows a non-blank one and asks (ConfirmDeviceWrite).
+func GuardDeviceWrite(ctx context.Context, device string, deps Deps) (*Loss, error) {
+	a := newApplier(deps)
+	real, err := a.host.EvalSymlinks(device)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", device, err)
+	}
+	name := filepath.Base(real)
+	h, err := a.facts(ctx)
+	if err != nil {
+		return nil, refuseWrite(device, fmt.Sprintf("cannot tell what holds the running system: %v", err))
+	}
+	concerned := map[string]bool{name: true}
+	whole := a.wholeDisk(name)
+	concerned[whole] = true
+	parts, _ := kernelPartitions(a.host, a.roots, name)
+	for _, kp := range parts {
+		concerned[kp.name] = true
+	}
+	if err := refuseIfSystem(h, device, concerned, nil, true); err != nil {
+		return nil, refuseWrite(device, Reasons(err)...)
+	}
+	l := &Loss{Device: device}
+	if d, part := h.Device(name); d != nil {
+		l.Model, l.Serial, l.SizeBytes = d.Model, d.Serial, d.SizeBytes
+		if part != nil {
+			l.SizeBytes = part.SizeBytes
+		}
+	}
+	sigs, err := a.probeDevice(real)
+	if err != nil {
+		return nil, refuseWrite(device, fmt.Sprintf("cannot read what is on it: %v", err))
+	}
+	for _, s := range sigs {
+		if d := describeSignature(s); !contains(l.Signatures, d) { // a GPT's backup is the same table
+			l.Signatures = append(l.Signatures, d)
+		}
+	}
+	for _, kp := range parts {
+		sigs, err := a.probeDevice(a.roots.DevPath(kp.name))
+		if err != nil {
+			continue // the table above already says the disk is not blank
+		}
+		for _, s := range sigs {
+			l.Signatures = append(l.Signatures, kp.name+": "+describeSignature(s))
+		}
+	}
+	return l, nil
+}
+
+// ConfirmDeviceWrite is the refusal of a raw write to a device holding
+// what l lists, unconfirmed: how says how to confirm.
+func ConfirmDeviceWrite(l *Loss, how string) error {
+	return refuseWrite(l.Device, fmt.Sprintf("the write workloads destroy what is on %s; %s", l, how))
+}
+
+// DeviceWritePrompt is the question before a raw write to the device l
+// describes: which device, and what is lost.
+func DeviceWritePrompt(l *Loss, what string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "About to write to %s (%s)\n", l.Device, what)
+	fmt.Fprintf(&b, "  model:  %s\n  serial: %s\n", orNone(l.Model), orNone(l.Serial))
+	if l.SizeBytes > 0 {
+		fmt.Fprintf(&b, "  size:   %s (%d bytes)\n", units.FormatSize(l.SizeBytes), l.SizeBytes)
+	}
+	fmt.Fprintf(&b, "  this DESTROYS:\n")
+	for _, s := range l.Signatures {
+		fmt.Fprintf(&b, "    - %s\n", s)
+	}
+	fmt.Fprintf(&b, "Continue? [y/N] ")
+	return b.String()
+}
+
+func refuseWrite(subject string, reasons ...string) error {
+	return &refusal{verb: "write to", subject: subject, reasons: reasons}
+}

@@ -37,10 +37,12 @@ type benchOptions struct {
 	Label            string
 	Hostname         string
 	AllowDeviceWrite bool
-	KeepPartial      bool
-	NoDirect         bool
-	SteadyState      bool
-	Precondition     bool
+	// Yes writes to a block device holding something without asking.
+	Yes          bool
+	KeepPartial  bool
+	NoDirect     bool
+	SteadyState  bool
+	Precondition bool
 	// StartAt is --start-at as typed; ClockOffset and ClockRTT are
 	// --clock-offset and --clock-rtt (bench_start.go reads them).
 	StartAt     string
@@ -68,7 +70,10 @@ stores one record with the host's and the disk's identity in the results store.
 TARGET is a directory (a test file is made there, filled with real data, and
 removed afterwards, also on Ctrl-C), a regular file (used in place, must be at
 least --size), or a block device (read workloads only, unless
---allow-device-write; a mounted or system device is never written).
+--allow-device-write; a mounted or system device is never written, and
+one holding anything, a partition table, a file system, a RAID or LVM
+member, a LUKS header, is shown with what it holds and written only when
+confirmed on a terminal or with --yes).
 A TARGET named through a symbolic link another user owns or could replace
 is refused (exit 3): give the path it leads to.
 A run killed outright (SIGKILL, power loss) leaves its test file,
@@ -133,6 +138,7 @@ source and bound; compare --by host shows each host's start skew from them.`,
 			&cli.StringFlag{Name: "label", Usage: "`LABEL` stored with the result (e.g. xfs, vmdk, rdm); with several targets one each, comma-separated"},
 			&cli.StringFlag{Name: "hostname", Usage: "record the host as `NAME` instead of its own hostname (e.g. an Ansible inventory alias); the record says so"},
 			&cli.BoolFlag{Name: "allow-device-write", Usage: "allow write workloads on a block device (destroys its data)"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "with --allow-device-write, do not ask before destroying what is on the device"},
 			&cli.BoolFlag{Name: "keep-partial", Usage: "on interruption, save what was measured, marked partial"},
 			&cli.BoolFlag{Name: "no-direct", Usage: "buffered I/O instead of O_DIRECT (measures the page cache too)"},
 			&cli.BoolFlag{Name: "steady-state", Usage: "run rounds of each workload until the last 5 are steady (SNIA PTS: range within 20% and fitted slope within 10% of their average), at most 25; the record says at which round, or that it was not reached"},
@@ -162,14 +168,14 @@ source and bound; compare --by host shows each host's start skew from them.`,
 				Engine:           c.String("engine"),
 				Label:            c.String("label"),
 				Hostname:         c.String("hostname"),
-				AllowDeviceWrite: c.Bool("allow-device-write"),
-				KeepPartial:      c.Bool("keep-partial"),
-				NoDirect:         c.Bool("no-direct"),
-				SteadyState:      c.Bool("steady-state"),
-				Precondition:     c.Bool("precondition"),
-				StartAt:          c.String("start-at"),
-				ClockOffset:      c.String("clock-offset"),
-				ClockRTT:         c.String("clock-rtt"),
+				AllowDeviceWrite: c.Bool("allow-device-write"), Yes: c.Bool("yes"),
+				KeepPartial:  c.Bool("keep-partial"),
+				NoDirect:     c.Bool("no-direct"),
+				SteadyState:  c.Bool("steady-state"),
+				Precondition: c.Bool("precondition"),
+				StartAt:      c.String("start-at"),
+				ClockOffset:  c.String("clock-offset"),
+				ClockRTT:     c.String("clock-rtt"),
 			}
 			if s, ok := c.Generic("workload").(*specList); ok && s != nil {
 				opts.Workloads = *s
@@ -278,6 +284,9 @@ func runBench(ctx context.Context, opts benchOptions, m *machine, e *env) error 
 	if err != nil {
 		return err
 	}
+	if err := guardDeviceWrites(ctx, []workload.Request{req}, host, opts.Yes, m, e); err != nil {
+		return err
+	}
 	rec, err := runBenchLive(ctx, req, host, e, start)
 	if rec != nil && errors.Is(err, record.ErrNotSaved) {
 		// Only the store failed (full, gone, refused): the numbers are
@@ -317,6 +326,65 @@ func runBench(ctx context.Context, opts benchOptions, m *machine, e *env) error 
 		fmt.Fprintf(e.Stderr, "saved %s (%s)\n", filepath.Join(e.ResultsDir, rec.ID+".json"), time.Duration(rec.End.Sub(rec.Start)).Round(time.Second))
 	}
 	return nil
+}
+
+// guardDeviceWrites has the disk guard look at each block device the
+// requests write raw, before anything runs: a system device is refused;
+// one holding anything is shown with what it holds and written only when
+// confirmed on a terminal, or with --yes; a blank one needs no question.
+func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinfo.Host, yes bool, m *machine, e *env) error {
+	for _, req := range reqs {
+		if !req.AllowDeviceWrite || !writesRaw(req) {
+			continue
+		}
+		fi, err := os.Stat(req.Target)
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			continue // bench says what is wrong with it
+		}
+		deps := m.deps(e)
+		if e.Root == "" || e.Root == "/" {
+			// The facts read for the record, a moment ago.
+			deps.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
+		}
+		l, err := disk.GuardDeviceWrite(ctx, req.Target, deps)
+		if err != nil {
+			return err
+		}
+		if len(l.Signatures) == 0 || yes {
+			continue
+		}
+		if !e.IsTerminal {
+			return disk.ConfirmDeviceWrite(l, "confirm on a terminal or pass --yes")
+		}
+		fmt.Fprint(e.Stderr, disk.DeviceWritePrompt(l, "bench --allow-device-write"))
+		answer, err := readLine(ctx, e.Stdin)
+		if err != nil {
+			fmt.Fprintln(e.Stderr) // the prompt's line is left open
+			return interrupted(" at the question: nothing was changed", err)
+		}
+		if !disk.Confirmed(answer) {
+			return disk.ErrNotConfirmed
+		}
+	}
+	return nil
+}
+
+// writesRaw says whether req writes to its target: a write workload or
+// the preconditioning pass.
+func writesRaw(req workload.Request) bool {
+	if req.Precondition {
+		return true
+	}
+	ws, err := workload.Plan(req)
+	if err != nil {
+		return false
+	}
+	for _, w := range ws {
+		if w.Writes() {
+			return true
+		}
+	}
+	return false
 }
 
 // benchHost reads the machine's facts for a bench record, the host named

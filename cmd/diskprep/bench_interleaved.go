@@ -79,6 +79,9 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	if err != nil {
 		return err
 	}
+	if err := guardDeviceWrites(ctx, reqs, host, opts.Yes, m, e); err != nil {
+		return err
+	}
 	// The rounds are saved merged, once all are done.
 	roundEnv := *e
 	roundEnv.ResultsDir = ""

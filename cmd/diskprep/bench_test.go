@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -210,4 +211,57 @@ func fileSum(t *testing.T, path string) [32]byte {
 		t.Fatal(err)
 	}
 	return sha256.Sum256(b)
+}
+
+// A raw write to a block device holding something (here an ext4 its user
+// made) is shown and asked about on a terminal, and refused without one
+// unless --yes, with the device's bytes as they were; a blank device, or
+// --yes, is written without a question. Interleaved targets are looked
+// at before the first round.
+func TestPrivilegedBenchDeviceWriteGuard(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4")
+	results := filepath.Join(t.TempDir(), "results")
+	write := []string{"--workload", "rw=write,size=1M,runtime=0", "--allow-device-write", "--results", results, "-q"}
+	blank := testenv.NewLoop(t, 16<<20, testenv.LoopOptions{})
+	if code, _, stderr := runCLI(t, append([]string{"bench", blank.Dev}, write...)...); code != 0 {
+		t.Fatalf("a blank device: exit %d %s", code, stderr)
+	}
+
+	used := testenv.NewLoop(t, 16<<20, testenv.LoopOptions{})
+	if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "keep", used.Dev); err != nil {
+		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	}
+	before := fileSum(t, used.Image)
+	for _, args := range [][]string{{"bench", used.Dev}, {"bench", blank.Dev, used.Dev, "--label", "a,b"}} {
+		code, _, stderr := runCLI(t, append(args, write...)...)
+		if code != 3 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "refusing to write to "+used.Dev) ||
+			!strings.Contains(stderr, `ext4 label "keep"`) || !strings.Contains(stderr, "pass --yes") {
+			t.Errorf("%v, no terminal: exit %d %q", args, code, stderr)
+		}
+	}
+	req := workload.Request{Target: used.Dev, Specs: []string{"rw=write,size=1M,runtime=0"}, AllowDeviceWrite: true}
+	for answer, want := range map[string]bool{"n\n": false, "": false, "y\n": true} {
+		var errb bytes.Buffer
+		e := &env{Stdin: strings.NewReader(answer), Stdout: io.Discard, Stderr: &errb, IsTerminal: true}
+		host, err := benchHost(context.Background(), e, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = guardDeviceWrites(context.Background(), []workload.Request{req}, host, false, liveMachine(), e)
+		if !strings.Contains(errb.String(), "About to write to "+used.Dev) || !strings.Contains(errb.String(), `ext4 label "keep"`) {
+			t.Errorf("answer %q: prompt %q", answer, errb.String())
+		}
+		if want != (err == nil) || (!want && exitCode(err) != exitRefused) {
+			t.Errorf("answer %q: %v", answer, err)
+		}
+	}
+	if fileSum(t, used.Image) != before {
+		t.Fatal("the refused runs changed the device's bytes")
+	}
+	if code, _, stderr := runCLI(t, append([]string{"bench", used.Dev, "--yes"}, write...)...); code != 0 {
+		t.Errorf("--yes: exit %d %s", code, stderr)
+	}
+	if fileSum(t, used.Image) == before {
+		t.Error("--yes wrote nothing")
+	}
 }
