@@ -92,6 +92,13 @@ func newBadInputFixture(t *testing.T) *badInputFixture {
 			t.Fatal(err)
 		}
 	}
+	if err := unix.Mkfifo(filepath.Join(fx.work, "fifo.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Past the import's bound: sparse, so cheap to make.
+	if f, err := os.Create(filepath.Join(fx.work, "huge.json")); err != nil || f.Truncate(64<<20+1) != nil || f.Close() != nil {
+		t.Fatalf("make huge.json: %v", err)
+	}
 	for link, target := range map[string]string{"linkblk": "blk", "linknull": "/dev/null"} {
 		if err := os.Symlink(target, filepath.Join(fx.work, link)); err != nil {
 			t.Fatal(err)
@@ -324,6 +331,9 @@ func badCases(fx *badInputFixture) []badCase {
 		{"results import without file", []string{"results", "import"}, 2, "one or more fio JSON files"},
 		{"results import missing file", []string{"results", "import", w("no-such.json")}, 1, "no such file"},
 		{"results import empty file", []string{"results", "import", w("empty.json")}, 1, "not fio JSON"},
+		{"results import a named pipe", []string{"results", "import", w("fifo.json")}, 1, "fifo.json: not a regular file"},
+		{"results import a device", []string{"results", "import", "/dev/zero"}, 1, "/dev/zero: not a regular file"},
+		{"results import a huge file", []string{"results", "import", w("huge.json")}, 1, "huge.json: larger than 64 MiB"},
 		{"results import failed fio job", []string{"results", "import", w("failed.txt")}, 2, "job big failed: fio reported err=27"},
 		{"results import failed fio job terse", []string{"results", "import", w("fio.json"), w("failed.terse")}, 2, "job big failed: fio reported err=27"},
 		{"results import truncated fio text", []string{"results", "import", w("cut.txt")}, 2, "truncated fio output"},

@@ -18,6 +18,7 @@ import (
 	"github.com/diskprep/diskprep/bench/report"
 	"github.com/diskprep/diskprep/internal/redact"
 	"github.com/diskprep/diskprep/internal/suggest"
+	"github.com/diskprep/diskprep/internal/units"
 )
 
 type compareOptions struct {
@@ -244,24 +245,34 @@ const maxFailuresBytes = 1 << 20
 // REASON" (the reason is what follows the first ": "; a line with none
 // is a host without a reason); blank lines and # comments are skipped.
 func readFailures(file string) ([]compare.FailedHost, error) {
-	// O_NONBLOCK: a named pipe in its place is refused below instead of
-	// waiting for a writer, as a record file is.
+	data, err := readInput("--failures", file, maxFailuresBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parseFailures(string(data)), nil
+}
+
+// readInput reads a file the user gave as input (what names it, a flag or
+// a command, starts each error): a regular file only, opened O_NONBLOCK so
+// a named pipe in its place is refused instead of waited on, and at most
+// max bytes, so a device or a runaway file is not read without end.
+func readInput(what, file string, max int64) ([]byte, error) {
 	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("--failures: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("--failures %s: not a regular file", file)
+		return nil, fmt.Errorf("%s %s: not a regular file", what, file)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFailuresBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("--failures: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if len(data) > maxFailuresBytes {
-		return nil, fmt.Errorf("--failures %s: larger than %d bytes", file, maxFailuresBytes)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s %s: larger than %s", what, file, units.FormatSize(uint64(max)))
 	}
-	return parseFailures(string(data)), nil
+	return data, nil
 }
 
 func parseFailures(text string) []compare.FailedHost {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -296,6 +295,10 @@ type resultsImportOptions struct {
 	Label, HostNote string
 }
 
+// maxImportBytes bounds a fio output file: fio's JSON with every
+// percentile and its histogram is a few MB.
+const maxImportBytes = 64 << 20
+
 func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) error {
 	// Read and convert every file before saving any, so a bad file in the
 	// list saves nothing.
@@ -308,10 +311,13 @@ func runResultsImport(_ context.Context, opts resultsImportOptions, e *env) erro
 			name = "standard input"
 			data, err = io.ReadAll(e.Stdin)
 		} else {
-			data, err = os.ReadFile(file)
+			data, err = readInput("import", file, maxImportBytes)
+		}
+		if err != nil && file == "-" {
+			return fmt.Errorf("import: %w", err)
 		}
 		if err != nil {
-			return fmt.Errorf("import: %w", err)
+			return err
 		}
 		rec, warnings, err := fio.Import(data, fio.ImportOptions{Label: opts.Label, HostNote: opts.HostNote, Source: name, Now: time.Now()})
 		if errors.Is(err, fio.ErrBadOutput) {
