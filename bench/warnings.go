@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -250,16 +251,9 @@ func agreementWarning(w workload.Workload, r record.Repetition) string {
 		// The ramp moves about as much per second as the window does.
 		slack += float64(engineBytes) * (float64(w.Ramp.Milliseconds()) / r.ElapsedMS)
 	}
-	if abs(device-float64(engineBytes)) <= slack {
+	if math.Abs(device-float64(engineBytes)) <= slack {
 		return ""
 	}
 	return fmt.Sprintf("%s: the device moved %.0f%% of the bytes the engine counted (%s vs %s): a cache, compression or other I/O on the device is in play",
 		w.Name, *d.AgreementPercent, units.FormatSize(uint64(device)), units.FormatSize(engineBytes))
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
