@@ -217,18 +217,23 @@ func untrusted(f *os.File, real string) string {
 	case perm&0o002 != 0 || perm&0o020 != 0 && st.Gid != 0:
 		return fmt.Sprintf("the plan %s may be written by other users (mode %04o): chmod go-w it", real, perm)
 	}
-	dir := filepath.Dir(real)
-	var dst unix.Stat_t
-	if err := unix.Lstat(dir, &dst); err != nil {
-		return err.Error()
+	// Every directory up to /: whoever may rename one of them may put
+	// another plan at this path.
+	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+		var dst unix.Stat_t
+		if err := unix.Lstat(dir, &dst); err != nil {
+			return err.Error()
+		}
+		switch perm := dst.Mode & 0o7777; {
+		case !trusted(dst.Uid):
+			return fmt.Sprintf("the plan %s is in %s, a directory owned by uid %d, who could replace it", real, dir, dst.Uid)
+		case (perm&0o002 != 0 || perm&0o020 != 0 && dst.Gid != 0) && perm&unix.S_ISVTX == 0:
+			return fmt.Sprintf("the plan %s is in %s, which other users may write (mode %04o), so they could replace it", real, dir, perm)
+		}
+		if dir == "/" {
+			return ""
+		}
 	}
-	switch perm := dst.Mode & 0o7777; {
-	case !trusted(dst.Uid):
-		return fmt.Sprintf("the plan %s is in %s, a directory owned by uid %d, who could replace it", real, dir, dst.Uid)
-	case (perm&0o002 != 0 || perm&0o020 != 0 && dst.Gid != 0) && perm&unix.S_ISVTX == 0:
-		return fmt.Sprintf("the plan %s is in %s, which other users may write (mode %04o), so they could replace it", real, dir, perm)
-	}
-	return ""
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

@@ -242,4 +242,13 @@ func TestLoadRefusesPlansOthersCouldChange(t *testing.T) {
 	plan = filepath.Join(other, "plan.yaml")
 	os.Chown(other, 65534, 65534)
 	refused("in another user's directory", "a directory owned by uid 65534")
+	// Their directory higher up: they may rename the one the plan is in.
+	os.Chown(other, 0, 0)
+	inner := filepath.Join(other, "inner")
+	os.Mkdir(inner, 0o755)
+	os.Rename(plan, filepath.Join(inner, "plan.yaml"))
+	plan = filepath.Join(inner, "plan.yaml")
+	ok("in root's directories")
+	os.Chown(other, 65534, 65534)
+	refused("under another user's directory", "is in "+other+", a directory owned by uid 65534")
 }
