@@ -83,21 +83,6 @@ func TestNewRankedOddValues(t *testing.T) {
 	}
 }
 
-func kendallSPairs(xs []float64) int {
-	s := 0
-	for i := range xs {
-		for j := i + 1; j < len(xs); j++ {
-			switch {
-			case xs[j] > xs[i]:
-				s++
-			case xs[j] < xs[i]:
-				s--
-			}
-		}
-	}
-	return s
-}
-
 func TestKendallSAsPairs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 60 {

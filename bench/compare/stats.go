@@ -560,18 +560,7 @@ func mannKendall(xs []float64) (s int, p float64) {
 func kendallS(xs []float64) int {
 	n := len(xs)
 	if n < 64 || slices.ContainsFunc(xs, math.IsNaN) {
-		s := 0
-		for i := range n {
-			for j := i + 1; j < n; j++ {
-				switch {
-				case xs[j] > xs[i]:
-					s++
-				case xs[j] < xs[i]:
-					s--
-				}
-			}
-		}
-		return s
+		return kendallSPairs(xs)
 	}
 	sorted := slices.Clone(xs)
 	inversions := mergeCount(sorted, make([]float64, n))
@@ -586,6 +575,22 @@ func kendallS(xs []float64) int {
 	}
 	pairs := n * (n - 1) / 2
 	return pairs - ties - 2*inversions
+}
+
+// kendallSPairs is S pair by pair, for few runs or with NaN among them.
+func kendallSPairs(xs []float64) int {
+	s := 0
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			switch {
+			case xs[j] > xs[i]:
+				s++
+			case xs[j] < xs[i]:
+				s--
+			}
+		}
+	}
+	return s
 }
 
 // mergeCount sorts xs (tmp is as long) and returns its inversions: the
