@@ -48,14 +48,7 @@ func (w testLogWriter) Write(b []byte) (int, error) {
 }
 
 func testDeps(t *testing.T) Deps {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A real fstab is never empty; the root's entry is what an edit must keep.
-	if err := os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1\t/\txfs\tdefaults\t0 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.TempRoot(t)
 	return Deps{
 		Roots:   hwinfo.Roots{Root: root},
 		Logger:  slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),

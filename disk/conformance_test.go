@@ -559,9 +559,7 @@ type loopRig struct {
 func newLoopRig(t *testing.T) *loopRig {
 	l := testenv.NewLoop(t, diskSize, testenv.LoopOptions{})
 	t.Cleanup(func() { testenv.UnmountAll(t, l.Dev); testenv.DropPartitions(t, l.Dev) })
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1\t/\txfs\tdefaults\t0 0\n"), 0o644)
+	root := testenv.TempRoot(t)
 	return &loopRig{loop: l, root: root, dir: t.TempDir()}
 }
 

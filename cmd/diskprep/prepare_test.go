@@ -174,9 +174,7 @@ func TestPrepareConfirmation(t *testing.T) {
 // root.
 func useTempRoot(t *testing.T) (string, *machine) {
 	t.Helper()
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1 / xfs defaults 0 0\n"), 0o644)
+	root := testenv.TempRoot(t)
 	m := liveMachine()
 	m.diskDeps = func(e *env) disk.Deps { return disk.Deps{Logger: e.Logger, Roots: hwinfo.Roots{Root: root}} }
 	return root, m
@@ -208,9 +206,9 @@ func TestPrivilegedPrepareImageCLI(t *testing.T) {
 	if got := strings.TrimSpace(testenv.MustRun(t, "findmnt", "-n", "-o", "SOURCE", mnt)); got != res.Partitions[0].Device {
 		t.Errorf("findmnt %q", got)
 	}
-	code, out, _ = runArgsOn(m, "prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist")
+	code, out, errOut = runArgsOn(m, "prepare", "--image", img, "--size", "512M", "--fs", "ext4", "--label", "scratch", "--mount", mnt, "--persist")
 	if code != 0 || !strings.Contains(out, "already prepared as asked") {
-		t.Errorf("second run: exit %d\n%s", code, out)
+		t.Errorf("second run: exit %d\n%s%s", code, out, errOut)
 	}
 	// Asked differently: refused, nothing touched.
 	code, _, errOut = runArgsOn(m, "prepare", "--image", img, "--size", "512M", "--fs", "xfs", "--mount", mnt, "--yes")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,13 +20,7 @@ import (
 // privDeps are the live machine's, with the stack layers, an fstab of
 // the test's own and the log in the test's.
 func privDeps(t *testing.T) disk.Deps {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1\t/\txfs\tdefaults\t0 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.TempRoot(t)
 	return disk.Deps{
 		Roots:  hwinfo.Roots{Root: root},
 		Logger: slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -346,3 +346,29 @@ func AnsibleTaskStatus(out, task, host string) string {
 	}
 	return ""
 }
+
+// TempRoot is a host root for Apply's and release's own files (etc/fstab,
+// run/diskprep) in a temporary directory: an fstab with the system's root
+// line, which an edit must keep, and, where udev runs, run/udev/control
+// linked to the live one, so that diskprep waits for udev as it does on the
+// host's own root (without it a rerun right after a write read udev's
+// facts of before the write, in the guest).
+func TempRoot(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("/dev/vda1\t/\txfs\tdefaults\t0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/udev/control"); err == nil {
+		if err := os.MkdirAll(filepath.Join(root, "run/udev"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/run/udev/control", filepath.Join(root, "run/udev/control")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
