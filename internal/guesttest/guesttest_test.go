@@ -80,7 +80,7 @@ func str(p *string) string {
 }
 
 func TestEveryDiskKindHasItsIdentity(t *testing.T) {
-	t.Parallel() // each guest has its own state; they share only the CPU
+	parallel(t)
 	var opt Options
 	for _, k := range kinds {
 		opt.Disks = append(opt.Disks, k.spec)
@@ -170,7 +170,7 @@ func keys(m map[string]lsblkDisk) []string {
 // guest's root and /share as the first boot left them, and a static test binary from /share runs on the guest's disk-backed root with its
 // testdata copied from /src.
 func TestSecondBootSeesFirstBootsWrites(t *testing.T) {
-	t.Parallel() // each guest has its own state; they share only the CPU
+	parallel(t)
 	Require(t)
 	share := t.TempDir()
 	bin := TestBinary(t, "./disk/fstab", share)
@@ -238,7 +238,7 @@ func qemuUsing(dir string) []string {
 }
 
 func TestTimeoutAndInterruptLeaveNothingRunning(t *testing.T) {
-	t.Parallel() // each guest has its own state; they share only the CPU
+	parallel(t)
 	Require(t)
 	t.Run("timeout", func(t *testing.T) {
 		state := t.TempDir()
@@ -350,7 +350,7 @@ func TestGoTestTimeoutLeavesNothingBehind(t *testing.T) {
 	if os.Getenv("DISKPREP_GUEST_SLEEPER") != "" {
 		return
 	}
-	t.Parallel()
+	parallel(t)
 	Require(t)
 	tmp := t.TempDir()
 	child := exec.Command(os.Args[0], "-test.run=^TestGuestSleepsForTimeout$", "-test.timeout=40s", "-test.v")

@@ -138,7 +138,7 @@ type recordJSON struct {
 }
 
 func TestScenarioBenchOnEmulatedDisks(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: benchDisks}, "sh", "-c", benchScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

@@ -158,7 +158,7 @@ mark end
 `
 
 func TestScenarioCache(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// About 20 MB/s and 200 IOPS: an HDD, not the host's page cache.
 	slow := ",iops=200,bps=20000000"
 	opt := Options{

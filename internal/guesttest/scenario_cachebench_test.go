@@ -25,7 +25,7 @@ mark() { echo "@@ $1"; }
 H=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBHDD) N=$(readlink -f /dev/disk/by-id/ata-QEMU_HARDDISK_CBSSD)
 sgdisk -n1:0:+48M "$N" >/dev/null && udevadm settle
 mark interrupted
-diskprep cachebench "$H" --cache-device "${N}1" --runtime 2s --repeat 2 --yes --results /root/res-int 2>/root/int.err &
+diskprep cachebench "$H" --cache-device "${N}1" --runtime 2s --repeat 1 --yes --results /root/res-int 2>/root/int.err &
 pid=$! i=0
 while ! grep -q 'working set .*: cold' /root/int.err && [ $i -lt 1200 ]; do sleep 0.5; i=$((i+1)); done
 kill -INT $pid; wait $pid; echo "exit $?"
@@ -43,7 +43,7 @@ mark end
 `
 
 func TestScenarioCachebench(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: cachebenchDisks, Timeout: 15 * time.Minute}, "sh", "-c", cachebenchScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

@@ -63,7 +63,7 @@ mark end
 `
 
 func TestScenarioCacheCounters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: cacheCounterDisks, Timeout: 10 * time.Minute}, "sh", "-c", cacheCounterScript)
 	out := splitMarked(r.Stdout)
 	for _, k := range []string{"inventory", "dmsetup", "record /dev/slow/data", "record /dev/bcache0", "end"} {

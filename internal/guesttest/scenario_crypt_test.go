@@ -180,7 +180,7 @@ mark end
 const cryptPassphrase = "tcg Guest-pass 7!"
 
 func TestScenarioEncrypt(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin := crashtestBinary(t)
 	state := t.TempDir()
 	run := func(step string, boots int, script string) map[string]string {

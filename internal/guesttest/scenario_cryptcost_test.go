@@ -97,7 +97,7 @@ type costRecord struct {
 }
 
 func TestScenarioEncryptCost(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: costDisks, Timeout: 12 * time.Minute}, "sh", "-c", costScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

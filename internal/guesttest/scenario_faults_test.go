@@ -115,7 +115,7 @@ func splitMarked(out string) map[string]string {
 }
 
 func TestScenarioFailingDisks(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	opt := Options{Disks: []string{
 		"sata-ssd:256M:serial=READFAIL1",
 		"sata-ssd:256M:serial=DIRFAIL1",

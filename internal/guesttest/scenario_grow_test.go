@@ -84,7 +84,7 @@ mark end
 `
 
 func TestScenarioGrowVolume(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin := crashtestBinary(t)
 	out := runMarkedOpts(t, Options{Disks: growDisks, Env: []string{"DISKPREP_GUEST_DISKPREP=" + bin}}, growScript)
 	exit := func(step string) string { return lastLine(out[step]) }

@@ -113,7 +113,7 @@ mark end
 `
 
 func TestScenarioHolders(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: holderDisks}, "sh", "-c", holdersScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

@@ -313,7 +313,7 @@ func (a *agreement) String() string {
 }
 
 func TestScenarioInventoryAgainstKernel(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var opt Options
 	for _, d := range inventoryDisks {
 		opt.Disks = append(opt.Disks, d.spec)

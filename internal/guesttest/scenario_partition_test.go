@@ -106,7 +106,7 @@ type prepareJSON struct {
 var fallbackLog = regexp.MustCompile(`(?i)BLKPG|re-read partition table failed|create device node|udevadm settle failed`)
 
 func TestScenarioPartitionPath(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: partitionDisks}, "sh", "-c", partitionScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

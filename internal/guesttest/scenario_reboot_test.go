@@ -109,7 +109,7 @@ mark end
 `
 
 func TestScenarioPersistAcrossReboots(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	state := t.TempDir()
 	d1 := "sata-ssd:1G:serial=PERSIST1,name=persist1"
 	d2 := "nvme:1G:serial=PERSIST2,name=persist2"

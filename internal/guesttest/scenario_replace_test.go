@@ -44,7 +44,7 @@ mark end
 `
 
 func TestScenarioReplaceMirrorMember(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	out := runMarked(t, replaceDisks, replaceScript)
 	exit := func(step string) string { return lastLine(out[step]) }
 	for step, want := range map[string]string{"made": "exit 0", "small": "exit 3", "dry": "exit 0", "replace": "exit 0", "again": "exit 3"} {
@@ -126,7 +126,7 @@ mark end
 `
 
 func TestScenarioReplaceAcrossBoots(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	state := t.TempDir()
 	d := func(name string) string { return "sata-hdd:512M:serial=" + strings.ToUpper(name) + ",name=" + name }
 	one := runMarkedOpts(t, Options{Disks: []string{d("xba"), d("xbb"), d("xbc")}, State: state}, acrossBootOne)
@@ -204,7 +204,7 @@ mark end
 `
 
 func TestScenarioReplaceRAID5Member(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	opt := Options{
 		Disks: []string{"sata-hdd:256M:serial=R5A", "sata-hdd:256M:serial=R5B", "sata-hdd:256M:serial=R5C", "sata-hdd:256M:serial=R5NEW"},
 		Env:   []string{"DISKPREP_GUEST_DISKPREP=" + crashtestBinary(t)},

@@ -122,7 +122,7 @@ func lvmBytes(t *testing.T, s string) uint64 {
 }
 
 func TestScenarioStackInventory(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	r := Run(t, Options{Disks: stackDisks}, "sh", "-c", stackScript)
 	out := splitMarked(r.Stdout)
 	if _, ok := out["end"]; !ok || r.ExitCode != 0 {

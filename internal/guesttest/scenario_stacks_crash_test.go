@@ -227,7 +227,7 @@ func crashtestBinary(t *testing.T) string {
 }
 
 func TestScenarioStacksKilled(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin := crashtestBinary(t)
 	opt := Options{
 		Disks: []string{"sata-ssd:128M:serial=CRASHA", "sata-ssd:160M:serial=CRASHB", "sata-ssd:128M:serial=CRASHC",

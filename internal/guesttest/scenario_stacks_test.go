@@ -135,7 +135,7 @@ mark end
 `
 
 func TestScenarioStacks(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	opt := Options{
 		Disks: []string{
 			"sata-ssd:1G:serial=RAIDA",

@@ -73,7 +73,7 @@ suite() { # name package binary run
 `
 
 func TestScenarioSuitesInGuest(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	Require(t)
 	script, err := Script()
 	if err != nil {
