@@ -69,7 +69,7 @@ var tier = &gate{free: max(1, runtime.GOMAXPROCS(0))}
 // gate admits t, and t's end frees its place.
 func parallel(t *testing.T) {
 	t.Helper()
-	parallel(t)
+	t.Parallel()
 	cost, ok := tierSeconds[t.Name()]
 	if !ok {
 		cost = 60
