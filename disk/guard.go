@@ -860,9 +860,10 @@ func GuardDeviceWrite(ctx context.Context, device string, deps Deps) (*Loss, err
 }
 
 // ConfirmDeviceWrite is the refusal of a raw write to a device holding
-// what l lists, unconfirmed: how says how to confirm.
-func ConfirmDeviceWrite(l *Loss, how string) error {
-	return refuseWrite(l.Device, fmt.Sprintf("the write workloads destroy what is on %s; %s", l, how))
+// what l lists, unconfirmed: destroys names the writer ("the write
+// workloads destroy"), how says how to confirm.
+func ConfirmDeviceWrite(l *Loss, destroys, how string) error {
+	return refuseWrite(l.Device, fmt.Sprintf("%s what is on %s; %s", destroys, l, how))
 }
 
 // DeviceWritePrompt is the question before a raw write to the device l

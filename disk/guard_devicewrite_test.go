@@ -43,7 +43,7 @@ func TestGuardDeviceWrite(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	err = disk.ConfirmDeviceWrite(l, "confirm on a terminal or pass --yes")
+	err = disk.ConfirmDeviceWrite(l, "the write workloads destroy", "confirm on a terminal or pass --yes")
 	if !errors.Is(err, disk.ErrRefused) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "refusing to write to /dev/sdb: the write workloads destroy what is on /dev/sdb (FAKE DISK, serial FAKE0001") || !strings.HasSuffix(err.Error(), "pass --yes") {
 		t.Errorf("unconfirmed: %v", err)
 	}

@@ -370,7 +370,7 @@ func badCases(fx *badInputFixture) []badCase {
 
 		{"cachebench nothing", []string{"cachebench"}, 2, "takes one ORIGIN_DISK"},
 		{"cachebench no cache device", []string{"cachebench", noDevice, "--yes"}, 2, "needs --cache-device DEVICE"},
-		{"cachebench without --yes", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd"}, 2, "pass --yes"},
+		{"cachebench without --yes", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd"}, 2, "does not exist"},
 		{"cachebench unknown kind", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "flashcache", "--yes"}, 2, `--cache-kind "flashcache"`},
 		{"cachebench writecache writethrough", []string{"cachebench", noDevice, "--cache-device", "/dev/diskprep-test-no-such-ssd", "--cache-kind", "writecache", "--cache-mode", "writethrough", "--yes"}, 2, "writeback only"},
 		{"cachebench same disk twice", []string{"cachebench", noDevice, "--cache-device", noDevice, "--yes"}, 2, "both"},

@@ -347,25 +347,40 @@ func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinf
 			// The facts read for the record, a moment ago.
 			deps.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
 		}
-		l, err := disk.GuardDeviceWrite(ctx, req.Target, deps)
-		if err != nil {
+		if err := confirmDeviceLoss(ctx, req.Target, deviceLoss{destroys: "the write workloads destroy", asker: "bench --allow-device-write"}, yes, deps, e); err != nil {
 			return err
 		}
-		if len(l.Signatures) == 0 || yes {
-			continue
-		}
-		if !e.IsTerminal {
-			return disk.ConfirmDeviceWrite(l, "confirm on a terminal or pass --yes")
-		}
-		fmt.Fprint(e.Stderr, disk.DeviceWritePrompt(l, "bench --allow-device-write"))
-		answer, err := readLine(ctx, e.Stdin)
-		if err != nil {
-			fmt.Fprintln(e.Stderr) // the prompt's line is left open
-			return interrupted(" at the question: nothing was changed", err)
-		}
-		if !disk.Confirmed(answer) {
-			return disk.ErrNotConfirmed
-		}
+	}
+	return nil
+}
+
+// deviceLoss is who destroys what is on a device, as the refusal and the
+// question name it.
+type deviceLoss struct{ destroys, asker string }
+
+// confirmDeviceLoss is the guard before a command writes over device,
+// which no plan describes: a device of the running system is refused; a
+// blank one needs nothing; one holding anything is shown and asked about
+// on a terminal, refused without one unless yes (--yes).
+func confirmDeviceLoss(ctx context.Context, device string, who deviceLoss, yes bool, deps disk.Deps, e *env) error {
+	l, err := disk.GuardDeviceWrite(ctx, device, deps)
+	if err != nil {
+		return err
+	}
+	if len(l.Signatures) == 0 || yes {
+		return nil
+	}
+	if !e.IsTerminal {
+		return disk.ConfirmDeviceWrite(l, who.destroys, "confirm on a terminal or pass --yes")
+	}
+	fmt.Fprint(e.Stderr, disk.DeviceWritePrompt(l, who.asker))
+	answer, err := readLine(ctx, e.Stdin)
+	if err != nil {
+		fmt.Fprintln(e.Stderr) // the prompt's line is left open
+		return interrupted(" at the question: nothing was changed", err)
+	}
+	if !disk.Confirmed(answer) {
+		return disk.ErrNotConfirmed
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -40,7 +41,7 @@ func cachebenchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cachebench",
 		Usage:     "measure what an SSD cache in front of an HDD buys: the HDD alone, the SSD alone, the cached volume cold, warm and steady",
-		ArgsUsage: "ORIGIN_DISK --cache-device DEVICE --yes",
+		ArgsUsage: "ORIGIN_DISK --cache-device DEVICE [--yes]",
 		Description: `Cachebench answers "what does the SSD buy in front of the HDD?" in one
 command, on the same disks, destroying what is on both. It builds the cached
 volume as prepare --cache does (lvmcache, writecache or bcache; writethrough
@@ -57,6 +58,12 @@ emptied before each working set. A writeback cache is flushed at
 the release, and how long that took is shown. The SSD alone is read before
 the build (written once first), the HDD alone after the release. Every
 run is stored as a record (compare shows them again).
+
+Before anything is written or measured, what is on each device (model,
+serial, size, each table and signature) is shown and asked about on a
+terminal; --yes goes on without asking, and without a terminal it is needed
+(exit 3 otherwise, naming what is there). A blank device needs no question;
+a device of the running system, or one in use, is refused.
 
 The runs are not interleaved as fscompare's are (the report's run order says
 blocked): they are states of one build in time order, and taking them in
@@ -88,7 +95,7 @@ Examples:
 			&cli.StringFlag{Name: "size", Usage: "the working set near the cache's size: `SIZE` (default the built cache's)"},
 			&cli.StringFlag{Name: "runtime", Value: "10s", Usage: "`DURATION` of each measured run"},
 			&cli.IntFlag{Name: "repeat", Value: compare.MinRuns(), Usage: "`N` runs of each warm and steady phase and of the disks alone (the default is the fewest compare judges significance from)"},
-			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy the data on both disks without asking (required)"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy what is on the two devices without asking (needed without a terminal)"},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (its extension picks the format when -o is not given)"},
 		},
 		Action: action(func(c *cli.Context, e *env) error {
@@ -112,8 +119,6 @@ func (o cachebenchOptions) check() (stack.CacheBuild, cachebench.Options, error)
 	switch {
 	case o.CacheDevice == "":
 		return b, run, errors.New("cachebench needs --cache-device DEVICE: the fast disk or partition in front of the origin")
-	case !o.Yes:
-		return b, run, errors.New("cachebench destroys the data on both disks: pass --yes")
 	case o.Repeat < 1 || o.Repeat > workload.MaxRepeat:
 		return b, run, fmt.Errorf("--repeat %d: must be 1..%d", o.Repeat, workload.MaxRepeat)
 	}
@@ -183,6 +188,17 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	deps := m.deps(e)
 	if deps.Refresh == nil {
 		deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, e.Root, &factsEnv) }
+	}
+	// What is on the two devices, shown and confirmed before anything is
+	// written or measured (a device that is not one is cachebench's to
+	// name, below).
+	for _, dev := range []string{opts.Origin, opts.CacheDevice} {
+		if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			continue
+		}
+		if err := confirmDeviceLoss(ctx, dev, deviceLoss{destroys: "cachebench destroys", asker: "cachebench builds a cache on it"}, opts.Yes, deps, e); err != nil {
+			return err
+		}
 	}
 	if !e.Quiet {
 		run.Progress = e.Stderr

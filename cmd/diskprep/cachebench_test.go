@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskprep/diskprep/internal/testenv"
+)
+
+// cachebench destroys what is on both devices: what is there is shown and
+// confirmed (a terminal's answer, or --yes) before anything is written,
+// as bench --allow-device-write does; a blank pair needs no question.
+func TestPrivilegedCachebenchShowsWhatItDestroys(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4")
+	results := filepath.Join(t.TempDir(), "results")
+	origin := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
+	cache := testenv.NewLoop(t, 32<<20, testenv.LoopOptions{})
+	if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "keep", origin.Dev); err != nil {
+		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	}
+	before, beforeCache := fileSum(t, origin.Image), fileSum(t, cache.Image)
+	args := []string{"cachebench", origin.Dev, "--cache-device", cache.Dev, "--runtime", "1s", "--repeat", "1", "--results", results}
+
+	code, _, stderr := runCLI(t, args...)
+	if code != exitRefused || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "refusing to write to "+origin.Dev) ||
+		!strings.Contains(stderr, "cachebench destroys") || !strings.Contains(stderr, `ext4 label "keep"`) || !strings.Contains(stderr, "pass --yes") {
+		t.Errorf("no terminal, no --yes: exit %d %q", code, stderr)
+	}
+	for _, answer := range []string{"n\n", ""} {
+		var errb bytes.Buffer
+		e := &env{Stdin: strings.NewReader(answer), Stdout: io.Discard, Stderr: &errb, IsTerminal: true, ResultsDir: results, Quiet: true}
+		err := runCachebench(context.Background(), cachebenchOptions{Origin: origin.Dev, CacheDevice: cache.Dev, Kind: "lvmcache",
+			Runtime: "1s", Repeat: 1}, liveMachine(), e)
+		if !strings.Contains(errb.String(), "About to write to "+origin.Dev+" (cachebench builds a cache on it)") || !strings.Contains(errb.String(), `ext4 label "keep"`) {
+			t.Errorf("answer %q: prompt %q", answer, errb.String())
+		}
+		if exitCode(err) != exitRefused {
+			t.Errorf("answer %q: %v (exit %d)", answer, err, exitCode(err))
+		}
+	}
+	if fileSum(t, origin.Image) != before || fileSum(t, cache.Image) != beforeCache {
+		t.Fatal("the refused runs changed the devices' bytes")
+	}
+
+	// Both blank: no question, the run goes on to what comes next (here
+	// its own refusal of disks this small, before the build).
+	if out, err := testenv.Run("wipefs", "-a", origin.Dev); err != nil {
+		t.Fatalf("wipefs: %v %s", err, out)
+	}
+	code, _, stderr = runCLI(t, append(args, "--size", "1G")...)
+	if code == 0 || strings.Contains(stderr, "--yes") || strings.Contains(stderr, "refusing to write") {
+		t.Errorf("blank devices without --yes: exit %d %q, want the run's own error, no question", code, stderr)
+	}
+}
