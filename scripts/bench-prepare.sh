@@ -3,12 +3,15 @@
 # done by hand (sparse file, loop attach, sgdisk, mkfs.xfs, mount), both on a
 # fresh image of SIZE, and print the ratio. Needs root.
 #
-#   scripts/bench-prepare.sh [-b /tmp/diskprep] [-s 10G] [-n 3] [-d DIR]
+#   scripts/bench-prepare.sh [-b BINARY] [-s 10G] [-n 3] [-d DIR]
 #
-# Build the binary first: go build -o /tmp/diskprep ./cmd/diskprep
+# Without -b it builds diskprep from this tree into a directory of its own
+# (never a fixed path in /tmp, where another user could have put a binary
+# root would run).
 set -euo pipefail
 
-bin=/tmp/diskprep
+bin=""
+bindir=""
 size=10G
 runs=3
 dir=""
@@ -29,6 +32,12 @@ done
 if [[ $EUID -ne 0 ]]; then
 	echo "bench-prepare.sh: needs root" >&2
 	exit 1
+fi
+if [[ -z $bin ]]; then
+	bindir=$(mktemp -d)
+	trap 'rm -rf "$bindir"' EXIT
+	(cd "$(dirname "$0")/.." && CGO_ENABLED=0 go build -o "$bindir/diskprep" ./cmd/diskprep)
+	bin=$bindir/diskprep
 fi
 for p in "$bin" sgdisk mkfs.xfs losetup partx mount umount; do
 	if ! command -v "$p" >/dev/null; then
@@ -59,6 +68,7 @@ cleanup() {
 on_exit() {
 	cleanup
 	if [[ $own_dir -eq 1 ]]; then rm -rf "$dir"; fi
+	if [[ -n $bindir ]]; then rm -rf "$bindir"; fi
 }
 trap on_exit EXIT
 
