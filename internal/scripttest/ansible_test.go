@@ -183,3 +183,68 @@ func detachLoopsUnder(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A host that answers the benchmark with a record "id" holding a path
+// (../) must not have the control machine write the fetched file outside
+// its records directory: the role holds each id to diskprep's form, and
+// the host fails with the reason. The host's diskprep here is a stand-in
+// that is diskprep for everything but bench.
+func TestPrivilegedAnsibleRefusesARecordIDWithAPath(t *testing.T) {
+	testenv.RequirePrivileged(t, "ansible-playbook")
+	bin := diskprepBinary(t)
+	dir := t.TempDir()
+	fetch := filepath.Join(dir, "fetch")
+	target := filepath.Join(dir, "target")
+	for _, d := range []string{target, filepath.Join(dir, "bin")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := filepath.Join(dir, "fake-diskprep")
+	writeFile(t, fake, `#!/bin/sh
+results=
+prev=
+for a in "$@"; do
+	[ "$prev" = --results ] && results=$a
+	prev=$a
+	if [ "$a" = bench ]; then
+		mkdir -p "$results"
+		echo '{"planted": true}' >"$results/../planted.json"
+		echo '{"id": "../planted"}'
+		exit 0
+	fi
+done
+exec `+bin+` "$@"
+`, 0o755)
+	inv := filepath.Join(dir, "hosts.ini")
+	writeFile(t, inv, "[diskprep]\nnode-x ansible_connection=local\n", 0o644)
+	cfg := filepath.Join(dir, "ansible.cfg")
+	writeFile(t, cfg, "[defaults]\n", 0o644)
+	env := append(os.Environ(),
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_REMOTE_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_PIPELINING=1", "ANSIBLE_CONFIG="+cfg,
+	)
+	r := runEnv(t, env, filepath.Join(repoRoot(t), "scripts", "ansible"), "ansible-playbook", "-i", inv, "site.yml",
+		"-e", "diskprep_fetch_dir="+fetch,
+		"-e", "diskprep_binary_src="+fake,
+		"-e", "diskprep_bin="+filepath.Join(dir, "bin", "diskprep"),
+		"-e", "diskprep_local_bin="+bin,
+		"-e", "diskprep_state_dir="+filepath.Join(dir, "state"),
+		"-e", "diskprep_results_dir="+filepath.Join(dir, "state", "results"),
+		"-e", "diskprep_start_lead=0",
+		"-e", `{"diskprep_bench_targets": ["`+target+`"]}`,
+	)
+	if !exists(filepath.Join(dir, "state", "planted.json")) {
+		t.Fatalf("the stand-in did not run its bench:\n%v", r)
+	}
+	if exists(filepath.Join(fetch, "planted.json")) {
+		t.Errorf("the control machine wrote the host's file outside its records directory (fetch/planted.json)")
+	}
+	if recs, _ := filepath.Glob(filepath.Join(fetch, "records", "*")); len(recs) != 0 {
+		t.Errorf("records fetched: %v", recs)
+	}
+	if r.code == 0 || !strings.Contains(r.stdout, `failed: node-x: check the records' ids: the host named a record \"../planted\", not an id diskprep gives`) {
+		t.Errorf("want node-x failed with the id named:\n%v", r)
+	}
+}
