@@ -10,8 +10,8 @@ import (
 
 // Issue 23 on a real kernel, with systemd as PID 1 and the guest's root
 // (so /etc/crypttab, /etc/fstab and the key files) kept under --state:
-// an md RAID1 -> LUKS2 -> xfs, an LVM volume -> LUKS2 -> ext4, a
-// partition -> LUKS2 -> LVM -> ext4 (a plan file's encrypted group) and a
+// an md RAID1 -> LUKS2 -> xfs, an LVM volume -> LUKS2 -> ext4, an
+// NVMe partition -> LUKS2 -> LVM -> ext4 (a plan file's encrypted group) and a
 // partition -> LUKS2 -> ext4 (prepare DEVICE --encrypt), each
 // first killed after a LUKS step (the crashtest build) and then made by
 // the plain run; a rerun changes nothing; after a reboot systemd unlocks
@@ -23,7 +23,7 @@ import (
 // unlocked at boot by the TPM alone, its key file moved away; a seventh
 // is an lvmcache volume (HDD origin, SSD cache) -> LUKS2 -> ext4.
 
-var cryptDisks = []string{"sata-ssd:512M:serial=CRYPTA", "sata-ssd:512M:serial=CRYPTB", "virtio:384M:serial=CRYPTC", "virtio:256M:serial=CRYPTD", "sata-ssd:256M:serial=CRYPTE", "nvme:256M:serial=CRYPTF", "sata-hdd:256M:serial=CRYPTG", "sata-ssd:128M:serial=CRYPTH"}
+var cryptDisks = []string{"sata-ssd:512M:serial=CRYPTA", "sata-ssd:512M:serial=CRYPTB", "virtio:384M:serial=CRYPTC", "nvme:256M:serial=CRYPTD", "sata-ssd:256M:serial=CRYPTE", "nvme:256M:serial=CRYPTF", "sata-hdd:256M:serial=CRYPTG", "sata-ssd:128M:serial=CRYPTH"}
 
 const cryptLib = `set -u
 mark() { echo "@@ $1"; }
@@ -59,7 +59,10 @@ lvm:
       - {name: docs, size: rest, fs: ext4, mount: /docs, persist: true}
 EOF
 safe() { diskprep prepare --plan /root/safe.yaml --yes "$@" 2>&1; echo "exit $?"; }
-member=$(basename "$D")1_crypt
+# The member's mapping is named after its partition at prepare
+# (nvme0n1p1_crypt); crypttab keeps that name whatever the next boot
+# calls the disk.
+member() { awk '$3 == "/etc/diskprep/keys/safe.key" {print $1}' /etc/crypttab; }
 mirror() { diskprep prepare "$A" "$B" --raid 1 --fs xfs --mount /data --persist --encrypt --key-file /etc/diskprep/keys/data.key --yes "$@" 2>&1; echo "exit $?"; }
 vault() { diskprep prepare "$C" --lvm "vault/home:${HOMESIZE:-256M}" --fs ext4 --mount /home2 --persist --encrypt --key-file /etc/diskprep/keys/home.key --yes "$@" 2>&1; echo "exit $?"; }
 plain() { diskprep prepare "$E" --fs ext4 --label plain --mount /plain --persist --encrypt --key-file /etc/diskprep/keys/plain.key --yes "$@" 2>&1; echo "exit $?"; }
@@ -73,7 +76,7 @@ units() {
 	for u in data.mount home2.mount docs.mount 'systemd-cryptsetup@data_crypt.service' 'systemd-cryptsetup@vault\x2dhome_crypt.service'; do
 		echo "$u $(systemctl show -p ActiveState --value "$u")"
 	done
-	echo "member $(systemctl show -p ActiveState --value "systemd-cryptsetup@$member.service")"
+	echo "member $(systemctl show -p ActiveState --value "systemd-cryptsetup@$(member).service")"
 	echo "plain $(systemctl show -p ActiveState --value plain.mount) $(systemctl show -p ActiveState --value "systemd-cryptsetup@$(part).service")"
 	echo "tpm $(systemctl show -p ActiveState --value tpm.mount)"
 	echo "cached $(systemctl show -p ActiveState --value cached.mount) $(lvs --noheadings -o segtype cached/cached | tr -d ' ')"
@@ -97,7 +100,7 @@ if [ "$DISKPREP_GUEST_BOOT" = 1 ]; then
 	echo one >/data/kept; echo two >/home2/kept; echo three >/docs/kept; echo four >/plain/kept; echo five >/tpm/kept; echo six >/cached/kept; sync
 	mark again; mirror; vault; safe; plain; tpm; cached
 	mark tokens; cryptsetup luksDump "$(tpmpart)" | grep -c systemd-tpm2
-	mark pvs; pvs --noheadings -o pv_name,vg_name -S vg_name=safe | awk '{print $1, $2}'; echo "$member"
+	mark pvs; pvs --noheadings -o pv_name,vg_name -S vg_name=safe | awk '{print $1, $2}'; member
 	mark keys; stat -c '%a %U %s %n' /etc/diskprep/keys /etc/diskprep/keys/data.key /etc/diskprep/keys/home.key /etc/diskprep/keys/safe.key /etc/diskprep/keys/plain.key
 	mark crypttab; grep -v '^#' /etc/crypttab | grep . | awk '{print $1, $3, $4}'
 	mark dump; cryptsetup luksDump /dev/md/data | grep -E '^Version|sector:|PBKDF:|Cipher:' | awk '{$1=$1; print}' | sort -u
@@ -208,8 +211,8 @@ func TestScenarioEncrypt(t *testing.T) {
 		}
 	}
 	pvs := strings.Fields(out["pvs"])
-	if len(pvs) != 3 || pvs[0] != "/dev/mapper/"+pvs[2] || pvs[1] != "safe" {
-		t.Fatalf("pvs: the encrypted member is not safe's physical volume:\n%s", out["pvs"])
+	if len(pvs) != 3 || pvs[0] != "/dev/mapper/"+pvs[2] || pvs[1] != "safe" || !regexp.MustCompile(`^nvme\d+n1p1_crypt$`).MatchString(pvs[2]) {
+		t.Fatalf("pvs: the encrypted member is not safe's physical volume on the NVMe partition:\n%s", out["pvs"])
 	}
 	member := pvs[2]
 	if !strings.Contains(out["safe"], "LUKS2 /dev/mapper/"+member) || !strings.Contains(out["safe"], ": opened (") {
