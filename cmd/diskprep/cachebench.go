@@ -191,12 +191,21 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	}
 	// What is on the two devices, shown and confirmed before anything is
 	// written or measured (a device that is not one is cachebench's to
-	// name, below).
+	// name, below). One read of the facts serves both looks; the build
+	// re-reads them before it writes.
+	var looked *hwinfo.Host
 	for _, dev := range []string{opts.Origin, opts.CacheDevice} {
 		if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 			continue
 		}
-		if err := confirmDeviceLoss(ctx, dev, deviceLoss{destroys: "cachebench destroys", asker: "cachebench builds a cache on it"}, opts.Yes, deps, e); err != nil {
+		if looked == nil {
+			if looked, err = m.settledFacts(ctx, e, &factsEnv, deps); err != nil {
+				return err
+			}
+		}
+		guardDeps := deps
+		guardDeps.Refresh = func(context.Context) (*hwinfo.Host, error) { return looked, nil }
+		if err := confirmDeviceLoss(ctx, dev, deviceLoss{destroys: "cachebench destroys", asker: "cachebench builds a cache on it"}, opts.Yes, guardDeps, e); err != nil {
 			return err
 		}
 	}

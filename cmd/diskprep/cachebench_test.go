@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
 
@@ -19,8 +20,10 @@ func TestPrivilegedCachebenchShowsWhatItDestroys(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results")
 	origin := testenv.NewLoop(t, 64<<20, testenv.LoopOptions{})
 	cache := testenv.NewLoop(t, 32<<20, testenv.LoopOptions{})
-	if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "keep", origin.Dev); err != nil {
-		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	for dev, label := range map[string]string{origin.Dev: "keep", cache.Dev: "fast"} {
+		if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", label, dev); err != nil {
+			t.Fatalf("mkfs.ext4: %v %s", err, out)
+		}
 	}
 	before, beforeCache := fileSum(t, origin.Image), fileSum(t, cache.Image)
 	args := []string{"cachebench", origin.Dev, "--cache-device", cache.Dev, "--runtime", "1s", "--repeat", "1", "--results", results}
@@ -42,13 +45,30 @@ func TestPrivilegedCachebenchShowsWhatItDestroys(t *testing.T) {
 			t.Errorf("answer %q: %v (exit %d)", answer, err, exitCode(err))
 		}
 	}
+	// Yes for the origin, no answer for the cache device: both asked
+	// about, from one read of the facts.
+	var errb bytes.Buffer
+	m, reads := liveMachine(), 0
+	facts := m.readFacts
+	m.readFacts = func(ctx context.Context, root string, e *env) (*hwinfo.Host, error) {
+		reads++
+		return facts(ctx, root, e)
+	}
+	e := &env{Stdin: strings.NewReader("y\n"), Stdout: io.Discard, Stderr: &errb, IsTerminal: true, ResultsDir: results, Quiet: true}
+	err := runCachebench(context.Background(), cachebenchOptions{Origin: origin.Dev, CacheDevice: cache.Dev, Kind: "lvmcache", Runtime: "1s", Repeat: 1}, m, e)
+	if exitCode(err) != exitRefused || !strings.Contains(errb.String(), "About to write to "+cache.Dev) || !strings.Contains(errb.String(), `ext4 label "fast"`) {
+		t.Errorf("yes, then no answer: %v (exit %d), prompts %q", err, exitCode(err), errb.String())
+	}
+	if reads != 1 {
+		t.Errorf("the facts were read %d times for the two devices' look, want 1", reads)
+	}
 	if fileSum(t, origin.Image) != before || fileSum(t, cache.Image) != beforeCache {
 		t.Fatal("the refused runs changed the devices' bytes")
 	}
 
 	// Both blank: no question, the run goes on to what comes next (here
 	// its own refusal of disks this small, before the build).
-	if out, err := testenv.Run("wipefs", "-a", origin.Dev); err != nil {
+	if out, err := testenv.Run("wipefs", "-a", origin.Dev, cache.Dev); err != nil {
 		t.Fatalf("wipefs: %v %s", err, out)
 	}
 	code, _, stderr = runCLI(t, append(args, "--size", "1G")...)
