@@ -431,29 +431,41 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 	var saved []*record.Record
 	var preparing string      // the filesystem whose prepare was cut short
 	var prepared *disk.Result // what that prepare did
+	// planColumn plans the named column on the disk as host has it.
+	planColumn := func(ctx context.Context, name, mount string, host *hwinfo.Host) ([]*disk.Plan, *stack.StackPlan, error) {
+		col := cols[slices.IndexFunc(cols, func(c fsColumn) bool { return c.Name == name })]
+		req := dreq
+		req.Partitions = []disk.PartSpec{{FS: col.FS, Label: "fscmp-" + col.FS, Mount: mount, MountOpts: opts.MountOpts}}
+		var st stack.StackRequest
+		if col.Encrypt != "" {
+			st = encryptedColumn(&req, col, keyFile)
+		}
+		pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
+		plans, sp, err := planPrepare(ctx, pl, []disk.Request{req}, st, host)
+		if errors.Is(err, disk.ErrRefused) {
+			// Mounts left by an fscompare --keep or a prepare: say how
+			// to release them.
+			return nil, nil, fmt.Errorf("prepare %s: %w%s", name, err, leftoverHint(host, opts.Device, image, releaseTarget))
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("prepare %s: %w", name, err)
+		}
+		return plans, sp, nil
+	}
 	records, err := fscompare.Run(ctx, run, fscompare.Deps{
 		Facts: func(ctx context.Context) (*hwinfo.Host, error) {
 			return m.settledFacts(ctx, e, &factsEnv, deps)
 		},
+		Check: func(ctx context.Context, name, mount string, host *hwinfo.Host) error {
+			_, _, err := planColumn(ctx, name, mount, host)
+			return err
+		},
 		Plan: func(ctx context.Context, name, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			steps++
-			col := cols[slices.IndexFunc(cols, func(c fsColumn) bool { return c.Name == name })]
-			fs := col.Name
-			req := dreq
-			req.Partitions = []disk.PartSpec{{FS: col.FS, Label: "fscmp-" + col.FS, Mount: mount, MountOpts: opts.MountOpts}}
-			var st stack.StackRequest
-			if col.Encrypt != "" {
-				st = encryptedColumn(&req, col, keyFile)
-			}
-			pl := disk.Planner{Host: deps.Host, Roots: deps.Roots, Protect: []string{e.resultsTree()}}
-			plans, sp, err := planPrepare(ctx, pl, []disk.Request{req}, st, host)
+			fs := name
+			plans, sp, err := planColumn(ctx, name, mount, host)
 			if err != nil {
-				if first && errors.Is(err, disk.ErrRefused) {
-					// Mounts left by an fscompare --keep or a prepare:
-					// say how to release them.
-					return nil, fmt.Errorf("prepare %s: %w%s", fs, err, leftoverHint(host, opts.Device, image, releaseTarget))
-				}
-				return nil, fmt.Errorf("prepare %s: %w", fs, err)
+				return nil, err
 			}
 			if first {
 				// Later rounds only destroy the filesystem this command made.

@@ -300,3 +300,28 @@ func TestFSCompareInterruptedDetail(t *testing.T) {
 		}
 	}
 }
+
+// A column this kernel cannot build (no device-mapper, no dm-crypt: this
+// machine's CI kernel) is refused before the first column is prepared or
+// measured: the disk's bytes unchanged, no record made. On a kernel with
+// dm-crypt (the guest tier) there is nothing to refuse.
+func TestPrivilegedFSCompareRefusesAColumnFirst(t *testing.T) {
+	testenv.RequirePrivileged(t, "modprobe")
+	if _, err := testenv.Run("modprobe", "--dry-run", "--quiet", "dm-crypt"); err == nil {
+		t.Log("this kernel has dm-crypt: no column to refuse")
+		return
+	}
+	lo := testenv.NewLoop(t, 512<<20, testenv.LoopOptions{})
+	before := fileSum(t, lo.Image)
+	results := filepath.Join(t.TempDir(), "results")
+	code, _, stderr := runCLI(t, "fscompare", lo.Dev, "--encrypt", "none,luks2", "--runtime", "1s", "--repeat", "1", "--yes", "--results", results)
+	if code != exitRefused || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "prepare xfs+luks2: ") || !strings.Contains(stderr, "the dm-crypt target") {
+		t.Errorf("exit %d %q, want xfs+luks2 refused in one line before anything ran", code, stderr)
+	}
+	if fileSum(t, lo.Image) != before {
+		t.Error("the refused run wrote to the disk")
+	}
+	if entries, _, _ := record.List(results); len(entries) != 0 {
+		t.Errorf("%d records saved", len(entries))
+	}
+}

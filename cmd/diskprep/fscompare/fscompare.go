@@ -48,6 +48,11 @@ type Options struct {
 type Deps struct {
 	// Facts reads the hardware facts planning and the record need.
 	Facts func(ctx context.Context) (*hwinfo.Host, error)
+	// Check, if set, plans fs on the disk as host has it, without asking
+	// or writing: Run checks every filesystem so before the first is
+	// made, so one this machine cannot build (a kernel without dm-crypt)
+	// is refused before the others have run.
+	Check func(ctx context.Context, fs, mount string, host *hwinfo.Host) error
 	// Plan decides how to prepare the disk with fs, mounted at mount (the
 	// first round also asks for confirmation), and returns what carries
 	// the plan out: apply prepares and returns the device the filesystem
@@ -119,6 +124,17 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 	}
 	taken := make([][]*record.Record, len(opts.FS))
 	records = make([]*record.Record, len(opts.FS))
+	var checked *hwinfo.Host // the facts every column was checked against
+	if deps.Check != nil && len(opts.FS) > 1 {
+		if checked, err = deps.Facts(ctx); err != nil {
+			return nil, err
+		}
+		for _, fs := range opts.FS {
+			if err := deps.Check(ctx, fs, mount, checked); err != nil {
+				return nil, err
+			}
+		}
+	}
 	step := 0
 	for r := range rounds {
 		if rounds > 1 {
@@ -127,9 +143,11 @@ func Run(ctx context.Context, opts Options, deps Deps) (records []*record.Record
 		for _, i := range record.RoundOrder(r, len(opts.FS)) {
 			fs := opts.FS[i]
 			step++
-			host, err := deps.Facts(ctx)
-			if err != nil {
-				return nil, err
+			host := checked // nothing was written since
+			if step > 1 || host == nil {
+				if host, err = deps.Facts(ctx); err != nil {
+					return nil, err
+				}
 			}
 			apply, err := deps.Plan(ctx, fs, mount, step == 1, host)
 			if err != nil {

@@ -264,6 +264,43 @@ func TestRunFailureReleases(t *testing.T) {
 	}
 }
 
+// With Check, every column is planned on the disk as it is before the
+// first is made: one the machine cannot build is refused before any
+// other has been prepared or measured, and the check's facts serve the
+// first plan.
+func TestRunChecksEveryColumnFirst(t *testing.T) {
+	for _, c := range []struct {
+		refuse string
+		want   []string
+		err    string
+	}{
+		{"xfs+luks2", []string{"facts", "check xfs", "check xfs+luks2"}, "prepare xfs+luks2: no dm-crypt"},
+		{"", []string{"facts", "check xfs", "check xfs+luks2", "plan xfs first", "apply xfs", "facts", "bench xfs at mnt"}, ""},
+	} {
+		m := &machine{}
+		d := m.deps()
+		d.Check = func(ctx context.Context, fs, mount string, host *hwinfo.Host) error {
+			m.calls = append(m.calls, "check "+fs)
+			if host == nil || mount == "" {
+				return errors.New("checked without the facts or the mount point")
+			}
+			if fs == c.refuse {
+				return errors.New("prepare " + fs + ": no dm-crypt")
+			}
+			return nil
+		}
+		o := opts(t, "xfs", "xfs+luks2")
+		o.Order = record.OrderBlocked
+		_, err := Run(context.Background(), o, d)
+		if c.err != "" && (err == nil || err.Error() != c.err) || c.err == "" && err != nil {
+			t.Errorf("refusing %q: err %v, want %q", c.refuse, err, c.err)
+		}
+		if got := m.calls[:min(len(c.want), len(m.calls))]; !slices.Equal(got, c.want) || c.err != "" && len(m.calls) != len(c.want) {
+			t.Errorf("refusing %q: calls\n%q\nwant them to begin\n%q", c.refuse, m.calls, c.want)
+		}
+	}
+}
+
 // Ctrl-C during a bench: the error is the interruption, and the cleanup
 // release gets a context that is not cancelled.
 func TestRunInterruptReleases(t *testing.T) {
