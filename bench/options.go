@@ -55,6 +55,9 @@ type Options struct {
 	// Runner runs smartctl for the target disk's health before and after
 	// the run; nil reads none.
 	Runner Runner
+	// Claims are block devices the caller claimed before it looked at
+	// them (ClaimDevice): Run writes to them without claiming again.
+	Claims []*Claim
 	// SampleInterval is how often the host and device series are
 	// sampled during a workload; 0 is DefaultSampleInterval (1s).
 	SampleInterval time.Duration

@@ -60,6 +60,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		return nil, err
 	}
 	t.dm = opts.DeviceMapper
+	t.claimed = t.haveDev && claimed(opts.Claims, t.major, t.minor)
 	var warnings []string
 	if workloads, warnings, err = t.admit(workloads, req.AllowDeviceWrite); err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 	if err := checkPrecondition(req, t); err != nil {
 		return nil, err
 	}
-	if t.ident.Kind == record.KindDevice && t.haveDev && (req.Precondition || anyWrites(workloads)) {
+	if t.ident.Kind == record.KindDevice && t.haveDev && (req.Precondition || anyWrites(workloads)) && !t.claimed {
 		release, err := t.claimDevice()
 		if err != nil {
 			return nil, err

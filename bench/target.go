@@ -31,13 +31,16 @@ type target struct {
 	// open is what the engine opens: for a test file or a file, the open
 	// file held since its checks (/proc/self/fd/N), never its name again;
 	// else path.
-	open     string
-	fileDev  uint64 // a file target's, when resolved
-	fileIno  uint64
-	size     uint64 // current size of a file or device
-	major    uint32
-	minor    uint32
-	haveDev  bool
+	open    string
+	fileDev uint64 // a file target's, when resolved
+	fileIno uint64
+	size    uint64 // current size of a file or device
+	major   uint32
+	minor   uint32
+	haveDev bool
+	// claimed: the caller holds the device (Options.Claims), so its own
+	// exclusive open is no other user's.
+	claimed  bool
 	sectorSz uint64 // logical block size of the device, 0 when unknown
 	disk     *hwinfo.Disk
 	part     *hwinfo.Partition
@@ -448,6 +451,9 @@ func (t *target) deviceBusy() string {
 		case hwinfo.UseSwap:
 			return fmt.Sprintf("%s is in use as swap", u.Source)
 		case hwinfo.UseOpen:
+			if t.claimed {
+				continue
+			}
 			return fmt.Sprintf("%s is in use (exclusive open refused)", t.path)
 		default:
 			return u.String()

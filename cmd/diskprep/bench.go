@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -285,10 +286,12 @@ func runBench(ctx context.Context, opts benchOptions, m *machine, e *env) error 
 	if err != nil {
 		return err
 	}
-	if err := guardDeviceWrites(ctx, []workload.Request{req}, host, opts.Yes, m, e); err != nil {
+	claims, err := guardDeviceWrites(ctx, []workload.Request{req}, host, opts.Yes, m, e)
+	defer releaseClaims(claims)
+	if err != nil {
 		return err
 	}
-	rec, err := runBenchLive(ctx, req, host, e, start)
+	rec, err := runBenchLive(ctx, req, host, e, start, claims)
 	if rec != nil && errors.Is(err, record.ErrNotSaved) {
 		// Only the store failed (full, gone, refused): the numbers are
 		// shown all the same, as they are nowhere else.
@@ -333,7 +336,11 @@ func runBench(ctx context.Context, opts benchOptions, m *machine, e *env) error 
 // requests write raw, before anything runs: a system device is refused;
 // one holding anything is shown with what it holds and written only when
 // confirmed on a terminal, or with --yes; a blank one needs no question.
-func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinfo.Host, yes bool, m *machine, e *env) error {
+// Each such device is claimed (bench.ClaimDevice) before the look and
+// stays claimed, so nothing writes there between the answer and the run;
+// the caller releases the claims it gets, also with an error.
+func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinfo.Host, yes bool, m *machine, e *env) ([]*bench.Claim, error) {
+	var claims []*bench.Claim
 	for _, req := range reqs {
 		if !req.AllowDeviceWrite || !writesRaw(req) {
 			continue
@@ -342,16 +349,31 @@ func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinf
 		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 			continue // bench says what is wrong with it
 		}
+		if slices.ContainsFunc(claims, func(c *bench.Claim) bool { return c.Holds(req.Target) }) {
+			continue // the same device under another label
+		}
+		c, err := bench.ClaimDevice(hwinfo.Roots{}, req.Target)
+		if err != nil {
+			return claims, err
+		}
+		claims = append(claims, c)
 		deps := m.deps(e)
 		if e.Root == "" || e.Root == "/" {
 			// The facts read for the record, a moment ago.
 			deps.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
 		}
 		if err := confirmDeviceLoss(ctx, req.Target, deviceLoss{destroys: "the write workloads destroy", asker: "bench --allow-device-write"}, yes, deps, e); err != nil {
-			return err
+			return claims, err
 		}
 	}
-	return nil
+	return claims, nil
+}
+
+// releaseClaims ends the claims guardDeviceWrites took.
+func releaseClaims(claims []*bench.Claim) {
+	for _, c := range claims {
+		c.Release()
+	}
 }
 
 // deviceLoss is who destroys what is on a device, as the refusal and the
@@ -474,7 +496,9 @@ func (u *unsavedRecords) err() error {
 // workload and repetition elsewhere.
 // adjust, when given, rewrites each progress report first (fscompare
 // makes it count the whole comparison).
-func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, start benchStart, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
+// claims are the devices the command claimed before its question
+// (guardDeviceWrites), which the run writes to without claiming again.
+func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, e *env, start benchStart, claims []*bench.Claim, adjust ...func(bench.Progress, time.Time) bench.Progress) (*record.Record, error) {
 	var live *report.LiveLine
 	var progress func(bench.Progress)
 	switch {
@@ -499,7 +523,7 @@ func runBenchLive(ctx context.Context, req workload.Request, host *hwinfo.Host, 
 	}
 	o := bench.Options{
 		Host: host, ToolVersion: toolVersion(), ResultsDir: e.ResultsDir,
-		Progress: progress, Notes: notes, Logger: e.Logger, Runner: disk.ExecRunner{},
+		Progress: progress, Notes: notes, Logger: e.Logger, Runner: disk.ExecRunner{}, Claims: claims,
 	}
 	start.options(&o)
 	rec, err := bench.Run(ctx, req, o)

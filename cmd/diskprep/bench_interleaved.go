@@ -79,9 +79,12 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 	if err != nil {
 		return err
 	}
-	if err := guardDeviceWrites(ctx, reqs, host, opts.Yes, m, e); err != nil {
+	claims, err := guardDeviceWrites(ctx, reqs, host, opts.Yes, m, e)
+	defer releaseClaims(claims)
+	if err != nil {
 		return err
 	}
+
 	// The rounds are saved merged, once all are done.
 	roundEnv := *e
 	roundEnv.ResultsDir = ""
@@ -91,8 +94,8 @@ func runBenchInterleaved(ctx context.Context, opts benchOptions, targets, labels
 			if !e.Quiet {
 				fmt.Fprintf(e.Stderr, "bench: round %d/%d: %s (%s)\n", r+1, opts.Repeat, labels[i], targets[i])
 			}
-			rec, err := runBenchLive(ctx, reqs[i], host, &roundEnv, start)
-			start.at = time.Time{} // the rounds after the first start at once
+			rec, err := runBenchLive(ctx, reqs[i], host, &roundEnv, start, claims) // held across the rounds
+			start.at = time.Time{}                                                 // the rounds after the first start at once
 			if err != nil {
 				if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 					return interrupted(fmt.Sprintf("; in round %d of %d, no result saved", r+1, opts.Repeat), err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/workload"
+	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -242,17 +246,38 @@ func TestPrivilegedBenchDeviceWriteGuard(t *testing.T) {
 	req := workload.Request{Target: used.Dev, Specs: []string{"rw=write,size=1M,runtime=0"}, AllowDeviceWrite: true}
 	for answer, want := range map[string]bool{"n\n": false, "": false, "y\n": true} {
 		var errb bytes.Buffer
-		e := &env{Stdin: strings.NewReader(answer), Stdout: io.Discard, Stderr: &errb, IsTerminal: true}
+		// While the question waits, the device is claimed: another
+		// diskprep's claim and the kernel's exclusive open (mkfs, mount,
+		// a stack) are refused.
+		var during []error
+		asked := &askedReader{answer: strings.NewReader(answer), first: func() {
+			_, lerr := bench.ClaimDevice(hwinfo.Roots{}, used.Dev)
+			f, xerr := os.OpenFile(used.Dev, os.O_RDONLY|unix.O_EXCL, 0)
+			if xerr == nil {
+				f.Close()
+			}
+			during = []error{lerr, xerr}
+		}}
+		e := &env{Stdin: asked, Stdout: io.Discard, Stderr: &errb, IsTerminal: true}
 		host, err := benchHost(context.Background(), e, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = guardDeviceWrites(context.Background(), []workload.Request{req}, host, false, liveMachine(), e)
+		claims, err := guardDeviceWrites(context.Background(), []workload.Request{req}, host, false, liveMachine(), e)
+		releaseClaims(claims)
 		if !strings.Contains(errb.String(), "About to write to "+used.Dev) || !strings.Contains(errb.String(), `ext4 label "keep"`) {
 			t.Errorf("answer %q: prompt %q", answer, errb.String())
 		}
 		if want != (err == nil) || (!want && exitCode(err) != exitRefused) {
 			t.Errorf("answer %q: %v", answer, err)
+		}
+		if len(during) != 2 || !errors.Is(during[0], bench.ErrRefused) || !errors.Is(during[1], unix.EBUSY) {
+			t.Errorf("answer %q: while asked, another claim and an exclusive open got %v, want both refused", answer, during)
+		}
+		if c, err := bench.ClaimDevice(hwinfo.Roots{}, used.Dev); err != nil {
+			t.Errorf("answer %q: the device is still claimed after the question: %v", answer, err)
+		} else {
+			c.Release()
 		}
 	}
 	if fileSum(t, used.Image) != before {
@@ -264,4 +289,19 @@ func TestPrivilegedBenchDeviceWriteGuard(t *testing.T) {
 	if fileSum(t, used.Image) == before {
 		t.Error("--yes wrote nothing")
 	}
+}
+
+// askedReader answers a question with answer, calling first before the
+// first byte is read: while the question waits.
+type askedReader struct {
+	first  func()
+	answer *strings.Reader
+}
+
+func (a *askedReader) Read(p []byte) (int, error) {
+	if a.first != nil {
+		a.first()
+		a.first = nil
+	}
+	return a.answer.Read(p)
 }

@@ -261,7 +261,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		// whole run has succeeded (Save): a failure or an interruption
 		// leaves no record of a run whose cache it took apart.
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return runBenchLive(ctx, req, host, &benchEnv, benchStart{})
+			return runBenchLive(ctx, req, host, &benchEnv, benchStart{}, nil)
 		},
 		Save: func(recs []*record.Record) error {
 			saving = true

@@ -529,7 +529,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		},
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
 			eta.start(steps-1, req.Label, time.Now())
-			rec, err := runBenchLive(ctx, req, host, &roundEnv, benchStart{}, eta.adjust)
+			rec, err := runBenchLive(ctx, req, host, &roundEnv, benchStart{}, nil, eta.adjust)
 			eta.finish(time.Now())
 			return rec, err
 		},
