@@ -362,7 +362,7 @@ func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinf
 			// The facts read for the record, a moment ago.
 			deps.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
 		}
-		if err := confirmDeviceLoss(ctx, req.Target, deviceLoss{destroys: "the write workloads destroy", asker: "bench --allow-device-write"}, yes, deps, e); err != nil {
+		if _, err := confirmDeviceLoss(ctx, req.Target, deviceLoss{destroys: "the write workloads destroy", asker: "bench --allow-device-write"}, yes, deps, e); err != nil {
 			return claims, err
 		}
 	}
@@ -383,28 +383,29 @@ type deviceLoss struct{ destroys, asker string }
 // confirmDeviceLoss is the guard before a command writes over device,
 // which no plan describes: a device of the running system is refused; a
 // blank one needs nothing; one holding anything is shown and asked about
-// on a terminal, refused without one unless yes (--yes).
-func confirmDeviceLoss(ctx context.Context, device string, who deviceLoss, yes bool, deps disk.Deps, e *env) error {
+// on a terminal, refused without one unless yes (--yes). It returns what
+// it showed, or would have.
+func confirmDeviceLoss(ctx context.Context, device string, who deviceLoss, yes bool, deps disk.Deps, e *env) (*disk.Loss, error) {
 	l, err := disk.GuardDeviceWrite(ctx, device, deps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(l.Signatures) == 0 || yes {
-		return nil
+		return l, nil
 	}
 	if !e.IsTerminal {
-		return disk.ConfirmDeviceWrite(l, who.destroys, "confirm on a terminal or pass --yes")
+		return nil, disk.ConfirmDeviceWrite(l, who.destroys, "confirm on a terminal or pass --yes")
 	}
 	fmt.Fprint(e.Stderr, disk.DeviceWritePrompt(l, who.asker))
 	answer, err := readLine(ctx, e.Stdin)
 	if err != nil {
 		fmt.Fprintln(e.Stderr) // the prompt's line is left open
-		return interrupted(" at the question: nothing was changed", err)
+		return nil, interrupted(" at the question: nothing was changed", err)
 	}
 	if !disk.Confirmed(answer) {
-		return disk.ErrNotConfirmed
+		return nil, disk.ErrNotConfirmed
 	}
-	return nil
+	return l, nil
 }
 
 // writesRaw says whether req writes to its target: a write workload or

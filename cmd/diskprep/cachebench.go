@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -194,6 +196,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 	// name, below). One read of the facts serves both looks; the build
 	// re-reads them before it writes.
 	var looked *hwinfo.Host
+	shown := map[string]*disk.Loss{} // what each device held when asked
 	for _, dev := range []string{opts.Origin, opts.CacheDevice} {
 		if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 			continue
@@ -205,7 +208,7 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		}
 		guardDeps := deps
 		guardDeps.Refresh = func(context.Context) (*hwinfo.Host, error) { return looked, nil }
-		if err := confirmDeviceLoss(ctx, dev, deviceLoss{destroys: "cachebench destroys", asker: "cachebench builds a cache on it"}, opts.Yes, guardDeps, e); err != nil {
+		if shown[dev], err = confirmDeviceLoss(ctx, dev, deviceLoss{destroys: "cachebench destroys", asker: "cachebench builds a cache on it"}, opts.Yes, guardDeps, e); err != nil {
 			return err
 		}
 	}
@@ -223,6 +226,11 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 			return m.settledFacts(ctx, e, &factsEnv, deps)
 		},
 		Check: func(ctx context.Context, host *hwinfo.Host) error {
+			// The facts the run starts from hold what the question showed:
+			// nothing was written to either device while it waited.
+			if err := stillAsShown(ctx, shown, host, deps); err != nil {
+				return err
+			}
 			reqs, st, err := build.Requests()
 			if err != nil {
 				return err
@@ -319,4 +327,30 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		return errors.Join(err, unsaved.err())
 	}
 	return unsaved.err()
+}
+
+// stillAsShown refuses a device whose contents in host differ from what
+// the question showed (shown, by device): it changed while the question
+// waited, and the answer was not about what is there now.
+func stillAsShown(ctx context.Context, shown map[string]*disk.Loss, host *hwinfo.Host, deps disk.Deps) error {
+	for dev, was := range shown {
+		d := deps
+		d.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
+		now, err := disk.GuardDeviceWrite(ctx, dev, d)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(now.Signatures, was.Signatures) {
+			return disk.Refuse(dev, fmt.Sprintf("what is on it changed after the question (asked about: %s; now: %s): run cachebench again to be asked about what is there", lossList(was), lossList(now)))
+		}
+	}
+	return nil
+}
+
+// lossList is a device's signatures for a message.
+func lossList(l *disk.Loss) string {
+	if len(l.Signatures) == 0 {
+		return "nothing"
+	}
+	return strings.Join(l.Signatures, "; ")
 }

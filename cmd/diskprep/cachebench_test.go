@@ -66,6 +66,23 @@ func TestPrivilegedCachebenchShowsWhatItDestroys(t *testing.T) {
 		t.Fatal("the refused runs changed the devices' bytes")
 	}
 
+	// Changed while asked: a file system made on the origin while its
+	// question waits is refused after the answers, not destroyed.
+	errb.Reset()
+	asked := &askedReader{answer: strings.NewReader("y\ny\n"), first: func() {
+		if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "planted", origin.Dev); err != nil {
+			t.Errorf("mkfs.ext4: %v %s", err, out)
+		}
+	}}
+	e = &env{Stdin: asked, Stdout: io.Discard, Stderr: &errb, IsTerminal: true, ResultsDir: results, Quiet: true}
+	err = runCachebench(context.Background(), cachebenchOptions{Origin: origin.Dev, CacheDevice: cache.Dev, Kind: "lvmcache", Runtime: "1s", Repeat: 1}, liveMachine(), e)
+	if exitCode(err) != exitRefused || !strings.Contains(err.Error(), "changed after the question") || !strings.Contains(err.Error(), `ext4 label "planted"`) {
+		t.Errorf("changed while asked: %v (exit %d)", err, exitCode(err))
+	}
+	if out, _ := testenv.Run("blkid", "-o", "value", "-s", "LABEL", origin.Dev); strings.TrimSpace(out) != "planted" || fileSum(t, cache.Image) != beforeCache {
+		t.Errorf("changed while asked: the origin's label is %q, the cache device changed: %v", strings.TrimSpace(out), fileSum(t, cache.Image) != beforeCache)
+	}
+
 	// Both blank: no question, the run goes on to what comes next (here
 	// its own refusal of disks this small, before the build).
 	if out, err := testenv.Run("wipefs", "-a", origin.Dev, cache.Dev); err != nil {
