@@ -419,3 +419,11 @@ func detachLoop(dev string) error {
 	}
 	return fmt.Errorf("detach %s: still attached 5s after LOOP_CLR_FD (another process holds it open)", dev)
 }
+
+// HostOrLive is pl.Host, or the live machine when nil.
+func (pl Planner) HostOrLive() Host {
+	if pl.Host == nil {
+		return &LiveHost{}
+	}
+	return pl.Host
+}

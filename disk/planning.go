@@ -745,11 +745,3 @@ func validateUse(n int, ps PartSpec) error {
 
 // FSPackage names the package that brings the mkfs of fs.
 func FSPackage(fs string) string { return filesystems[fs].pkg }
-
-// HostOrLive is pl.Host, or the live machine when nil.
-func (pl Planner) HostOrLive() Host {
-	if pl.Host == nil {
-		return &LiveHost{}
-	}
-	return pl.Host
-}
