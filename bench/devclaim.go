@@ -57,17 +57,7 @@ func (c *Claim) Release() {
 // Holds says whether the claim is on the block device at path.
 func (c *Claim) Holds(path string) bool {
 	major, minor, err := engine.DeviceOf(path)
-	return err == nil && claimed([]*Claim{c}, major, minor)
-}
-
-// claimed says whether claims hold the device major:minor.
-func claimed(claims []*Claim, major, minor uint32) bool {
-	for _, c := range claims {
-		if c != nil && c.release != nil && c.major == major && c.minor == minor {
-			return true
-		}
-	}
-	return false
+	return err == nil && c != nil && c.release != nil && c.major == major && c.minor == minor
 }
 
 func claim(roots hwinfo.Roots, path string, major, minor uint32) (release func(), err error) {

@@ -60,7 +60,7 @@ func Run(ctx context.Context, req workload.Request, opts Options) (rec *record.R
 		return nil, err
 	}
 	t.dm = opts.DeviceMapper
-	t.claimed = t.haveDev && claimed(opts.Claims, t.major, t.minor)
+	t.claimed = t.claimedIn(opts.Claims)
 	var warnings []string
 	if workloads, warnings, err = t.admit(workloads, req.AllowDeviceWrite); err != nil {
 		return nil, err

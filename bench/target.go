@@ -495,3 +495,13 @@ func freeBytes(dir string) (uint64, error) {
 	}
 	return st.Bavail * uint64(st.Bsize), nil
 }
+
+// claimedIn says whether one of claims holds the target's device.
+func (t *target) claimedIn(claims []*Claim) bool {
+	for _, c := range claims {
+		if t.haveDev && c != nil && c.release != nil && c.major == t.major && c.minor == t.minor {
+			return true
+		}
+	}
+	return false
+}
