@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -493,12 +494,14 @@ func (a *applier) guardRelease(ctx context.Context, p *ReleasePlan, opt ReleaseO
 		loopOurs[filepath.Base(p.Detach)] = true
 	}
 	madeByName := map[string]string{}
+	p.shown = map[string][]string{}
 	for _, dev := range p.Stacks.WipeSignatures {
 		name := filepath.Base(dev)
 		sigs, err := a.probeDevice(dev)
 		if err != nil {
 			return refuseRelease(p.Target, fmt.Sprintf("cannot read what is on %s: %v", dev, err))
 		}
+		p.shown[dev] = describeSignatures(sigs)
 		if len(sigs) == 0 {
 			madeByName[name] = "blank"
 			continue
@@ -513,10 +516,8 @@ func (a *applier) guardRelease(ctx context.Context, p *ReleasePlan, opt ReleaseO
 		}
 		tableOnly := true
 		fsOurs := true
+		l.Signatures = p.shown[dev]
 		for _, s := range sigs {
-			if d := describeSignature(s); !contains(l.Signatures, d) { // a GPT's backup is the same table
-				l.Signatures = append(l.Signatures, d)
-			}
 			if s.Usage != "partition_table" {
 				tableOnly = false
 			}
@@ -545,6 +546,49 @@ func (a *applier) guardRelease(ctx context.Context, p *ReleasePlan, opt ReleaseO
 		}
 	}
 	p.Confirmed = opt.Yes
+	return nil
+}
+
+// describeSignatures are sigs for a person, each once (a GPT's backup
+// is the same table).
+func describeSignatures(sigs []signature) []string {
+	var out []string
+	for _, s := range sigs {
+		if d := describeSignature(s); !contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// recheckShown refuses a release whose wipe would clear a device that
+// no longer holds what the guard read there (p.shown): written while a
+// question waited, or since the plan was made. The devices are locked
+// by then, so what it reads is what the wipe clears.
+func (a *applier) recheckShown(p *ReleasePlan) error {
+	for _, dev := range p.Stacks.WipeSignatures {
+		was, looked := p.shown[dev]
+		if !looked {
+			continue
+		}
+		sigs, err := a.probeDevice(dev)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone: the wipe has nothing to clear there
+		}
+		if err != nil {
+			return refuseRelease(p.Target, fmt.Sprintf("cannot read what is on %s: %v", dev, err))
+		}
+		if now := describeSignatures(sigs); !slices.Equal(now, was) {
+			list := func(s []string) string {
+				if len(s) == 0 {
+					return "nothing"
+				}
+				return strings.Join(s, "; ")
+			}
+			return refuseRelease(p.Target, fmt.Sprintf("what is on %s changed since the release was planned (then: %s; now: %s): nothing was done; run the release again",
+				dev, list(was), list(now)))
+		}
+	}
 	return nil
 }
 

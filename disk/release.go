@@ -410,6 +410,11 @@ func ApplyRelease(ctx context.Context, plan *ReleasePlan, deps Deps) (_ *Release
 	if err := a.refuseSystem(ctx, plan); err != nil {
 		return nil, err
 	}
+	if plan.Stacks != nil {
+		if err := a.recheckShown(plan); err != nil {
+			return nil, err
+		}
+	}
 	res := &ReleaseResult{Target: plan.Target, Device: plan.Device, Image: plan.Image, Notes: append([]string(nil), plan.Notes...)}
 	if plan.Detach == "" && plan.RemoveImage {
 		// An image file no loop device uses.

@@ -265,6 +265,10 @@ type ReleasePlan struct {
 	unmountDevs map[string]bool
 	pointDev    map[string]string
 	groups      map[string]string
+	// shown is what the guard read on each device the wipe clears
+	// (nothing for a blank one): ApplyRelease reads them again once
+	// they are locked and refuses a device that changed meanwhile.
+	shown map[string][]string
 }
 
 // blockName maps a device number to its kernel name via /sys/dev/block.

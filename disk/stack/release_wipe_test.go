@@ -138,6 +138,37 @@ func TestReleaseWipeAfterReleaseLVM(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "effects", "release-inactive-lvm-wipe.log"), []byte(r.h.Transcript()))
 }
 
+// A device written between the plan (and its question) and the apply:
+// the wipe would clear what nobody was shown, so the apply refuses once
+// the disks are locked, one line naming then and now, nothing written.
+func TestReleaseWipeRefusesWhatChangedSincePlanned(t *testing.T) {
+	r := newStackRig(t, "sdb")
+	r.prepare(t, lvmOn("fast", disk.Request{Device: "/dev/sdb", Partitions: []disk.PartSpec{{SizeBytes: 256 << 20, FS: "swap", Persist: true}, {Use: "lvm:fast"}}}))
+	r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{})
+	p, err := disk.PlanRelease(context.Background(), "/dev/sdb", disk.ReleaseOptions{Wipe: true, Yes: true}, r.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.byHand(t, "mkfs.ext4", "-U", "0f0e0d0c-0b0a-4908-8706-050403020100", "/dev/sdb1")
+	r.h.ResetLog()
+	_, err = disk.ApplyRelease(context.Background(), p, r.deps())
+	if !errors.Is(err, disk.ErrRefused) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "what is on /dev/sdb1 changed since the release was planned (then: swap") || !strings.Contains(err.Error(), "now: ext4") {
+		t.Fatalf("apply after a change: %v, want one line naming sdb1 then and now", err)
+	}
+	if w := r.h.Writes(); len(w) > 0 {
+		t.Errorf("refused, yet wrote: %v", w)
+	}
+	if sigs := strings.Join(r.h.Signatures("sdb1"), ","); sigs != "ext4" {
+		t.Errorf("sdb1 after the refusal: %s, want the ext4 made by hand", sigs)
+	}
+	// Planned again, it is shown and goes.
+	r.releaseOf(t, "/dev/sdb", disk.ReleaseOptions{Wipe: true, Yes: true})
+	if sigs := r.h.Signatures("sdb"); len(sigs) != 0 {
+		t.Errorf("sdb after the second release: %v", sigs)
+	}
+}
+
 // A group across two disks, made inactive by the release of one: wiping
 // only that one would leave the group on the other naming a missing PV.
 func TestReleaseWipeAfterReleaseLVMSpanning(t *testing.T) {
