@@ -21,12 +21,12 @@ func WriteChanges(w io.Writer, cs []Change) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	n := map[string]int{}
 	for _, c := range cs {
-		n[c.Action]++
+		n[c.Act]++
 		what := c.What
-		if c.Action == ActChange && c.From != "" {
+		if c.Act == ActChange && c.From != "" {
 			what = c.From + " -> " + c.What
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Action, c.Layer, c.Device, what)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Act, c.Layer, c.Device, what)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -45,14 +45,14 @@ func WriteChanges(w io.Writer, cs []Change) error {
 func DiffPlan(p *Plan, d *hwinfo.Disk, fstabLines []fstab.Line) []Change {
 	var cs []Change
 	add := func(act, layer, dev, what string) {
-		cs = append(cs, Change{Action: act, Layer: layer, Device: dev, What: what})
+		cs = append(cs, Change{Act: act, Layer: layer, Device: dev, What: what})
 	}
 	if im := p.Image; im != nil {
 		switch {
 		case im.Create:
 			add(ActCreate, "image", im.Path, "sparse file of "+units.FormatSize(im.SizeBytes))
 		case im.Recreate:
-			cs = append(cs, Change{Action: ActChange, Layer: "image", Device: im.Path, What: "emptied, " + units.FormatSize(im.SizeBytes), From: "its contents"})
+			cs = append(cs, Change{Act: ActChange, Layer: "image", Device: im.Path, What: "emptied, " + units.FormatSize(im.SizeBytes), From: "its contents"})
 		default:
 			add(ActKeep, "image", im.Path, units.FormatSize(im.SizeBytes))
 		}
@@ -86,7 +86,7 @@ func DiffPlan(p *Plan, d *hwinfo.Disk, fstabLines []fstab.Line) []Change {
 	case p.Table == nil:
 		add(ActKeep, "table", p.Device, strings.TrimSpace(old))
 	case p.Fingerprint.TableType != "":
-		cs = append(cs, Change{Action: ActChange, Layer: "table", Device: p.Device, What: newTable, From: strings.TrimSpace(old)})
+		cs = append(cs, Change{Act: ActChange, Layer: "table", Device: p.Device, What: newTable, From: strings.TrimSpace(old)})
 	default:
 		add(ActCreate, "table", p.Device, newTable)
 	}
@@ -116,7 +116,7 @@ func DiffPlan(p *Plan, d *hwinfo.Disk, fstabLines []fstab.Line) []Change {
 func FileSystemChanges(pp PartPlan, fstabLines []fstab.Line) []Change {
 	var cs []Change
 	add := func(act, layer, what string) {
-		cs = append(cs, Change{Action: act, Layer: layer, Device: pp.Path, What: what})
+		cs = append(cs, Change{Act: act, Layer: layer, Device: pp.Path, What: what})
 	}
 	act := func(argv []string) string {
 		if argv != nil {
@@ -213,7 +213,7 @@ func Diff(plans []*Plan, facts *hwinfo.Host, deps Deps) (*DiffResult, error) {
 		}
 		pc := DiffPlan(p, d, lines)
 		for i, c := range pc {
-			if c.Action == ActDestroy && c.Layer == "partition" {
+			if c.Act == ActDestroy && c.Layer == "partition" {
 				pc[i].What = a.withUsed(c.Device, c.What)
 			}
 		}
@@ -268,7 +268,7 @@ func (a *applier) staleSignatures(p *Plan, d *hwinfo.Disk) ([]Change, error) {
 				continue // its partition's destroy line says so
 			}
 			what := fmt.Sprintf("%s signature, its magic at byte %d of the new partition %d%s", s.Type, s.Offset, pp.Number, LabelSuffix(s.Label))
-			cs = append(cs, Change{Action: ActDestroy, Layer: "signature", Device: pp.Path, What: what + uuidSuffix(s.UUID)})
+			cs = append(cs, Change{Act: ActDestroy, Layer: "signature", Device: pp.Path, What: what + uuidSuffix(s.UUID)})
 		}
 	}
 	return cs, nil

@@ -119,7 +119,7 @@ type Device interface {
 // Change is one line of a plan's diff: what apply would do to one layer of
 // one device, in the order apply would do it.
 type Change struct {
-	Action string `json:"action"` // keep, create, change or destroy
+	Act string `json:"action"` // keep, create, change or destroy
 	// Layer is image, loop, signature, table, partition, filesystem, swap,
 	// mount, fstab (and, from disk/stack, md, mdadm.conf, pv, vg, lv, cache).
 	Layer  string `json:"layer"`
@@ -134,7 +134,7 @@ type Change struct {
 // Changed says whether apply would do anything at all.
 func Changed(cs []Change) bool {
 	for _, c := range cs {
-		if c.Action != ActKeep {
+		if c.Act != ActKeep {
 			return true
 		}
 	}

@@ -19,11 +19,11 @@ import (
 // (StackRelease). The caller passes them in Deps, so that disk never
 // imports the layers above it.
 type Layers interface {
-	// PlanRelease adds to plan.Stacks what stands on devs ("major:minor"
+	// PlanTeardown adds to plan.Stacks what stands on devs ("major:minor"
 	// -> kernel name), and adds the stacks' own devices to devs.
-	PlanRelease(ctx context.Context, a *Applier, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error
-	// ApplyRelease carries out s after the unmounts and the fstab edit.
-	ApplyRelease(ctx context.Context, a *Applier, s StackRelease, res *ReleaseResult) error
+	PlanTeardown(ctx context.Context, a *Applier, plan *ReleasePlan, devs map[string]string, opt ReleaseOptions) error
+	// ApplyTeardown carries out s after the unmounts and the fstab edit.
+	ApplyTeardown(ctx context.Context, a *Applier, s StackRelease, res *ReleaseResult) error
 }
 
 // Applier is what a layer above disk gets to change the host with: the

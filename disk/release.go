@@ -684,7 +684,7 @@ func (a *applier) planStackRelease(ctx context.Context, layers Layers, plan *Rel
 		}
 	}
 	if layers != nil {
-		return layers.PlanRelease(ctx, &Applier{a}, plan, devs, opt)
+		return layers.PlanTeardown(ctx, &Applier{a}, plan, devs, opt)
 	}
 	var lower []string
 	for n := range names {
@@ -717,7 +717,7 @@ func (a *applier) planStackRelease(ctx context.Context, layers Layers, plan *Rel
 // the signatures s names: what is left is signature-free.
 func (a *applier) applyStackRelease(ctx context.Context, layers Layers, s StackRelease, res *ReleaseResult) error {
 	if layers != nil {
-		if err := layers.ApplyRelease(ctx, &Applier{a}, s, res); err != nil {
+		if err := layers.ApplyTeardown(ctx, &Applier{a}, s, res); err != nil {
 			return err
 		}
 	}

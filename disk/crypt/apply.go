@@ -112,13 +112,13 @@ func Diff(c *Plan, crypttab string) []disk.Change {
 	if c.Open != nil && c.Format == nil {
 		what += ", opened"
 	}
-	cs := []disk.Change{{Action: a, Layer: "luks", Device: c.Mapper, What: what}}
+	cs := []disk.Change{{Act: a, Layer: "luks", Device: c.Mapper, What: what}}
 	if c.CrypttabLine != "" {
 		a := disk.ActCreate
 		if have, _, ok := crypttabEntry(crypttab, c.Name); ok && sameCrypttabLine(have, c.CrypttabLine) {
 			a = disk.ActKeep
 		}
-		cs = append(cs, disk.Change{Action: a, Layer: "crypttab", Device: c.Crypttab, What: c.CrypttabLine})
+		cs = append(cs, disk.Change{Act: a, Layer: "crypttab", Device: c.Crypttab, What: c.CrypttabLine})
 	}
 	return cs
 }

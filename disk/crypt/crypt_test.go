@@ -134,7 +134,7 @@ func TestCrypttabLineOfTheSameName(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.SetFile("/etc/crypttab", []byte("# mine\n"+c.CrypttabLine+"\n"))
-	if got := crypt.Diff(c, "# mine\n"+c.CrypttabLine+"\n"); len(got) != 2 || got[1].Action != disk.ActKeep {
+	if got := crypt.Diff(c, "# mine\n"+c.CrypttabLine+"\n"); len(got) != 2 || got[1].Act != disk.ActKeep {
 		t.Errorf("the same line again: %v, want it kept", got)
 	}
 	h.SetFile("/etc/crypttab", []byte("data_crypt /dev/sdz1 none luks\n"))

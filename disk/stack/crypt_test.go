@@ -58,7 +58,7 @@ func TestStackCrypt(t *testing.T) {
 	}
 	var diff strings.Builder
 	for _, c := range sp.Diff("", "", nil) {
-		fmt.Fprintf(&diff, "%s %s %s %s\n", c.Action, c.Layer, c.Device, c.What)
+		fmt.Fprintf(&diff, "%s %s %s %s\n", c.Act, c.Layer, c.Device, c.What)
 	}
 	for _, want := range []string{
 		"create luks /dev/mapper/data_crypt LUKS2 on /dev/md/data, 4096-byte sectors, key file /etc/diskprep/keys/data.key (made)",
@@ -121,7 +121,7 @@ func TestStackCrypt(t *testing.T) {
 		t.Errorf("rerun plan is not unchanged: %v", sp.Steps())
 	}
 	for _, c := range sp.Diff("", string(r.h.File("/etc/crypttab")), nil) {
-		if (c.Layer == "luks" || c.Layer == "crypttab") && c.Action != disk.ActKeep {
+		if (c.Layer == "luks" || c.Layer == "crypttab") && c.Act != disk.ActKeep {
 			t.Errorf("rerun diff: %+v", c)
 		}
 	}

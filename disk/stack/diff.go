@@ -19,7 +19,7 @@ import (
 func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) []disk.Change {
 	var cs []disk.Change
 	add := func(act, layer, dev, what string) {
-		cs = append(cs, disk.Change{Action: act, Layer: layer, Device: dev, What: what})
+		cs = append(cs, disk.Change{Act: act, Layer: layer, Device: dev, What: what})
 	}
 	act := func(argv []string) string {
 		if argv != nil {
@@ -65,7 +65,7 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 					had = append(had, pv)
 				}
 			}
-			cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "vg", Device: gp.VG, What: vgWhat, From: "over " + strings.Join(had, ", ")})
+			cs = append(cs, disk.Change{Act: disk.ActChange, Layer: "vg", Device: gp.VG, What: vgWhat, From: "over " + strings.Join(had, ", ")})
 		} else {
 			add(act(gp.VGCreate), "vg", gp.VG, vgWhat)
 		}
@@ -78,18 +78,18 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 			}
 			switch {
 			case lv.Grow != nil:
-				cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "lv", Device: lv.Path,
+				cs = append(cs, disk.Change{Act: disk.ActChange, Layer: "lv", Device: lv.Path,
 					What: fmt.Sprintf("%s (grown, with its %s)", units.FormatSize(lv.SizeBytes), lv.Volume.FS), From: lv.Name + ", " + units.FormatSize(lv.FromBytes)})
 			case lv.Shrink != nil:
-				cs = append(cs, disk.Change{Action: disk.ActChange, Layer: "lv", Device: lv.Path,
+				cs = append(cs, disk.Change{Act: disk.ActChange, Layer: "lv", Device: lv.Path,
 					What: fmt.Sprintf("%s (shrunk, with its %s, unmounted)", units.FormatSize(lv.SizeBytes), lv.Volume.FS), From: lv.Name + ", " + units.FormatSize(lv.FromBytes)})
 			default:
 				add(act(lv.Create), "lv", lv.Path, what)
 			}
 			vc := volumeChanges(lv.Volume, crypttab, fstabLines)
 			for i, c := range vc {
-				if lv.FSGrow != nil && c.Layer == "filesystem" && c.Action == disk.ActKeep {
-					vc[i] = disk.Change{Action: disk.ActChange, Layer: "filesystem", Device: c.Device,
+				if lv.FSGrow != nil && c.Layer == "filesystem" && c.Act == disk.ActKeep {
+					vc[i] = disk.Change{Act: disk.ActChange, Layer: "filesystem", Device: c.Device,
 						What: fmt.Sprintf("%s, %s (grown to fill its volume)", lv.Volume.FS, units.FormatSize(lv.SizeBytes)), From: lv.Volume.FS + ", " + units.FormatSize(lv.FSBytes)}
 				}
 			}

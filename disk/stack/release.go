@@ -400,13 +400,13 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 	return nil
 }
 
-// PlanRelease plans the teardown of the stacks and caches on devs
+// PlanTeardown plans the teardown of the stacks and caches on devs
 // (disk.Layers).
-func (Layers) PlanRelease(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
+func (Layers) PlanTeardown(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
 	return fromDisk(x).addStacks(ctx, plan, devs, opt)
 }
 
-// ApplyRelease carries out the teardown s (disk.Layers).
-func (Layers) ApplyRelease(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
+// ApplyTeardown carries out the teardown s (disk.Layers).
+func (Layers) ApplyTeardown(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
 	return fromDisk(x).applyLayersRelease(ctx, s, res)
 }
