@@ -84,7 +84,16 @@ func claim(roots hwinfo.Roots, path string, major, minor uint32) (release func()
 	if err != nil {
 		lock.Close()
 		if errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("will not write to %s: it is in use (exclusive open refused): %w", path, ErrRefused)
+			// What holds it, as the target's checks would say.
+			why := fmt.Sprintf("%s is in use (exclusive open refused)", path)
+			name := ""
+			if link, err := os.Readlink(roots.SysPath("dev/block", majmin)); err == nil {
+				name = filepath.Base(link)
+			}
+			if uses := roots.LiveUses(name, majmin, path); len(uses) > 0 {
+				why = useText(uses[0], path)
+			}
+			return nil, fmt.Errorf("will not write to %s: %s: %w", path, why, ErrRefused)
 		}
 		return nil, fmt.Errorf("claim %s: %w", path, err)
 	}

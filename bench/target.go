@@ -443,23 +443,28 @@ func (t *target) deviceBusy() string {
 		name, majmin = t.ident.Device, fmt.Sprintf("%d:%d", t.major, t.minor)
 	}
 	for _, u := range t.roots.LiveUses(name, majmin, t.path) {
-		switch u.Kind {
-		case hwinfo.UseHeld:
-			return fmt.Sprintf("%s is held by %s", u.Device, u.Holder.Name)
-		case hwinfo.UseMounted:
-			return fmt.Sprintf("%s is mounted on %s", u.Source, u.Point)
-		case hwinfo.UseSwap:
-			return fmt.Sprintf("%s is in use as swap", u.Source)
-		case hwinfo.UseOpen:
-			if t.claimed {
-				continue
-			}
-			return fmt.Sprintf("%s is in use (exclusive open refused)", t.path)
-		default:
-			return u.String()
+		if u.Kind == hwinfo.UseOpen && t.claimed {
+			continue
 		}
+		return useText(u, t.path)
 	}
 	return ""
+}
+
+// useText says what u, a use of the device at path, is.
+func useText(u hwinfo.Use, path string) string {
+	switch u.Kind {
+	case hwinfo.UseHeld:
+		return fmt.Sprintf("%s is held by %s", u.Device, u.Holder.Name)
+	case hwinfo.UseMounted:
+		return fmt.Sprintf("%s is mounted on %s", u.Source, u.Point)
+	case hwinfo.UseSwap:
+		return fmt.Sprintf("%s is in use as swap", u.Source)
+	case hwinfo.UseOpen:
+		return fmt.Sprintf("%s is in use (exclusive open refused)", path)
+	default:
+		return u.String()
+	}
 }
 
 // inventoryBusy is the first use the hwinfo inventory knows of the device

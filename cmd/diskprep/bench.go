@@ -352,16 +352,21 @@ func guardDeviceWrites(ctx context.Context, reqs []workload.Request, host *hwinf
 		if slices.ContainsFunc(claims, func(c *bench.Claim) bool { return c.Holds(req.Target) }) {
 			continue // the same device under another label
 		}
-		c, err := bench.ClaimDevice(hwinfo.Roots{}, req.Target)
-		if err != nil {
-			return claims, err
-		}
-		claims = append(claims, c)
 		deps := m.deps(e)
 		if e.Root == "" || e.Root == "/" {
 			// The facts read for the record, a moment ago.
 			deps.Refresh = func(context.Context) (*hwinfo.Host, error) { return host, nil }
 		}
+		c, err := bench.ClaimDevice(hwinfo.Roots{}, req.Target)
+		if err != nil {
+			// A device of the running system is busy too: the guard
+			// says so in its words.
+			if _, gerr := disk.GuardDeviceWrite(ctx, req.Target, deps); gerr != nil {
+				return claims, gerr
+			}
+			return claims, err
+		}
+		claims = append(claims, c)
 		if _, err := confirmDeviceLoss(ctx, req.Target, deviceLoss{destroys: "the write workloads destroy", asker: "bench --allow-device-write"}, yes, deps, e); err != nil {
 			return claims, err
 		}

@@ -283,6 +283,20 @@ func TestPrivilegedBenchDeviceWriteGuard(t *testing.T) {
 	if fileSum(t, used.Image) != before {
 		t.Fatal("the refused runs changed the device's bytes")
 	}
+	// Mounted: the claim is refused, naming the mount, as the run's own
+	// checks would, not only the kernel's busy.
+	mnt := t.TempDir()
+	if out, err := testenv.Run("mount", used.Dev, mnt); err != nil {
+		t.Fatalf("mount: %v %s", err, out)
+	}
+	code, _, stderr := runCLI(t, append([]string{"bench", used.Dev, "--yes"}, write...)...)
+	if out, err := testenv.Run("umount", mnt); err != nil {
+		t.Fatalf("umount: %v %s", err, out)
+	}
+	before = fileSum(t, used.Image) // the mount wrote its superblock
+	if code != exitRefused || !strings.Contains(stderr, used.Dev+" is mounted on "+mnt) {
+		t.Errorf("mounted, --yes: exit %d %q, want a refusal naming the mount", code, stderr)
+	}
 	if code, _, stderr := runCLI(t, append([]string{"bench", used.Dev, "--yes"}, write...)...); code != 0 {
 		t.Errorf("--yes: exit %d %s", code, stderr)
 	}
