@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ suite() { # name package binary run
 	mkdir -p "/mnt/src/$2"
 	s=$(date +%s)
 	(cd "/mnt/src/$2" && env ${3:+DISKPREP_TEST_BINARY=/mnt/bin/$3} "/mnt/bin/$1.test" \
-		-test.v -test.count=1 -test.timeout=10m -test.run "$4") >"/root/$1.log" 2>&1
+		-test.v -test.count=1 -test.timeout="${suite_timeout:-10m}" -test.run "$4") >"/root/$1.log" 2>&1
 	rc=$?
 	echo "@@ $1.exit"; echo $rc
 	echo "@@ $1.seconds"; echo $(( $(date +%s) - s ))
@@ -94,7 +95,10 @@ func TestScenarioSuitesInGuest(t *testing.T) {
 	bin := filepath.Join(tree, "bin")
 	build("build", "-o", filepath.Join(bin, "diskprep"), "./cmd/diskprep")
 	build("build", "-tags", "crashtest", "-o", filepath.Join(bin, "diskprep-crashtest"), "./cmd/diskprep")
-	cmdline := suitesScript
+	// Each suite's own deadline is stretched by the load as the guest's
+	// is (budgetFor): under a loaded host a suite that takes 4 minutes
+	// quiet took over 10 in the guest.
+	cmdline := suitesScript + fmt.Sprintf("suite_timeout=%ds\n", int(budgetFor(10*time.Minute, loadAverage(), runtime.NumCPU(), 0).guest.Seconds()))
 	for _, s := range chosenSuites(t) {
 		build("test", "-c", "-tags", s.tags, "-o", filepath.Join(bin, s.name+".test"), s.pkg)
 		cmdline += "suite " + s.name + " " + strings.TrimPrefix(s.pkg, "./") + " '" + s.bin + "' '" + s.run + "'\n"
