@@ -57,7 +57,12 @@ func (c *Claim) Release() {
 // Holds says whether the claim is on the block device at path.
 func (c *Claim) Holds(path string) bool {
 	major, minor, err := engine.DeviceOf(path)
-	return err == nil && c != nil && c.release != nil && c.major == major && c.minor == minor
+	return err == nil && c.on(major, minor)
+}
+
+// on says whether the claim, not yet released, is on device major:minor.
+func (c *Claim) on(major, minor uint32) bool {
+	return c != nil && c.release != nil && c.major == major && c.minor == minor
 }
 
 func claim(roots hwinfo.Roots, path string, major, minor uint32) (release func(), err error) {

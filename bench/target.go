@@ -504,7 +504,7 @@ func freeBytes(dir string) (uint64, error) {
 // claimedIn says whether one of claims holds the target's device.
 func (t *target) claimedIn(claims []*Claim) bool {
 	for _, c := range claims {
-		if t.haveDev && c != nil && c.release != nil && c.major == t.major && c.minor == t.minor {
+		if t.haveDev && c.on(t.major, t.minor) {
 			return true
 		}
 	}
