@@ -462,7 +462,6 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 		},
 		Plan: func(ctx context.Context, name, mount string, first bool, host *hwinfo.Host) (func(context.Context) (string, error), error) {
 			steps++
-			fs := name
 			plans, sp, err := planColumn(ctx, name, mount, host)
 			if err != nil {
 				return nil, err
@@ -484,7 +483,7 @@ func runFSCompare(ctx context.Context, opts fscompareOptions, m *machine, e *env
 				}
 			}
 			return func(ctx context.Context) (string, error) {
-				preparing = fs
+				preparing = name
 				encrypted = sp != nil
 				res, err := m.apply(ctx, plans[0], deps)
 				if err != nil {
