@@ -39,8 +39,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 	if sp == nil || sp.Schema != StackPlanSchema {
 		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
 	}
-	a := newApplier(deps)
-	ended := disk.RecordPlan(a.host, sp) // runs last, after the undo of a failure
+	a := NewApplier(deps)
+	ended := disk.RecordPlan(a.Host(), sp) // runs last, after the undo of a failure
 	defer func() { ended(err) }()
 	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
 	var undo []func()
@@ -61,9 +61,9 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		if _, ok := versions[prog]; ok {
 			return nil
 		}
-		out, err := a.host.Run(ctx, prog, args...)
+		out, err := a.Host().Run(ctx, prog, args...)
 		if err != nil {
-			if isNotFound(err) {
+			if IsNotFound(err) {
 				return fmt.Errorf("%s is not installed: install the %s package: %w", prog, pkg, disk.ErrMissingProgram)
 			}
 			return fmt.Errorf("%s %s: %w", prog, strings.Join(args, " "), err)
@@ -122,8 +122,8 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		return nil, err
 	}
 
-	r := &run{applier: a, versions: versions, undo: &undo}
-	defer func() { res.Changed = res.Changed || r.changed }()
+	r := &Run{Applier: a, Versions: versions, Undo: &undo}
+	defer func() { res.Changed = res.Changed || r.Changed }()
 	for _, ap := range sp.Arrays {
 		ar, err := r.applyArray(ctx, ap, sp.MdadmConf)
 		if ar != nil {
@@ -159,7 +159,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 			return res, err
 		}
 	}
-	if r.fstabChanged && a.SystemdIsInit() {
+	if r.FstabChanged && a.SystemdIsInit() {
 		if err := a.Do(ctx, "reload systemd units", []string{"systemctl", "daemon-reload"}); err != nil {
 			res.Notes = append(res.Notes, "systemctl daemon-reload failed: "+err.Error())
 		}

@@ -178,18 +178,18 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
 		// file system is read where the bcache device will show it.
-		if err := pl.planVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
+		if err := pl.PlanVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
 			return err
 		}
 	default:
 		cp.Device = pl.Roots.DevPath(node)
 		vol.Device = cp.Device
-		if err := pl.planVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
+		if err := pl.PlanVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
 			return err
 		}
 	}
 	if vol.Persist {
-		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	cp.Volume = vol
 	if origin.size > probe.BcacheDataOffset {
@@ -200,12 +200,12 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 
 // bcacheNode is the kernel name of the bcache device over the backing
 // device origin (its bcache/dev link), waited for.
-func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error) {
-	link := a.roots.SysPath("class/block", filepath.Base(origin), "bcache", "dev")
+func (a *Applier) bcacheNode(ctx context.Context, origin string) (string, error) {
+	link := a.Roots().SysPath("class/block", filepath.Base(origin), "bcache", "dev")
 	if err := a.waitPath(ctx, link); err != nil {
 		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
 	}
-	target, err := a.host.Readlink(link)
+	target, err := a.Host().Readlink(link)
 	if err != nil {
 		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
 	}
@@ -213,50 +213,50 @@ func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error)
 }
 
 // dir is the backing device's bcache directory, where its attributes are.
-func (a *applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
-	return a.roots.SysPath("class/block", b.Backing, "bcache", attr)
+func (a *Applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
+	return a.Roots().SysPath("class/block", b.Backing, "bcache", attr)
 }
 
 // addBcache plans the release of the bcache devices among or on the
 // devices released, and of the cache sets they use or those devices are.
-func (a *applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt disk.ReleaseOptions) {
+func (a *Applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt disk.ReleaseOptions) {
 	sets := map[string]bool{}
 	for _, n := range lower {
 		// A cache device registered in a set, attached or not.
-		if link, err := a.host.Readlink(a.roots.SysPath("class/block", n, "bcache", "set")); err == nil {
+		if link, err := a.Host().Readlink(a.Roots().SysPath("class/block", n, "bcache", "set")); err == nil {
 			sets[filepath.Base(link)] = true
 			members[n] = true
 			plan.SetGroup(n, "bcache set "+filepath.Base(link))
 		}
 	}
-	for _, bc := range sortedKeys(bcache) {
-		link, err := a.host.Readlink(a.roots.SysPath("class/block", bc, "bcache"))
+	for _, bc := range SortedKeys(bcache) {
+		link, err := a.Host().Readlink(a.Roots().SysPath("class/block", bc, "bcache"))
 		if err != nil {
 			continue
 		}
 		br := disk.BcacheRelease{Device: bc, Backing: filepath.Base(filepath.Dir(link)), Wipe: opt.Wipe}
-		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", bc, "dev")); err == nil {
+		if n, err := a.ReadDevnum(a.Roots().SysPath("class/block", bc, "dev")); err == nil {
 			devs[n] = bc
 		}
 		members[br.Backing] = true
 		plan.SetGroup(br.Backing, "bcache "+bc)
-		if link, err := a.host.Readlink(a.bcacheAttr(br, "cache")); err == nil {
+		if link, err := a.Host().Readlink(a.bcacheAttr(br, "cache")); err == nil {
 			br.SetUUID = filepath.Base(link)
 			sets[br.SetUUID] = true
 			plan.SetGroup(br.Backing, "bcache set "+br.SetUUID)
 		}
 		plan.SetGroup(bc, plan.Group(br.Backing))
-		if b, err := a.host.ReadFile(a.bcacheAttr(br, "cache_mode")); err == nil {
+		if b, err := a.Host().ReadFile(a.bcacheAttr(br, "cache_mode")); err == nil {
 			br.Mode = selectedMode(string(b))
 		}
 		plan.Stacks.Bcache = append(plan.Stacks.Bcache, br)
 	}
-	for _, set := range sortedKeys(sets) {
-		dir := a.roots.SysPath("fs/bcache", set)
-		des, _ := a.host.ReadDir(dir)
+	for _, set := range SortedKeys(sets) {
+		dir := a.Roots().SysPath("fs/bcache", set)
+		des, _ := a.Host().ReadDir(dir)
 		for _, de := range des {
 			name := de.Name()
-			link, err := a.host.Readlink(filepath.Join(dir, name))
+			link, err := a.Host().Readlink(filepath.Join(dir, name))
 			if err != nil {
 				continue
 			}
@@ -286,7 +286,7 @@ func (a *applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcac
 
 // releaseBcache flushes, detaches and stops the bcache devices, then
 // unregisters their cache sets, each step waited for.
-func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
+func (a *Applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	write := func(what, path, value string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -299,7 +299,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 	}
 	for _, b := range s.Bcache {
 		if b.Wipe {
-			argv := []string{"wipefs", "--all", a.roots.DevPath(b.Device)}
+			argv := []string{"wipefs", "--all", a.Roots().DevPath(b.Device)}
 			if err := a.Do(ctx, "wipe the bcache device", argv); err != nil {
 				return fmt.Errorf("wipe %s: %w", b.Device, err)
 			}
@@ -313,7 +313,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 				return err
 			}
 			if dirty > 0 {
-				a.progressf("%s: %s of dirty data to write back to %s first", b.Device, units.FormatSize(dirty), b.Backing)
+				a.Progressf("%s: %s of dirty data to write back to %s first", b.Device, units.FormatSize(dirty), b.Backing)
 			}
 			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
 				if err := write("stop caching writes on "+b.Device, a.bcacheAttr(b, "cache_mode"), CacheModeWritethrough); err != nil {
@@ -349,12 +349,12 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 		if err := write("stop "+b.Device, a.bcacheAttr(b, "stop"), "1"); err != nil {
 			return err
 		}
-		if err := a.waitGone(ctx, a.roots.SysPath("class/block", b.Device)); err != nil {
+		if err := a.waitGone(ctx, a.Roots().SysPath("class/block", b.Device)); err != nil {
 			return err
 		}
 	}
 	for _, set := range s.BcacheSets {
-		dir := a.roots.SysPath("fs/bcache", set)
+		dir := a.Roots().SysPath("fs/bcache", set)
 		if err := write("unregister bcache cache set "+set, filepath.Join(dir, "unregister"), "1"); err != nil {
 			return err
 		}
@@ -388,9 +388,9 @@ func parseBcacheSize(s string) (uint64, bool) {
 const bcacheFlushPatience = 2 * time.Minute
 
 // bcacheDirty is how much dirty data bcache device b holds.
-func (a *applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
+func (a *Applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
 	path := a.bcacheAttr(b, "dirty_data")
-	raw, err := a.host.ReadFile(path)
+	raw, err := a.Host().ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -404,7 +404,7 @@ func (a *applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
 // waitClean waits for a bcache device's dirty data (before, when the
 // flush began) to be written back, reporting the amount left as it
 // shrinks.
-func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease, before uint64) error {
+func (a *Applier) waitClean(ctx context.Context, b disk.BcacheRelease, before uint64) error {
 	last, lastChange := before, time.Now()
 	for {
 		dirty, err := a.bcacheDirty(b)
@@ -413,12 +413,12 @@ func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease, before ui
 		}
 		if dirty == 0 {
 			if before > 0 {
-				a.progressf("%s: every dirty block is on %s", b.Device, b.Backing)
+				a.Progressf("%s: every dirty block is on %s", b.Device, b.Backing)
 			}
 			return nil
 		}
 		if dirty != last {
-			a.progressf("%s: %s of dirty data left to write back to %s", b.Device, units.FormatSize(dirty), b.Backing)
+			a.Progressf("%s: %s of dirty data left to write back to %s", b.Device, units.FormatSize(dirty), b.Backing)
 			last, lastChange = dirty, time.Now()
 		}
 		if time.Since(lastChange) > bcacheFlushPatience {

@@ -143,7 +143,7 @@ type cacheMember struct {
 func (cp CachePlan) summary() string {
 	mode := cp.Mode
 	return fmt.Sprintf("%s cache %s: %s (%s) in front of %s (%s), %s; %s on %s%s", cp.Kind, cp.Name, cp.CacheDevice, units.FormatSize(cp.CacheBytes),
-		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, inMount(cp.Volume))
+		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, InMount(cp.Volume))
 }
 
 // CacheResult is one cached volume after ApplyStacks.
@@ -167,32 +167,32 @@ type CacheResult struct {
 }
 
 // writeSys writes one kernel attribute, logged as a step.
-func (a *applier) writeSys(what, path, value string) error {
-	a.log.Info(what+": started", "path", path, "value", value)
-	if err := a.host.WriteSys(path, value); err != nil {
-		a.log.Info(what+": failed", "path", path, "value", value, "err", err)
+func (a *Applier) writeSys(what, path, value string) error {
+	a.Log().Info(what+": started", "path", path, "value", value)
+	if err := a.Host().WriteSys(path, value); err != nil {
+		a.Log().Info(what+": failed", "path", path, "value", value, "err", err)
 		return fmt.Errorf("echo %s > %s: %w", value, path, err)
 	}
-	a.log.Info(what+": finished", "path", path)
+	a.Log().Info(what+": finished", "path", path)
 	return nil
 }
 
 // waitPath waits for the kernel to make path (a registered bcache
 // device's attributes, a cache set's directory), after udev has handled
 // what the last step started.
-func (a *applier) waitPath(ctx context.Context, path string) error {
-	if _, err := a.host.Stat(path); err == nil {
+func (a *Applier) waitPath(ctx context.Context, path string) error {
+	if _, err := a.Host().Stat(path); err == nil {
 		return nil
 	}
 	if a.UdevRunning() {
 		// Cut short by an interruption, it is no news: the last line says so.
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
-			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		if out, err := a.Host().Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
+			a.Log().Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := a.host.Stat(path)
+		_, err := a.Host().Stat(path)
 		if err == nil {
 			return nil
 		}
@@ -209,10 +209,10 @@ func (a *applier) waitPath(ctx context.Context, path string) error {
 
 // waitGone waits for the kernel to drop path (a detached cache link, a
 // stopped device, an unregistered set): the sysfs writes return before.
-func (a *applier) waitGone(ctx context.Context, path string) error {
+func (a *Applier) waitGone(ctx context.Context, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := a.host.Lstat(path); err != nil {
+		if _, err := a.Host().Lstat(path); err != nil {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
@@ -16,10 +17,10 @@ func validateCache(c CacheSpec, uses map[string][]string, groups []GroupSpec, at
 	if !disk.StackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
 		return at(c.Origin, "cache %q: use letters, digits, '_', '.', '+' or '-'", c.Name)
 	}
-	if !contains(CacheKinds, c.kind()) {
+	if !slices.Contains(CacheKinds, c.kind()) {
 		return at(c.Origin, "cache %s: unknown kind %q: use lvmcache, writecache or bcache", c.Name, c.Kind)
 	}
-	if !contains(CacheModes, c.mode()) {
+	if !slices.Contains(CacheModes, c.mode()) {
 		return at(c.Origin, "cache %s: unknown mode %q: use writethrough or writeback", c.Name, c.Mode)
 	}
 	if c.kind() == CacheKindWritecache && c.mode() != CacheModeWriteback {
@@ -69,23 +70,23 @@ func sameDiskName(part, disk string) bool {
 }
 
 // planCaches plans every cache entry.
-func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
+func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
 	var lvm *lvmState
 	var segs map[string]map[string]lvSeg
 	var plans []CachePlan
 	for _, c := range caches {
 		om := byUse["origin:"+c.Name][0]
-		origin := cacheMember{path: om.path, size: om.part.SizeBytes, ex: om.ex, disk: om.disk}
+		origin := cacheMember{path: om.Path, size: om.Part.SizeBytes, ex: om.Ex, disk: om.Disk}
 		var cache cacheMember
 		if c.CacheDevice != "" {
 			cm, err := pl.existingCacheDevice(c, host, opt.Wipe, om)
 			if err != nil {
-				return nil, withOrigin(c.Origin, err)
+				return nil, WithOrigin(c.Origin, err)
 			}
 			cache = cm
 		} else {
 			m := byUse["cache:"+c.Name][0]
-			cache = cacheMember{path: m.path, size: m.part.SizeBytes, ex: m.ex, disk: m.disk}
+			cache = cacheMember{path: m.Path, size: m.Part.SizeBytes, ex: m.Ex, disk: m.Disk}
 		}
 		cp := CachePlan{CacheVolume: CacheVolume{Name: c.Name, Kind: c.kind(), Mode: c.mode(), OriginDevice: origin.path, CacheDevice: cache.path,
 			OriginBytes: origin.size, CacheBytes: cache.size}, Origin: c.Origin}
@@ -110,7 +111,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 			err = pl.planBcache(&cp, c, origin, cache, opt, mounts)
 		}
 		if err != nil {
-			return nil, withOrigin(c.Origin, err)
+			return nil, WithOrigin(c.Origin, err)
 		}
 		plans = append(plans, cp)
 	}
@@ -120,7 +121,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 // existingCacheDevice checks an existing partition given as the cache:
 // the same refusals as a disk (in use, held by another stack, a signature
 // unless wipe), and not on the origin's disk.
-func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin member) (cacheMember, error) {
+func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin Member) (cacheMember, error) {
 	if host == nil {
 		return cacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
 	}
@@ -139,7 +140,7 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 		return cacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
 	case p == nil:
 		return cacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
-	case origin.plan != nil && d.Name == filepath.Base(origin.plan.Device):
+	case origin.Plan != nil && d.Name == filepath.Base(origin.Plan.Device):
 		return cacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
 	}
 	if err := disk.AdmitMember(d, p, "cache:"+c.Name, wipe); err != nil {
@@ -150,7 +151,7 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 
 // needCachePrograms checks, before anything changes, that the tools the
 // caches' steps run are installed.
-func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
+func (a *Applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
 	for _, cp := range caches {
 		if lvmKind(cp.Kind) {
 			if err := need("lvm", "lvm2", "version"); err != nil {
@@ -163,7 +164,7 @@ func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, nee
 			}
 			// make-bcache has no version flag and exits 1 on -h: only
 			// a program that cannot be run is missing.
-			if _, err := a.host.Run(ctx, "make-bcache", "-h"); err != nil && isNotFound(err) {
+			if _, err := a.Host().Run(ctx, "make-bcache", "-h"); err != nil && IsNotFound(err) {
 				return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 			}
 			break
@@ -174,16 +175,16 @@ func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, nee
 
 // applyCache carries out one cache plan: its steps, then the file system
 // on the cached volume.
-func (r *run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
+func (r *Run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
 	cr, err := r.cacheSteps(ctx, cp)
-	r.changed = r.changed || len(cr.Steps) > 0
+	r.Changed = r.Changed || len(cr.Steps) > 0
 	return cr, err
 }
 
-func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
+func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
 	cr := CacheResult{CacheVolume: cp.CacheVolume, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
 	if lvmKind(cp.Kind) {
-		cr.LVMVersion = r.versions["lvm"]
+		cr.LVMVersion = r.Versions["lvm"]
 	}
 	node := ""
 	if cp.Device != BcachePlaceholder && cp.Kind == CacheKindBcache {
@@ -201,7 +202,7 @@ func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 					return nil, err
 				}
 			}
-			out[i] = strings.ReplaceAll(s, BcachePlaceholder, r.roots.DevPath(node))
+			out[i] = strings.ReplaceAll(s, BcachePlaceholder, r.Roots().DevPath(node))
 		}
 		return out, nil
 	}
@@ -250,15 +251,15 @@ func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 				return cr, err
 			}
 		}
-		dev := r.roots.DevPath(node)
+		dev := r.Roots().DevPath(node)
 		cr.Device, cr.Node = dev, node
 		v.Device = dev
 		v.Mkfs, _ = bind(v.Mkfs)
 		v.MountArgv, _ = bind(v.MountArgv)
-		if _, err := r.waitStackNode(ctx, dev); err != nil {
+		if _, err := r.WaitStackNode(ctx, dev); err != nil {
 			return cr, err
 		}
-		if v.Mkfs != nil && !mkfsForced(v.Mkfs) {
+		if v.Mkfs != nil && !MkfsForced(v.Mkfs) {
 			// Planned over a backing device not registered yet: what
 			// shows on the new device now is checked before mkfs.
 			if sigs, err := r.ProbeDevice(dev); err != nil {
@@ -268,14 +269,14 @@ func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 			}
 		}
 	} else {
-		n, err := r.waitStackNode(ctx, cp.Device)
+		n, err := r.WaitStackNode(ctx, cp.Device)
 		if err != nil {
 			return cr, err
 		}
 		cr.Node = n
 	}
 	var err error
-	cr.Volume, err = r.volume(ctx, v)
+	cr.Volume, err = r.Volume(ctx, v)
 	cr.Done = err == nil
 	return cr, err
 }

@@ -52,29 +52,29 @@ type EncryptedResult struct {
 // planEncrypted plans the LUKS2 layer on the partition m and the file
 // system on its mapping. A new partition (or one disk's plan wipes) holds
 // nothing that counts; an existing one is probed.
-func (pl Planner) planEncrypted(e EncryptedSpec, m member, opt Options, mounts []disk.MountEntry) (EncryptedPlan, error) {
+func (pl Planner) planEncrypted(e EncryptedSpec, m Member, opt Options, mounts []disk.MountEntry) (EncryptedPlan, error) {
 	spec := *e.Volume.Encrypt
 	if spec.Name == "" {
-		spec.Name = filepath.Base(m.path) + "_crypt"
+		spec.Name = filepath.Base(m.Path) + "_crypt"
 	}
-	v := VolumePlan{Device: m.path, FS: e.Volume.FS, Label: e.Volume.Label, MkfsOpts: e.Volume.MkfsOpts, MountPoint: e.Volume.Mount,
+	v := VolumePlan{Device: m.Path, FS: e.Volume.FS, Label: e.Volume.Label, MkfsOpts: e.Volume.MkfsOpts, MountPoint: e.Volume.Mount,
 		MountOpts: e.Volume.MountOpts, MountOver: e.Volume.MountOver, Persist: e.Volume.Persist}
 	node, fresh := "", true
-	if m.ex != nil {
-		node, fresh = m.path, false
+	if m.Ex != nil {
+		node, fresh = m.Path, false
 	}
-	if err := pl.planEncrypt(&v, &spec, node, fresh, m.part.SizeBytes, opt, mounts, ""); err != nil {
+	if err := pl.PlanEncrypt(&v, &spec, node, fresh, m.Part.SizeBytes, opt, mounts, ""); err != nil {
 		return EncryptedPlan{}, err
 	}
 	if v.Persist {
-		v.FstabLine = disk.FstabEntryLine(v.partPlan())
+		v.FstabLine = disk.FstabEntryLine(v.PartPlan())
 	}
-	return EncryptedPlan{Key: e.Key, Partition: m.path, Volume: v, Origin: e.Origin}, nil
+	return EncryptedPlan{Key: e.Key, Partition: m.Path, Volume: v, Origin: e.Origin}, nil
 }
 
 // applyEncrypted opens a partition's LUKS2 layer and puts its file
 // system on it.
-func (r *run) applyEncrypted(ctx context.Context, ep EncryptedPlan) (*EncryptedResult, error) {
+func (r *Run) applyEncrypted(ctx context.Context, ep EncryptedPlan) (*EncryptedResult, error) {
 	er := EncryptedResult{Key: ep.Key, Partition: ep.Partition}
 	if ep.Volume.Crypt.Format != nil {
 		if err := r.CheckMembersFree([]string{ep.Partition}, "crypt:"+ep.Key); err != nil {
@@ -82,6 +82,6 @@ func (r *run) applyEncrypted(ctx context.Context, ep EncryptedPlan) (*EncryptedR
 		}
 	}
 	var err error
-	er.Volume, err = r.volume(ctx, ep.Volume)
+	er.Volume, err = r.Volume(ctx, ep.Volume)
 	return &er, err
 }

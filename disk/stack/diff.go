@@ -118,7 +118,7 @@ func (sp *StackPlan) Diff(mdadmConf, crypttab string, fstabLines []fstab.Line) [
 // encrypted, then its filesystem, mount and fstab lines.
 func volumeChanges(v VolumePlan, crypttab string, fstabLines []fstab.Line) []disk.Change {
 	cs := crypt.Diff(v.Crypt, crypttab)
-	pp := v.partPlan()
+	pp := v.PartPlan()
 	pp.Mkfs, pp.MountArgv = v.Mkfs, v.MountArgv
 	return append(cs, disk.FileSystemChanges(pp, fstabLines)...)
 }

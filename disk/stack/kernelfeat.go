@@ -64,7 +64,7 @@ func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CacheP
 		out, err := h.Run(ctx, "modprobe", "--dry-run", "--quiet", f.module)
 		switch {
 		case err == nil:
-		case isNotFound(err):
+		case IsNotFound(err):
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -85,7 +85,7 @@ func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CacheP
 		if cp.Kind != CacheKindBcache || len(cp.Steps) == 0 {
 			continue
 		}
-		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && isNotFound(err) {
+		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && IsNotFound(err) {
 			return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 		}
 		break

@@ -63,24 +63,24 @@ type LVResult struct {
 // applyGroup opens a volume group's encrypted members, creates the
 // group and its logical volumes (or grows or shrinks them), and puts
 // each one's file system on it.
-func (r *run) applyGroup(ctx context.Context, gp GroupPlan) (GroupResult, error) {
-	gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: r.versions["lvm"]}
+func (r *Run) applyGroup(ctx context.Context, gp GroupPlan) (GroupResult, error) {
+	gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: r.Versions["lvm"]}
 	err := r.groupSteps(ctx, &gp, &gr)
 	return gr, err
 }
 
-func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) error {
+func (r *Run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) error {
 	for _, c := range gp.Crypts {
-		cr, err := r.crypts().Up(ctx, c, r.versions["cryptsetup"], r.undo)
+		cr, err := r.Crypts().Up(ctx, c, r.Versions["cryptsetup"], r.Undo)
 		gr.Crypts = append(gr.Crypts, cr)
-		r.changed = r.changed || cr.Changed()
+		r.Changed = r.Changed || cr.Changed()
 		if err != nil {
 			return err
 		}
 	}
 	if gp.Replan {
 		// The members are open now: what LVM finds on them decides.
-		pl := Planner{disk.Planner{Host: r.host, Roots: r.roots}}
+		pl := Planner{disk.Planner{Host: r.Host(), Roots: r.Roots()}}
 		lvm, err := pl.readLVM(ctx)
 		if err == nil && slices.Contains(slices.Collect(maps.Values(lvm.pvVG)), gr.VG) {
 			// The group is there (a release without --wipe left it
@@ -107,21 +107,21 @@ func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) er
 			return fmt.Errorf("pvcreate %s: %w", dev, err)
 		}
 		gr.PVCreateArgv = append(gr.PVCreateArgv, argv)
-		r.changed = true
+		r.Changed = true
 	}
 	if gp.VGCreate != nil {
 		if err := r.Do(ctx, "create volume group", gp.VGCreate); err != nil {
 			return fmt.Errorf("vgcreate %s: %w", gp.VG, err)
 		}
 		gr.Created, gr.CreateArgv = true, gp.VGCreate
-		r.changed = true
+		r.Changed = true
 	}
 	if gp.VGExtend != nil {
 		if err := r.Do(ctx, "extend volume group", gp.VGExtend); err != nil {
 			return fmt.Errorf("vgextend %s: %w", gp.VG, err)
 		}
 		gr.ExtendArgv = gp.VGExtend
-		r.changed = true
+		r.Changed = true
 	}
 	for _, lp := range gp.Volumes {
 		lr := LVResult{Name: lp.Name, Path: lp.Path, SizeBytes: lp.SizeBytes}
@@ -136,13 +136,13 @@ func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) er
 
 // lvSteps creates, grows or shrinks one logical volume, then puts its
 // file system on it (and grows that, or its LUKS2 mapping, to fill it).
-func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) error {
+func (r *Run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) error {
 	if lp.Create != nil {
 		if err := r.Do(ctx, "create logical volume", lp.Create); err != nil {
 			return fmt.Errorf("lvcreate %s/%s: %w", vg, lp.Name, err)
 		}
 		lr.Created, lr.CreateArgv = true, lp.Create
-		r.changed = true
+		r.Changed = true
 	}
 	if lp.Grow != nil {
 		// lvextend --resizefs grows the file system with it, mounted or
@@ -151,7 +151,7 @@ func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) e
 			return fmt.Errorf("lvextend %s/%s: %w", vg, lp.Name, err)
 		}
 		lr.Grown, lr.GrowArgv, lr.FromBytes = true, lp.Grow, lp.FromBytes
-		r.changed = true
+		r.Changed = true
 	}
 	// The file system is checked and shrunk before the volume: one whose
 	// data does not fit fails at resize2fs, nothing cut.
@@ -164,19 +164,19 @@ func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) e
 	}
 	if lp.Shrink != nil {
 		lr.Shrunk, lr.FromBytes = true, lp.FromBytes
-		r.changed = true
+		r.Changed = true
 	}
-	if _, err := r.waitStackNode(ctx, lp.Path); err != nil {
+	if _, err := r.WaitStackNode(ctx, lp.Path); err != nil {
 		return err
 	}
 	var err error
-	lr.Volume, err = r.volume(ctx, lp.Volume)
+	lr.Volume, err = r.Volume(ctx, lp.Volume)
 	if err == nil && lp.CryptResize != nil {
 		if err = r.Do(ctx, "grow the LUKS2 mapping to fill its volume", lp.CryptResize); err != nil {
 			return fmt.Errorf("cryptsetup resize %s: %w", lp.Path, err)
 		}
 		lr.CryptResized, lr.CryptResizeArgv = true, lp.CryptResize
-		r.changed = true
+		r.Changed = true
 	}
 	if err == nil && lp.FSGrow != nil {
 		// After the mount: both tools grow a mounted file system.
@@ -184,7 +184,7 @@ func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) e
 			return fmt.Errorf("%s %s: %w", lp.FSGrow[0], lp.Path, err)
 		}
 		lr.FSGrown, lr.FSGrowArgv = true, lp.FSGrow
-		r.changed = true
+		r.Changed = true
 	}
 	return err
 }
@@ -242,7 +242,7 @@ type GroupPlan struct {
 	// again once it is open (from spec, members and req).
 	Replan  bool `json:"replan,omitempty"`
 	spec    GroupSpec
-	members []member
+	members []Member
 	opt     Options
 	mounts  []disk.MountEntry
 }
@@ -290,9 +290,9 @@ type lvmState struct {
 
 // unusedMember says whether one of ms is a physical volume of vg that no
 // volume uses.
-func (st *lvmState) unusedMember(vg string, ms []member) bool {
+func (st *lvmState) unusedMember(vg string, ms []Member) bool {
 	for _, m := range ms {
-		if st.pvVG[m.path] == vg && st.pvUsed[m.path] == 0 && st.pvFree[m.path] > 0 {
+		if st.pvVG[m.Path] == vg && st.pvUsed[m.Path] == 0 && st.pvFree[m.Path] > 0 {
 			return true
 		}
 	}
@@ -347,20 +347,20 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 }
 
 func lvmError(prog string, err error) error {
-	if isNotFound(err) {
+	if IsNotFound(err) {
 		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, disk.ErrMissingProgram)
 	}
 	return fmt.Errorf("%s: %w", prog, err)
 }
 
-func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt Options, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
+func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt Options, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
 	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
 	var extents uint64
 	for _, m := range ms {
-		gp.PVs = append(gp.PVs, m.path)
-		if m.part.SizeBytes > lvmMetadataBytes {
-			extents += (m.part.SizeBytes - lvmMetadataBytes) / lvmExtentBytes
+		gp.PVs = append(gp.PVs, m.Path)
+		if m.Part.SizeBytes > lvmMetadataBytes {
+			extents += (m.Part.SizeBytes - lvmMetadataBytes) / lvmExtentBytes
 		}
 	}
 	gp.SizeBytes = extents * lvmExtentBytes
@@ -377,7 +377,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 	// The group's members as pvs sees them now.
 	var others []string
 	for pv, vg := range lvm.pvVG {
-		if vg == g.VG && !contains(gp.PVs, pv) {
+		if vg == g.VG && !slices.Contains(gp.PVs, pv) {
 			others = append(others, pv)
 		}
 	}
@@ -387,15 +387,15 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 	}
 	vgExists := false
 	for _, m := range ms {
-		vg, isPV := lvm.pvVG[m.path]
+		vg, isPV := lvm.pvVG[m.Path]
 		switch {
 		case !isPV:
-			argv := []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(m)>>10), m.path}
+			argv := []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(m)>>10), m.Path}
 			gp.PVCreate = append(gp.PVCreate, argv)
 		case vg == g.VG:
 			vgExists = true
 		case vg != "":
-			return gp, disk.Refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, vg))
+			return gp, disk.Refuse(m.Path, fmt.Sprintf("%s is already a physical volume of vg %s", m.Path, vg))
 		}
 	}
 	if vgExists {
@@ -403,8 +403,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 		// or one in no group, extends it.
 		var add []string
 		for _, m := range ms {
-			if vg, isPV := lvm.pvVG[m.path]; !isPV || vg == "" {
-				add = append(add, m.path)
+			if vg, isPV := lvm.pvVG[m.Path]; !isPV || vg == "" {
+				add = append(add, m.Path)
 			}
 		}
 		if len(add) > 0 {
@@ -415,7 +415,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 	}
 	var fixed uint64
 	for _, lv := range g.Volumes {
-		fixed += roundUp(lv.SizeBytes, lvmExtentBytes)
+		fixed += RoundUp(lv.SizeBytes, lvmExtentBytes)
 	}
 	last := g.Volumes[len(g.Volumes)-1]
 	need := fixed
@@ -437,7 +437,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 	}
 	h := pl.HostOrLive()
 	for _, lv := range g.Volumes {
-		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: roundUp(lv.SizeBytes, lvmExtentBytes)}
+		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: RoundUp(lv.SizeBytes, lvmExtentBytes)}
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
 			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
@@ -447,9 +447,9 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				more := fmt.Sprintf("%s has %s, more than the %s asked", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))
 				switch {
 				case !strings.HasPrefix(lv.Volume.FS, "ext"):
-					return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: %s cannot shrink", more, lv.Volume.FS)))
+					return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: %s cannot shrink", more, lv.Volume.FS)))
 				case !opt.Shrink:
-					return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: give --shrink to shrink it and its %s (unmounted)", more, lv.Volume.FS)))
+					return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: give --shrink to shrink it and its %s (unmounted)", more, lv.Volume.FS)))
 				}
 				shrink = true
 				// Three steps, not lvreduce --resizefs: resize2fs wants a
@@ -470,7 +470,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				rest := gp.SizeBytes
 				for _, o := range g.Volumes {
 					if o.Name != lv.Name {
-						rest -= max(have[o.Name], roundUp(o.SizeBytes, lvmExtentBytes))
+						rest -= max(have[o.Name], RoundUp(o.SizeBytes, lvmExtentBytes))
 					}
 				}
 				if rest > size {
@@ -499,7 +499,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				node = real
 			}
 			if lv.Volume.Encrypt != nil && lp.Shrink != nil {
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not shrink an encrypted volume (asked %s, it has %s)",
+				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not shrink an encrypted volume (asked %s, it has %s)",
 					lp.Path, units.FormatSize(lp.SizeBytes), units.FormatSize(size))))
 			}
 			if lv.Volume.Encrypt != nil && lp.Grow != nil {
@@ -507,8 +507,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				// volume, in steps of their own: --resizefs knows no LUKS.
 				lp.Grow = slices.DeleteFunc(lp.Grow, func(a string) bool { return a == "--resizefs" })
 			}
-			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
-				return gp, withOrigin(lv.Origin, err)
+			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
+				return gp, WithOrigin(lv.Origin, err)
 			}
 			// resize2fs shrinks only an unmounted file system, and only
 			// the one asked for: a volume without it (mkfs planned) is
@@ -518,17 +518,17 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				grow = pl.planCryptGrow
 			}
 			if err := grow(ctx, &lp, &vol, size); err != nil {
-				return gp, withOrigin(lv.Origin, err)
+				return gp, WithOrigin(lv.Origin, err)
 			}
 			switch {
 			case shrink && vol.Mkfs != nil:
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
-			case shrink && vol.fsUsed >= lp.SizeBytes:
+				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
+			case shrink && vol.FSUsed >= lp.SizeBytes:
 				// resize2fs would fail on it anyway; said before any step.
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
-					vol.FS, units.FormatSize(vol.fsUsed), units.FormatSize(lp.SizeBytes))))
-			case shrink && vol.mounted():
-				return gp, withOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
+				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
+					vol.FS, units.FormatSize(vol.FSUsed), units.FormatSize(lp.SizeBytes))))
+			case shrink && vol.Mounted():
+				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
 					lp.Path, vol.MountPoint, vol.FS, vol.MountPoint)))
 			}
 		} else {
@@ -539,12 +539,12 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []member, opt O
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			if err := pl.planVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
-				return gp, withOrigin(lv.Origin, err)
+			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
+				return gp, WithOrigin(lv.Origin, err)
 			}
 		}
 		if vol.Persist {
-			vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+			vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 		}
 		lp.Volume = vol
 		gp.Volumes = append(gp.Volumes, lp)
@@ -573,11 +573,11 @@ func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, siz
 // to fill room bytes, and the bytes it has now; nil when it is within an
 // extent of that, unmounted for good, or not one diskprep grows.
 func (pl Planner) fsGrowTo(ctx context.Context, v *VolumePlan, dev string, room uint64) ([]string, uint64, error) {
-	if v.Mkfs != nil || v.MountPoint == "" || v.fsBytes == 0 {
+	if v.Mkfs != nil || v.MountPoint == "" || v.FSBytes == 0 {
 		return nil, 0, nil
 	}
-	fsBytes := v.fsBytes
-	if v.mounted() {
+	fsBytes := v.FSBytes
+	if v.Mounted() {
 		var err error
 		if fsBytes, err = pl.mountedFSBytes(ctx, v.FS, v.MountPoint, dev); err != nil {
 			return nil, 0, err
@@ -632,18 +632,18 @@ func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (ui
 
 // pvAlignment is where a PV's first extent starts: the partition
 // alignment rule (1 MiB, or the physical sector and optimal I/O size).
-func pvAlignment(m member) uint64 {
-	if m.disk == nil {
-		return mib
+func pvAlignment(m Member) uint64 {
+	if m.Disk == nil {
+		return MiB
 	}
-	a, _ := disk.Alignment(m.disk.LogicalSectorBytes, m.disk.PhysicalSectorBytes, m.disk.OptimalIOBytes)
+	a, _ := disk.Alignment(m.Disk.LogicalSectorBytes, m.Disk.PhysicalSectorBytes, m.Disk.OptimalIOBytes)
 	return a
 }
 
 // addDormantVG plans the removal of the physical volume pv and, when it
 // is in a group, of the whole group, or refuses when the group has a
 // physical volume that is not wiped.
-func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+func (a *Applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
 	s := plan.Stacks
 	vg := lvm.pvVG[pv]
 	if vg == "" {
@@ -678,20 +678,20 @@ func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string,
 	if len(others) > 0 {
 		sort.Strings(others)
 		how := "remove it by hand (vgremove " + vg + ", then pvremove each)"
-		if lvs := sortedKeys(boolSet(lvm.lvs[vg])); len(lvs) > 0 {
+		if lvs := SortedKeys(BoolSet(lvm.lvs[vg])); len(lvs) > 0 {
 			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
 		}
 		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
 			pv, vg, strings.Join(others, ", "), how))
 	}
-	for _, lv := range sortedKeys(boolSet(lvm.lvs[vg])) {
+	for _, lv := range SortedKeys(BoolSet(lvm.lvs[vg])) {
 		s.LVRemove = append(s.LVRemove, vg+"/"+lv)
 	}
 	s.VGRemove = append(s.VGRemove, vg)
 	sort.Strings(pvs)
 	s.PVRemove = append(s.PVRemove, pvs...)
 	for n, node := range pvNode {
-		if contains(pvs, node) {
+		if slices.Contains(pvs, node) {
 			done[n] = true
 		}
 	}
@@ -745,18 +745,18 @@ func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, 
 // LUKS2 layer and returns the members as LVM sees them: the mappings. A
 // plain group's member holding LUKS is refused: pvcreate over it would
 // destroy someone's encrypted volume.
-func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, opt Options) ([]member, []*crypt.Plan, error) {
+func (pl Planner) planMemberCrypts(g GroupSpec, ms []Member, opt Options) ([]Member, []*crypt.Plan, error) {
 	if g.Encrypt == nil {
 		for _, m := range ms {
-			if m.ex == nil {
+			if m.Ex == nil {
 				continue
 			}
-			sigs, err := pl.probe(m.path)
+			sigs, err := pl.ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}
 			if slices.ContainsFunc(sigs, func(s probe.Signature) bool { return s.Type == "crypto_LUKS" }) {
-				return nil, nil, disk.Refuse(m.path, fmt.Sprintf("%s holds a LUKS volume, and vg %s's members are not encrypted (encrypt: under the lvm entry), or release it first", m.path, g.VG))
+				return nil, nil, disk.Refuse(m.Path, fmt.Sprintf("%s holds a LUKS volume, and vg %s's members are not encrypted (encrypt: under the lvm entry), or release it first", m.Path, g.VG))
 			}
 		}
 		return ms, nil, nil
@@ -766,15 +766,15 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, opt Options) ([]mem
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]member, len(ms))
+	out := make([]Member, len(ms))
 	var crypts []*crypt.Plan
 	for i, m := range ms {
-		b := crypt.Target{Path: m.path, Node: m.path, SizeBytes: m.part.SizeBytes}
-		if m.disk != nil {
-			b.LogicalSector = m.disk.LogicalSectorBytes
+		b := crypt.Target{Path: m.Path, Node: m.Path, SizeBytes: m.Part.SizeBytes}
+		if m.Disk != nil {
+			b.LogicalSector = m.Disk.LogicalSectorBytes
 		}
-		if m.ex != nil {
-			sigs, err := pl.probe(m.path)
+		if m.Ex != nil {
+			sigs, err := pl.ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -784,16 +784,16 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []member, opt Options) ([]mem
 		}
 		// The group is nothing at boot without its members open: each
 		// has its crypttab line. The first makes the key they share.
-		c, err := cp.Layer(g.Encrypt, filepath.Base(m.path)+"_crypt", b, makeKey, opt.Wipe, true)
+		c, err := cp.Layer(g.Encrypt, filepath.Base(m.Path)+"_crypt", b, makeKey, opt.Wipe, true)
 		if err != nil {
 			return nil, nil, err
 		}
 		c.MakeKey = c.MakeKey && i == 0
 		c.Wipe, c.NoDiscard = opt.Wipe, opt.NoDiscard
 		crypts = append(crypts, c)
-		m.path = c.Mapper
-		if m.part.SizeBytes > crypt.HeaderBytes {
-			m.part.SizeBytes -= crypt.HeaderBytes
+		m.Path = c.Mapper
+		if m.Part.SizeBytes > crypt.HeaderBytes {
+			m.Part.SizeBytes -= crypt.HeaderBytes
 		}
 		out[i] = m
 	}

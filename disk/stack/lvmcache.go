@@ -62,7 +62,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		switch {
 		case !isPV:
 			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.path,
-				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(member{disk: m.disk})>>10), m.path}})
+				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(Member{Disk: m.disk})>>10), m.path}})
 		case g == vg:
 			vgExists = true
 		case g != "":
@@ -102,7 +102,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
 	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
 		if seg.segtype == "cache" && seg.mode != cp.Mode {
-			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, orNone(seg.mode), cp.Mode))
+			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, OrNone(seg.mode), cp.Mode))
 		}
 		cp.Existing = fmt.Sprintf("cached volume %s/%s (%s, cache %s)", vg, lv, seg.segtype, strings.Trim(seg.pool, "[]"))
 	case seg.segtype == "cache" || seg.segtype == "writecache":
@@ -134,11 +134,11 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	if origin.size > lvmMetadataBytes {
 		lvBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
 	}
-	if err := pl.planVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
+	if err := pl.PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
 		return err
 	}
 	if vol.Persist {
-		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	cp.Volume = vol
 	if lvmCacheBytes := cache.size; lvmCacheBytes > lvmMetadataBytes {
@@ -174,15 +174,15 @@ func vgOfDMName(dm string) string {
 
 // addLVMCaches plans, for the cached logical volumes of the groups
 // released, the flush and split (or removal, with Wipe) of their cache.
-func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
+func (a *Applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
 	stacked := false
 	for vg := range vgs {
 		for lv := range lvm.lvs[vg] {
-			real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv))
+			real, err := a.Host().EvalSymlinks(a.Roots().DevPath(vg, lv))
 			if err != nil {
 				continue
 			}
-			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", filepath.Base(real), "slaves"))
+			des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block", filepath.Base(real), "slaves"))
 			for _, de := range des {
 				// Built over other device-mapper devices: a cache, a
 				// RAID or a thin volume's sub-volumes.
@@ -193,11 +193,11 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm 
 	if !stacked {
 		return nil
 	}
-	segs, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVSegs(ctx)
+	segs, err := (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVSegs(ctx)
 	if err != nil {
 		return err
 	}
-	for _, vg := range sortedKeys(vgs) {
+	for _, vg := range SortedKeys(vgs) {
 		var names []string
 		for lv, seg := range segs[vg] {
 			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {

@@ -40,8 +40,8 @@ const mdadmConfMarker = "# diskprep: md "
 
 // ensureMdadmConf adds the array's line to mdadm.conf (atomically, the
 // file created when missing) unless it is there.
-func (a *applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
-	old, err := a.host.ReadFile(path)
+func (a *Applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
+	old, err := a.Host().ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -55,23 +55,23 @@ func (a *applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
 		b = append(b, '\n')
 	}
 	b = fmt.Appendf(b, "%s%s (\"diskprep release\" removes this entry)\n%s\n", mdadmConfMarker, ap.Name, ap.ConfLine)
-	a.log.Info("add mdadm.conf line: started", "file", path, "line", ap.ConfLine)
-	if err := a.host.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	a.Log().Info("add mdadm.conf line: started", "file", path, "line", ap.ConfLine)
+	if err := a.Host().MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := a.host.WriteFile(path, b, 0o644); err != nil {
-		a.log.Info("add mdadm.conf line: failed", "file", path, "err", err)
+	if err := a.Host().WriteFile(path, b, 0o644); err != nil {
+		a.Log().Info("add mdadm.conf line: failed", "file", path, "err", err)
 		return false, fmt.Errorf("write %s: %w", path, err)
 	}
-	a.log.Info("add mdadm.conf line: finished", "file", path)
+	a.Log().Info("add mdadm.conf line: finished", "file", path)
 	return true, nil
 }
 
 // applyArray creates one md array, writes its mdadm.conf line and puts
 // its file system on it.
-func (r *run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*ArrayResult, error) {
+func (r *Run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*ArrayResult, error) {
 	ar := ArrayResult{Name: ap.Name, Device: ap.Device, Level: ap.Level, Members: ap.Members, Metadata: ap.Metadata, UUID: ap.UUID,
-		ChunkBytes: ap.ChunkBytes, DataMembers: ap.DataMembers, MdadmVersion: r.versions["mdadm"], ConfFile: conf, ConfLine: ap.ConfLine}
+		ChunkBytes: ap.ChunkBytes, DataMembers: ap.DataMembers, MdadmVersion: r.Versions["mdadm"], ConfFile: conf, ConfLine: ap.ConfLine}
 	if ap.Create != nil {
 		if err := r.CheckMembersFree(ap.Members, "raid:"+ap.Name); err != nil {
 			return nil, err
@@ -80,18 +80,18 @@ func (r *run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*Array
 			return nil, fmt.Errorf("create md array %s: %w", ap.Name, err)
 		}
 		ar.Created, ar.CreateArgv = true, ap.Create
-		r.changed = true
+		r.Changed = true
 	}
 	err := r.arraySteps(ctx, ap, conf, &ar)
 	if err == nil {
-		ar.Volume, err = r.volume(ctx, ap.Volume)
+		ar.Volume, err = r.Volume(ctx, ap.Volume)
 	}
 	return &ar, err
 }
 
 // arraySteps waits for a new array's node, wipes it and persists it.
-func (r *run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *ArrayResult) error {
-	node, err := r.waitStackNode(ctx, ap.Device)
+func (r *Run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *ArrayResult) error {
+	node, err := r.WaitStackNode(ctx, ap.Device)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (r *run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *Arr
 		return err
 	}
 	ar.ConfAdded = added
-	r.changed = r.changed || added
+	r.Changed = r.Changed || added
 	return nil
 }
 
@@ -164,7 +164,7 @@ type ArrayPlan struct {
 var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
 
 // arrayGeometry is the chunk and data members of a level over n members.
-func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
+func arrayGeometry(level, n int, ms []Member) (chunk uint64, data int) {
 	switch level {
 	case 0:
 		data = n
@@ -184,8 +184,8 @@ func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
 		// A device that says its optimal I/O is a larger power-of-two
 		// multiple of 4 KiB (a hardware RAID or SMR stripe under it)
 		// gets chunks of that size.
-		if m.disk != nil {
-			if o := m.disk.OptimalIOBytes; o > chunk && o <= 4<<20 && o%4096 == 0 && o&(o-1) == 0 {
+		if m.Disk != nil {
+			if o := m.Disk.OptimalIOBytes; o > chunk && o <= 4<<20 && o%4096 == 0 && o&(o-1) == 0 {
 				chunk = o
 			}
 		}
@@ -193,14 +193,14 @@ func arrayGeometry(level, n int, ms []member) (chunk uint64, data int) {
 	return chunk, data
 }
 
-func (pl Planner) planArray(a ArraySpec, ms []member, opt Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].path < ms[j].path })
+func (pl Planner) planArray(a ArraySpec, ms []Member, opt Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
 	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
 	var smallest uint64
 	for i, m := range ms {
-		ap.Members = append(ap.Members, m.path)
-		if i == 0 || m.part.SizeBytes < smallest {
-			smallest = m.part.SizeBytes
+		ap.Members = append(ap.Members, m.Path)
+		if i == 0 || m.Part.SizeBytes < smallest {
+			smallest = m.Part.SizeBytes
 		}
 	}
 	n := len(ms)
@@ -218,18 +218,18 @@ func (pl Planner) planArray(a ArraySpec, ms []member, opt Options, mounts []disk
 	h := pl.HostOrLive()
 	running := ""
 	for _, m := range ms {
-		if m.ex == nil {
+		if m.Ex == nil {
 			continue
 		}
-		for _, hd := range m.ex.Holders {
+		for _, hd := range m.Ex.Holders {
 			if hd.Kind != "md" {
 				continue
 			}
 			if !disk.MDNameIs(hd.DMName, a.Name) {
-				return ap, disk.Refuse(m.path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.path, hd.Name, orNone(hd.DMName), a.Name))
+				return ap, disk.Refuse(m.Path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.Path, hd.Name, OrNone(hd.DMName), a.Name))
 			}
 			if running != "" && running != hd.Name {
-				return ap, disk.Refuse(m.path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
+				return ap, disk.Refuse(m.Path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
 			}
 			running = hd.Name
 		}
@@ -270,10 +270,10 @@ func (pl Planner) planArray(a ArraySpec, ms []member, opt Options, mounts []disk
 			// line, which comes before mkfs: whatever the new array
 			// shows is what its members held before, not ours.
 			ap.Wipe = []string{"wipefs", "--all", ap.Device}
-			if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+			if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 				return ap, err
 			}
-		} else if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		} else if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
@@ -288,13 +288,13 @@ func (pl Planner) planArray(a ArraySpec, ms []member, opt Options, mounts []disk
 		// before (an earlier array of the same layout, its file system):
 		// it is wiped before anything else, and mkfs may overwrite.
 		ap.Wipe = []string{"wipefs", "--all", ap.Device}
-		if err := pl.planVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	}
 	ap.ConfLine = fmt.Sprintf("ARRAY %s metadata=%s UUID=%s", ap.Device, mdMetadata, ap.UUID)
 	if vol.Persist {
-		vol.FstabLine = disk.FstabEntryLine(vol.partPlan())
+		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	ap.Volume = vol
 	return ap, nil
@@ -318,7 +318,7 @@ func (pl Planner) checkArray(ap ArrayPlan, name string) error {
 	}
 	sort.Strings(want)
 	if strings.Join(have, ",") != strings.Join(want, ",") {
-		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, orNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
+		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, OrNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
 	}
 	return nil
 }
@@ -414,15 +414,15 @@ func (pl Planner) checkMdadmConf(conf string, arrays []ArrayPlan) error {
 // addDormantMD plans zeroing the superblock of dev, a member of a stopped
 // md array, or refuses when another device that is not wiped is a member
 // of the same array.
-func (a *applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
+func (a *Applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
 	var others []string
-	des, _ := a.host.ReadDir(a.roots.SysPath("class/block"))
+	des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block"))
 	for _, de := range des {
 		n := de.Name()
 		if wiped[n] || strings.HasPrefix(n, "fd") || strings.HasPrefix(n, "sr") {
 			continue // a floppy or optical drive holds no array, and opening one can hang
 		}
-		sigs, err := a.ProbeDevice(a.roots.DevPath(n))
+		sigs, err := a.ProbeDevice(a.Roots().DevPath(n))
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,7 @@ import (
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
+func (a *Applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -34,9 +35,9 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		switch {
 		case strings.HasPrefix(n, "md"):
 			mds[n] = true
-		case strings.HasPrefix(n, "dm-") && a.crypts().IsMapping(n):
+		case strings.HasPrefix(n, "dm-") && a.Crypts().IsMapping(n):
 			crypts[n] = true
-			for _, m := range a.crypts().Backing(n) {
+			for _, m := range a.Crypts().Backing(n) {
 				switch {
 				case strings.HasPrefix(m, "md"):
 					mds[m] = true
@@ -53,15 +54,15 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 			bcache[n] = true
 		default:
 			lower = append(lower, n)
-			des, _ := a.host.ReadDir(a.roots.SysPath("class/block", n, "holders"))
+			des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block", n, "holders"))
 			for _, de := range des {
 				switch h := de.Name(); {
 				case strings.HasPrefix(h, "md"):
 					mds[h] = true
-				case strings.HasPrefix(h, "dm-") && a.crypts().IsMapping(h):
+				case strings.HasPrefix(h, "dm-") && a.Crypts().IsMapping(h):
 					crypts[h] = true
 					// An encrypted member: what its mapping holds.
-					hs, _ := a.host.ReadDir(a.roots.SysPath("class/block", h, "holders"))
+					hs, _ := a.Host().ReadDir(a.Roots().SysPath("class/block", h, "holders"))
 					for _, hh := range hs {
 						switch n := hh.Name(); {
 						case strings.HasPrefix(n, "md"):
@@ -81,7 +82,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	a.addBcache(plan, devs, bcache, lower, members, opt)
 	sort.Strings(lower)
 	// The mappings above the arrays and volumes found go first.
-	defer a.crypts().PlanRelease(plan, devs, crypts, opt.Wipe)
+	defer a.Crypts().PlanRelease(plan, devs, crypts, opt.Wipe)
 	if len(mds) == 0 && len(dms) == 0 && len(members) == 0 {
 		if opt.Wipe {
 			plan.Stacks.WipeSignatures = a.WipeOrder(lower)
@@ -90,25 +91,25 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		return nil
 	}
 	addDev := func(name string) {
-		if n, err := a.ReadDevnum(a.roots.SysPath("class/block", name, "dev")); err == nil {
+		if n, err := a.ReadDevnum(a.Roots().SysPath("class/block", name, "dev")); err == nil {
 			devs[n] = name
 		}
-		des, _ := a.host.ReadDir(a.roots.SysPath("class/block", name, "holders"))
+		des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block", name, "holders"))
 		for _, de := range des {
-			if h := de.Name(); strings.HasPrefix(h, "dm-") && a.crypts().IsMapping(h) {
+			if h := de.Name(); strings.HasPrefix(h, "dm-") && a.Crypts().IsMapping(h) {
 				crypts[h] = true
 			}
 		}
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx)
+		lvm, err := (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVM(ctx)
 		if err != nil {
 			return err
 		}
 		vgs := map[string]bool{}
 		for dm := range dms {
-			b, err := a.host.ReadFile(a.roots.SysPath("block", dm, "dm", "name"))
+			b, err := a.Host().ReadFile(a.Roots().SysPath("block", dm, "dm", "name"))
 			if err != nil {
 				continue
 			}
@@ -133,14 +134,14 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		if err := a.addLVMCaches(ctx, plan, lvm, vgs, opt); err != nil {
 			return err
 		}
-		for _, vg := range sortedKeys(vgs) {
+		for _, vg := range SortedKeys(vgs) {
 			var lvNames []string
 			for lv := range lvm.lvs[vg] {
 				lvNames = append(lvNames, lv)
 			}
 			sort.Strings(lvNames)
 			for _, lv := range lvNames {
-				if real, err := a.host.EvalSymlinks(a.roots.DevPath(vg, lv)); err == nil {
+				if real, err := a.Host().EvalSymlinks(a.Roots().DevPath(vg, lv)); err == nil {
 					addDev(filepath.Base(real))
 					plan.SetGroup(filepath.Base(real), "vg "+vg)
 				}
@@ -161,11 +162,11 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				pvs = append(pvs, pv)
 				// An encrypted member: the mapping closes after the
 				// group, and its partition is the member wiped.
-				if real, err := a.host.EvalSymlinks(a.roots.DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.crypts().IsMapping(filepath.Base(real)) {
+				if real, err := a.Host().EvalSymlinks(a.Roots().DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.Crypts().IsMapping(filepath.Base(real)) {
 					dm := filepath.Base(real)
 					crypts[dm] = true
 					plan.SetGroup(dm, "vg "+vg)
-					for _, m := range a.crypts().Backing(dm) {
+					for _, m := range a.Crypts().Backing(dm) {
 						members[m] = true
 						plan.SetGroup(m, "vg "+vg)
 					}
@@ -181,22 +182,22 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		}
 	}
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
-	for _, md := range sortedKeys(mds) {
+	for _, md := range SortedKeys(mds) {
 		addDev(md)
 		plan.SetGroup(md, "md "+md)
-		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.roots.DevPath(md))
-		des, _ := a.host.ReadDir(a.roots.SysPath("block", md, "slaves"))
+		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.Roots().DevPath(md))
+		des, _ := a.Host().ReadDir(a.Roots().SysPath("block", md, "slaves"))
 		for _, de := range des {
 			members[de.Name()] = true
 			plan.SetGroup(de.Name(), "md "+md)
 			if opt.Wipe {
-				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.roots.DevPath(de.Name()))
+				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.Roots().DevPath(de.Name()))
 			}
 		}
-		if b, err := a.host.ReadFile(a.roots.SysPath("block", md, "md", "uuid")); err == nil {
+		if b, err := a.Host().ReadFile(a.Roots().SysPath("block", md, "md", "uuid")); err == nil {
 			uuid := mdUUIDForm(strings.TrimSpace(string(b)))
-			for _, conf := range []string{a.roots.HostPath("etc/mdadm/mdadm.conf"), a.roots.HostPath("etc/mdadm.conf")} {
-				data, err := a.host.ReadFile(conf)
+			for _, conf := range []string{a.Roots().HostPath("etc/mdadm/mdadm.conf"), a.Roots().HostPath("etc/mdadm.conf")} {
+				data, err := a.Host().ReadFile(conf)
 				if err != nil {
 					continue
 				}
@@ -213,7 +214,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		}
 		keep := map[string]bool{} // disks whose table stays
 		for _, k := range opt.Keep {
-			if real, err := a.host.EvalSymlinks(k); err == nil {
+			if real, err := a.Host().EvalSymlinks(k); err == nil {
 				k = real
 			}
 			if n := filepath.Base(k); a.WholeDisk(n) != n {
@@ -230,7 +231,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				continue
 			}
 			all := true
-			for _, kp := range disk.KernelPartitionNames(a.host, a.roots, d) {
+			for _, kp := range disk.KernelPartitionNames(a.Host(), a.Roots(), d) {
 				all = all && (members[kp] || names[kp])
 			}
 			if all {
@@ -255,7 +256,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
+func (a *Applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -263,7 +264,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 	}
 	done := map[string]bool{} // kernel names already removed or zeroed
 	for _, d := range append(append([]string(nil), s.PVRemove...), s.MDZero...) {
-		if real, err := a.host.EvalSymlinks(d); err == nil {
+		if real, err := a.Host().EvalSymlinks(d); err == nil {
 			d = real
 		}
 		done[filepath.Base(d)] = true
@@ -283,12 +284,12 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 			switch sig.Type {
 			case "LVM2_member":
 				if lvm == nil {
-					if lvm, err = (Planner{disk.Planner{Host: a.host, Roots: a.roots}}).readLVM(ctx); err != nil {
+					if lvm, err = (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVM(ctx); err != nil {
 						return err
 					}
 					for _, row := range lvm.pvList {
 						n := filepath.Base(row[0])
-						if real, err := a.host.EvalSymlinks(row[0]); err == nil {
+						if real, err := a.Host().EvalSymlinks(row[0]); err == nil {
 							n = filepath.Base(real)
 						}
 						pvNode[n] = row[0]
@@ -314,7 +315,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 
 // applyLayersRelease carries out the stack teardown after the unmounts
 // and fstab lines; disk wipes the signatures after it.
-func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
+func (a *Applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	step := func(what string, argv ...string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -325,20 +326,20 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 		res.StackSteps = append(res.StackSteps, disk.QuoteArgv(argv))
 		return nil
 	}
-	if err := a.crypts().Release(ctx, s, res, step); err != nil {
+	if err := a.Crypts().Release(ctx, s, res, step); err != nil {
 		return err
 	}
 	if err := a.releaseBcache(ctx, s, res); err != nil {
 		return err
 	}
 	for _, lv := range s.SplitCache {
-		a.progressf("flushing the cache of %s to its origin, then splitting it off (lvconvert waits for every dirty block)", lv)
+		a.Progressf("flushing the cache of %s to its origin, then splitting it off (lvconvert waits for every dirty block)", lv)
 		if err := step("flush and split the cache of "+lv, "lvconvert", "--yes", "--splitcache", lv); err != nil {
 			return err
 		}
 	}
 	for _, lv := range s.Uncache {
-		a.progressf("flushing the cache of %s to its origin, then removing it (lvconvert waits for every dirty block)", lv)
+		a.Progressf("flushing the cache of %s to its origin, then removing it (lvconvert waits for every dirty block)", lv)
 		if err := step("flush and remove the cache of "+lv, "lvconvert", "--yes", "--uncache", lv); err != nil {
 			return err
 		}
@@ -377,14 +378,14 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 		}
 	}
 	if len(s.MdadmConfRemove) > 0 {
-		b, err := a.host.ReadFile(s.MdadmConf)
+		b, err := a.Host().ReadFile(s.MdadmConf)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("read %s: %w", s.MdadmConf, err)
 		}
 		lines := strings.Split(string(b), "\n")
 		var out []string
 		for i := 0; i < len(lines); i++ {
-			if i+1 < len(lines) && strings.HasPrefix(lines[i], mdadmConfMarker) && contains(s.MdadmConfRemove, lines[i+1]) {
+			if i+1 < len(lines) && strings.HasPrefix(lines[i], mdadmConfMarker) && slices.Contains(s.MdadmConfRemove, lines[i+1]) {
 				res.StackSteps = append(res.StackSteps, "removed from "+s.MdadmConf+": "+lines[i+1])
 				i++
 				continue
@@ -392,7 +393,7 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 			out = append(out, lines[i])
 		}
 		if len(out) != len(lines) {
-			if err := a.host.WriteFile(s.MdadmConf, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			if err := a.Host().WriteFile(s.MdadmConf, []byte(strings.Join(out, "\n")), 0o644); err != nil {
 				return fmt.Errorf("write %s: %w", s.MdadmConf, err)
 			}
 		}
@@ -403,10 +404,10 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 // PlanTeardown plans the teardown of the stacks and caches on devs
 // (disk.Layers).
 func (Layers) PlanTeardown(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
-	return fromDisk(x).addStacks(ctx, plan, devs, opt)
+	return FromDisk(x).addStacks(ctx, plan, devs, opt)
 }
 
 // ApplyTeardown carries out the teardown s (disk.Layers).
 func (Layers) ApplyTeardown(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
-	return fromDisk(x).applyLayersRelease(ctx, s, res)
+	return FromDisk(x).applyLayersRelease(ctx, s, res)
 }

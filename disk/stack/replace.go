@@ -163,7 +163,7 @@ func ApplyReplace(ctx context.Context, rp *ReplacePlan, deps disk.Deps, wait boo
 			return res, err
 		}
 	}
-	a := newApplier(deps)
+	a := NewApplier(deps)
 	if rp.Remove != nil {
 		if err := a.Do(ctx, "remove the failed members", rp.Remove); err != nil {
 			return res, fmt.Errorf("remove the failed members of %s: %w", rp.Array, err)
@@ -188,22 +188,22 @@ func ApplyReplace(ctx context.Context, rp *ReplacePlan, deps disk.Deps, wait boo
 
 // waitRebuilt follows md's recovery of the array md (kernel name) until
 // no slot is missing and no sync runs.
-func waitRebuilt(ctx context.Context, a *applier, md string) error {
-	sys := a.roots.SysPath("block/" + md + "/md")
+func waitRebuilt(ctx context.Context, a *Applier, md string) error {
+	sys := a.Roots().SysPath("block/" + md + "/md")
 	read := func(f string) string {
-		b, _ := a.host.ReadFile(sys + "/" + f)
+		b, _ := a.Host().ReadFile(sys + "/" + f)
 		return strings.TrimSpace(string(b))
 	}
 	start, last := time.Now(), time.Time{}
 	for {
 		degraded, action := read("degraded"), read("sync_action")
 		if (degraded == "0" || degraded == "") && (action == "idle" || action == "") {
-			a.progressf("%s rebuilt in %s", md, time.Since(start).Round(time.Second))
+			a.Progressf("%s rebuilt in %s", md, time.Since(start).Round(time.Second))
 			return nil
 		}
 		if time.Since(last) >= 5*time.Second {
 			last = time.Now()
-			a.progressf("%s", rebuildLine(md, action, read("sync_completed"), read("sync_speed")))
+			a.Progressf("%s", rebuildLine(md, action, read("sync_completed"), read("sync_speed")))
 		}
 		select {
 		case <-ctx.Done():

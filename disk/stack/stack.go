@@ -61,8 +61,8 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 	for _, q := range reqs {
 		for i, ps := range q.Partitions {
 			if ps.Use != "" {
-				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", orNone(q.Device+q.Image), i+1))
-				disks[ps.Use] = append(disks[ps.Use], orNone(q.Device+q.Image))
+				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", OrNone(q.Device+q.Image), i+1))
+				disks[ps.Use] = append(disks[ps.Use], OrNone(q.Device+q.Image))
 			}
 		}
 	}
@@ -82,12 +82,12 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 		probe := disk.Request{Device: "x", Partitions: []disk.PartSpec{ps}}
 		if err := probe.Validate(); err != nil {
 			if r := disk.Reasons(err); len(r) > 0 {
-				return withOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
+				return WithOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
 			}
 			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
 		}
 		if err := checkEncrypt(v.Encrypt, what); err != nil {
-			return withOrigin(origin, err)
+			return WithOrigin(origin, err)
 		}
 		if v.Encrypt != nil && v.Encrypt.Name != "" {
 			if prev, dup := mounts["crypt:"+v.Encrypt.Name]; dup {
@@ -125,7 +125,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 	}
 	for _, g := range r.Groups {
 		if err := checkEncrypt(g.Encrypt, "lvm vg "+g.VG); err != nil {
-			return withOrigin(g.Origin, err)
+			return WithOrigin(g.Origin, err)
 		}
 		if g.Encrypt != nil && g.Encrypt.Name != "" {
 			return at(g.Origin, "lvm vg %s: encrypt takes no name for a group's members: each is NAME_crypt after its partition", g.VG)
@@ -213,7 +213,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		return nil, err
 	}
 	sp := &StackPlan{Schema: StackPlanSchema, Unchanged: true}
-	byUse := map[string][]member{}
+	byUse := map[string][]Member{}
 	for _, p := range plans {
 		var d *hwinfo.Disk
 		if host != nil {
@@ -223,11 +223,11 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 			if pp.Use == "" {
 				continue
 			}
-			m := member{path: pp.Path, part: pp, plan: p, disk: d}
+			m := Member{Path: pp.Path, Part: pp, Plan: p, Disk: d}
 			if d != nil && p.Table == nil {
 				for i := range d.Partitions {
 					if d.Partitions[i].Number == pp.Number {
-						m.ex = &d.Partitions[i]
+						m.Ex = &d.Partitions[i]
 					}
 				}
 			}
@@ -248,9 +248,9 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 	for _, a := range req.Arrays {
 		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req.Options, mounts, sp.MdadmConf)
 		if err != nil {
-			return nil, withOrigin(a.Origin, err)
+			return nil, WithOrigin(a.Origin, err)
 		}
-		if ap.Create != nil || ap.Volume.changes() {
+		if ap.Create != nil || ap.Volume.Changes() {
 			sp.Unchanged = false
 		}
 		if ap.ChunkBytes > 0 && ap.Volume.FS == "xfs" && ap.Volume.Geometry == "" {
@@ -267,11 +267,11 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		for _, g := range req.Groups {
 			ms, crypts, err := pl.planMemberCrypts(g, byUse["lvm:"+g.VG], req.Options)
 			if err != nil {
-				return nil, withOrigin(g.Origin, err)
+				return nil, WithOrigin(g.Origin, err)
 			}
 			gp, err := pl.planGroup(ctx, g, ms, req.Options, lvm, mounts)
 			if err != nil {
-				return nil, withOrigin(g.Origin, err)
+				return nil, WithOrigin(g.Origin, err)
 			}
 			gp.Crypts = crypts
 			for _, c := range crypts {
@@ -288,7 +288,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 				}
 			}
 			for _, lv := range gp.Volumes {
-				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.CryptResize != nil || lv.Volume.changes() {
+				if lv.Create != nil || lv.Grow != nil || lv.Shrink != nil || lv.FSGrow != nil || lv.CryptResize != nil || lv.Volume.Changes() {
 					sp.Unchanged = false
 				}
 			}
@@ -300,7 +300,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 			return nil, err
 		}
 		for _, cp := range sp.Caches {
-			if len(cp.Steps) > 0 || cp.Volume.changes() {
+			if len(cp.Steps) > 0 || cp.Volume.Changes() {
 				sp.Unchanged = false
 			}
 		}
@@ -308,9 +308,9 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 	for _, e := range req.Encrypted {
 		ep, err := pl.planEncrypted(e, byUse["crypt:"+e.Key][0], req.Options, mounts)
 		if err != nil {
-			return nil, withOrigin(e.Origin, err)
+			return nil, WithOrigin(e.Origin, err)
 		}
-		if ep.Volume.changes() {
+		if ep.Volume.Changes() {
 			sp.Unchanged = false
 		}
 		sp.Encrypted = append(sp.Encrypted, ep)
@@ -477,7 +477,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		if ap.ChunkBytes > 0 {
 			fmt.Fprintf(&b, ", chunk %s, %d data members", units.FormatSize(ap.ChunkBytes), ap.DataMembers)
 		}
-		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, onDevice(ap.Volume, ap.Device), inMount(ap.Volume))
+		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, OnDevice(ap.Volume, ap.Device), InMount(ap.Volume))
 	}
 	for _, gp := range sp.Groups {
 		fmt.Fprintf(&b, "  lvm vg %s over %s, %s in %s extents\n", gp.VG, strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes), units.FormatSize(gp.ExtentBytes))
@@ -486,7 +486,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 			if lp.SizeBytes > 0 {
 				size = units.FormatSize(lp.SizeBytes)
 			}
-			fmt.Fprintf(&b, "    lv %s: %s, %s%s%s\n", lp.Name, size, lp.Volume.FS, cryptSuffix(lp.Volume), inMount(lp.Volume))
+			fmt.Fprintf(&b, "    lv %s: %s, %s%s%s\n", lp.Name, size, lp.Volume.FS, CryptSuffix(lp.Volume), InMount(lp.Volume))
 		}
 	}
 	for _, cp := range sp.Caches {
@@ -496,7 +496,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		}
 	}
 	for _, ep := range sp.Encrypted {
-		fmt.Fprintf(&b, "  %s on %s%s\n", ep.Volume.FS, onDevice(ep.Volume, ep.Partition), inMount(ep.Volume))
+		fmt.Fprintf(&b, "  %s on %s%s\n", ep.Volume.FS, OnDevice(ep.Volume, ep.Partition), InMount(ep.Volume))
 	}
 	if sp.Unchanged {
 		b.WriteString("  already prepared as asked: nothing to change\n")
@@ -611,7 +611,7 @@ func (pl Planner) checkVolumePoints(sp *StackPlan, mounts []disk.MountEntry) err
 			// is open; its fstab line is checked then.
 			continue
 		}
-		want := disk.FstabEntry(v.partPlan())
+		want := disk.FstabEntry(v.PartPlan())
 		for i, l := range lines {
 			if l.Entry == nil {
 				continue

@@ -36,33 +36,33 @@ type VolumeResult struct {
 	Crypt *crypt.Result `json:"crypt,omitempty"`
 }
 
-// volume opens a volume's LUKS2 layer when it has one, then makes its
+// Volume opens a Volume's LUKS2 layer when it has one, then makes its
 // file system, mounts it and persists it as a partition's.
-func (r *run) volume(ctx context.Context, v VolumePlan) (VolumeResult, error) {
+func (r *Run) Volume(ctx context.Context, v VolumePlan) (VolumeResult, error) {
 	var cr *crypt.Result
 	if v.Crypt != nil {
 		var err error
-		v, cr, err = r.applyCrypt(ctx, v, r.versions["cryptsetup"], r.undo)
-		r.changed = r.changed || cr.Changed()
+		v, cr, err = r.applyCrypt(ctx, v, r.Versions["cryptsetup"], r.Undo)
+		r.Changed = r.Changed || cr.Changed()
 		if err != nil {
 			return VolumeResult{Device: v.Device, FS: v.FS, Crypt: cr}, err
 		}
 	}
-	pp := v.partPlan()
+	pp := v.PartPlan()
 	pp.Name, pp.Mkfs, pp.MountArgv, pp.FstabLine = filepath.Base(v.Device), v.Mkfs, v.MountArgv, v.FstabLine
 	holder := &disk.Plan{Device: v.Device, Disk: disk.DiskSummary{Name: filepath.Base(v.Device)}}
-	pr, err := r.PreparePartition(ctx, holder, pp, r.versions[firstOr(v.Mkfs)], r.undo)
+	pr, err := r.PreparePartition(ctx, holder, pp, r.Versions[FirstOr(v.Mkfs)], r.Undo)
 	vr := VolumeResult{Device: v.Device, FS: v.FS, Label: v.Label, UUID: pr.UUID, Formatted: pr.Formatted, MkfsArgv: pr.MkfsArgv,
 		MkfsVersion: pr.MkfsVersion, Geometry: v.Geometry, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Mounted: pr.Mounted,
 		FstabLine: v.FstabLine, FstabAdded: pr.FstabAdded, Crypt: cr}
-	r.fstabChanged = r.fstabChanged || pr.FstabAdded
-	r.changed = r.changed || pr.Formatted || pr.Mounted || pr.FstabAdded
+	r.FstabChanged = r.FstabChanged || pr.FstabAdded
+	r.Changed = r.Changed || pr.Formatted || pr.Mounted || pr.FstabAdded
 	return vr, err
 }
 
-// planVolumeAt is planVolume for a file system that starts at offset on
+// PlanVolumeAt is planVolume for a file system that starts at offset on
 // dev and is not mounted (nothing shows it as a device yet).
-func (pl Planner) planVolumeAt(v *VolumePlan, dev string, offset int64, opt Options) error {
+func (pl Planner) PlanVolumeAt(v *VolumePlan, dev string, offset int64, opt Options) error {
 	if err := pl.planFormat(v, dev, offset, opt, "", dev, "the bcache device on "+dev); err != nil {
 		return err
 	}
@@ -110,19 +110,20 @@ type VolumePlan struct {
 	// Crypt is the LUKS2 layer the file system sits on (Device is then
 	// its mapping); nil for none.
 	Crypt *crypt.Plan `json:"crypt,omitempty"`
-	// fsBytes and fsUsed are the size the existing file system's
+	// FSBytes and FSUsed are the size the existing file system's
 	// superblock gives and the space it counts as used (0: none, or not
 	// known).
-	fsBytes, fsUsed uint64
+	FSBytes uint64 `json:"-"`
+	FSUsed  uint64 `json:"-"`
 }
 
-// partPlan is the volume as PartPlan, for the helpers partitions and
+// PartPlan is the volume as PartPlan, for the helpers partitions and
 // volumes share (fstab entry, marker).
-func (v VolumePlan) partPlan() disk.PartPlan {
+func (v VolumePlan) PartPlan() disk.PartPlan {
 	return disk.PartPlan{Path: v.Device, FS: v.FS, FSLabel: v.Label, FSUUID: v.FSUUID, MountPoint: v.MountPoint, MountOpts: v.MountOpts, Persist: v.Persist}
 }
 
-func (v VolumePlan) changes() bool { return v.Mkfs != nil || v.MountArgv != nil || v.Crypt.Changes() }
+func (v VolumePlan) Changes() bool { return v.Mkfs != nil || v.MountArgv != nil || v.Crypt.Changes() }
 
 // planFormat probes dev, from offset on, for a volume's signature and
 // decides what the file system needs: none means mkfs (with geometry);
@@ -151,7 +152,7 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, opt Option
 		v.FSUUID = pl.MakeUUID()
 		v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, false, opt.NoDiscard, geometry)
 	case found.Type == v.FS && found.Label == v.Label:
-		v.FSUUID, v.fsBytes, v.fsUsed = found.UUID, found.SizeBytes, found.UsedBytes
+		v.FSUUID, v.FSBytes, v.FSUsed = found.UUID, found.SizeBytes, found.UsedBytes
 	case !opt.Wipe:
 		return disk.Refuse(subject, fmt.Sprintf("%s holds %s%s, not the %s asked (pass --wipe to replace it)", what, found.Type, disk.LabelSuffix(found.Label), v.FS))
 	default:
@@ -161,10 +162,10 @@ func (pl Planner) planFormat(v *VolumePlan, dev string, offset int64, opt Option
 	return nil
 }
 
-// planVolume fills what the file system on an existing array or logical
+// PlanVolume fills what the file system on an existing array or logical
 // volume (node dev) still needs: none yet means mkfs; the one asked for
 // means only mounting what is not mounted; another is refused unless wipe.
-func (pl Planner) planVolume(v *VolumePlan, dev string, opt Options, mounts []disk.MountEntry, geometry string) error {
+func (pl Planner) PlanVolume(v *VolumePlan, dev string, opt Options, mounts []disk.MountEntry, geometry string) error {
 	h := pl.HostOrLive()
 	if err := pl.planFormat(v, dev, 0, opt, geometry, v.Device, v.Device); err != nil {
 		return err
@@ -193,26 +194,26 @@ func (pl Planner) planVolume(v *VolumePlan, dev string, opt Options, mounts []di
 	return nil
 }
 
-// mounted says whether v, planned by planVolume, is mounted now: at its
-// mount point, since planVolume refuses one mounted anywhere else.
-func (v *VolumePlan) mounted() bool {
+// Mounted says whether v, planned by planVolume, is Mounted now: at its
+// mount point, since planVolume refuses one Mounted anywhere else.
+func (v *VolumePlan) Mounted() bool {
 	return v.MountPoint != "" && v.MountArgv == nil
 }
 
-// waitStackNode waits for the node of a new array or logical volume (udev
+// WaitStackNode waits for the node of a new array or logical volume (udev
 // makes /dev/md/NAME and /dev/VG/LV) and returns the kernel's name of it.
-func (a *applier) waitStackNode(ctx context.Context, path string) (string, error) {
+func (a *Applier) WaitStackNode(ctx context.Context, path string) (string, error) {
 	if a.UdevRunning() {
 		// Cut short by an interruption, it is no news: the last line says so.
-		if out, err := a.host.Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
-			a.log.Warn("udevadm settle failed", "err", err, "output", string(out))
+		if out, err := a.Host().Run(ctx, "udevadm", "settle", "--timeout=30"); err != nil && ctx.Err() == nil {
+			a.Log().Warn("udevadm settle failed", "err", err, "output", string(out))
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		real, err := a.host.EvalSymlinks(path)
+		real, err := a.Host().EvalSymlinks(path)
 		if err == nil {
-			if _, _, err := a.host.DeviceNumber(real); err == nil {
+			if _, _, err := a.Host().DeviceNumber(real); err == nil {
 				return filepath.Base(real), nil
 			}
 		}
@@ -227,37 +228,37 @@ func (a *applier) waitStackNode(ctx context.Context, path string) (string, error
 	}
 }
 
-// onDevice is where the volume's file system is: the device, or LUKS2 on it.
-func onDevice(v VolumePlan, dev string) string {
+// OnDevice is where the volume's file system is: the device, or LUKS2 on it.
+func OnDevice(v VolumePlan, dev string) string {
 	if v.Crypt == nil {
 		return dev
 	}
 	return v.Crypt.Mapper + ", LUKS2 on " + dev + v.Crypt.SectorText()
 }
 
-// cryptSuffix says a logical volume's file system is on LUKS2.
-func cryptSuffix(v VolumePlan) string {
+// CryptSuffix says a logical volume's file system is on LUKS2.
+func CryptSuffix(v VolumePlan) string {
 	if v.Crypt == nil {
 		return ""
 	}
 	return " on " + v.Crypt.Mapper + " (LUKS2" + v.Crypt.SectorText() + ")"
 }
 
-func inMount(v VolumePlan) string {
+func InMount(v VolumePlan) string {
 	if v.MountPoint == "" {
 		return ""
 	}
 	return " mounted at " + v.MountPoint
 }
 
-func mkfsForced(argv []string) bool { return len(argv) > 1 && (argv[1] == "-f" || argv[1] == "-F") }
+func MkfsForced(argv []string) bool { return len(argv) > 1 && (argv[1] == "-f" || argv[1] == "-F") }
 
-// planEncrypt puts the LUKS2 layer of e under the volume v, whose Device is
+// PlanEncrypt puts the LUKS2 layer of e under the volume v, whose Device is
 // the array or logical volume, and plans its file system on the mapping.
 // node is the backing device's node when it exists now ("" for one this
 // plan creates); fresh: the backing is new or is to be wiped, so nothing
 // on it counts.
-func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh bool, size uint64, opt Options, mounts []disk.MountEntry, geometry string) error {
+func (pl Planner) PlanEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh bool, size uint64, opt Options, mounts []disk.MountEntry, geometry string) error {
 	cp := crypt.Planner{Planner: pl.Planner}
 	makeKey, err := cp.KeyFileMissing(e)
 	if err != nil {
@@ -313,7 +314,7 @@ func (pl Planner) planEncrypt(v *VolumePlan, e *crypt.Spec, node string, fresh b
 		}
 	default:
 		real, _ := pl.HostOrLive().EvalSymlinks(c.Mapper)
-		if err := pl.planVolume(v, real, opt, mounts, geometry); err != nil {
+		if err := pl.PlanVolume(v, real, opt, mounts, geometry); err != nil {
 			return err
 		}
 	}
@@ -336,20 +337,20 @@ func volumeSignature(s probe.Signature) bool {
 	return s.Usage == "filesystem" || s.Type == "swap" || s.Usage == "raid" || s.Usage == "crypto"
 }
 
-// planVolumeOn plans the file system of v on its array or logical volume:
+// PlanVolumeOn plans the file system of v on its array or logical volume:
 // encrypted when e asks it; fresh (new, or to be wiped) means mkfs with
 // force when force, else what is at node decides (planVolume).
-func (pl Planner) planVolumeOn(v *VolumePlan, e *crypt.Spec, node string, fresh, force bool, size uint64, opt Options, mounts []disk.MountEntry, geometry string) error {
+func (pl Planner) PlanVolumeOn(v *VolumePlan, e *crypt.Spec, node string, fresh, force bool, size uint64, opt Options, mounts []disk.MountEntry, geometry string) error {
 	if fresh && e == nil {
 		if err := checkFSRoom(v, size); err != nil {
 			return err
 		}
 	}
 	if e != nil {
-		return pl.planEncrypt(v, e, node, fresh, size, opt, mounts, geometry)
+		return pl.PlanEncrypt(v, e, node, fresh, size, opt, mounts, geometry)
 	}
 	if !fresh {
-		return pl.planVolume(v, node, opt, mounts, geometry)
+		return pl.PlanVolume(v, node, opt, mounts, geometry)
 	}
 	v.FSUUID = pl.MakeUUID()
 	v.Mkfs = disk.MkfsFor(v.FS, v.Label, v.FSUUID, v.MkfsOpts, v.Device, force, opt.NoDiscard, geometry)
@@ -359,8 +360,8 @@ func (pl Planner) planVolumeOn(v *VolumePlan, e *crypt.Spec, node string, fresh,
 	return nil
 }
 
-// probe reads the signatures on dev.
-func (pl Planner) probe(dev string) ([]probe.Signature, error) {
+// ProbeVolume reads the signatures on dev.
+func (pl Planner) ProbeVolume(dev string) ([]probe.Signature, error) {
 	f, err := pl.HostOrLive().OpenDevice(dev, false)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", dev, err)
@@ -380,32 +381,32 @@ func (pl Planner) probe(dev string) ([]probe.Signature, error) {
 // applyCrypt makes and opens the LUKS2 layer of v before its file system,
 // and returns the volume as its file system is then made: for a volume
 // found closed, planned with what the opened mapping holds.
-func (a *applier) applyCrypt(ctx context.Context, v VolumePlan, version string, undo *[]func()) (VolumePlan, *crypt.Result, error) {
+func (a *Applier) applyCrypt(ctx context.Context, v VolumePlan, version string, undo *[]func()) (VolumePlan, *crypt.Result, error) {
 	c := v.Crypt
-	cr, err := a.crypts().Up(ctx, c, version, undo)
+	cr, err := a.Crypts().Up(ctx, c, version, undo)
 	if err != nil || !c.FSAfterOpen {
 		return v, cr, err
 	}
-	pl := Planner{disk.Planner{Host: a.host, Roots: a.roots}}
-	mounts, err := disk.ReadMounts(a.host, a.roots)
+	pl := Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}
+	mounts, err := disk.ReadMounts(a.Host(), a.Roots())
 	if err != nil {
 		return v, cr, err
 	}
-	real, err := a.host.EvalSymlinks(c.Mapper)
+	real, err := a.Host().EvalSymlinks(c.Mapper)
 	if err != nil {
 		return v, cr, fmt.Errorf("%s: %w", c.Mapper, err)
 	}
 	v.MountArgv = nil
 	planned := v.FSUUID
-	if err := pl.planVolume(&v, real, Options{Wipe: c.Wipe, NoDiscard: c.NoDiscard}, mounts, v.Geometry); err != nil {
+	if err := pl.PlanVolume(&v, real, Options{Wipe: c.Wipe, NoDiscard: c.NoDiscard}, mounts, v.Geometry); err != nil {
 		return v, cr, err
 	}
-	if v.Mkfs != nil && !mkfsForced(v.Mkfs) && v.MkfsIfBlank != nil {
+	if v.Mkfs != nil && !MkfsForced(v.Mkfs) && v.MkfsIfBlank != nil {
 		// Nothing on it: the mkfs the dry run showed.
 		v.FSUUID, v.Mkfs = planned, v.MkfsIfBlank
 	}
 	if v.Persist {
-		v.FstabLine = disk.FstabEntryLine(v.partPlan())
+		v.FstabLine = disk.FstabEntryLine(v.PartPlan())
 	}
 	return v, cr, nil
 }
