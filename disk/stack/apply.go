@@ -8,6 +8,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -39,7 +40,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 	if sp == nil || sp.Schema != StackPlanSchema {
 		return nil, fmt.Errorf("apply stacks: not a %s plan", StackPlanSchema)
 	}
-	a := NewApplier(deps)
+	a := newApplier(deps)
 	ended := disk.RecordPlan(a.Host(), sp) // runs last, after the undo of a failure
 	defer func() { ended(err) }()
 	res = &StackResult{Schema: StackResultSchema, Notes: append([]string(nil), sp.Notes...)}
@@ -63,7 +64,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		}
 		out, err := a.Host().Run(ctx, prog, args...)
 		if err != nil {
-			if IsNotFound(err) {
+			if layer.IsNotFound(err) {
 				return fmt.Errorf("%s is not installed: install the %s package: %w", prog, pkg, disk.ErrMissingProgram)
 			}
 			return fmt.Errorf("%s %s: %w", prog, strings.Join(args, " "), err)
@@ -122,7 +123,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		return nil, err
 	}
 
-	r := &Run{Applier: a, Versions: versions, Undo: &undo}
+	r := &run{&layer.Run{Applier: a.Applier, Versions: versions, Undo: &undo}}
 	defer func() { res.Changed = res.Changed || r.Changed }()
 	for _, ap := range sp.Arrays {
 		ar, err := r.applyArray(ctx, ap, sp.MdadmConf)

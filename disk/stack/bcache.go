@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -23,7 +24,7 @@ const BcachePlaceholder = "/dev/bcacheN"
 // smallest the kernel takes (a page), and the fewest buckets a cache set
 // may have: the kernel's cache_alloc refuses a cache whose bucket count,
 // rounded up to a power of two, is under 1024 ("ca->sb.nbuckets is too
-// small"), so 512 buckets of 512 KiB (256 MiB) fail.
+// small"), so 512 buckets of 512 KiB (256 layer.MiB) fail.
 const (
 	bcacheDefaultBucket = 512 << 10
 	bcacheMinBucket     = 4 << 10
@@ -32,7 +33,7 @@ const (
 
 // bcacheBucket is the bucket size to give make-bcache -C for a cache of
 // size bytes: 0 (its default) when that makes enough buckets, else the
-// largest power of two that does, down to a page (a 48 MiB partition gets
+// largest power of two that does, down to a page (a 48 layer.MiB partition gets
 // 32 KiB buckets); an error when even page-sized buckets are too few.
 func bcacheBucket(size uint64) (uint64, error) {
 	if size == 0 || size/bcacheDefaultBucket >= bcacheMinBuckets {
@@ -178,13 +179,13 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
 		// file system is read where the bcache device will show it.
-		if err := pl.PlanVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
+		if err := pl.layer().PlanVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
 			return err
 		}
 	default:
 		cp.Device = pl.Roots.DevPath(node)
 		vol.Device = cp.Device
-		if err := pl.PlanVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
+		if err := pl.layer().PlanVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
 			return err
 		}
 	}
@@ -200,7 +201,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 
 // bcacheNode is the kernel name of the bcache device over the backing
 // device origin (its bcache/dev link), waited for.
-func (a *Applier) bcacheNode(ctx context.Context, origin string) (string, error) {
+func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error) {
 	link := a.Roots().SysPath("class/block", filepath.Base(origin), "bcache", "dev")
 	if err := a.waitPath(ctx, link); err != nil {
 		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
@@ -213,13 +214,13 @@ func (a *Applier) bcacheNode(ctx context.Context, origin string) (string, error)
 }
 
 // dir is the backing device's bcache directory, where its attributes are.
-func (a *Applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
+func (a *applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
 	return a.Roots().SysPath("class/block", b.Backing, "bcache", attr)
 }
 
 // addBcache plans the release of the bcache devices among or on the
 // devices released, and of the cache sets they use or those devices are.
-func (a *Applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt disk.ReleaseOptions) {
+func (a *applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcache map[string]bool, lower []string, members map[string]bool, opt disk.ReleaseOptions) {
 	sets := map[string]bool{}
 	for _, n := range lower {
 		// A cache device registered in a set, attached or not.
@@ -229,7 +230,7 @@ func (a *Applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcac
 			plan.SetGroup(n, "bcache set "+filepath.Base(link))
 		}
 	}
-	for _, bc := range SortedKeys(bcache) {
+	for _, bc := range layer.SortedKeys(bcache) {
 		link, err := a.Host().Readlink(a.Roots().SysPath("class/block", bc, "bcache"))
 		if err != nil {
 			continue
@@ -251,7 +252,7 @@ func (a *Applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcac
 		}
 		plan.Stacks.Bcache = append(plan.Stacks.Bcache, br)
 	}
-	for _, set := range SortedKeys(sets) {
+	for _, set := range layer.SortedKeys(sets) {
 		dir := a.Roots().SysPath("fs/bcache", set)
 		des, _ := a.Host().ReadDir(dir)
 		for _, de := range des {
@@ -286,7 +287,7 @@ func (a *Applier) addBcache(plan *disk.ReleasePlan, devs map[string]string, bcac
 
 // releaseBcache flushes, detaches and stops the bcache devices, then
 // unregisters their cache sets, each step waited for.
-func (a *Applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
+func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	write := func(what, path, value string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -307,7 +308,7 @@ func (a *Applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 		}
 		if b.SetUUID != "" {
 			// Said before the flush starts: once the kernel writes back at
-			// full speed a few MiB can be gone before the first look.
+			// full speed a few layer.MiB can be gone before the first look.
 			dirty, err := a.bcacheDirty(b)
 			if err != nil {
 				return err
@@ -333,7 +334,7 @@ func (a *Applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 			// A pass's sleep that began before the delay was set still
 			// runs its 30 s (the writeback thread reads the delay once);
 			// only a detach cuts it short. The kernel writes every dirty
-			// block back before it detaches (seen in a guest: 3.3 MiB
+			// block back before it detaches (seen in a guest: 3.3 layer.MiB
 			// waited 29 s before, with the detach first under 1 s).
 			if err := write("detach "+b.Device+" from its cache set (its dirty blocks written back first)", a.bcacheAttr(b, "detach"), "1"); err != nil {
 				return err
@@ -388,7 +389,7 @@ func parseBcacheSize(s string) (uint64, bool) {
 const bcacheFlushPatience = 2 * time.Minute
 
 // bcacheDirty is how much dirty data bcache device b holds.
-func (a *Applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
+func (a *applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
 	path := a.bcacheAttr(b, "dirty_data")
 	raw, err := a.Host().ReadFile(path)
 	if err != nil {
@@ -404,7 +405,7 @@ func (a *Applier) bcacheDirty(b disk.BcacheRelease) (uint64, error) {
 // waitClean waits for a bcache device's dirty data (before, when the
 // flush began) to be written back, reporting the amount left as it
 // shrinks.
-func (a *Applier) waitClean(ctx context.Context, b disk.BcacheRelease, before uint64) error {
+func (a *applier) waitClean(ctx context.Context, b disk.BcacheRelease, before uint64) error {
 	last, lastChange := before, time.Now()
 	for {
 		dirty, err := a.bcacheDirty(b)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -114,7 +115,7 @@ type CacheStep struct {
 	Argv  []string `json:"argv,omitempty"`
 	Path  string   `json:"path,omitempty"`
 	Value string   `json:"value,omitempty"`
-	// Member is the device checked, right before the step writes to it,
+	// layer.Member is the device checked, right before the step writes to it,
 	// to hold nothing but what this cache put there.
 	Member string `json:"member,omitempty"`
 	// Wait is a path that must exist before the step (the kernel makes
@@ -143,7 +144,7 @@ type cacheMember struct {
 func (cp CachePlan) summary() string {
 	mode := cp.Mode
 	return fmt.Sprintf("%s cache %s: %s (%s) in front of %s (%s), %s; %s on %s%s", cp.Kind, cp.Name, cp.CacheDevice, units.FormatSize(cp.CacheBytes),
-		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, InMount(cp.Volume))
+		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, layer.InMount(cp.Volume))
 }
 
 // CacheResult is one cached volume after ApplyStacks.
@@ -167,7 +168,7 @@ type CacheResult struct {
 }
 
 // writeSys writes one kernel attribute, logged as a step.
-func (a *Applier) writeSys(what, path, value string) error {
+func (a *applier) writeSys(what, path, value string) error {
 	a.Log().Info(what+": started", "path", path, "value", value)
 	if err := a.Host().WriteSys(path, value); err != nil {
 		a.Log().Info(what+": failed", "path", path, "value", value, "err", err)
@@ -180,7 +181,7 @@ func (a *Applier) writeSys(what, path, value string) error {
 // waitPath waits for the kernel to make path (a registered bcache
 // device's attributes, a cache set's directory), after udev has handled
 // what the last step started.
-func (a *Applier) waitPath(ctx context.Context, path string) error {
+func (a *applier) waitPath(ctx context.Context, path string) error {
 	if _, err := a.Host().Stat(path); err == nil {
 		return nil
 	}
@@ -209,7 +210,7 @@ func (a *Applier) waitPath(ctx context.Context, path string) error {
 
 // waitGone waits for the kernel to drop path (a detached cache link, a
 // stopped device, an unregistered set): the sysfs writes return before.
-func (a *Applier) waitGone(ctx context.Context, path string) error {
+func (a *applier) waitGone(ctx context.Context, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := a.Host().Lstat(path); err != nil {

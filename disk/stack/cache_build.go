@@ -151,7 +151,7 @@ func ReleaseCache(ctx context.Context, b CacheBuild, wipe bool, deps disk.Deps) 
 // while they come (pause_writeback, 3 s by default): a warm-up then warms
 // nothing. cachebench empties it before each working set for that.
 func FlushWriteCache(ctx context.Context, device string, deps disk.Deps) error {
-	a := NewApplier(deps)
+	a := newApplier(deps)
 	if err := a.Do(ctx, "flush the write cache", []string{"dmsetup", "message", device, "0", "flush"}); err != nil {
 		return fmt.Errorf("flush the write cache of %s: %w", device, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -70,7 +71,7 @@ func sameDiskName(part, disk string) bool {
 }
 
 // planCaches plans every cache entry.
-func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
+func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]layer.Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
 	var lvm *lvmState
 	var segs map[string]map[string]lvSeg
 	var plans []CachePlan
@@ -81,7 +82,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 		if c.CacheDevice != "" {
 			cm, err := pl.existingCacheDevice(c, host, opt.Wipe, om)
 			if err != nil {
-				return nil, WithOrigin(c.Origin, err)
+				return nil, layer.WithOrigin(c.Origin, err)
 			}
 			cache = cm
 		} else {
@@ -111,7 +112,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 			err = pl.planBcache(&cp, c, origin, cache, opt, mounts)
 		}
 		if err != nil {
-			return nil, WithOrigin(c.Origin, err)
+			return nil, layer.WithOrigin(c.Origin, err)
 		}
 		plans = append(plans, cp)
 	}
@@ -121,7 +122,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 // existingCacheDevice checks an existing partition given as the cache:
 // the same refusals as a disk (in use, held by another stack, a signature
 // unless wipe), and not on the origin's disk.
-func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin Member) (cacheMember, error) {
+func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin layer.Member) (cacheMember, error) {
 	if host == nil {
 		return cacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
 	}
@@ -151,7 +152,7 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 
 // needCachePrograms checks, before anything changes, that the tools the
 // caches' steps run are installed.
-func (a *Applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
+func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
 	for _, cp := range caches {
 		if lvmKind(cp.Kind) {
 			if err := need("lvm", "lvm2", "version"); err != nil {
@@ -164,7 +165,7 @@ func (a *Applier) needCachePrograms(ctx context.Context, caches []CachePlan, nee
 			}
 			// make-bcache has no version flag and exits 1 on -h: only
 			// a program that cannot be run is missing.
-			if _, err := a.Host().Run(ctx, "make-bcache", "-h"); err != nil && IsNotFound(err) {
+			if _, err := a.Host().Run(ctx, "make-bcache", "-h"); err != nil && layer.IsNotFound(err) {
 				return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 			}
 			break
@@ -175,13 +176,13 @@ func (a *Applier) needCachePrograms(ctx context.Context, caches []CachePlan, nee
 
 // applyCache carries out one cache plan: its steps, then the file system
 // on the cached volume.
-func (r *Run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
+func (r *run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
 	cr, err := r.cacheSteps(ctx, cp)
 	r.Changed = r.Changed || len(cr.Steps) > 0
 	return cr, err
 }
 
-func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
+func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
 	cr := CacheResult{CacheVolume: cp.CacheVolume, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
 	if lvmKind(cp.Kind) {
 		cr.LVMVersion = r.Versions["lvm"]
@@ -198,7 +199,7 @@ func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 		for i, s := range argv {
 			if strings.Contains(s, BcachePlaceholder) && node == "" {
 				var err error
-				if node, err = r.bcacheNode(ctx, cp.OriginDevice); err != nil {
+				if node, err = r.app().bcacheNode(ctx, cp.OriginDevice); err != nil {
 					return nil, err
 				}
 			}
@@ -220,7 +221,7 @@ func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 			}
 		}
 		if st.Wait != "" {
-			if err := r.waitPath(ctx, st.Wait); err != nil {
+			if err := r.app().waitPath(ctx, st.Wait); err != nil {
 				return cr, fmt.Errorf("%s: %w", st.What, err)
 			}
 		}
@@ -235,10 +236,10 @@ func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 			cr.Steps = append(cr.Steps, disk.QuoteArgv(argv))
 			continue
 		}
-		if err := r.waitPath(ctx, st.Path); err != nil {
+		if err := r.app().waitPath(ctx, st.Path); err != nil {
 			return cr, fmt.Errorf("%s: %w", st.What, err)
 		}
-		if err := r.writeSys(st.What, st.Path, st.Value); err != nil {
+		if err := r.app().writeSys(st.What, st.Path, st.Value); err != nil {
 			return cr, fmt.Errorf("%s %s: %w", st.What, cp.Name, err)
 		}
 		cr.Steps = append(cr.Steps, st.String())
@@ -247,7 +248,7 @@ func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 	if cp.Kind == CacheKindBcache {
 		if node == "" {
 			var err error
-			if node, err = r.bcacheNode(ctx, cp.OriginDevice); err != nil {
+			if node, err = r.app().bcacheNode(ctx, cp.OriginDevice); err != nil {
 				return cr, err
 			}
 		}
@@ -259,7 +260,7 @@ func (r *Run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 		if _, err := r.WaitStackNode(ctx, dev); err != nil {
 			return cr, err
 		}
-		if v.Mkfs != nil && !MkfsForced(v.Mkfs) {
+		if v.Mkfs != nil && !layer.MkfsForced(v.Mkfs) {
 			// Planned over a backing device not registered yet: what
 			// shows on the new device now is checked before mkfs.
 			if sigs, err := r.ProbeDevice(dev); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
 // A stack's volumes and members may sit on LUKS2 (disk/crypt): this file
@@ -52,7 +53,7 @@ type EncryptedResult struct {
 // planEncrypted plans the LUKS2 layer on the partition m and the file
 // system on its mapping. A new partition (or one disk's plan wipes) holds
 // nothing that counts; an existing one is probed.
-func (pl Planner) planEncrypted(e EncryptedSpec, m Member, opt Options, mounts []disk.MountEntry) (EncryptedPlan, error) {
+func (pl Planner) planEncrypted(e EncryptedSpec, m layer.Member, opt Options, mounts []disk.MountEntry) (EncryptedPlan, error) {
 	spec := *e.Volume.Encrypt
 	if spec.Name == "" {
 		spec.Name = filepath.Base(m.Path) + "_crypt"
@@ -63,7 +64,7 @@ func (pl Planner) planEncrypted(e EncryptedSpec, m Member, opt Options, mounts [
 	if m.Ex != nil {
 		node, fresh = m.Path, false
 	}
-	if err := pl.PlanEncrypt(&v, &spec, node, fresh, m.Part.SizeBytes, opt, mounts, ""); err != nil {
+	if err := pl.layer().PlanEncrypt(&v, &spec, node, fresh, m.Part.SizeBytes, opt, mounts, ""); err != nil {
 		return EncryptedPlan{}, err
 	}
 	if v.Persist {
@@ -74,7 +75,7 @@ func (pl Planner) planEncrypted(e EncryptedSpec, m Member, opt Options, mounts [
 
 // applyEncrypted opens a partition's LUKS2 layer and puts its file
 // system on it.
-func (r *Run) applyEncrypted(ctx context.Context, ep EncryptedPlan) (*EncryptedResult, error) {
+func (r *run) applyEncrypted(ctx context.Context, ep EncryptedPlan) (*EncryptedResult, error) {
 	er := EncryptedResult{Key: ep.Key, Partition: ep.Partition}
 	if ep.Volume.Crypt.Format != nil {
 		if err := r.CheckMembersFree([]string{ep.Partition}, "crypt:"+ep.Key); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
 // kernelFeature is one thing of the running kernel a stack needs: there
@@ -64,7 +65,7 @@ func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CacheP
 		out, err := h.Run(ctx, "modprobe", "--dry-run", "--quiet", f.module)
 		switch {
 		case err == nil:
-		case IsNotFound(err):
+		case layer.IsNotFound(err):
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -85,7 +86,7 @@ func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CacheP
 		if cp.Kind != CacheKindBcache || len(cp.Steps) == 0 {
 			continue
 		}
-		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && IsNotFound(err) {
+		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && layer.IsNotFound(err) {
 			return fmt.Errorf("make-bcache is not installed: install the bcache-tools package: %w", disk.ErrMissingProgram)
 		}
 		break

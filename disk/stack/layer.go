@@ -1,111 +1,38 @@
 package stack
 
 import (
-	"errors"
-	"fmt"
-	"maps"
-	"os/exec"
-	"slices"
-
 	"github.com/diskprep/diskprep/disk"
-	"github.com/diskprep/diskprep/disk/crypt"
-	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
 // Planner plans stacks and caches on the machine of its disk.Planner.
 type Planner struct{ disk.Planner }
 
-// Applier applies stacks and caches with what disk gives a layer.
-type Applier struct{ *disk.Applier }
-
-func NewApplier(deps disk.Deps) *Applier { return FromDisk(disk.NewApplier(deps)) }
-
-// Crypts is the LUKS2 layer's applier over the same host.
-func (a *Applier) Crypts() crypt.Applier { return crypt.Applier{Applier: a.Applier} }
-
-func FromDisk(x *disk.Applier) *Applier {
-	return &Applier{Applier: x}
-}
+// layer is the planner as the layers below take it.
+func (pl Planner) layer() layer.Planner { return layer.Planner{Planner: pl.Planner} }
 
 // Layers are the stacks and caches as disk's release sees them
 // (disk.Layers): pass them in disk.Deps wherever a release may meet one.
 type Layers struct{}
 
-func SortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+// applier applies stacks and caches; run is one ApplyStacks under way.
+type (
+	applier struct{ *layer.Applier }
+	run     struct{ *layer.Run }
+)
 
-func FirstOr(a []string) string {
-	if len(a) == 0 {
-		return ""
-	}
-	return a[0]
-}
+func newApplier(deps disk.Deps) *applier { return &applier{layer.NewApplier(deps)} }
 
-func OrNone(s string) string {
-	if s == "" {
-		return "(none reported)"
-	}
-	return s
-}
+func fromDisk(x *disk.Applier) *applier { return &applier{layer.FromDisk(x)} }
 
-const MiB = uint64(1) << 20
+// The request's options and a layer's volume, named where a stack's
+// plan and result are.
+type (
+	Options      = layer.Options
+	VolumeSpec   = layer.VolumeSpec
+	VolumePlan   = layer.VolumePlan
+	VolumeResult = layer.VolumeResult
+)
 
-func RoundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
-
-// Progressf reports progress of a long step to the user (Deps.Progress).
-func (a *Applier) Progressf(format string, args ...any) {
-	a.Log().Info(fmt.Sprintf(format, args...))
-	if a.Progress() != nil {
-		fmt.Fprintf(a.Progress(), format+"\n", args...)
-	}
-}
-
-// Run is one ApplyStacks under way: the programs' versions its steps
-// record, the undo list they push onto, and whether they changed anything.
-type Run struct {
-	*Applier
-	Versions map[string]string
-	Undo     *[]func()
-	// Changed: a step Changed the machine; FstabChanged: a volume's
-	// fstab line was added.
-	Changed, FstabChanged bool
-}
-
-// Options are what a stack request allows every layer (its JSON fields
-// are the request's own).
-type Options struct {
-	// Wipe allows replacing a file system found on a new array or volume
-	// that is not the one asked for.
-	Wipe bool `json:"wipe,omitempty"`
-	// NoDiscard: mkfs on the stacks' volumes does not discard.
-	NoDiscard bool `json:"no_discard,omitempty"`
-	// Shrink allows a logical volume asked smaller than it is to shrink,
-	// with its ext2/3/4 file system, when that is unmounted (prepare
-	// --shrink). Without it a smaller size is refused.
-	Shrink bool `json:"shrink,omitempty"`
-}
-
-// Member is one stack Member partition as planned, with its disk.
-type Member struct {
-	Path string
-	Part disk.PartPlan
-	Plan *disk.Plan
-	Disk *hwinfo.Disk
-	Ex   *hwinfo.Partition // in the facts; nil when the partition is new
-}
-
-func WithOrigin(origin string, err error) error {
-	if origin == "" {
-		return err
-	}
-	return fmt.Errorf("%s: %w", origin, err)
-}
-
-func IsNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
-
-func BoolSet[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
+// app is the run's applier, for the steps defined on it.
+func (r *run) app() *applier { return &applier{r.Applier} }

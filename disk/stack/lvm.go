@@ -13,6 +13,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -63,13 +64,13 @@ type LVResult struct {
 // applyGroup opens a volume group's encrypted members, creates the
 // group and its logical volumes (or grows or shrinks them), and puts
 // each one's file system on it.
-func (r *Run) applyGroup(ctx context.Context, gp GroupPlan) (GroupResult, error) {
+func (r *run) applyGroup(ctx context.Context, gp GroupPlan) (GroupResult, error) {
 	gr := GroupResult{VG: gp.VG, PVs: gp.PVs, LVMVersion: r.Versions["lvm"]}
 	err := r.groupSteps(ctx, &gp, &gr)
 	return gr, err
 }
 
-func (r *Run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) error {
+func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) error {
 	for _, c := range gp.Crypts {
 		cr, err := r.Crypts().Up(ctx, c, r.Versions["cryptsetup"], r.Undo)
 		gr.Crypts = append(gr.Crypts, cr)
@@ -136,7 +137,7 @@ func (r *Run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) er
 
 // lvSteps creates, grows or shrinks one logical volume, then puts its
 // file system on it (and grows that, or its LUKS2 mapping, to fill it).
-func (r *Run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) error {
+func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) error {
 	if lp.Create != nil {
 		if err := r.Do(ctx, "create logical volume", lp.Create); err != nil {
 			return fmt.Errorf("lvcreate %s/%s: %w", vg, lp.Name, err)
@@ -242,7 +243,7 @@ type GroupPlan struct {
 	// again once it is open (from spec, members and req).
 	Replan  bool `json:"replan,omitempty"`
 	spec    GroupSpec
-	members []Member
+	members []layer.Member
 	opt     Options
 	mounts  []disk.MountEntry
 }
@@ -290,7 +291,7 @@ type lvmState struct {
 
 // unusedMember says whether one of ms is a physical volume of vg that no
 // volume uses.
-func (st *lvmState) unusedMember(vg string, ms []Member) bool {
+func (st *lvmState) unusedMember(vg string, ms []layer.Member) bool {
 	for _, m := range ms {
 		if st.pvVG[m.Path] == vg && st.pvUsed[m.Path] == 0 && st.pvFree[m.Path] > 0 {
 			return true
@@ -347,13 +348,13 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 }
 
 func lvmError(prog string, err error) error {
-	if IsNotFound(err) {
+	if layer.IsNotFound(err) {
 		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, disk.ErrMissingProgram)
 	}
 	return fmt.Errorf("%s: %w", prog, err)
 }
 
-func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt Options, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
+func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member, opt Options, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
 	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
 	var extents uint64
@@ -415,7 +416,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 	}
 	var fixed uint64
 	for _, lv := range g.Volumes {
-		fixed += RoundUp(lv.SizeBytes, lvmExtentBytes)
+		fixed += layer.RoundUp(lv.SizeBytes, lvmExtentBytes)
 	}
 	last := g.Volumes[len(g.Volumes)-1]
 	need := fixed
@@ -437,7 +438,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 	}
 	h := pl.HostOrLive()
 	for _, lv := range g.Volumes {
-		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: RoundUp(lv.SizeBytes, lvmExtentBytes)}
+		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: layer.RoundUp(lv.SizeBytes, lvmExtentBytes)}
 		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
 			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
@@ -447,9 +448,9 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				more := fmt.Sprintf("%s has %s, more than the %s asked", lp.Path, units.FormatSize(size), units.FormatSize(lp.SizeBytes))
 				switch {
 				case !strings.HasPrefix(lv.Volume.FS, "ext"):
-					return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: %s cannot shrink", more, lv.Volume.FS)))
+					return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: %s cannot shrink", more, lv.Volume.FS)))
 				case !opt.Shrink:
-					return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: give --shrink to shrink it and its %s (unmounted)", more, lv.Volume.FS)))
+					return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s: give --shrink to shrink it and its %s (unmounted)", more, lv.Volume.FS)))
 				}
 				shrink = true
 				// Three steps, not lvreduce --resizefs: resize2fs wants a
@@ -470,7 +471,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				rest := gp.SizeBytes
 				for _, o := range g.Volumes {
 					if o.Name != lv.Name {
-						rest -= max(have[o.Name], RoundUp(o.SizeBytes, lvmExtentBytes))
+						rest -= max(have[o.Name], layer.RoundUp(o.SizeBytes, lvmExtentBytes))
 					}
 				}
 				if rest > size {
@@ -499,7 +500,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				node = real
 			}
 			if lv.Volume.Encrypt != nil && lp.Shrink != nil {
-				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not shrink an encrypted volume (asked %s, it has %s)",
+				return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is encrypted: diskprep does not shrink an encrypted volume (asked %s, it has %s)",
 					lp.Path, units.FormatSize(lp.SizeBytes), units.FormatSize(size))))
 			}
 			if lv.Volume.Encrypt != nil && lp.Grow != nil {
@@ -507,8 +508,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				// volume, in steps of their own: --resizefs knows no LUKS.
 				lp.Grow = slices.DeleteFunc(lp.Grow, func(a string) bool { return a == "--resizefs" })
 			}
-			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
-				return gp, WithOrigin(lv.Origin, err)
+			if err := pl.layer().PlanVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
+				return gp, layer.WithOrigin(lv.Origin, err)
 			}
 			// resize2fs shrinks only an unmounted file system, and only
 			// the one asked for: a volume without it (mkfs planned) is
@@ -518,17 +519,17 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				grow = pl.planCryptGrow
 			}
 			if err := grow(ctx, &lp, &vol, size); err != nil {
-				return gp, WithOrigin(lv.Origin, err)
+				return gp, layer.WithOrigin(lv.Origin, err)
 			}
 			switch {
 			case shrink && vol.Mkfs != nil:
-				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
+				return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s holds no %s to shrink with it", lp.Path, vol.FS)))
 			case shrink && vol.FSUsed >= lp.SizeBytes:
 				// resize2fs would fail on it anyway; said before any step.
-				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
+				return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("its %s uses %s (files and metadata), more than the %s asked: resize2fs cannot shrink it that far",
 					vol.FS, units.FormatSize(vol.FSUsed), units.FormatSize(lp.SizeBytes))))
 			case shrink && vol.Mounted():
-				return gp, WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
+				return gp, layer.WithOrigin(lv.Origin, disk.Refuse(lp.Path, fmt.Sprintf("%s is mounted at %s: %s shrinks only unmounted (umount %s, then prepare --shrink again)",
 					lp.Path, vol.MountPoint, vol.FS, vol.MountPoint)))
 			}
 		} else {
@@ -539,8 +540,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []Member, opt O
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
-				return gp, WithOrigin(lv.Origin, err)
+			if err := pl.layer().PlanVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
+				return gp, layer.WithOrigin(lv.Origin, err)
 			}
 		}
 		if vol.Persist {
@@ -631,10 +632,10 @@ func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (ui
 }
 
 // pvAlignment is where a PV's first extent starts: the partition
-// alignment rule (1 MiB, or the physical sector and optimal I/O size).
-func pvAlignment(m Member) uint64 {
+// alignment rule (1 layer.MiB, or the physical sector and optimal I/O size).
+func pvAlignment(m layer.Member) uint64 {
 	if m.Disk == nil {
-		return MiB
+		return layer.MiB
 	}
 	a, _ := disk.Alignment(m.Disk.LogicalSectorBytes, m.Disk.PhysicalSectorBytes, m.Disk.OptimalIOBytes)
 	return a
@@ -643,7 +644,7 @@ func pvAlignment(m Member) uint64 {
 // addDormantVG plans the removal of the physical volume pv and, when it
 // is in a group, of the whole group, or refuses when the group has a
 // physical volume that is not wiped.
-func (a *Applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
 	s := plan.Stacks
 	vg := lvm.pvVG[pv]
 	if vg == "" {
@@ -678,13 +679,13 @@ func (a *Applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string,
 	if len(others) > 0 {
 		sort.Strings(others)
 		how := "remove it by hand (vgremove " + vg + ", then pvremove each)"
-		if lvs := SortedKeys(BoolSet(lvm.lvs[vg])); len(lvs) > 0 {
+		if lvs := layer.SortedKeys(layer.BoolSet(lvm.lvs[vg])); len(lvs) > 0 {
 			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
 		}
 		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
 			pv, vg, strings.Join(others, ", "), how))
 	}
-	for _, lv := range SortedKeys(BoolSet(lvm.lvs[vg])) {
+	for _, lv := range layer.SortedKeys(layer.BoolSet(lvm.lvs[vg])) {
 		s.LVRemove = append(s.LVRemove, vg+"/"+lv)
 	}
 	s.VGRemove = append(s.VGRemove, vg)
@@ -745,13 +746,13 @@ func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, 
 // LUKS2 layer and returns the members as LVM sees them: the mappings. A
 // plain group's member holding LUKS is refused: pvcreate over it would
 // destroy someone's encrypted volume.
-func (pl Planner) planMemberCrypts(g GroupSpec, ms []Member, opt Options) ([]Member, []*crypt.Plan, error) {
+func (pl Planner) planMemberCrypts(g GroupSpec, ms []layer.Member, opt Options) ([]layer.Member, []*crypt.Plan, error) {
 	if g.Encrypt == nil {
 		for _, m := range ms {
 			if m.Ex == nil {
 				continue
 			}
-			sigs, err := pl.ProbeVolume(m.Path)
+			sigs, err := pl.layer().ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -766,7 +767,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []Member, opt Options) ([]Mem
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]Member, len(ms))
+	out := make([]layer.Member, len(ms))
 	var crypts []*crypt.Plan
 	for i, m := range ms {
 		b := crypt.Target{Path: m.Path, Node: m.Path, SizeBytes: m.Part.SizeBytes}
@@ -774,7 +775,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []Member, opt Options) ([]Mem
 			b.LogicalSector = m.Disk.LogicalSectorBytes
 		}
 		if m.Ex != nil {
-			sigs, err := pl.ProbeVolume(m.Path)
+			sigs, err := pl.layer().ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}

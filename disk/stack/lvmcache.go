@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
 // lvmKind says whether the kind is built with LVM.
@@ -62,7 +63,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		switch {
 		case !isPV:
 			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.path,
-				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(Member{Disk: m.disk})>>10), m.path}})
+				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(layer.Member{Disk: m.disk})>>10), m.path}})
 		case g == vg:
 			vgExists = true
 		case g != "":
@@ -102,7 +103,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
 	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
 		if seg.segtype == "cache" && seg.mode != cp.Mode {
-			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, OrNone(seg.mode), cp.Mode))
+			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, layer.OrNone(seg.mode), cp.Mode))
 		}
 		cp.Existing = fmt.Sprintf("cached volume %s/%s (%s, cache %s)", vg, lv, seg.segtype, strings.Trim(seg.pool, "[]"))
 	case seg.segtype == "cache" || seg.segtype == "writecache":
@@ -134,7 +135,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	if origin.size > lvmMetadataBytes {
 		lvBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
 	}
-	if err := pl.PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
+	if err := pl.layer().PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
 		return err
 	}
 	if vol.Persist {
@@ -174,7 +175,7 @@ func vgOfDMName(dm string) string {
 
 // addLVMCaches plans, for the cached logical volumes of the groups
 // released, the flush and split (or removal, with Wipe) of their cache.
-func (a *Applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
+func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
 	stacked := false
 	for vg := range vgs {
 		for lv := range lvm.lvs[vg] {
@@ -197,7 +198,7 @@ func (a *Applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm 
 	if err != nil {
 		return err
 	}
-	for _, vg := range SortedKeys(vgs) {
+	for _, vg := range layer.SortedKeys(vgs) {
 		var names []string
 		for lv, seg := range segs[vg] {
 			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {

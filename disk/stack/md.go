@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 )
 
@@ -40,7 +41,7 @@ const mdadmConfMarker = "# diskprep: md "
 
 // ensureMdadmConf adds the array's line to mdadm.conf (atomically, the
 // file created when missing) unless it is there.
-func (a *Applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
+func (a *applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
 	old, err := a.Host().ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", path, err)
@@ -69,7 +70,7 @@ func (a *Applier) ensureMdadmConf(path string, ap ArrayPlan) (bool, error) {
 
 // applyArray creates one md array, writes its mdadm.conf line and puts
 // its file system on it.
-func (r *Run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*ArrayResult, error) {
+func (r *run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*ArrayResult, error) {
 	ar := ArrayResult{Name: ap.Name, Device: ap.Device, Level: ap.Level, Members: ap.Members, Metadata: ap.Metadata, UUID: ap.UUID,
 		ChunkBytes: ap.ChunkBytes, DataMembers: ap.DataMembers, MdadmVersion: r.Versions["mdadm"], ConfFile: conf, ConfLine: ap.ConfLine}
 	if ap.Create != nil {
@@ -90,7 +91,7 @@ func (r *Run) applyArray(ctx context.Context, ap ArrayPlan, conf string) (*Array
 }
 
 // arraySteps waits for a new array's node, wipes it and persists it.
-func (r *Run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *ArrayResult) error {
+func (r *run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *ArrayResult) error {
 	node, err := r.WaitStackNode(ctx, ap.Device)
 	if err != nil {
 		return err
@@ -101,7 +102,7 @@ func (r *Run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *Arr
 			return fmt.Errorf("wipe the new md array %s: %w", ap.Name, err)
 		}
 	}
-	added, err := r.ensureMdadmConf(conf, ap)
+	added, err := r.app().ensureMdadmConf(conf, ap)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ const mdMetadata = "1.2"
 // geometry: mkfs.xfs ignores a volume's own geometry under 1 GiB ("the
 // performance gains on such a small system are not worth the risk that
 // we'll end up with an undersized log"), and given su/sw there it fails
-// ("Log size must be at least 64MB" on a 510 MiB RAID10 of 512 KiB chunks).
+// ("Log size must be at least 64MB" on a 510 layer.MiB RAID10 of 512 KiB chunks).
 const minStripedXFSBytes = 1 << 30
 
 // defaultChunkBytes is mdadm's default chunk, used unless the members'
@@ -164,7 +165,7 @@ type ArrayPlan struct {
 var minMembers = map[int]int{0: 2, 1: 2, 5: 3, 6: 4, 10: 4}
 
 // arrayGeometry is the chunk and data members of a level over n members.
-func arrayGeometry(level, n int, ms []Member) (chunk uint64, data int) {
+func arrayGeometry(level, n int, ms []layer.Member) (chunk uint64, data int) {
 	switch level {
 	case 0:
 		data = n
@@ -193,7 +194,7 @@ func arrayGeometry(level, n int, ms []Member) (chunk uint64, data int) {
 	return chunk, data
 }
 
-func (pl Planner) planArray(a ArraySpec, ms []Member, opt Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
+func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
 	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
 	var smallest uint64
@@ -226,7 +227,7 @@ func (pl Planner) planArray(a ArraySpec, ms []Member, opt Options, mounts []disk
 				continue
 			}
 			if !disk.MDNameIs(hd.DMName, a.Name) {
-				return ap, disk.Refuse(m.Path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.Path, hd.Name, OrNone(hd.DMName), a.Name))
+				return ap, disk.Refuse(m.Path, fmt.Sprintf("%s is already a member of md array %s (%s), not of %s", m.Path, hd.Name, layer.OrNone(hd.DMName), a.Name))
 			}
 			if running != "" && running != hd.Name {
 				return ap, disk.Refuse(m.Path, fmt.Sprintf("the members of %s are in two arrays, %s and %s", a.Name, running, hd.Name))
@@ -270,10 +271,10 @@ func (pl Planner) planArray(a ArraySpec, ms []Member, opt Options, mounts []disk
 			// line, which comes before mkfs: whatever the new array
 			// shows is what its members held before, not ours.
 			ap.Wipe = []string{"wipefs", "--all", ap.Device}
-			if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+			if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 				return ap, err
 			}
-		} else if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		} else if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
@@ -288,7 +289,7 @@ func (pl Planner) planArray(a ArraySpec, ms []Member, opt Options, mounts []disk
 		// before (an earlier array of the same layout, its file system):
 		// it is wiped before anything else, and mkfs may overwrite.
 		ap.Wipe = []string{"wipefs", "--all", ap.Device}
-		if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	}
@@ -318,7 +319,7 @@ func (pl Planner) checkArray(ap ArrayPlan, name string) error {
 	}
 	sort.Strings(want)
 	if strings.Join(have, ",") != strings.Join(want, ",") {
-		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, OrNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
+		return disk.Refuse(ap.Device, fmt.Sprintf("md array %s (%s) is built over %s, not %s (release it with --wipe first)", ap.Name, name, layer.OrNone(strings.Join(have, ", ")), strings.Join(want, ", ")))
 	}
 	return nil
 }
@@ -414,7 +415,7 @@ func (pl Planner) checkMdadmConf(conf string, arrays []ArrayPlan) error {
 // addDormantMD plans zeroing the superblock of dev, a member of a stopped
 // md array, or refuses when another device that is not wiped is a member
 // of the same array.
-func (a *Applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
+func (a *applier) addDormantMD(plan *disk.ReleasePlan, dev string, sig probe.Signature, wiped map[string]bool) error {
 	var others []string
 	des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block"))
 	for _, de := range des {

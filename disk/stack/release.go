@@ -12,6 +12,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
 // addStacks finds the stacks concerned by a release of the devices in devs
@@ -20,7 +21,7 @@ import (
 // them, or the one they are, with all their members. It adds the stacks'
 // devices to devs (their mounts and fstab lines go too) and plans their
 // teardown.
-func (a *Applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
+func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
 	names := map[string]bool{}
 	for _, n := range devs {
 		names[n] = true
@@ -134,7 +135,7 @@ func (a *Applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		if err := a.addLVMCaches(ctx, plan, lvm, vgs, opt); err != nil {
 			return err
 		}
-		for _, vg := range SortedKeys(vgs) {
+		for _, vg := range layer.SortedKeys(vgs) {
 			var lvNames []string
 			for lv := range lvm.lvs[vg] {
 				lvNames = append(lvNames, lv)
@@ -182,7 +183,7 @@ func (a *Applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		}
 	}
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
-	for _, md := range SortedKeys(mds) {
+	for _, md := range layer.SortedKeys(mds) {
 		addDev(md)
 		plan.SetGroup(md, "md "+md)
 		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.Roots().DevPath(md))
@@ -256,7 +257,7 @@ func (a *Applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 // wiping part of it would break it, and the rest is on a disk the user
 // did not name. (A running one is taken down whole, on every disk: naming
 // a member names the stack, and the dry run lists every member.)
-func (a *Applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
+func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error {
 	s := plan.Stacks
 	wiped := map[string]bool{} // kernel names
 	for _, d := range s.WipeSignatures {
@@ -315,7 +316,7 @@ func (a *Applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 
 // applyLayersRelease carries out the stack teardown after the unmounts
 // and fstab lines; disk wipes the signatures after it.
-func (a *Applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
+func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, res *disk.ReleaseResult) error {
 	step := func(what string, argv ...string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -404,10 +405,10 @@ func (a *Applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 // PlanTeardown plans the teardown of the stacks and caches on devs
 // (disk.Layers).
 func (Layers) PlanTeardown(ctx context.Context, x *disk.Applier, plan *disk.ReleasePlan, devs map[string]string, opt disk.ReleaseOptions) error {
-	return FromDisk(x).addStacks(ctx, plan, devs, opt)
+	return fromDisk(x).addStacks(ctx, plan, devs, opt)
 }
 
 // ApplyTeardown carries out the teardown s (disk.Layers).
 func (Layers) ApplyTeardown(ctx context.Context, x *disk.Applier, s disk.StackRelease, res *disk.ReleaseResult) error {
-	return FromDisk(x).applyLayersRelease(ctx, s, res)
+	return fromDisk(x).applyLayersRelease(ctx, s, res)
 }

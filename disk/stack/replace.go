@@ -34,14 +34,14 @@ type ReplacePlan struct {
 	Missing int `json:"missing"`
 	// Like is the remaining member the new one is made like.
 	Like string `json:"like"`
-	// Disk partitions the new disk; its one partition is Member. Nil
-	// when Member is in the array already (a rerun while it rebuilds).
+	// Disk partitions the new disk; its one partition is layer.Member. Nil
+	// when layer.Member is in the array already (a rerun while it rebuilds).
 	Disk   *disk.Plan `json:"disk"`
 	Member string     `json:"member"`
 	// Remove drops the members md marked faulty (a disk that died and is
 	// still listed) before the add; nil when none.
 	Remove []string `json:"remove,omitempty"`
-	// Add is the mdadm argv that adds Member; nil when it is already in
+	// Add is the mdadm argv that adds layer.Member; nil when it is already in
 	// the array (a rerun while it rebuilds).
 	Add []string `json:"add,omitempty"`
 }
@@ -163,7 +163,7 @@ func ApplyReplace(ctx context.Context, rp *ReplacePlan, deps disk.Deps, wait boo
 			return res, err
 		}
 	}
-	a := NewApplier(deps)
+	a := newApplier(deps)
 	if rp.Remove != nil {
 		if err := a.Do(ctx, "remove the failed members", rp.Remove); err != nil {
 			return res, fmt.Errorf("remove the failed members of %s: %w", rp.Array, err)
@@ -188,7 +188,7 @@ func ApplyReplace(ctx context.Context, rp *ReplacePlan, deps disk.Deps, wait boo
 
 // waitRebuilt follows md's recovery of the array md (kernel name) until
 // no slot is missing and no sync runs.
-func waitRebuilt(ctx context.Context, a *Applier, md string) error {
+func waitRebuilt(ctx context.Context, a *applier, md string) error {
 	sys := a.Roots().SysPath("block/" + md + "/md")
 	read := func(f string) string {
 		b, _ := a.Host().ReadFile(sys + "/" + f)

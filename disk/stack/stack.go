@@ -10,6 +10,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -61,8 +62,8 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 	for _, q := range reqs {
 		for i, ps := range q.Partitions {
 			if ps.Use != "" {
-				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", OrNone(q.Device+q.Image), i+1))
-				disks[ps.Use] = append(disks[ps.Use], OrNone(q.Device+q.Image))
+				members[ps.Use] = append(members[ps.Use], fmt.Sprintf("%s partition %d", layer.OrNone(q.Device+q.Image), i+1))
+				disks[ps.Use] = append(disks[ps.Use], layer.OrNone(q.Device+q.Image))
 			}
 		}
 	}
@@ -82,12 +83,12 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 		probe := disk.Request{Device: "x", Partitions: []disk.PartSpec{ps}}
 		if err := probe.Validate(); err != nil {
 			if r := disk.Reasons(err); len(r) > 0 {
-				return WithOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
+				return layer.WithOrigin(origin, disk.Refuse(what, strings.TrimPrefix(r[0], "partition 1: ")))
 			}
 			return at(origin, "%s: %s", what, strings.TrimPrefix(err.Error(), "partition 1: "))
 		}
 		if err := checkEncrypt(v.Encrypt, what); err != nil {
-			return WithOrigin(origin, err)
+			return layer.WithOrigin(origin, err)
 		}
 		if v.Encrypt != nil && v.Encrypt.Name != "" {
 			if prev, dup := mounts["crypt:"+v.Encrypt.Name]; dup {
@@ -125,7 +126,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 	}
 	for _, g := range r.Groups {
 		if err := checkEncrypt(g.Encrypt, "lvm vg "+g.VG); err != nil {
-			return WithOrigin(g.Origin, err)
+			return layer.WithOrigin(g.Origin, err)
 		}
 		if g.Encrypt != nil && g.Encrypt.Name != "" {
 			return at(g.Origin, "lvm vg %s: encrypt takes no name for a group's members: each is NAME_crypt after its partition", g.VG)
@@ -213,7 +214,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		return nil, err
 	}
 	sp := &StackPlan{Schema: StackPlanSchema, Unchanged: true}
-	byUse := map[string][]Member{}
+	byUse := map[string][]layer.Member{}
 	for _, p := range plans {
 		var d *hwinfo.Disk
 		if host != nil {
@@ -223,7 +224,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 			if pp.Use == "" {
 				continue
 			}
-			m := Member{Path: pp.Path, Part: pp, Plan: p, Disk: d}
+			m := layer.Member{Path: pp.Path, Part: pp, Plan: p, Disk: d}
 			if d != nil && p.Table == nil {
 				for i := range d.Partitions {
 					if d.Partitions[i].Number == pp.Number {
@@ -248,7 +249,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 	for _, a := range req.Arrays {
 		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req.Options, mounts, sp.MdadmConf)
 		if err != nil {
-			return nil, WithOrigin(a.Origin, err)
+			return nil, layer.WithOrigin(a.Origin, err)
 		}
 		if ap.Create != nil || ap.Volume.Changes() {
 			sp.Unchanged = false
@@ -267,11 +268,11 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		for _, g := range req.Groups {
 			ms, crypts, err := pl.planMemberCrypts(g, byUse["lvm:"+g.VG], req.Options)
 			if err != nil {
-				return nil, WithOrigin(g.Origin, err)
+				return nil, layer.WithOrigin(g.Origin, err)
 			}
 			gp, err := pl.planGroup(ctx, g, ms, req.Options, lvm, mounts)
 			if err != nil {
-				return nil, WithOrigin(g.Origin, err)
+				return nil, layer.WithOrigin(g.Origin, err)
 			}
 			gp.Crypts = crypts
 			for _, c := range crypts {
@@ -308,7 +309,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 	for _, e := range req.Encrypted {
 		ep, err := pl.planEncrypted(e, byUse["crypt:"+e.Key][0], req.Options, mounts)
 		if err != nil {
-			return nil, WithOrigin(e.Origin, err)
+			return nil, layer.WithOrigin(e.Origin, err)
 		}
 		if ep.Volume.Changes() {
 			sp.Unchanged = false
@@ -477,7 +478,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		if ap.ChunkBytes > 0 {
 			fmt.Fprintf(&b, ", chunk %s, %d data members", units.FormatSize(ap.ChunkBytes), ap.DataMembers)
 		}
-		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, OnDevice(ap.Volume, ap.Device), InMount(ap.Volume))
+		fmt.Fprintf(&b, "; %s on %s%s\n", ap.Volume.FS, layer.OnDevice(ap.Volume, ap.Device), layer.InMount(ap.Volume))
 	}
 	for _, gp := range sp.Groups {
 		fmt.Fprintf(&b, "  lvm vg %s over %s, %s in %s extents\n", gp.VG, strings.Join(gp.PVs, ", "), units.FormatSize(gp.SizeBytes), units.FormatSize(gp.ExtentBytes))
@@ -486,7 +487,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 			if lp.SizeBytes > 0 {
 				size = units.FormatSize(lp.SizeBytes)
 			}
-			fmt.Fprintf(&b, "    lv %s: %s, %s%s%s\n", lp.Name, size, lp.Volume.FS, CryptSuffix(lp.Volume), InMount(lp.Volume))
+			fmt.Fprintf(&b, "    lv %s: %s, %s%s%s\n", lp.Name, size, lp.Volume.FS, layer.CryptSuffix(lp.Volume), layer.InMount(lp.Volume))
 		}
 	}
 	for _, cp := range sp.Caches {
@@ -496,7 +497,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		}
 	}
 	for _, ep := range sp.Encrypted {
-		fmt.Fprintf(&b, "  %s on %s%s\n", ep.Volume.FS, OnDevice(ep.Volume, ep.Partition), InMount(ep.Volume))
+		fmt.Fprintf(&b, "  %s on %s%s\n", ep.Volume.FS, layer.OnDevice(ep.Volume, ep.Partition), layer.InMount(ep.Volume))
 	}
 	if sp.Unchanged {
 		b.WriteString("  already prepared as asked: nothing to change\n")

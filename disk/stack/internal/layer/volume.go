@@ -1,4 +1,4 @@
-package stack
+package layer
 
 import (
 	"context"
