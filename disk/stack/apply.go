@@ -9,6 +9,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/md"
 	"github.com/diskprep/diskprep/internal/units"
 )
 
@@ -126,7 +127,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 	r := &run{&layer.Run{Applier: a.Applier, Versions: versions, Undo: &undo}}
 	defer func() { res.Changed = res.Changed || r.Changed }()
 	for _, ap := range sp.Arrays {
-		ar, err := r.applyArray(ctx, ap, sp.MdadmConf)
+		ar, err := md.Apply(ctx, r.Run, ap, sp.MdadmConf)
 		if ar != nil {
 			res.Arrays = append(res.Arrays, *ar)
 		}

@@ -3,6 +3,7 @@ package stack
 import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/md"
 )
 
 // Planner plans stacks and caches on the machine of its disk.Planner.
@@ -32,6 +33,13 @@ type (
 	VolumeSpec   = layer.VolumeSpec
 	VolumePlan   = layer.VolumePlan
 	VolumeResult = layer.VolumeResult
+)
+
+// The md layer's request, plan and result.
+type (
+	ArraySpec   = md.ArraySpec
+	ArrayPlan   = md.ArrayPlan
+	ArrayResult = md.ArrayResult
 )
 
 // app is the run's applier, for the steps defined on it.

@@ -2,17 +2,15 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/md"
 )
 
 // addStacks finds the stacks concerned by a release of the devices in devs
@@ -183,31 +181,8 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		}
 	}
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
-	for _, md := range layer.SortedKeys(mds) {
-		addDev(md)
-		plan.SetGroup(md, "md "+md)
-		plan.Stacks.MDStop = append(plan.Stacks.MDStop, a.Roots().DevPath(md))
-		des, _ := a.Host().ReadDir(a.Roots().SysPath("block", md, "slaves"))
-		for _, de := range des {
-			members[de.Name()] = true
-			plan.SetGroup(de.Name(), "md "+md)
-			if opt.Wipe {
-				plan.Stacks.MDZero = append(plan.Stacks.MDZero, a.Roots().DevPath(de.Name()))
-			}
-		}
-		if b, err := a.Host().ReadFile(a.Roots().SysPath("block", md, "md", "uuid")); err == nil {
-			uuid := mdUUIDForm(strings.TrimSpace(string(b)))
-			for _, conf := range []string{a.Roots().HostPath("etc/mdadm/mdadm.conf"), a.Roots().HostPath("etc/mdadm.conf")} {
-				data, err := a.Host().ReadFile(conf)
-				if err != nil {
-					continue
-				}
-				for _, l := range managedConfLines(string(data), uuid) {
-					plan.Stacks.MdadmConf = conf
-					plan.Stacks.MdadmConfRemove = append(plan.Stacks.MdadmConfRemove, l)
-				}
-			}
-		}
+	for _, name := range layer.SortedKeys(mds) {
+		md.PlanRelease(a.Applier, plan, name, opt, addDev, members)
 	}
 	if opt.Wipe {
 		for _, n := range lower {
@@ -304,7 +279,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 					return err
 				}
 			case "linux_raid_member":
-				if err := a.addDormantMD(plan, dev, sig, wiped); err != nil {
+				if err := md.PlanDormant(a.Applier, plan, dev, sig, wiped); err != nil {
 					return err
 				}
 				done[name] = true
@@ -368,38 +343,7 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 	if err := crypt.ReleaseMembers(s, step); err != nil {
 		return err
 	}
-	for _, md := range s.MDStop {
-		if err := step("stop md array "+md, "mdadm", "--stop", md); err != nil {
-			return err
-		}
-	}
-	for _, m := range s.MDZero {
-		if err := step("zero md superblock of "+m, "mdadm", "--zero-superblock", m); err != nil {
-			return err
-		}
-	}
-	if len(s.MdadmConfRemove) > 0 {
-		b, err := a.Host().ReadFile(s.MdadmConf)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("read %s: %w", s.MdadmConf, err)
-		}
-		lines := strings.Split(string(b), "\n")
-		var out []string
-		for i := 0; i < len(lines); i++ {
-			if i+1 < len(lines) && strings.HasPrefix(lines[i], mdadmConfMarker) && slices.Contains(s.MdadmConfRemove, lines[i+1]) {
-				res.StackSteps = append(res.StackSteps, "removed from "+s.MdadmConf+": "+lines[i+1])
-				i++
-				continue
-			}
-			out = append(out, lines[i])
-		}
-		if len(out) != len(lines) {
-			if err := a.Host().WriteFile(s.MdadmConf, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-				return fmt.Errorf("write %s: %w", s.MdadmConf, err)
-			}
-		}
-	}
-	return nil
+	return md.Release(a.Applier, s, res, step)
 }
 
 // PlanTeardown plans the teardown of the stacks and caches on devs

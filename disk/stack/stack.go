@@ -11,6 +11,7 @@ import (
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/md"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -113,7 +114,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return at(a.Origin, "raid %s is declared twice", a.Name)
 		}
 		known[use] = true
-		min, ok := minMembers[a.Level]
+		min, ok := md.MinMembers(a.Level)
 		if !ok {
 			return at(a.Origin, "raid %s: unknown level %d: use 0, 1, 5, 6 or 10", a.Name, a.Level)
 		}
@@ -247,7 +248,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		}
 	}
 	for _, a := range req.Arrays {
-		ap, err := pl.planArray(a, byUse["raid:"+a.Name], req.Options, mounts, sp.MdadmConf)
+		ap, err := md.Plan(pl.layer(), a, byUse["raid:"+a.Name], req.Options, mounts, sp.MdadmConf)
 		if err != nil {
 			return nil, layer.WithOrigin(a.Origin, err)
 		}
@@ -256,7 +257,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		}
 		if ap.ChunkBytes > 0 && ap.Volume.FS == "xfs" && ap.Volume.Geometry == "" {
 			sp.Notes = append(sp.Notes, fmt.Sprintf("md array %s is under %s: its xfs is made without the stripe geometry, as mkfs.xfs does for a small volume (with it, mkfs.xfs cannot make the log large enough)",
-				ap.Name, units.FormatSize(minStripedXFSBytes)))
+				ap.Name, units.FormatSize(md.MinStripedXFSBytes)))
 		}
 		sp.Arrays = append(sp.Arrays, ap)
 	}
@@ -316,7 +317,7 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		}
 		sp.Encrypted = append(sp.Encrypted, ep)
 	}
-	if err := pl.checkMdadmConf(sp.MdadmConf, sp.Arrays); err != nil {
+	if err := md.CheckConf(pl.layer(), sp.MdadmConf, sp.Arrays); err != nil {
 		return nil, err
 	}
 	if err := pl.checkVolumePoints(sp, mounts); err != nil {

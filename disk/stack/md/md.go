@@ -1,4 +1,8 @@
-package stack
+// Package md is the md RAID layer of a stack: an array planned over its
+// member partitions (level, chunk, the stripe geometry its file system
+// is given), created with its mdadm.conf line, and released: stopped,
+// its members' superblocks zeroed, its line removed.
+package md
 
 import (
 	"context"
@@ -28,11 +32,11 @@ type ArrayResult struct {
 	Created     bool     `json:"created"`
 	CreateArgv  []string `json:"create_argv,omitempty"`
 	// MdadmVersion is the first line of mdadm --version.
-	MdadmVersion string       `json:"mdadm_version,omitempty"`
-	ConfFile     string       `json:"conf_file"`
-	ConfLine     string       `json:"conf_line"`
-	ConfAdded    bool         `json:"conf_added,omitempty"`
-	Volume       VolumeResult `json:"volume"`
+	MdadmVersion string             `json:"mdadm_version,omitempty"`
+	ConfFile     string             `json:"conf_file"`
+	ConfLine     string             `json:"conf_line"`
+	ConfAdded    bool               `json:"conf_added,omitempty"`
+	Volume       layer.VolumeResult `json:"volume"`
 }
 
 // mdadmConfMarker starts diskprep's ownership comment above its ARRAY
@@ -130,10 +134,10 @@ const defaultChunkBytes = 512 << 10
 // ArraySpec is one md array: its members are the partitions whose Use is
 // "raid:"+Name.
 type ArraySpec struct {
-	Name   string     `json:"name"`
-	Level  int        `json:"level"` // 0, 1, 5, 6, 10
-	Volume VolumeSpec `json:"filesystem"`
-	Origin string     `json:"origin,omitempty"`
+	Name   string           `json:"name"`
+	Level  int              `json:"level"` // 0, 1, 5, 6, 10
+	Volume layer.VolumeSpec `json:"filesystem"`
+	Origin string           `json:"origin,omitempty"`
 }
 
 // ArrayPlan is one md array.
@@ -155,10 +159,10 @@ type ArrayPlan struct {
 	// line and file system; nil for an array made by an earlier run.
 	Wipe []string `json:"wipe,omitempty"`
 	// Existing names the running array ("md127") when there is one.
-	Existing string     `json:"existing,omitempty"`
-	ConfLine string     `json:"conf_line"`
-	Volume   VolumePlan `json:"volume"`
-	Origin   string     `json:"origin,omitempty"`
+	Existing string           `json:"existing,omitempty"`
+	ConfLine string           `json:"conf_line"`
+	Volume   layer.VolumePlan `json:"volume"`
+	Origin   string           `json:"origin,omitempty"`
 }
 
 // minMembers is the least an md level takes.
@@ -194,7 +198,7 @@ func arrayGeometry(level, n int, ms []layer.Member) (chunk uint64, data int) {
 	return chunk, data
 }
 
-func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
+func (pl planner) planArray(a ArraySpec, ms []layer.Member, opt layer.Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
 	ap := ArrayPlan{Name: a.Name, Device: pl.Roots.DevPath("md", a.Name), Level: a.Level, Metadata: mdMetadata, Origin: a.Origin}
 	var smallest uint64
@@ -248,7 +252,7 @@ func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts 
 			return ap, disk.Refuse(ap.Device, fmt.Sprintf("%s is %s, but the members are in %s", ap.Device, name, running))
 		}
 	}
-	vol := VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
+	vol := layer.VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(a.Volume.Mount), MountOpts: a.Volume.MountOpts, MountOver: a.Volume.MountOver, Persist: a.Volume.Persist}
 	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
 	if vol.FS == "xfs" && ap.SizeBytes < minStripedXFSBytes {
@@ -271,10 +275,10 @@ func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts 
 			// line, which comes before mkfs: whatever the new array
 			// shows is what its members held before, not ours.
 			ap.Wipe = []string{"wipefs", "--all", ap.Device}
-			if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+			if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 				return ap, err
 			}
-		} else if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		} else if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, pl.Roots.DevPath(running), false, false, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	} else {
@@ -289,7 +293,7 @@ func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts 
 		// before (an earlier array of the same layout, its file system):
 		// it is wiped before anything else, and mkfs may overwrite.
 		ap.Wipe = []string{"wipefs", "--all", ap.Device}
-		if err := pl.layer().PlanVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
+		if err := pl.PlanVolumeOn(&vol, a.Volume.Encrypt, "", true, true, ap.SizeBytes, opt, mounts, geometry); err != nil {
 			return ap, err
 		}
 	}
@@ -303,7 +307,7 @@ func (pl Planner) planArray(a ArraySpec, ms []layer.Member, opt Options, mounts 
 
 // checkArray refuses a running array that is not the one asked for: other
 // level or other members.
-func (pl Planner) checkArray(ap ArrayPlan, name string) error {
+func (pl planner) checkArray(ap ArrayPlan, name string) error {
 	h := pl.HostOrLive()
 	b, err := h.ReadFile(pl.Roots.SysPath("block", name, "md", "level"))
 	if err != nil {
@@ -325,7 +329,7 @@ func (pl Planner) checkArray(ap ArrayPlan, name string) error {
 }
 
 // confHas says whether mdadm.conf holds line.
-func (pl Planner) confHas(conf, line string) bool {
+func (pl planner) confHas(conf, line string) bool {
 	b, err := pl.HostOrLive().ReadFile(conf)
 	if err != nil {
 		return false
@@ -339,7 +343,7 @@ func (pl Planner) confHas(conf, line string) bool {
 }
 
 // mdSlaves lists the member devices of a running md array, sorted.
-func (pl Planner) mdSlaves(name string) []string {
+func (pl planner) mdSlaves(name string) []string {
 	des, _ := pl.HostOrLive().ReadDir(pl.Roots.SysPath("block", name, "slaves"))
 	var out []string
 	for _, de := range des {
@@ -350,7 +354,7 @@ func (pl Planner) mdSlaves(name string) []string {
 }
 
 // mdUUID is a running array's UUID in mdadm's form, from sysfs.
-func (pl Planner) mdUUID(name string) (string, error) {
+func (pl planner) mdUUID(name string) (string, error) {
 	b, err := pl.HostOrLive().ReadFile(pl.Roots.SysPath("block", name, "md", "uuid"))
 	if err != nil {
 		return "", fmt.Errorf("uuid of %s: %w", name, err)
@@ -387,7 +391,7 @@ func stripeGeometry(fs string, chunk uint64, data int) string {
 // checkMdadmConf refuses an mdadm.conf that already names an array's
 // device or UUID with another line (written by hand, or for another
 // array).
-func (pl Planner) checkMdadmConf(conf string, arrays []ArrayPlan) error {
+func (pl planner) checkMdadmConf(conf string, arrays []ArrayPlan) error {
 	if len(arrays) == 0 {
 		return nil
 	}
