@@ -9,6 +9,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
 	"github.com/diskprep/diskprep/internal/units"
 )
@@ -139,7 +140,7 @@ func ApplyStacks(ctx context.Context, sp *StackPlan, deps disk.Deps) (res *Stack
 		res.Notes = append(res.Notes, "md arrays are created without --assume-clean: the first resync runs in the background (cat /proc/mdstat)")
 	}
 	for _, gp := range sp.Groups {
-		gr, err := r.applyGroup(ctx, gp)
+		gr, err := lvm.Apply(ctx, r.Run, gp)
 		res.Groups = append(res.Groups, gr)
 		if err != nil {
 			return res, err

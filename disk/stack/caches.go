@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -72,7 +73,7 @@ func sameDiskName(part, disk string) bool {
 
 // planCaches plans every cache entry.
 func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]layer.Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
-	var lvm *lvmState
+	var lvms *lvm.State
 	var segs map[string]map[string]lvSeg
 	var plans []CachePlan
 	for _, c := range caches {
@@ -99,15 +100,15 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 		}
 		var err error
 		if lvmKind(cp.Kind) {
-			if lvm == nil {
-				if lvm, err = pl.readLVM(ctx); err != nil {
+			if lvms == nil {
+				if lvms, err = lvm.Read(ctx, pl.layer()); err != nil {
 					return nil, err
 				}
 				if segs, err = pl.readLVSegs(ctx); err != nil {
 					return nil, err
 				}
 			}
-			err = pl.planLVMCache(&cp, c, origin, cache, lvm, segs, opt, mounts)
+			err = pl.planLVMCache(&cp, c, origin, cache, lvms, segs, opt, mounts)
 		} else {
 			err = pl.planBcache(&cp, c, origin, cache, opt, mounts)
 		}

@@ -3,6 +3,7 @@ package stack
 import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
 )
 
@@ -33,6 +34,16 @@ type (
 	VolumeSpec   = layer.VolumeSpec
 	VolumePlan   = layer.VolumePlan
 	VolumeResult = layer.VolumeResult
+)
+
+// The LVM layer's request, plan and result.
+type (
+	GroupSpec   = lvm.GroupSpec
+	LVSpec      = lvm.LVSpec
+	GroupPlan   = lvm.GroupPlan
+	LVPlan      = lvm.LVPlan
+	GroupResult = lvm.GroupResult
+	LVResult    = lvm.LVResult
 )
 
 // The md layer's request, plan and result.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 )
 
 // lvmKind says whether the kind is built with LVM.
@@ -28,7 +29,7 @@ type lvSeg struct {
 func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
 	out, err := pl.HostOrLive().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
 	if err != nil {
-		return nil, lvmError("lvs", err)
+		return nil, lvm.CmdError("lvs", err)
 	}
 	st := map[string]map[string]lvSeg{}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -44,11 +45,11 @@ func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, 
 	return st, nil
 }
 
-func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvm *lvmState, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
+func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
 	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
 	cp.Device = pl.Roots.DevPath(vg, lv)
 	var others []string
-	for pv, g := range lvm.pvVG {
+	for pv, g := range lvms.PVVG {
 		if g == vg && pv != origin.path && pv != cache.path {
 			others = append(others, pv)
 		}
@@ -59,11 +60,11 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	vgExists := false
 	for _, m := range []cacheMember{origin, cache} {
-		g, isPV := lvm.pvVG[m.path]
+		g, isPV := lvms.PVVG[m.path]
 		switch {
 		case !isPV:
 			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.path,
-				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(layer.Member{Disk: m.disk})>>10), m.path}})
+				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", lvm.PVAlignment(layer.Member{Disk: m.disk})>>10), m.path}})
 		case g == vg:
 			vgExists = true
 		case g != "":
@@ -72,16 +73,16 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	if vgExists {
 		for _, m := range []cacheMember{origin, cache} {
-			if lvm.pvVG[m.path] != vg {
+			if lvms.PVVG[m.path] != vg {
 				return disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.path))
 			}
 		}
 	} else {
 		cp.Steps = append(cp.Steps, CacheStep{What: "create volume group",
-			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvmExtentBytes>>10), vg, origin.path, cache.path}})
+			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvm.ExtentBytes>>10), vg, origin.path, cache.path}})
 	}
 	have := segs[vg]
-	for name := range lvm.lvs[vg] {
+	for name := range lvms.LVs[vg] {
 		if name != lv && name != clv {
 			return disk.Refuse(vg, fmt.Sprintf("vg %s has volume %s, which the cache does not make (release it with --wipe first)", vg, name))
 		}
@@ -93,7 +94,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		convert = []string{"lvconvert", "--yes", "--type", "writecache", "--cachevol", clv, vg + "/" + lv}
 	}
 	seg, exists := have[lv]
-	if _, visible := lvm.lvs[vg][lv]; !visible {
+	if _, visible := lvms.LVs[vg][lv]; !visible {
 		exists = false
 	}
 	switch {
@@ -112,7 +113,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		return disk.Refuse(cp.Device, fmt.Sprintf("%s is a %s volume, not the origin of a cache (release it with --wipe first)", cp.Device, seg.segtype))
 	}
 	if seg.segtype != "cache" && seg.segtype != "writecache" || !exists {
-		if _, ok := have[clv]; !ok || !visibleLV(lvm, vg, clv) {
+		if _, ok := have[clv]; !ok || !visibleLV(lvms, vg, clv) {
 			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, cache.path}})
 		}
 		if cp.Kind == CacheKindWritecache {
@@ -132,8 +133,8 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		}
 	}
 	var lvBytes uint64 // what lvcreate --extents 100%PVS makes of the origin
-	if origin.size > lvmMetadataBytes {
-		lvBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	if origin.size > lvm.MetadataBytes {
+		lvBytes = (origin.size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
 	if err := pl.layer().PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
 		return err
@@ -142,43 +143,26 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	cp.Volume = vol
-	if lvmCacheBytes := cache.size; lvmCacheBytes > lvmMetadataBytes {
-		cp.CacheBytes = (lvmCacheBytes - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	if lvmCacheBytes := cache.size; lvmCacheBytes > lvm.MetadataBytes {
+		cp.CacheBytes = (lvmCacheBytes - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
-	if origin.size > lvmMetadataBytes {
-		cp.OriginBytes = (origin.size - lvmMetadataBytes) / lvmExtentBytes * lvmExtentBytes
+	if origin.size > lvm.MetadataBytes {
+		cp.OriginBytes = (origin.size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
 	return nil
 }
 
-func visibleLV(lvm *lvmState, vg, lv string) bool {
-	_, ok := lvm.lvs[vg][lv]
+func visibleLV(lvms *lvm.State, vg, lv string) bool {
+	_, ok := lvms.LVs[vg][lv]
 	return ok
-}
-
-// vgOfDMName is the volume group of a device-mapper name LVM made
-// ("data-data_corig" -> "data"; a dash in a name is doubled): "" when
-// the name has no single dash.
-func vgOfDMName(dm string) string {
-	for i := 0; i < len(dm); i++ {
-		if dm[i] != '-' {
-			continue
-		}
-		if i+1 < len(dm) && dm[i+1] == '-' {
-			i++
-			continue
-		}
-		return strings.ReplaceAll(dm[:i], "--", "-")
-	}
-	return ""
 }
 
 // addLVMCaches plans, for the cached logical volumes of the groups
 // released, the flush and split (or removal, with Wipe) of their cache.
-func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm *lvmState, vgs map[string]bool, opt disk.ReleaseOptions) error {
+func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvms *lvm.State, vgs map[string]bool, opt disk.ReleaseOptions) error {
 	stacked := false
 	for vg := range vgs {
-		for lv := range lvm.lvs[vg] {
+		for lv := range lvms.LVs[vg] {
 			real, err := a.Host().EvalSymlinks(a.Roots().DevPath(vg, lv))
 			if err != nil {
 				continue
@@ -201,7 +185,7 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvm 
 	for _, vg := range layer.SortedKeys(vgs) {
 		var names []string
 		for lv, seg := range segs[vg] {
-			if _, visible := lvm.lvs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {
+			if _, visible := lvms.LVs[vg][lv]; visible && (seg.segtype == "cache" || seg.segtype == "writecache") {
 				names = append(names, vg+"/"+lv)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
 )
 
@@ -102,82 +103,16 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvm, err := (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVM(ctx)
+		lvms, err := lvm.Read(ctx, layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}})
 		if err != nil {
 			return err
 		}
-		vgs := map[string]bool{}
-		for dm := range dms {
-			b, err := a.Host().ReadFile(a.Roots().SysPath("block", dm, "dm", "name"))
-			if err != nil {
-				continue
-			}
-			dmName := strings.TrimSpace(string(b))
-			for vg, lvs := range lvm.lvs {
-				for lv := range lvs {
-					if disk.DMEscape(vg)+"-"+disk.DMEscape(lv) == dmName {
-						vgs[vg] = true
-					}
-				}
-			}
-			// A hidden sub-volume (a cached volume's origin or cache,
-			// data-data_corig): its group by the name's first single dash.
-			if vg := vgOfDMName(dmName); vg != "" && !vgs[vg] {
-				for _, g := range lvm.pvVG {
-					if g == vg {
-						vgs[vg] = true
-					}
-				}
-			}
-		}
-		if err := a.addLVMCaches(ctx, plan, lvm, vgs, opt); err != nil {
+		vgs := lvm.GroupsOf(a.Applier, lvms, dms)
+		if err := a.addLVMCaches(ctx, plan, lvms, vgs, opt); err != nil {
 			return err
 		}
 		for _, vg := range layer.SortedKeys(vgs) {
-			var lvNames []string
-			for lv := range lvm.lvs[vg] {
-				lvNames = append(lvNames, lv)
-			}
-			sort.Strings(lvNames)
-			for _, lv := range lvNames {
-				if real, err := a.Host().EvalSymlinks(a.Roots().DevPath(vg, lv)); err == nil {
-					addDev(filepath.Base(real))
-					plan.SetGroup(filepath.Base(real), "vg "+vg)
-				}
-				if opt.Wipe {
-					plan.Stacks.LVRemove = append(plan.Stacks.LVRemove, vg+"/"+lv)
-				}
-			}
-			if opt.Wipe {
-				plan.Stacks.VGRemove = append(plan.Stacks.VGRemove, vg)
-			} else {
-				plan.Stacks.Deactivate = append(plan.Stacks.Deactivate, vg)
-			}
-			var pvs []string
-			for pv, g := range lvm.pvVG {
-				if g != vg {
-					continue
-				}
-				pvs = append(pvs, pv)
-				// An encrypted member: the mapping closes after the
-				// group, and its partition is the member wiped.
-				if real, err := a.Host().EvalSymlinks(a.Roots().DevPath(strings.TrimPrefix(pv, "/dev/"))); err == nil && a.Crypts().IsMapping(filepath.Base(real)) {
-					dm := filepath.Base(real)
-					crypts[dm] = true
-					plan.SetGroup(dm, "vg "+vg)
-					for _, m := range a.Crypts().Backing(dm) {
-						members[m] = true
-						plan.SetGroup(m, "vg "+vg)
-					}
-					continue
-				}
-				members[filepath.Base(pv)] = true
-				plan.SetGroup(filepath.Base(pv), "vg "+vg)
-			}
-			sort.Strings(pvs)
-			if opt.Wipe {
-				plan.Stacks.PVRemove = append(plan.Stacks.PVRemove, pvs...)
-			}
+			lvm.PlanRelease(a.Applier, plan, lvms, vg, opt, addDev, crypts, members)
 		}
 	}
 	// md arrays: stopped, their members' superblocks zeroed with Wipe.
@@ -245,7 +180,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 		}
 		done[filepath.Base(d)] = true
 	}
-	var lvm *lvmState
+	var lvms *lvm.State
 	pvNode := map[string]string{} // kernel name -> the PV as pvs names it
 	for _, dev := range s.WipeSignatures {
 		name := filepath.Base(dev)
@@ -259,11 +194,11 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 		for _, sig := range sigs {
 			switch sig.Type {
 			case "LVM2_member":
-				if lvm == nil {
-					if lvm, err = (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVM(ctx); err != nil {
+				if lvms == nil {
+					if lvms, err = lvm.Read(ctx, layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}}); err != nil {
 						return err
 					}
-					for _, row := range lvm.pvList {
+					for _, row := range lvms.PVList {
 						n := filepath.Base(row[0])
 						if real, err := a.Host().EvalSymlinks(row[0]); err == nil {
 							n = filepath.Base(real)
@@ -275,7 +210,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 				if !seen {
 					continue // lvm does not see it (a filter, the devices file): wipefs only
 				}
-				if err := a.addDormantVG(plan, lvm, pv, pvNode, wiped, done); err != nil {
+				if err := lvm.PlanDormant(a.Applier, plan, lvms, pv, pvNode, wiped, done); err != nil {
 					return err
 				}
 			case "linux_raid_member":
@@ -320,25 +255,8 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 			return err
 		}
 	}
-	for _, vg := range s.Deactivate {
-		if err := step("deactivate volume group "+vg, "vgchange", "--activate", "n", vg); err != nil {
-			return err
-		}
-	}
-	for _, lv := range s.LVRemove {
-		if err := step("remove logical volume "+lv, "lvremove", "--yes", lv); err != nil {
-			return err
-		}
-	}
-	for _, vg := range s.VGRemove {
-		if err := step("remove volume group "+vg, "vgremove", vg); err != nil {
-			return err
-		}
-	}
-	for _, pv := range s.PVRemove {
-		if err := step("remove physical volume "+pv, "pvremove", pv); err != nil {
-			return err
-		}
+	if err := lvm.Release(s, step); err != nil {
+		return err
 	}
 	if err := crypt.ReleaseMembers(s, step); err != nil {
 		return err

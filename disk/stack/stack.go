@@ -11,6 +11,7 @@ import (
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
@@ -262,24 +263,18 @@ func (pl Planner) PlanStacks(ctx context.Context, req StackRequest, plans []*dis
 		sp.Arrays = append(sp.Arrays, ap)
 	}
 	if len(req.Groups) > 0 {
-		lvm, err := pl.readLVM(ctx)
+		lvms, err := lvm.Read(ctx, pl.layer())
 		if err != nil {
 			return nil, err
 		}
 		for _, g := range req.Groups {
-			ms, crypts, err := pl.planMemberCrypts(g, byUse["lvm:"+g.VG], req.Options)
+			ms, crypts, err := lvm.PlanMemberCrypts(pl.layer(), g, byUse["lvm:"+g.VG], req.Options)
 			if err != nil {
 				return nil, layer.WithOrigin(g.Origin, err)
 			}
-			gp, err := pl.planGroup(ctx, g, ms, req.Options, lvm, mounts)
+			gp, err := lvm.Plan(ctx, pl.layer(), g, ms, crypts, req.Options, lvms, mounts)
 			if err != nil {
 				return nil, layer.WithOrigin(g.Origin, err)
-			}
-			gp.Crypts = crypts
-			for _, c := range crypts {
-				if c.FSAfterOpen {
-					gp.Replan, gp.spec, gp.members, gp.opt, gp.mounts = true, g, ms, req.Options, mounts
-				}
 			}
 			if gp.VGCreate != nil || len(gp.PVCreate) > 0 || gp.VGExtend != nil {
 				sp.Unchanged = false

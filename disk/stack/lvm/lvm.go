@@ -1,4 +1,8 @@
-package stack
+// Package lvm is the LVM layer of a stack: a volume group over its
+// member partitions (each its own LUKS2 mapping when asked), its logical
+// volumes made, grown or shrunk with their file systems, and released:
+// volumes and group removed, or the group made inactive.
+package lvm
 
 import (
 	"context"
@@ -55,10 +59,10 @@ type LVResult struct {
 	CryptResizeArgv []string `json:"crypt_resize_argv,omitempty"`
 	// FSGrown: the file system, smaller than its volume, was grown by
 	// FSGrowArgv to fill it.
-	FSGrown    bool         `json:"fs_grown,omitempty"`
-	FSGrowArgv []string     `json:"fs_grow_argv,omitempty"`
-	FromBytes  uint64       `json:"from_bytes,omitempty"`
-	Volume     VolumeResult `json:"volume"`
+	FSGrown    bool               `json:"fs_grown,omitempty"`
+	FSGrowArgv []string           `json:"fs_grow_argv,omitempty"`
+	FromBytes  uint64             `json:"from_bytes,omitempty"`
+	Volume     layer.VolumeResult `json:"volume"`
 }
 
 // applyGroup opens a volume group's encrypted members, creates the
@@ -81,9 +85,9 @@ func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) er
 	}
 	if gp.Replan {
 		// The members are open now: what LVM finds on them decides.
-		pl := Planner{disk.Planner{Host: r.Host(), Roots: r.Roots()}}
+		pl := planner{layer.Planner{Planner: disk.Planner{Host: r.Host(), Roots: r.Roots()}}}
 		lvm, err := pl.readLVM(ctx)
-		if err == nil && slices.Contains(slices.Collect(maps.Values(lvm.pvVG)), gr.VG) {
+		if err == nil && slices.Contains(slices.Collect(maps.Values(lvm.PVVG)), gr.VG) {
 			// The group is there (a release without --wipe left it
 			// inactive): active again, as it was.
 			if err = r.Do(ctx, "activate volume group", []string{"vgchange", "--activate", "y", gr.VG}); err == nil {
@@ -190,11 +194,11 @@ func (r *run) lvSteps(ctx context.Context, vg string, lp LVPlan, lr *LVResult) e
 	return err
 }
 
-// lvmExtentBytes is LVM's default extent; lvmMetadataBytes the room pvcreate
+// ExtentBytes is LVM's default extent; MetadataBytes the room pvcreate
 // keeps before the first extent (its default data alignment).
 const (
-	lvmExtentBytes   = 4 << 20
-	lvmMetadataBytes = 1 << 20
+	ExtentBytes   = 4 << 20
+	MetadataBytes = 1 << 20
 )
 
 // GroupSpec is one LVM volume group over the partitions whose Use is
@@ -216,9 +220,9 @@ type LVSpec struct {
 	// SizePercent is a share of the group's size ("50%"), whole extents
 	// rounded down: the group is what the plan's members make, so the
 	// share comes to the same size on every run.
-	SizePercent float64    `json:"size_percent,omitempty"`
-	Volume      VolumeSpec `json:"filesystem"`
-	Origin      string     `json:"origin,omitempty"`
+	SizePercent float64          `json:"size_percent,omitempty"`
+	Volume      layer.VolumeSpec `json:"filesystem"`
+	Origin      string           `json:"origin,omitempty"`
 }
 
 // GroupPlan is one LVM volume group.
@@ -244,7 +248,7 @@ type GroupPlan struct {
 	Replan  bool `json:"replan,omitempty"`
 	spec    GroupSpec
 	members []layer.Member
-	opt     Options
+	opt     layer.Options
 	mounts  []disk.MountEntry
 }
 
@@ -274,26 +278,26 @@ type LVPlan struct {
 	// CryptResize grows an encrypted volume's LUKS2 mapping to fill the
 	// grown volume (cryptsetup resize), before FSGrow grows the file
 	// system on it.
-	CryptResize []string   `json:"crypt_resize,omitempty"`
-	Volume      VolumePlan `json:"volume"`
+	CryptResize []string         `json:"crypt_resize,omitempty"`
+	Volume      layer.VolumePlan `json:"volume"`
 }
 
-// lvmState is what pvs and lvs say.
-type lvmState struct {
-	pvVG map[string]string            // PV node -> its VG ("" for none)
-	lvs  map[string]map[string]uint64 // VG -> LV -> size in bytes
-	// pvList is pvs's rows (node, VG) in its order: a group's missing
+// State is what pvs and lvs say.
+type State struct {
+	PVVG map[string]string            // PV node -> its VG ("" for none)
+	LVs  map[string]map[string]uint64 // VG -> LV -> size in bytes
+	// PVList is pvs's rows (node, VG) in its order: a group's missing
 	// PVs are rows named "[unknown]", which pvVG keeps only one of.
-	pvList [][2]string
-	// pvUsed and pvFree are a PV's allocated and free bytes.
-	pvUsed, pvFree map[string]uint64
+	PVList [][2]string
+	// PVUsed and PVFree are a PV's allocated and free bytes.
+	PVUsed, PVFree map[string]uint64
 }
 
 // unusedMember says whether one of ms is a physical volume of vg that no
 // volume uses.
-func (st *lvmState) unusedMember(vg string, ms []layer.Member) bool {
+func (st *State) unusedMember(vg string, ms []layer.Member) bool {
 	for _, m := range ms {
-		if st.pvVG[m.Path] == vg && st.pvUsed[m.Path] == 0 && st.pvFree[m.Path] > 0 {
+		if st.PVVG[m.Path] == vg && st.PVUsed[m.Path] == 0 && st.PVFree[m.Path] > 0 {
 			return true
 		}
 	}
@@ -301,23 +305,23 @@ func (st *lvmState) unusedMember(vg string, ms []layer.Member) bool {
 }
 
 // readLVM runs pvs and lvs (read-only) under ctx.
-func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
-	st := &lvmState{pvVG: map[string]string{}, lvs: map[string]map[string]uint64{}, pvUsed: map[string]uint64{}, pvFree: map[string]uint64{}}
+func (pl planner) readLVM(ctx context.Context) (*State, error) {
+	st := &State{PVVG: map[string]string{}, LVs: map[string]map[string]uint64{}, PVUsed: map[string]uint64{}, PVFree: map[string]uint64{}}
 	h := pl.HostOrLive()
 	out, err := h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "-o", "pv_name,vg_name")
 	if err != nil {
-		return nil, lvmError("pvs", err)
+		return nil, CmdError("pvs", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Split(strings.TrimSpace(line), "|")
 		if len(f) == 2 && f[0] != "" {
-			st.pvVG[f[0]] = f[1]
-			st.pvList = append(st.pvList, [2]string{f[0], f[1]})
+			st.PVVG[f[0]] = f[1]
+			st.PVList = append(st.PVList, [2]string{f[0], f[1]})
 		}
 	}
 	out, err = h.Run(ctx, "lvs", "--noheadings", "--separator", "|", "--units", "b", "--nosuffix", "-o", "vg_name,lv_name,lv_size")
 	if err != nil {
-		return nil, lvmError("lvs", err)
+		return nil, CmdError("lvs", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Split(strings.TrimSpace(line), "|")
@@ -326,14 +330,14 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 		}
 		var size uint64
 		fmt.Sscanf(f[2], "%d", &size)
-		if st.lvs[f[0]] == nil {
-			st.lvs[f[0]] = map[string]uint64{}
+		if st.LVs[f[0]] == nil {
+			st.LVs[f[0]] = map[string]uint64{}
 		}
-		st.lvs[f[0]][f[1]] = size
+		st.LVs[f[0]][f[1]] = size
 	}
 	out, err = h.Run(ctx, "pvs", "--noheadings", "--separator", "|", "--units", "b", "--nosuffix", "-o", "pv_name,pv_used,pv_free")
 	if err != nil {
-		return nil, lvmError("pvs", err)
+		return nil, CmdError("pvs", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Split(strings.TrimSpace(line), "|")
@@ -341,34 +345,34 @@ func (pl Planner) readLVM(ctx context.Context) (*lvmState, error) {
 		if len(f) == 3 && f[0] != "" {
 			fmt.Sscanf(f[1], "%d", &used)
 			fmt.Sscanf(f[2], "%d", &free)
-			st.pvUsed[f[0]], st.pvFree[f[0]] = used, free
+			st.PVUsed[f[0]], st.PVFree[f[0]] = used, free
 		}
 	}
 	return st, nil
 }
 
-func lvmError(prog string, err error) error {
+func CmdError(prog string, err error) error {
 	if layer.IsNotFound(err) {
 		return fmt.Errorf("%s is not installed: install the lvm2 package: %w", prog, disk.ErrMissingProgram)
 	}
 	return fmt.Errorf("%s: %w", prog, err)
 }
 
-func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member, opt Options, lvm *lvmState, mounts []disk.MountEntry) (GroupPlan, error) {
+func (pl planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member, opt layer.Options, lvm *State, mounts []disk.MountEntry) (GroupPlan, error) {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Path < ms[j].Path })
-	gp := GroupPlan{VG: g.VG, ExtentBytes: lvmExtentBytes, Origin: g.Origin}
+	gp := GroupPlan{VG: g.VG, ExtentBytes: ExtentBytes, Origin: g.Origin}
 	var extents uint64
 	for _, m := range ms {
 		gp.PVs = append(gp.PVs, m.Path)
-		if m.Part.SizeBytes > lvmMetadataBytes {
-			extents += (m.Part.SizeBytes - lvmMetadataBytes) / lvmExtentBytes
+		if m.Part.SizeBytes > MetadataBytes {
+			extents += (m.Part.SizeBytes - MetadataBytes) / ExtentBytes
 		}
 	}
-	gp.SizeBytes = extents * lvmExtentBytes
+	gp.SizeBytes = extents * ExtentBytes
 	g.Volumes = append([]LVSpec(nil), g.Volumes...)
 	for i, lv := range g.Volumes {
 		if lv.SizePercent > 0 {
-			lv.SizeBytes = uint64(float64(extents)*lv.SizePercent/100) * lvmExtentBytes
+			lv.SizeBytes = uint64(float64(extents)*lv.SizePercent/100) * ExtentBytes
 			if lv.SizeBytes == 0 {
 				return gp, disk.Usagef("lvm vg %s: %g%% of the group (%s) is less than one extent", g.VG, lv.SizePercent, units.FormatSize(gp.SizeBytes))
 			}
@@ -377,7 +381,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 	}
 	// The group's members as pvs sees them now.
 	var others []string
-	for pv, vg := range lvm.pvVG {
+	for pv, vg := range lvm.PVVG {
 		if vg == g.VG && !slices.Contains(gp.PVs, pv) {
 			others = append(others, pv)
 		}
@@ -388,10 +392,10 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 	}
 	vgExists := false
 	for _, m := range ms {
-		vg, isPV := lvm.pvVG[m.Path]
+		vg, isPV := lvm.PVVG[m.Path]
 		switch {
 		case !isPV:
-			argv := []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", pvAlignment(m)>>10), m.Path}
+			argv := []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", PVAlignment(m)>>10), m.Path}
 			gp.PVCreate = append(gp.PVCreate, argv)
 		case vg == g.VG:
 			vgExists = true
@@ -404,7 +408,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 		// or one in no group, extends it.
 		var add []string
 		for _, m := range ms {
-			if vg, isPV := lvm.pvVG[m.Path]; !isPV || vg == "" {
+			if vg, isPV := lvm.PVVG[m.Path]; !isPV || vg == "" {
 				add = append(add, m.Path)
 			}
 		}
@@ -412,21 +416,21 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 			gp.VGExtend = append([]string{"vgextend", g.VG}, add...)
 		}
 	} else {
-		gp.VGCreate = append([]string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvmExtentBytes>>10), g.VG}, gp.PVs...)
+		gp.VGCreate = append([]string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", ExtentBytes>>10), g.VG}, gp.PVs...)
 	}
 	var fixed uint64
 	for _, lv := range g.Volumes {
-		fixed += layer.RoundUp(lv.SizeBytes, lvmExtentBytes)
+		fixed += layer.RoundUp(lv.SizeBytes, ExtentBytes)
 	}
 	last := g.Volumes[len(g.Volumes)-1]
 	need := fixed
 	if last.SizeBytes == 0 {
-		need += lvmExtentBytes
+		need += ExtentBytes
 	}
 	if need > gp.SizeBytes {
 		return gp, disk.Usagef("lvm vg %s: the volumes need %s, the group has %s", g.VG, units.FormatSize(need), units.FormatSize(gp.SizeBytes))
 	}
-	have := lvm.lvs[g.VG]
+	have := lvm.LVs[g.VG]
 	for name := range have {
 		found := false
 		for _, lv := range g.Volumes {
@@ -438,8 +442,8 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 	}
 	h := pl.HostOrLive()
 	for _, lv := range g.Volumes {
-		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: layer.RoundUp(lv.SizeBytes, lvmExtentBytes)}
-		vol := VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
+		lp := LVPlan{Name: lv.Name, Path: pl.Roots.DevPath(g.VG, lv.Name), SizeBytes: layer.RoundUp(lv.SizeBytes, ExtentBytes)}
+		vol := layer.VolumePlan{Device: lp.Path, FS: lv.Volume.FS, Label: lv.Volume.Label, MkfsOpts: lv.Volume.MkfsOpts,
 			MountPoint: pl.ResolveMountPoint(lv.Volume.Mount), MountOpts: lv.Volume.MountOpts, MountOver: lv.Volume.MountOver, Persist: lv.Volume.Persist}
 		if size, ok := have[lv.Name]; ok {
 			shrink := false
@@ -471,7 +475,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 				rest := gp.SizeBytes
 				for _, o := range g.Volumes {
 					if o.Name != lv.Name {
-						rest -= max(have[o.Name], layer.RoundUp(o.SizeBytes, lvmExtentBytes))
+						rest -= max(have[o.Name], layer.RoundUp(o.SizeBytes, ExtentBytes))
 					}
 				}
 				if rest > size {
@@ -487,9 +491,9 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 				// in use is not taken: "rest" was resolved when made.
 				lp.Grow = []string{"lvextend", "--resizefs", "--extents", "+100%FREE", g.VG + "/" + lv.Name}
 				lp.FromBytes, lp.SizeBytes = size, size
-				for pv, vg := range lvm.pvVG {
+				for pv, vg := range lvm.PVVG {
 					if vg == g.VG {
-						lp.SizeBytes += lvm.pvFree[pv]
+						lp.SizeBytes += lvm.PVFree[pv]
 					}
 				}
 			default:
@@ -508,7 +512,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 				// volume, in steps of their own: --resizefs knows no LUKS.
 				lp.Grow = slices.DeleteFunc(lp.Grow, func(a string) bool { return a == "--resizefs" })
 			}
-			if err := pl.layer().PlanVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
+			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, node, false, false, size, opt, mounts, ""); err != nil {
 				return gp, layer.WithOrigin(lv.Origin, err)
 			}
 			// resize2fs shrinks only an unmounted file system, and only
@@ -540,7 +544,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 				lp.Create = append(lp.Create, "--size", fmt.Sprintf("%db", lp.SizeBytes))
 			}
 			lp.Create = append(lp.Create, g.VG)
-			if err := pl.layer().PlanVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
+			if err := pl.PlanVolumeOn(&vol, lv.Volume.Encrypt, "", true, false, lp.SizeBytes, opt, mounts, ""); err != nil {
 				return gp, layer.WithOrigin(lv.Origin, err)
 			}
 		}
@@ -559,7 +563,7 @@ func (pl Planner) planGroup(ctx context.Context, g GroupSpec, ms []layer.Member,
 // grow online). A mounted file system's size is asked of it (xfs_growfs
 // -n, dumpe2fs -h: xfs keeps its superblock in its own cache, so the
 // disk's copy may lag); an unmounted one's is its superblock's.
-func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
+func (pl planner) planFSGrow(ctx context.Context, lp *LVPlan, v *layer.VolumePlan, size uint64) error {
 	if lp.Grow != nil || lp.Shrink != nil || v.Crypt != nil {
 		return nil
 	}
@@ -573,7 +577,7 @@ func (pl Planner) planFSGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, siz
 // fsGrowTo is the command that grows the existing file system v on dev
 // to fill room bytes, and the bytes it has now; nil when it is within an
 // extent of that, unmounted for good, or not one diskprep grows.
-func (pl Planner) fsGrowTo(ctx context.Context, v *VolumePlan, dev string, room uint64) ([]string, uint64, error) {
+func (pl planner) fsGrowTo(ctx context.Context, v *layer.VolumePlan, dev string, room uint64) ([]string, uint64, error) {
 	if v.Mkfs != nil || v.MountPoint == "" || v.FSBytes == 0 {
 		return nil, 0, nil
 	}
@@ -584,7 +588,7 @@ func (pl Planner) fsGrowTo(ctx context.Context, v *VolumePlan, dev string, room 
 			return nil, 0, err
 		}
 	}
-	if fsBytes == 0 || fsBytes+lvmExtentBytes > room {
+	if fsBytes == 0 || fsBytes+ExtentBytes > room {
 		return nil, 0, nil
 	}
 	switch {
@@ -607,7 +611,7 @@ var (
 // mountedFSBytes asks a mounted xfs or ext file system its size: blocks
 // times block size, as xfs_growfs -n and dumpe2fs -h print them (0 for
 // another file system).
-func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (uint64, error) {
+func (pl planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (uint64, error) {
 	var argv []string
 	var blocks, bsize *regexp.Regexp
 	switch {
@@ -631,9 +635,9 @@ func (pl Planner) mountedFSBytes(ctx context.Context, fs, point, dev string) (ui
 	return n * m, nil
 }
 
-// pvAlignment is where a PV's first extent starts: the partition
+// PVAlignment is where a PV's first extent starts: the partition
 // alignment rule (1 layer.MiB, or the physical sector and optimal I/O size).
-func pvAlignment(m layer.Member) uint64 {
+func PVAlignment(m layer.Member) uint64 {
 	if m.Disk == nil {
 		return layer.MiB
 	}
@@ -644,9 +648,9 @@ func pvAlignment(m layer.Member) uint64 {
 // addDormantVG plans the removal of the physical volume pv and, when it
 // is in a group, of the whole group, or refuses when the group has a
 // physical volume that is not wiped.
-func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
+func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *State, pv string, pvNode map[string]string, wiped, done map[string]bool) error {
 	s := plan.Stacks
-	vg := lvm.pvVG[pv]
+	vg := lvm.PVVG[pv]
 	if vg == "" {
 		s.PVRemove = append(s.PVRemove, pv)
 		done[filepath.Base(pv)] = true
@@ -654,7 +658,7 @@ func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string,
 	}
 	var pvs, others []string
 	missing := false
-	for _, row := range lvm.pvList {
+	for _, row := range lvm.PVList {
 		if row[1] != vg {
 			continue
 		}
@@ -679,13 +683,13 @@ func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string,
 	if len(others) > 0 {
 		sort.Strings(others)
 		how := "remove it by hand (vgremove " + vg + ", then pvremove each)"
-		if lvs := layer.SortedKeys(layer.BoolSet(lvm.lvs[vg])); len(lvs) > 0 {
+		if lvs := layer.SortedKeys(layer.BoolSet(lvm.LVs[vg])); len(lvs) > 0 {
 			how = fmt.Sprintf("activate it (vgchange --activate y %s) and release one of its volumes with --wipe (diskprep release /dev/%s/%s --wipe)", vg, vg, lvs[0])
 		}
 		return disk.RefuseWipe(plan.Target, fmt.Sprintf("%s is a physical volume of the inactive vg %s, which is also on %s, not released: wiping only this would break the group there; to remove all of it, %s",
 			pv, vg, strings.Join(others, ", "), how))
 	}
-	for _, lv := range layer.SortedKeys(layer.BoolSet(lvm.lvs[vg])) {
+	for _, lv := range layer.SortedKeys(layer.BoolSet(lvm.LVs[vg])) {
 		s.LVRemove = append(s.LVRemove, vg+"/"+lv)
 	}
 	s.VGRemove = append(s.VGRemove, vg)
@@ -703,7 +707,7 @@ func (a *applier) addDormantVG(plan *disk.ReleasePlan, lvm *lvmState, pv string,
 // size asked when lp grows it): its open LUKS2 mapping is resized, then
 // the file system on it grown (online, as planFSGrow does). A closed
 // mapping opens at the full size; what is on it is looked at then.
-func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, size uint64) error {
+func (pl planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *layer.VolumePlan, size uint64) error {
 	c := v.Crypt
 	if lp.Grow != nil {
 		size = lp.SizeBytes
@@ -746,13 +750,13 @@ func (pl Planner) planCryptGrow(ctx context.Context, lp *LVPlan, v *VolumePlan, 
 // LUKS2 layer and returns the members as LVM sees them: the mappings. A
 // plain group's member holding LUKS is refused: pvcreate over it would
 // destroy someone's encrypted volume.
-func (pl Planner) planMemberCrypts(g GroupSpec, ms []layer.Member, opt Options) ([]layer.Member, []*crypt.Plan, error) {
+func (pl planner) planMemberCrypts(g GroupSpec, ms []layer.Member, opt layer.Options) ([]layer.Member, []*crypt.Plan, error) {
 	if g.Encrypt == nil {
 		for _, m := range ms {
 			if m.Ex == nil {
 				continue
 			}
-			sigs, err := pl.layer().ProbeVolume(m.Path)
+			sigs, err := pl.ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -762,7 +766,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []layer.Member, opt Options) 
 		}
 		return ms, nil, nil
 	}
-	cp := crypt.Planner{Planner: pl.Planner}
+	cp := crypt.Planner{Planner: pl.Planner.Planner}
 	makeKey, err := cp.KeyFileMissing(g.Encrypt)
 	if err != nil {
 		return nil, nil, err
@@ -775,7 +779,7 @@ func (pl Planner) planMemberCrypts(g GroupSpec, ms []layer.Member, opt Options) 
 			b.LogicalSector = m.Disk.LogicalSectorBytes
 		}
 		if m.Ex != nil {
-			sigs, err := pl.layer().ProbeVolume(m.Path)
+			sigs, err := pl.ProbeVolume(m.Path)
 			if err != nil {
 				return nil, nil, err
 			}
