@@ -84,61 +84,61 @@ func selectedMode(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, opt Options, mounts []disk.MountEntry) error {
+func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMember, opt Options, mounts []disk.MountEntry) error {
 	h := pl.HostOrLive()
 	cp.Device = BcachePlaceholder
 	register := pl.Roots.SysPath("fs/bcache/register_quiet")
-	sbOf := func(m cacheMember) (*probe.BcacheSuper, error) {
-		if m.ex == nil {
+	sbOf := func(m CacheMember) (*probe.BcacheSuper, error) {
+		if m.Ex == nil {
 			return nil, nil // a partition this run makes
 		}
-		return pl.readBcacheSB(m.path)
+		return pl.readBcacheSB(m.Path)
 	}
 	osb, err := sbOf(origin)
 	if err != nil {
 		return err
 	}
-	csb, err := sbOf(cache)
+	csb, err := sbOf(fast)
 	if err != nil {
 		return err
 	}
 	switch {
 	case osb != nil && !osb.Backing:
-		return disk.Refuse(origin.path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.path))
+		return disk.Refuse(origin.Path, fmt.Sprintf("%s holds a bcache cache, not a backing device (release it with --wipe first)", origin.Path))
 	case csb != nil && csb.Backing:
-		return disk.Refuse(cache.path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", cache.path))
+		return disk.Refuse(fast.Path, fmt.Sprintf("%s holds a bcache backing device, not a cache (release it with --wipe first)", fast.Path))
 	}
 	fresh := osb == nil
 	if _, err := h.Stat(pl.Roots.SysPath("fs/bcache")); err != nil {
 		cp.Steps = append(cp.Steps, CacheStep{What: "load the bcache module", Argv: []string{"modprobe", "bcache"}})
 	}
 	if osb == nil {
-		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache backing device", Member: origin.path, Argv: []string{"make-bcache", "-B", origin.path}})
+		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache backing device", Member: origin.Path, Argv: []string{"make-bcache", "-B", origin.Path}})
 	}
 	if csb == nil {
-		bucket, err := bcacheBucket(cache.size)
+		bucket, err := bcacheBucket(fast.Size)
 		if err != nil {
-			return disk.Usagef("cache device %s: %v", cache.path, err)
+			return disk.Usagef("cache device %s: %v", fast.Path, err)
 		}
 		cp.SetUUID = pl.MakeUUID()
 		argv := []string{"make-bcache", "-C", "--cset-uuid", cp.SetUUID}
 		if bucket > 0 {
 			argv = append(argv, "--bucket", fmt.Sprintf("%dk", bucket>>10))
 		}
-		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: cache.path, Argv: append(argv, cache.path)})
+		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: fast.Path, Argv: append(argv, fast.Path)})
 	} else {
 		cp.SetUUID = csb.SetUUID
 	}
-	odir, cdir := pl.bcacheDir(origin.path), pl.bcacheDir(cache.path)
+	odir, cdir := pl.bcacheDir(origin.Path), pl.bcacheDir(fast.Path)
 	registered := func(dir string) bool {
 		_, err := h.Stat(dir)
 		return err == nil
 	}
 	if osb == nil || !registered(odir) {
-		cp.Steps = append(cp.Steps, CacheStep{What: "register the backing device", Path: register, Value: origin.path})
+		cp.Steps = append(cp.Steps, CacheStep{What: "register the backing device", Path: register, Value: origin.Path})
 	}
 	if csb == nil || !registered(cdir) {
-		cp.Steps = append(cp.Steps, CacheStep{What: "register the cache device", Path: register, Value: cache.path})
+		cp.Steps = append(cp.Steps, CacheStep{What: "register the cache device", Path: register, Value: fast.Path})
 	}
 	set := pl.Roots.SysPath("fs/bcache", cp.SetUUID)
 	attached := ""
@@ -149,9 +149,9 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case attached == "":
 		cp.Steps = append(cp.Steps, CacheStep{What: "attach the backing device to the cache set", Path: filepath.Join(odir, "attach"), Value: cp.SetUUID, Wait: set})
 	case attached != cp.SetUUID:
-		return disk.Refuse(origin.path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.path, attached, cache.path, cp.SetUUID))
+		return disk.Refuse(origin.Path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.Path, attached, fast.Path, cp.SetUUID))
 	default:
-		cp.Existing = fmt.Sprintf("bcache over %s attached to cache set %s on %s", origin.path, cp.SetUUID, cache.path)
+		cp.Existing = fmt.Sprintf("bcache over %s attached to cache set %s on %s", origin.Path, cp.SetUUID, fast.Path)
 	}
 	mode := ""
 	if b, err := h.ReadFile(filepath.Join(odir, "cache_mode")); err == nil {
@@ -179,7 +179,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
 		// file system is read where the bcache device will show it.
-		if err := pl.layer().PlanVolumeAt(&vol, origin.path, osb.DataOffset, opt); err != nil {
+		if err := pl.layer().PlanVolumeAt(&vol, origin.Path, osb.DataOffset, opt); err != nil {
 			return err
 		}
 	default:
@@ -193,8 +193,8 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, cache cacheMemb
 		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	cp.Volume = vol
-	if origin.size > probe.BcacheDataOffset {
-		cp.OriginBytes = origin.size - probe.BcacheDataOffset
+	if origin.Size > probe.BcacheDataOffset {
+		cp.OriginBytes = origin.Size - probe.BcacheDataOffset
 	}
 	return nil
 }

@@ -61,14 +61,14 @@ type CacheSpec struct {
 	Origin      string `json:"origin,omitempty"`
 }
 
-func (c CacheSpec) kind() string {
+func (c CacheSpec) KindOrDefault() string {
 	if c.Kind == "" {
 		return CacheKindLVM
 	}
 	return c.Kind
 }
 
-func (c CacheSpec) mode() string {
+func (c CacheSpec) ModeOrDefault() string {
 	if c.Mode == "" {
 		return CacheModeWritethrough
 	}
@@ -131,17 +131,17 @@ func (s CacheStep) String() string {
 	return fmt.Sprintf("echo %s > %s", disk.Quote(s.Value), s.Path)
 }
 
-// cacheMember is one side of a cache: a partition planned on a disk, or
+// CacheMember is one side of a cache: a partition planned on a disk, or
 // an existing partition given as it is.
-type cacheMember struct {
-	path string
-	size uint64
-	ex   *hwinfo.Partition // in the facts; nil when the partition is new
-	disk *hwinfo.Disk
+type CacheMember struct {
+	Path string
+	Size uint64
+	Ex   *hwinfo.Partition // in the facts; nil when the partition is new
+	Disk *hwinfo.Disk
 }
 
 // cacheSummary is the one line of a cache plan for people.
-func (cp CachePlan) summary() string {
+func (cp CachePlan) Summary() string {
 	mode := cp.Mode
 	return fmt.Sprintf("%s cache %s: %s (%s) in front of %s (%s), %s; %s on %s%s", cp.Kind, cp.Name, cp.CacheDevice, units.FormatSize(cp.CacheBytes),
 		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, layer.InMount(cp.Volume))

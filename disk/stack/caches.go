@@ -19,16 +19,16 @@ func validateCache(c CacheSpec, uses map[string][]string, groups []GroupSpec, at
 	if !disk.StackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
 		return at(c.Origin, "cache %q: use letters, digits, '_', '.', '+' or '-'", c.Name)
 	}
-	if !slices.Contains(CacheKinds, c.kind()) {
+	if !slices.Contains(CacheKinds, c.KindOrDefault()) {
 		return at(c.Origin, "cache %s: unknown kind %q: use lvmcache, writecache or bcache", c.Name, c.Kind)
 	}
-	if !slices.Contains(CacheModes, c.mode()) {
+	if !slices.Contains(CacheModes, c.ModeOrDefault()) {
 		return at(c.Origin, "cache %s: unknown mode %q: use writethrough or writeback", c.Name, c.Mode)
 	}
-	if c.kind() == CacheKindWritecache && c.mode() != CacheModeWriteback {
+	if c.KindOrDefault() == CacheKindWritecache && c.ModeOrDefault() != CacheModeWriteback {
 		return at(c.Origin, "cache %s: writecache caches writes only, always in writeback: say mode writeback (--cache-mode writeback) to accept that", c.Name)
 	}
-	if lvmKind(c.kind()) {
+	if lvmKind(c.KindOrDefault()) {
 		for _, g := range groups {
 			if g.VG == c.Name {
 				return at(c.Origin, "cache %s: its volume group %s is also an lvm entry", c.Name, c.Name)
@@ -78,25 +78,25 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 	var plans []CachePlan
 	for _, c := range caches {
 		om := byUse["origin:"+c.Name][0]
-		origin := cacheMember{path: om.Path, size: om.Part.SizeBytes, ex: om.Ex, disk: om.Disk}
-		var cache cacheMember
+		origin := CacheMember{Path: om.Path, Size: om.Part.SizeBytes, Ex: om.Ex, Disk: om.Disk}
+		var fast CacheMember
 		if c.CacheDevice != "" {
 			cm, err := pl.existingCacheDevice(c, host, opt.Wipe, om)
 			if err != nil {
 				return nil, layer.WithOrigin(c.Origin, err)
 			}
-			cache = cm
+			fast = cm
 		} else {
 			m := byUse["cache:"+c.Name][0]
-			cache = cacheMember{path: m.Path, size: m.Part.SizeBytes, ex: m.Ex, disk: m.Disk}
+			fast = CacheMember{Path: m.Path, Size: m.Part.SizeBytes, Ex: m.Ex, Disk: m.Disk}
 		}
-		cp := CachePlan{CacheVolume: CacheVolume{Name: c.Name, Kind: c.kind(), Mode: c.mode(), OriginDevice: origin.path, CacheDevice: cache.path,
-			OriginBytes: origin.size, CacheBytes: cache.size}, Origin: c.Origin}
+		cp := CachePlan{CacheVolume: CacheVolume{Name: c.Name, Kind: c.KindOrDefault(), Mode: c.ModeOrDefault(), OriginDevice: origin.Path, CacheDevice: fast.Path,
+			OriginBytes: origin.Size, CacheBytes: fast.Size}, Origin: c.Origin}
 		if cp.Mode == CacheModeWriteback {
 			cp.Risk = WritebackRisk
 		}
-		if c.CacheDevice != "" && opt.Wipe && cache.ex != nil && cache.ex.FSType != "" && !disk.MemberOf("cache:"+c.Name, cache.ex.FSType, cache.ex.FSLabel) {
-			cp.Steps = append(cp.Steps, CacheStep{What: "wipe the cache device", Argv: []string{"wipefs", "--all", cache.path}})
+		if c.CacheDevice != "" && opt.Wipe && fast.Ex != nil && fast.Ex.FSType != "" && !disk.MemberOf("cache:"+c.Name, fast.Ex.FSType, fast.Ex.FSLabel) {
+			cp.Steps = append(cp.Steps, CacheStep{What: "wipe the cache device", Argv: []string{"wipefs", "--all", fast.Path}})
 		}
 		var err error
 		if lvmKind(cp.Kind) {
@@ -108,9 +108,9 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 					return nil, err
 				}
 			}
-			err = pl.planLVMCache(&cp, c, origin, cache, lvms, segs, opt, mounts)
+			err = pl.planLVMCache(&cp, c, origin, fast, lvms, segs, opt, mounts)
 		} else {
-			err = pl.planBcache(&cp, c, origin, cache, opt, mounts)
+			err = pl.planBcache(&cp, c, origin, fast, opt, mounts)
 		}
 		if err != nil {
 			return nil, layer.WithOrigin(c.Origin, err)
@@ -123,15 +123,15 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 // existingCacheDevice checks an existing partition given as the cache:
 // the same refusals as a disk (in use, held by another stack, a signature
 // unless wipe), and not on the origin's disk.
-func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin layer.Member) (cacheMember, error) {
+func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin layer.Member) (CacheMember, error) {
 	if host == nil {
-		return cacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
+		return CacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
 	}
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
 		real, err := disk.FollowUserPath(pl.HostOrLive(), "", c.CacheDevice, c.CacheDevice)
 		if disk.IsRefusal(err) {
-			return cacheMember{}, err
+			return CacheMember{}, err
 		}
 		if err == nil {
 			d, p = host.Device(real)
@@ -139,16 +139,16 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 	}
 	switch {
 	case d == nil:
-		return cacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
+		return CacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
 	case p == nil:
-		return cacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
+		return CacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
 	case origin.Plan != nil && d.Name == filepath.Base(origin.Plan.Device):
-		return cacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
+		return CacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
 	}
 	if err := disk.AdmitMember(d, p, "cache:"+c.Name, wipe); err != nil {
-		return cacheMember{}, err
+		return CacheMember{}, err
 	}
-	return cacheMember{path: p.Path, size: p.SizeBytes, ex: p, disk: d}, nil
+	return CacheMember{Path: p.Path, Size: p.SizeBytes, Ex: p, Disk: d}, nil
 }
 
 // needCachePrograms checks, before anything changes, that the tools the

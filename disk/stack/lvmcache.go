@@ -45,12 +45,12 @@ func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, 
 	return st, nil
 }
 
-func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMember, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
+func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMember, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
 	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
 	cp.Device = pl.Roots.DevPath(vg, lv)
 	var others []string
 	for pv, g := range lvms.PVVG {
-		if g == vg && pv != origin.path && pv != cache.path {
+		if g == vg && pv != origin.Path && pv != fast.Path {
 			others = append(others, pv)
 		}
 	}
@@ -59,27 +59,27 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		return disk.Usagef("lvm vg %s already exists on %s, not on the partitions planned", vg, strings.Join(others, ", "))
 	}
 	vgExists := false
-	for _, m := range []cacheMember{origin, cache} {
-		g, isPV := lvms.PVVG[m.path]
+	for _, m := range []CacheMember{origin, fast} {
+		g, isPV := lvms.PVVG[m.Path]
 		switch {
 		case !isPV:
-			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.path,
-				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", lvm.PVAlignment(layer.Member{Disk: m.disk})>>10), m.path}})
+			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.Path,
+				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", lvm.PVAlignment(layer.Member{Disk: m.Disk})>>10), m.Path}})
 		case g == vg:
 			vgExists = true
 		case g != "":
-			return disk.Refuse(m.path, fmt.Sprintf("%s is already a physical volume of vg %s", m.path, g))
+			return disk.Refuse(m.Path, fmt.Sprintf("%s is already a physical volume of vg %s", m.Path, g))
 		}
 	}
 	if vgExists {
-		for _, m := range []cacheMember{origin, cache} {
-			if lvms.PVVG[m.path] != vg {
-				return disk.Refuse(m.path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.path))
+		for _, m := range []CacheMember{origin, fast} {
+			if lvms.PVVG[m.Path] != vg {
+				return disk.Refuse(m.Path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.Path))
 			}
 		}
 	} else {
 		cp.Steps = append(cp.Steps, CacheStep{What: "create volume group",
-			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvm.ExtentBytes>>10), vg, origin.path, cache.path}})
+			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvm.ExtentBytes>>10), vg, origin.Path, fast.Path}})
 	}
 	have := segs[vg]
 	for name := range lvms.LVs[vg] {
@@ -99,7 +99,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	switch {
 	case !exists:
-		cp.Steps = append(cp.Steps, CacheStep{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.path}})
+		cp.Steps = append(cp.Steps, CacheStep{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.Path}})
 	case seg.segtype == "linear" || seg.segtype == "striped":
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
 	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
@@ -114,7 +114,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 	}
 	if seg.segtype != "cache" && seg.segtype != "writecache" || !exists {
 		if _, ok := have[clv]; !ok || !visibleLV(lvms, vg, clv) {
-			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, cache.path}})
+			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, fast.Path}})
 		}
 		if cp.Kind == CacheKindWritecache {
 			// lvconvert --type writecache takes only an inactive cache
@@ -133,8 +133,8 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		}
 	}
 	var lvBytes uint64 // what lvcreate --extents 100%PVS makes of the origin
-	if origin.size > lvm.MetadataBytes {
-		lvBytes = (origin.size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
+	if origin.Size > lvm.MetadataBytes {
+		lvBytes = (origin.Size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
 	if err := pl.layer().PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
 		return err
@@ -143,11 +143,11 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, cache cacheMe
 		vol.FstabLine = disk.FstabEntryLine(vol.PartPlan())
 	}
 	cp.Volume = vol
-	if lvmCacheBytes := cache.size; lvmCacheBytes > lvm.MetadataBytes {
+	if lvmCacheBytes := fast.Size; lvmCacheBytes > lvm.MetadataBytes {
 		cp.CacheBytes = (lvmCacheBytes - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
-	if origin.size > lvm.MetadataBytes {
-		cp.OriginBytes = (origin.size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
+	if origin.Size > lvm.MetadataBytes {
+		cp.OriginBytes = (origin.Size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
 	return nil
 }

@@ -174,7 +174,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return err
 		}
 		known["cache:"+c.Name], known["origin:"+c.Name] = true, true
-		if c.Volume.Encrypt != nil && !lvmKind(c.kind()) {
+		if c.Volume.Encrypt != nil && !lvmKind(c.KindOrDefault()) {
 			return at(c.Origin, "cache %s: a bcache device cannot be encrypted yet; use kind lvmcache or writecache", c.Name)
 		}
 		if err := checkVolume(c.Origin, "cache "+c.Name, c.Volume); err != nil {
@@ -487,7 +487,7 @@ func (sp *StackPlan) WriteText(w io.Writer) error {
 		}
 	}
 	for _, cp := range sp.Caches {
-		fmt.Fprintf(&b, "  %s\n", cp.summary())
+		fmt.Fprintf(&b, "  %s\n", cp.Summary())
 		if cp.Risk != "" {
 			fmt.Fprintf(&b, "  %s\n", cp.Risk)
 		}
