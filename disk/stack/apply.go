@@ -8,6 +8,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
@@ -19,10 +20,10 @@ const StackResultSchema = "diskprep/stack-result/v1"
 
 // StackResult is what ApplyStacks did.
 type StackResult struct {
-	Schema string        `json:"schema"`
-	Arrays []ArrayResult `json:"arrays,omitempty"`
-	Groups []GroupResult `json:"groups,omitempty"`
-	Caches []CacheResult `json:"caches,omitempty"`
+	Schema string              `json:"schema"`
+	Arrays []ArrayResult       `json:"arrays,omitempty"`
+	Groups []GroupResult       `json:"groups,omitempty"`
+	Caches []cache.Result `json:"caches,omitempty"`
 	// Encrypted are the file systems on LUKS2 right on a partition.
 	Encrypted []EncryptedResult `json:"encrypted,omitempty"`
 	Changed   bool              `json:"changed"`

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/hwinfo/probe"
 	"github.com/diskprep/diskprep/internal/units"
@@ -84,11 +85,11 @@ func selectedMode(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMember, opt Options, mounts []disk.MountEntry) error {
+func (pl Planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, opt Options, mounts []disk.MountEntry) error {
 	h := pl.HostOrLive()
 	cp.Device = BcachePlaceholder
 	register := pl.Roots.SysPath("fs/bcache/register_quiet")
-	sbOf := func(m CacheMember) (*probe.BcacheSuper, error) {
+	sbOf := func(m cache.Member) (*probe.BcacheSuper, error) {
 		if m.Ex == nil {
 			return nil, nil // a partition this run makes
 		}
@@ -110,10 +111,10 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 	}
 	fresh := osb == nil
 	if _, err := h.Stat(pl.Roots.SysPath("fs/bcache")); err != nil {
-		cp.Steps = append(cp.Steps, CacheStep{What: "load the bcache module", Argv: []string{"modprobe", "bcache"}})
+		cp.Steps = append(cp.Steps, cache.Step{What: "load the bcache module", Argv: []string{"modprobe", "bcache"}})
 	}
 	if osb == nil {
-		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache backing device", Member: origin.Path, Argv: []string{"make-bcache", "-B", origin.Path}})
+		cp.Steps = append(cp.Steps, cache.Step{What: "make the bcache backing device", Member: origin.Path, Argv: []string{"make-bcache", "-B", origin.Path}})
 	}
 	if csb == nil {
 		bucket, err := bcacheBucket(fast.Size)
@@ -125,7 +126,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 		if bucket > 0 {
 			argv = append(argv, "--bucket", fmt.Sprintf("%dk", bucket>>10))
 		}
-		cp.Steps = append(cp.Steps, CacheStep{What: "make the bcache cache device", Member: fast.Path, Argv: append(argv, fast.Path)})
+		cp.Steps = append(cp.Steps, cache.Step{What: "make the bcache cache device", Member: fast.Path, Argv: append(argv, fast.Path)})
 	} else {
 		cp.SetUUID = csb.SetUUID
 	}
@@ -135,10 +136,10 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 		return err == nil
 	}
 	if osb == nil || !registered(odir) {
-		cp.Steps = append(cp.Steps, CacheStep{What: "register the backing device", Path: register, Value: origin.Path})
+		cp.Steps = append(cp.Steps, cache.Step{What: "register the backing device", Path: register, Value: origin.Path})
 	}
 	if csb == nil || !registered(cdir) {
-		cp.Steps = append(cp.Steps, CacheStep{What: "register the cache device", Path: register, Value: fast.Path})
+		cp.Steps = append(cp.Steps, cache.Step{What: "register the cache device", Path: register, Value: fast.Path})
 	}
 	set := pl.Roots.SysPath("fs/bcache", cp.SetUUID)
 	attached := ""
@@ -147,7 +148,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 	}
 	switch {
 	case attached == "":
-		cp.Steps = append(cp.Steps, CacheStep{What: "attach the backing device to the cache set", Path: filepath.Join(odir, "attach"), Value: cp.SetUUID, Wait: set})
+		cp.Steps = append(cp.Steps, cache.Step{What: "attach the backing device to the cache set", Path: filepath.Join(odir, "attach"), Value: cp.SetUUID, Wait: set})
 	case attached != cp.SetUUID:
 		return disk.Refuse(origin.Path, fmt.Sprintf("%s is attached to bcache cache set %s, not to %s's %s (release it with --wipe first)", origin.Path, attached, fast.Path, cp.SetUUID))
 	default:
@@ -158,7 +159,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 		mode = selectedMode(string(b))
 	}
 	if fresh || mode != cp.Mode {
-		cp.Steps = append(cp.Steps, CacheStep{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
+		cp.Steps = append(cp.Steps, cache.Step{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
 	}
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
@@ -170,7 +171,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 	case fresh:
 		// What the partition held at the bcache data offset shows
 		// through the new device: wiped before mkfs.
-		cp.Steps = append(cp.Steps, CacheStep{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
+		cp.Steps = append(cp.Steps, cache.Step{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
 		vol.FSUUID = pl.MakeUUID()
 		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, opt.NoDiscard, "")
 		if vol.MountPoint != "" {
@@ -203,7 +204,7 @@ func (pl Planner) planBcache(cp *CachePlan, c CacheSpec, origin, fast CacheMembe
 // device origin (its bcache/dev link), waited for.
 func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error) {
 	link := a.Roots().SysPath("class/block", filepath.Base(origin), "bcache", "dev")
-	if err := a.waitPath(ctx, link); err != nil {
+	if err := cache.WaitPath(ctx, a.Applier, link); err != nil {
 		return "", fmt.Errorf("the bcache device over %s: %w", origin, err)
 	}
 	target, err := a.Host().Readlink(link)
@@ -292,7 +293,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := a.writeSys(what, path, value); err != nil {
+		if err := cache.WriteSys(a.Applier, what, path, value); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		res.StackSteps = append(res.StackSteps, fmt.Sprintf("echo %s > %s", value, path))
@@ -316,8 +317,8 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 			if dirty > 0 {
 				a.Progressf("%s: %s of dirty data to write back to %s first", b.Device, units.FormatSize(dirty), b.Backing)
 			}
-			if b.Mode != CacheModeWritethrough && b.Mode != "none" {
-				if err := write("stop caching writes on "+b.Device, a.bcacheAttr(b, "cache_mode"), CacheModeWritethrough); err != nil {
+			if b.Mode != cache.ModeWritethrough && b.Mode != "none" {
+				if err := write("stop caching writes on "+b.Device, a.bcacheAttr(b, "cache_mode"), cache.ModeWritethrough); err != nil {
 					return err
 				}
 			}
@@ -342,7 +343,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 			if err := a.waitClean(ctx, b, dirty); err != nil {
 				return err
 			}
-			if err := a.waitGone(ctx, a.bcacheAttr(b, "cache")); err != nil {
+			if err := cache.WaitGone(ctx, a.Applier, a.bcacheAttr(b, "cache")); err != nil {
 				return err
 			}
 			res.StackSteps = append(res.StackSteps, "waited for "+a.bcacheAttr(b, "dirty_data")+" to reach 0 and the cache to be detached")
@@ -350,7 +351,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 		if err := write("stop "+b.Device, a.bcacheAttr(b, "stop"), "1"); err != nil {
 			return err
 		}
-		if err := a.waitGone(ctx, a.Roots().SysPath("class/block", b.Device)); err != nil {
+		if err := cache.WaitGone(ctx, a.Applier, a.Roots().SysPath("class/block", b.Device)); err != nil {
 			return err
 		}
 	}
@@ -359,7 +360,7 @@ func (a *applier) releaseBcache(ctx context.Context, s disk.StackRelease, res *d
 		if err := write("unregister bcache cache set "+set, filepath.Join(dir, "unregister"), "1"); err != nil {
 			return err
 		}
-		if err := a.waitGone(ctx, dir); err != nil {
+		if err := cache.WaitGone(ctx, a.Applier, dir); err != nil {
 			return err
 		}
 	}

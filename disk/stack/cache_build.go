@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -38,7 +39,7 @@ func (b CacheBuild) name() string {
 // left as given until CacheDeviceRequest has seen the facts.
 func (b CacheBuild) Requests() ([]disk.Request, StackRequest, error) {
 	st := StackRequest{Options: Options{Wipe: b.Wipe, NoDiscard: b.NoDiscard},
-		Caches: []CacheSpec{{Name: b.name(), Kind: b.Kind, Mode: b.Mode, Volume: b.Volume, CacheDevice: b.CacheDevice}}}
+		Caches: []cache.Spec{{Name: b.name(), Kind: b.Kind, Mode: b.Mode, Volume: b.Volume, CacheDevice: b.CacheDevice}}}
 	switch {
 	case b.Origin == "":
 		return nil, st, disk.Usagef("a cache needs its origin disk")
@@ -80,10 +81,10 @@ func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (disk.
 
 // CacheBuilt is what BuildCache made.
 type CacheBuilt struct {
-	Build CacheBuild     `json:"build"`
-	Disks []*disk.Result `json:"disks"`
-	Stack *StackResult   `json:"stack"`
-	Cache CacheResult    `json:"cache"`
+	Build CacheBuild        `json:"build"`
+	Disks []*disk.Result    `json:"disks"`
+	Stack *StackResult      `json:"stack"`
+	Cache cache.Result `json:"cache"`
 	// Plans and StackPlan are what was planned and carried out.
 	Plans     []*disk.Plan `json:"-"`
 	StackPlan *StackPlan   `json:"-"`

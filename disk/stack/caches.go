@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/hwinfo"
@@ -15,17 +16,17 @@ import (
 
 // validateCache checks one cache entry against the partitions that use
 // it (uses: use -> the disks of the partitions saying it).
-func validateCache(c CacheSpec, uses map[string][]string, groups []GroupSpec, at func(origin, format string, args ...any) error) error {
+func validateCache(c cache.Spec, uses map[string][]string, groups []GroupSpec, at func(origin, format string, args ...any) error) error {
 	if !disk.StackName.MatchString(c.Name) || strings.HasPrefix(c.Name, "snapshot") || strings.HasPrefix(c.Name, "pvmove") {
 		return at(c.Origin, "cache %q: use letters, digits, '_', '.', '+' or '-'", c.Name)
 	}
-	if !slices.Contains(CacheKinds, c.KindOrDefault()) {
+	if !slices.Contains(cache.Kinds, c.KindOrDefault()) {
 		return at(c.Origin, "cache %s: unknown kind %q: use lvmcache, writecache or bcache", c.Name, c.Kind)
 	}
-	if !slices.Contains(CacheModes, c.ModeOrDefault()) {
+	if !slices.Contains(cache.Modes, c.ModeOrDefault()) {
 		return at(c.Origin, "cache %s: unknown mode %q: use writethrough or writeback", c.Name, c.Mode)
 	}
-	if c.KindOrDefault() == CacheKindWritecache && c.ModeOrDefault() != CacheModeWriteback {
+	if c.KindOrDefault() == cache.KindWritecache && c.ModeOrDefault() != cache.ModeWriteback {
 		return at(c.Origin, "cache %s: writecache caches writes only, always in writeback: say mode writeback (--cache-mode writeback) to accept that", c.Name)
 	}
 	if lvmKind(c.KindOrDefault()) {
@@ -72,14 +73,14 @@ func sameDiskName(part, disk string) bool {
 }
 
 // planCaches plans every cache entry.
-func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Options, byUse map[string][]layer.Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]CachePlan, error) {
+func (pl Planner) planCaches(ctx context.Context, caches []cache.Spec, opt Options, byUse map[string][]layer.Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]cache.Plan, error) {
 	var lvms *lvm.State
 	var segs map[string]map[string]lvSeg
-	var plans []CachePlan
+	var plans []cache.Plan
 	for _, c := range caches {
 		om := byUse["origin:"+c.Name][0]
-		origin := CacheMember{Path: om.Path, Size: om.Part.SizeBytes, Ex: om.Ex, Disk: om.Disk}
-		var fast CacheMember
+		origin := cache.Member{Path: om.Path, Size: om.Part.SizeBytes, Ex: om.Ex, Disk: om.Disk}
+		var fast cache.Member
 		if c.CacheDevice != "" {
 			cm, err := pl.existingCacheDevice(c, host, opt.Wipe, om)
 			if err != nil {
@@ -88,15 +89,15 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 			fast = cm
 		} else {
 			m := byUse["cache:"+c.Name][0]
-			fast = CacheMember{Path: m.Path, Size: m.Part.SizeBytes, Ex: m.Ex, Disk: m.Disk}
+			fast = cache.Member{Path: m.Path, Size: m.Part.SizeBytes, Ex: m.Ex, Disk: m.Disk}
 		}
-		cp := CachePlan{CacheVolume: CacheVolume{Name: c.Name, Kind: c.KindOrDefault(), Mode: c.ModeOrDefault(), OriginDevice: origin.Path, CacheDevice: fast.Path,
+		cp := cache.Plan{Layout: cache.Layout{Name: c.Name, Kind: c.KindOrDefault(), Mode: c.ModeOrDefault(), OriginDevice: origin.Path, CacheDevice: fast.Path,
 			OriginBytes: origin.Size, CacheBytes: fast.Size}, Origin: c.Origin}
-		if cp.Mode == CacheModeWriteback {
-			cp.Risk = WritebackRisk
+		if cp.Mode == cache.ModeWriteback {
+			cp.Risk = cache.WritebackRisk
 		}
 		if c.CacheDevice != "" && opt.Wipe && fast.Ex != nil && fast.Ex.FSType != "" && !disk.MemberOf("cache:"+c.Name, fast.Ex.FSType, fast.Ex.FSLabel) {
-			cp.Steps = append(cp.Steps, CacheStep{What: "wipe the cache device", Argv: []string{"wipefs", "--all", fast.Path}})
+			cp.Steps = append(cp.Steps, cache.Step{What: "wipe the cache device", Argv: []string{"wipefs", "--all", fast.Path}})
 		}
 		var err error
 		if lvmKind(cp.Kind) {
@@ -123,15 +124,15 @@ func (pl Planner) planCaches(ctx context.Context, caches []CacheSpec, opt Option
 // existingCacheDevice checks an existing partition given as the cache:
 // the same refusals as a disk (in use, held by another stack, a signature
 // unless wipe), and not on the origin's disk.
-func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool, origin layer.Member) (CacheMember, error) {
+func (pl Planner) existingCacheDevice(c cache.Spec, host *hwinfo.Host, wipe bool, origin layer.Member) (cache.Member, error) {
 	if host == nil {
-		return CacheMember{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
+		return cache.Member{}, fmt.Errorf("cache device %s: no facts to check it against", c.CacheDevice)
 	}
 	d, p := host.Device(c.CacheDevice)
 	if d == nil {
 		real, err := disk.FollowUserPath(pl.HostOrLive(), "", c.CacheDevice, c.CacheDevice)
 		if disk.IsRefusal(err) {
-			return CacheMember{}, err
+			return cache.Member{}, err
 		}
 		if err == nil {
 			d, p = host.Device(real)
@@ -139,21 +140,21 @@ func (pl Planner) existingCacheDevice(c CacheSpec, host *hwinfo.Host, wipe bool,
 	}
 	switch {
 	case d == nil:
-		return CacheMember{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
+		return cache.Member{}, disk.Usagef("cache device %s: not a disk or partition the inventory lists", c.CacheDevice)
 	case p == nil:
-		return CacheMember{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
+		return cache.Member{}, disk.Usagef("cache device %s is a whole disk: give it as the disk to partition, or one of its partitions", c.CacheDevice)
 	case origin.Plan != nil && d.Name == filepath.Base(origin.Plan.Device):
-		return CacheMember{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
+		return cache.Member{}, disk.Usagef("cache device %s is on %s, the origin's disk: the cache goes on another, faster disk", c.CacheDevice, d.Name)
 	}
 	if err := disk.AdmitMember(d, p, "cache:"+c.Name, wipe); err != nil {
-		return CacheMember{}, err
+		return cache.Member{}, err
 	}
-	return CacheMember{Path: p.Path, Size: p.SizeBytes, Ex: p, Disk: d}, nil
+	return cache.Member{Path: p.Path, Size: p.SizeBytes, Ex: p, Disk: d}, nil
 }
 
 // needCachePrograms checks, before anything changes, that the tools the
 // caches' steps run are installed.
-func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, need func(prog, pkg string, args ...string) error) error {
+func (a *applier) needCachePrograms(ctx context.Context, caches []cache.Plan, need func(prog, pkg string, args ...string) error) error {
 	for _, cp := range caches {
 		if lvmKind(cp.Kind) {
 			if err := need("lvm", "lvm2", "version"); err != nil {
@@ -177,19 +178,19 @@ func (a *applier) needCachePrograms(ctx context.Context, caches []CachePlan, nee
 
 // applyCache carries out one cache plan: its steps, then the file system
 // on the cached volume.
-func (r *run) applyCache(ctx context.Context, cp CachePlan) (CacheResult, error) {
+func (r *run) applyCache(ctx context.Context, cp cache.Plan) (cache.Result, error) {
 	cr, err := r.cacheSteps(ctx, cp)
 	r.Changed = r.Changed || len(cr.Steps) > 0
 	return cr, err
 }
 
-func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error) {
-	cr := CacheResult{CacheVolume: cp.CacheVolume, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
+func (r *run) cacheSteps(ctx context.Context, cp cache.Plan) (cache.Result, error) {
+	cr := cache.Result{Layout: cp.Layout, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
 	if lvmKind(cp.Kind) {
 		cr.LVMVersion = r.Versions["lvm"]
 	}
 	node := ""
-	if cp.Device != BcachePlaceholder && cp.Kind == CacheKindBcache {
+	if cp.Device != BcachePlaceholder && cp.Kind == cache.KindBcache {
 		node = filepath.Base(cp.Device)
 	}
 	bind := func(argv []string) ([]string, error) {
@@ -222,7 +223,7 @@ func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 			}
 		}
 		if st.Wait != "" {
-			if err := r.app().waitPath(ctx, st.Wait); err != nil {
+			if err := cache.WaitPath(ctx, r.Applier, st.Wait); err != nil {
 				return cr, fmt.Errorf("%s: %w", st.What, err)
 			}
 		}
@@ -237,16 +238,16 @@ func (r *run) cacheSteps(ctx context.Context, cp CachePlan) (CacheResult, error)
 			cr.Steps = append(cr.Steps, disk.QuoteArgv(argv))
 			continue
 		}
-		if err := r.app().waitPath(ctx, st.Path); err != nil {
+		if err := cache.WaitPath(ctx, r.Applier, st.Path); err != nil {
 			return cr, fmt.Errorf("%s: %w", st.What, err)
 		}
-		if err := r.app().writeSys(st.What, st.Path, st.Value); err != nil {
+		if err := cache.WriteSys(r.Applier, st.What, st.Path, st.Value); err != nil {
 			return cr, fmt.Errorf("%s %s: %w", st.What, cp.Name, err)
 		}
 		cr.Steps = append(cr.Steps, st.String())
 	}
 	v := cp.Volume
-	if cp.Kind == CacheKindBcache {
+	if cp.Kind == cache.KindBcache {
 		if node == "" {
 			var err error
 			if node, err = r.app().bcacheNode(ctx, cp.OriginDevice); err != nil {

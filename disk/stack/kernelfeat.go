@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 )
 
@@ -50,7 +51,7 @@ type need struct {
 // (a kernel built without device-mapper, a module missing from
 // /lib/modules), or whose bcache tools are missing. Without modprobe it
 // cannot tell, and lets the tools say.
-func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CachePlan) error {
+func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []cache.Plan) error {
 	h := pl.HostOrLive()
 	seen := map[string]bool{}
 	var lacks, whos []string
@@ -83,7 +84,7 @@ func (pl Planner) checkKernel(ctx context.Context, needs []need, caches []CacheP
 	// make-bcache, which planning does not otherwise run (lvm's tools it
 	// does): missing, it would be found only after the tables are written.
 	for _, cp := range caches {
-		if cp.Kind != CacheKindBcache || len(cp.Steps) == 0 {
+		if cp.Kind != cache.KindBcache || len(cp.Steps) == 0 {
 			continue
 		}
 		if _, err := h.Run(ctx, "make-bcache", "-h"); err != nil && layer.IsNotFound(err) {

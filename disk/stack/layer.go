@@ -2,6 +2,7 @@ package stack
 
 import (
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
@@ -44,6 +45,30 @@ type (
 	LVPlan      = lvm.LVPlan
 	GroupResult = lvm.GroupResult
 	LVResult    = lvm.LVResult
+)
+
+// A cached volume's request, plan and result, its kinds and modes.
+type (
+	CacheSpec   = cache.Spec
+	CacheLayout = cache.Layout
+	CachePlan   = cache.Plan
+	CacheStep   = cache.Step
+	CacheResult = cache.Result
+)
+
+const (
+	CacheKindLVM          = cache.KindLVM
+	CacheKindWritecache   = cache.KindWritecache
+	CacheKindBcache       = cache.KindBcache
+	CacheModeWritethrough = cache.ModeWritethrough
+	CacheModeWriteback    = cache.ModeWriteback
+	WritebackRisk         = cache.WritebackRisk
+)
+
+// CacheKinds and CacheModes are the kinds and modes, defaults first.
+var (
+	CacheKinds = cache.Kinds
+	CacheModes = cache.Modes
 )
 
 // The md layer's request, plan and result.

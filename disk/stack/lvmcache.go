@@ -8,12 +8,15 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 )
 
 // lvmKind says whether the kind is built with LVM.
-func lvmKind(kind string) bool { return kind == CacheKindLVM || kind == CacheKindWritecache }
+func lvmKind(kind string) bool {
+	return kind == cache.KindLVM || kind == cache.KindWritecache
+}
 
 // cacheLVName is the cache volume of the lvm kinds before lvconvert hides
 // it (as [NAME_cache_cvol]).
@@ -45,7 +48,7 @@ func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, 
 	return st, nil
 }
 
-func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMember, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
+func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
 	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
 	cp.Device = pl.Roots.DevPath(vg, lv)
 	var others []string
@@ -59,11 +62,11 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMem
 		return disk.Usagef("lvm vg %s already exists on %s, not on the partitions planned", vg, strings.Join(others, ", "))
 	}
 	vgExists := false
-	for _, m := range []CacheMember{origin, fast} {
+	for _, m := range []cache.Member{origin, fast} {
 		g, isPV := lvms.PVVG[m.Path]
 		switch {
 		case !isPV:
-			cp.Steps = append(cp.Steps, CacheStep{What: "create physical volume", Member: m.Path,
+			cp.Steps = append(cp.Steps, cache.Step{What: "create physical volume", Member: m.Path,
 				Argv: []string{"pvcreate", "--metadatatype", "2", "--dataalignment", fmt.Sprintf("%dk", lvm.PVAlignment(layer.Member{Disk: m.Disk})>>10), m.Path}})
 		case g == vg:
 			vgExists = true
@@ -72,13 +75,13 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMem
 		}
 	}
 	if vgExists {
-		for _, m := range []CacheMember{origin, fast} {
+		for _, m := range []cache.Member{origin, fast} {
 			if lvms.PVVG[m.Path] != vg {
 				return disk.Refuse(m.Path, fmt.Sprintf("vg %s exists without %s (release it with --wipe first)", vg, m.Path))
 			}
 		}
 	} else {
-		cp.Steps = append(cp.Steps, CacheStep{What: "create volume group",
+		cp.Steps = append(cp.Steps, cache.Step{What: "create volume group",
 			Argv: []string{"vgcreate", "--physicalextentsize", fmt.Sprintf("%dk", lvm.ExtentBytes>>10), vg, origin.Path, fast.Path}})
 	}
 	have := segs[vg]
@@ -90,7 +93,7 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMem
 	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	convert := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", clv, "--cachemode", cp.Mode, vg + "/" + lv}
-	if cp.Kind == CacheKindWritecache {
+	if cp.Kind == cache.KindWritecache {
 		convert = []string{"lvconvert", "--yes", "--type", "writecache", "--cachevol", clv, vg + "/" + lv}
 	}
 	seg, exists := have[lv]
@@ -99,31 +102,31 @@ func (pl Planner) planLVMCache(cp *CachePlan, c CacheSpec, origin, fast CacheMem
 	}
 	switch {
 	case !exists:
-		cp.Steps = append(cp.Steps, CacheStep{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.Path}})
+		cp.Steps = append(cp.Steps, cache.Step{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.Path}})
 	case seg.segtype == "linear" || seg.segtype == "striped":
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
-	case seg.segtype == "cache" && cp.Kind == CacheKindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
+	case seg.segtype == "cache" && cp.Kind == cache.KindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
 		if seg.segtype == "cache" && seg.mode != cp.Mode {
 			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, layer.OrNone(seg.mode), cp.Mode))
 		}
 		cp.Existing = fmt.Sprintf("cached volume %s/%s (%s, cache %s)", vg, lv, seg.segtype, strings.Trim(seg.pool, "[]"))
 	case seg.segtype == "cache" || seg.segtype == "writecache":
-		return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached by %s, not %s as asked (release it with --wipe first)", cp.Device, map[string]string{"cache": CacheKindLVM, "writecache": CacheKindWritecache}[seg.segtype], cp.Kind))
+		return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached by %s, not %s as asked (release it with --wipe first)", cp.Device, map[string]string{"cache": cache.KindLVM, "writecache": cache.KindWritecache}[seg.segtype], cp.Kind))
 	default:
 		return disk.Refuse(cp.Device, fmt.Sprintf("%s is a %s volume, not the origin of a cache (release it with --wipe first)", cp.Device, seg.segtype))
 	}
 	if seg.segtype != "cache" && seg.segtype != "writecache" || !exists {
 		if _, ok := have[clv]; !ok || !visibleLV(lvms, vg, clv) {
-			cp.Steps = append(cp.Steps, CacheStep{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, fast.Path}})
+			cp.Steps = append(cp.Steps, cache.Step{What: "create the cache volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", clv, "--extents", "100%PVS", vg, fast.Path}})
 		}
-		if cp.Kind == CacheKindWritecache {
+		if cp.Kind == cache.KindWritecache {
 			// lvconvert --type writecache takes only an inactive cache
 			// volume ("must be inactive to attach", lvm2 2.03.16);
 			// --type cache deactivates it itself.
-			cp.Steps = append(cp.Steps, CacheStep{What: "deactivate the cache volume", Argv: []string{"lvchange", "--yes", "--activate", "n", vg + "/" + clv}})
+			cp.Steps = append(cp.Steps, cache.Step{What: "deactivate the cache volume", Argv: []string{"lvchange", "--yes", "--activate", "n", vg + "/" + clv}})
 		}
 		what := map[string]string{CacheKindLVM: "attach the cache (dm-cache)", CacheKindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
-		cp.Steps = append(cp.Steps, CacheStep{What: what, Argv: convert})
+		cp.Steps = append(cp.Steps, cache.Step{What: what, Argv: convert})
 	}
 	node := ""
 	if exists {

@@ -10,6 +10,7 @@ import (
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/fstab"
+	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/md"
@@ -27,7 +28,7 @@ type StackRequest struct {
 	Groups []GroupSpec `json:"groups,omitempty"`
 	// Caches are cached volumes over the partitions whose Use is
 	// "origin:"+Name and "cache:"+Name (cache.go).
-	Caches []CacheSpec `json:"caches,omitempty"`
+	Caches []cache.Spec `json:"caches,omitempty"`
 	// Encrypted are file systems on LUKS2 right on a partition, the one
 	// whose Use is "crypt:"+Key (crypt.go).
 	Encrypted []EncryptedSpec `json:"encrypted,omitempty"`
@@ -42,10 +43,10 @@ func (r StackRequest) Empty() bool {
 // StackPlan is everything ApplyStacks will do, decided up front, after the
 // disks' own plans (their partitions are the members).
 type StackPlan struct {
-	Schema string      `json:"schema"`
-	Arrays []ArrayPlan `json:"arrays,omitempty"`
-	Groups []GroupPlan `json:"groups,omitempty"`
-	Caches []CachePlan `json:"caches,omitempty"`
+	Schema string            `json:"schema"`
+	Arrays []ArrayPlan       `json:"arrays,omitempty"`
+	Groups []GroupPlan       `json:"groups,omitempty"`
+	Caches []cache.Plan `json:"caches,omitempty"`
 	// Encrypted are the file systems on LUKS2 right on a partition.
 	Encrypted []EncryptedPlan `json:"encrypted,omitempty"`
 	// MdadmConf is the mdadm.conf the arrays' lines go to: Debian's

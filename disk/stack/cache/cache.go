@@ -1,17 +1,6 @@
-package stack
-
-import (
-	"context"
-	"fmt"
-	"time"
-
-	"github.com/diskprep/diskprep/disk"
-	"github.com/diskprep/diskprep/disk/stack/internal/layer"
-	"github.com/diskprep/diskprep/hwinfo"
-	"github.com/diskprep/diskprep/internal/units"
-)
-
-// Cached volumes: a slow origin (an HDD partition) with a fast
+// Package cache is what the three kinds of cached volume share: the
+// request, plan and result of one, its steps, and the kernel attribute
+// writes and waits of its steps. Cached volumes: a slow origin (an HDD partition) with a fast
 // cache in front of it (an SSD or NVMe partition), built by one of the
 // kernel's three caches. The origin partition says use: origin:NAME, the
 // cache partition use: cache:NAME (or the cache is an existing partition
@@ -27,33 +16,46 @@ import (
 //   - bcache: make-bcache -B on the origin, -C on the cache, both
 //     registered with the kernel (sysfs), the backing device attached to
 //     the cache set and its cache_mode set; the volume is /dev/bcacheN.
-const (
-	CacheKindLVM        = "lvmcache"
-	CacheKindWritecache = "writecache"
-	CacheKindBcache     = "bcache"
+package cache
 
-	CacheModeWritethrough = "writethrough"
-	CacheModeWriteback    = "writeback"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/internal/layer"
+	"github.com/diskprep/diskprep/hwinfo"
+	"github.com/diskprep/diskprep/internal/units"
 )
 
-// CacheKinds and CacheModes are the kinds and modes, defaults first.
+const (
+	KindLVM        = "lvmcache"
+	KindWritecache = "writecache"
+	KindBcache     = "bcache"
+
+	ModeWritethrough = "writethrough"
+	ModeWriteback    = "writeback"
+)
+
+// Kinds and Modes are the kinds and modes, defaults first.
 var (
-	CacheKinds = []string{CacheKindLVM, CacheKindWritecache, CacheKindBcache}
-	CacheModes = []string{CacheModeWritethrough, CacheModeWriteback}
+	Kinds = []string{KindLVM, KindWritecache, KindBcache}
+	Modes = []string{ModeWritethrough, ModeWriteback}
 )
 
 // WritebackRisk is what the output says, in one line, of a writeback
 // cache.
 const WritebackRisk = "writeback: writes are acknowledged once on the cache device; if it fails before they reach the origin, they are lost and the file system on the origin is left inconsistent"
 
-// CacheSpec is one cached volume.
-type CacheSpec struct {
+// Spec is one cached volume.
+type Spec struct {
 	Name string `json:"name"`
 	// Kind is lvmcache (default), writecache or bcache; Mode writethrough
 	// (default) or writeback.
-	Kind   string     `json:"kind,omitempty"`
-	Mode   string     `json:"mode,omitempty"`
-	Volume VolumeSpec `json:"filesystem"`
+	Kind   string           `json:"kind,omitempty"`
+	Mode   string           `json:"mode,omitempty"`
+	Volume layer.VolumeSpec `json:"filesystem"`
 	// CacheDevice is an existing partition that is the cache as it is
 	// (prepare --cache-device PARTITION); empty: the partition whose Use
 	// is "cache:"+Name.
@@ -61,22 +63,22 @@ type CacheSpec struct {
 	Origin      string `json:"origin,omitempty"`
 }
 
-func (c CacheSpec) KindOrDefault() string {
+func (c Spec) KindOrDefault() string {
 	if c.Kind == "" {
-		return CacheKindLVM
+		return KindLVM
 	}
 	return c.Kind
 }
 
-func (c CacheSpec) ModeOrDefault() string {
+func (c Spec) ModeOrDefault() string {
 	if c.Mode == "" {
-		return CacheModeWritethrough
+		return ModeWritethrough
 	}
 	return c.Mode
 }
 
-// CacheVolume is what a cached volume's plan and result both say of it.
-type CacheVolume struct {
+// Layout is what a cached volume's plan and result both say of it.
+type Layout struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
 	Mode string `json:"mode"`
@@ -87,9 +89,9 @@ type CacheVolume struct {
 	CacheBytes   uint64 `json:"cache_bytes"`
 }
 
-// CachePlan is one cached volume, decided up front.
-type CachePlan struct {
-	CacheVolume
+// Plan is one cached volume, decided up front.
+type Plan struct {
+	Layout
 	// Device is the cached volume: /dev/NAME/NAME for the lvm kinds,
 	// /dev/bcacheN for bcache (BcachePlaceholder until registered).
 	Device string `json:"device"`
@@ -97,20 +99,20 @@ type CachePlan struct {
 	SetUUID string `json:"set_uuid,omitempty"`
 	// Steps are the commands and kernel writes still to do, in order;
 	// none when the cache exists as asked.
-	Steps []CacheStep `json:"steps,omitempty"`
+	Steps []Step `json:"steps,omitempty"`
 	// Existing says what of the cache was found built ("cached volume
 	// data/data", "bcache0 attached to set ...").
 	Existing string `json:"existing,omitempty"`
 	// Risk is the one line of what a writeback cache loses when the cache
 	// device fails; empty for writethrough.
-	Risk   string     `json:"risk,omitempty"`
-	Volume VolumePlan `json:"volume"`
-	Origin string     `json:"origin,omitempty"`
+	Risk   string           `json:"risk,omitempty"`
+	Volume layer.VolumePlan `json:"volume"`
+	Origin string           `json:"origin,omitempty"`
 }
 
-// CacheStep is one step of building a cache: a program (Argv) or a write
+// Step is one step of building a cache: a program (Argv) or a write
 // of Value into the kernel attribute Path (sysfs).
-type CacheStep struct {
+type Step struct {
 	What  string   `json:"what"`
 	Argv  []string `json:"argv,omitempty"`
 	Path  string   `json:"path,omitempty"`
@@ -124,16 +126,16 @@ type CacheStep struct {
 }
 
 // String is the step as the dry run shows it.
-func (s CacheStep) String() string {
+func (s Step) String() string {
 	if s.Argv != nil {
 		return disk.QuoteArgv(s.Argv)
 	}
 	return fmt.Sprintf("echo %s > %s", disk.Quote(s.Value), s.Path)
 }
 
-// CacheMember is one side of a cache: a partition planned on a disk, or
+// Member is one side of a cache: a partition planned on a disk, or
 // an existing partition given as it is.
-type CacheMember struct {
+type Member struct {
 	Path string
 	Size uint64
 	Ex   *hwinfo.Partition // in the facts; nil when the partition is new
@@ -141,15 +143,15 @@ type CacheMember struct {
 }
 
 // cacheSummary is the one line of a cache plan for people.
-func (cp CachePlan) Summary() string {
+func (cp Plan) Summary() string {
 	mode := cp.Mode
 	return fmt.Sprintf("%s cache %s: %s (%s) in front of %s (%s), %s; %s on %s%s", cp.Kind, cp.Name, cp.CacheDevice, units.FormatSize(cp.CacheBytes),
 		cp.OriginDevice, units.FormatSize(cp.OriginBytes), mode, cp.Volume.FS, cp.Device, layer.InMount(cp.Volume))
 }
 
-// CacheResult is one cached volume after ApplyStacks.
-type CacheResult struct {
-	CacheVolume
+// Result is one cached volume after ApplyStacks.
+type Result struct {
+	Layout
 	// Device is the cached volume's path (/dev/data/data, /dev/bcache0),
 	// Node its kernel name (dm-2, bcache0).
 	Device  string `json:"device"`
@@ -159,16 +161,16 @@ type CacheResult struct {
 	// existed as asked.
 	Steps []string `json:"steps,omitempty"`
 	// LVMVersion is lvm version's first line (lvm kinds).
-	LVMVersion string       `json:"lvm_version,omitempty"`
-	Risk       string       `json:"risk,omitempty"`
-	Volume     VolumeResult `json:"volume"`
+	LVMVersion string             `json:"lvm_version,omitempty"`
+	Risk       string             `json:"risk,omitempty"`
+	Volume     layer.VolumeResult `json:"volume"`
 	// Done: built (or found built) to the end, its file system mounted
 	// and persisted as asked; false when a step failed.
 	Done bool `json:"done"`
 }
 
-// writeSys writes one kernel attribute, logged as a step.
-func (a *applier) writeSys(what, path, value string) error {
+// WriteSys writes one kernel attribute, logged as a step.
+func WriteSys(a *layer.Applier, what, path, value string) error {
 	a.Log().Info(what+": started", "path", path, "value", value)
 	if err := a.Host().WriteSys(path, value); err != nil {
 		a.Log().Info(what+": failed", "path", path, "value", value, "err", err)
@@ -178,10 +180,10 @@ func (a *applier) writeSys(what, path, value string) error {
 	return nil
 }
 
-// waitPath waits for the kernel to make path (a registered bcache
+// WaitPath waits for the kernel to make path (a registered bcache
 // device's attributes, a cache set's directory), after udev has handled
 // what the last step started.
-func (a *applier) waitPath(ctx context.Context, path string) error {
+func WaitPath(ctx context.Context, a *layer.Applier, path string) error {
 	if _, err := a.Host().Stat(path); err == nil {
 		return nil
 	}
@@ -208,9 +210,9 @@ func (a *applier) waitPath(ctx context.Context, path string) error {
 	}
 }
 
-// waitGone waits for the kernel to drop path (a detached cache link, a
+// WaitGone waits for the kernel to drop path (a detached cache link, a
 // stopped device, an unregistered set): the sysfs writes return before.
-func (a *applier) waitGone(ctx context.Context, path string) error {
+func WaitGone(ctx context.Context, a *layer.Applier, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := a.Host().Lstat(path); err != nil {
