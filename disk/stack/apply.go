@@ -20,9 +20,9 @@ const StackResultSchema = "diskprep/stack-result/v1"
 
 // StackResult is what ApplyStacks did.
 type StackResult struct {
-	Schema string              `json:"schema"`
-	Arrays []ArrayResult       `json:"arrays,omitempty"`
-	Groups []GroupResult       `json:"groups,omitempty"`
+	Schema string         `json:"schema"`
+	Arrays []ArrayResult  `json:"arrays,omitempty"`
+	Groups []GroupResult  `json:"groups,omitempty"`
 	Caches []cache.Result `json:"caches,omitempty"`
 	// Encrypted are the file systems on LUKS2 right on a partition.
 	Encrypted []EncryptedResult `json:"encrypted,omitempty"`

@@ -81,10 +81,10 @@ func (pl Planner) CacheDeviceRequest(st *StackRequest, host *hwinfo.Host) (disk.
 
 // CacheBuilt is what BuildCache made.
 type CacheBuilt struct {
-	Build CacheBuild        `json:"build"`
-	Disks []*disk.Result    `json:"disks"`
-	Stack *StackResult      `json:"stack"`
-	Cache cache.Result `json:"cache"`
+	Build CacheBuild     `json:"build"`
+	Disks []*disk.Result `json:"disks"`
+	Stack *StackResult   `json:"stack"`
+	Cache cache.Result   `json:"cache"`
 	// Plans and StackPlan are what was planned and carried out.
 	Plans     []*disk.Plan `json:"-"`
 	StackPlan *StackPlan   `json:"-"`

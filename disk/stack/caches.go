@@ -11,6 +11,7 @@ import (
 	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
+	"github.com/diskprep/diskprep/disk/stack/lvmcache"
 	"github.com/diskprep/diskprep/hwinfo"
 )
 
@@ -29,7 +30,7 @@ func validateCache(c cache.Spec, uses map[string][]string, groups []GroupSpec, a
 	if c.KindOrDefault() == cache.KindWritecache && c.ModeOrDefault() != cache.ModeWriteback {
 		return at(c.Origin, "cache %s: writecache caches writes only, always in writeback: say mode writeback (--cache-mode writeback) to accept that", c.Name)
 	}
-	if lvmKind(c.KindOrDefault()) {
+	if lvmcache.Handles(c.KindOrDefault()) {
 		for _, g := range groups {
 			if g.VG == c.Name {
 				return at(c.Origin, "cache %s: its volume group %s is also an lvm entry", c.Name, c.Name)
@@ -75,7 +76,7 @@ func sameDiskName(part, disk string) bool {
 // planCaches plans every cache entry.
 func (pl Planner) planCaches(ctx context.Context, caches []cache.Spec, opt Options, byUse map[string][]layer.Member, host *hwinfo.Host, mounts []disk.MountEntry) ([]cache.Plan, error) {
 	var lvms *lvm.State
-	var segs map[string]map[string]lvSeg
+	var segs lvmcache.Segments
 	var plans []cache.Plan
 	for _, c := range caches {
 		om := byUse["origin:"+c.Name][0]
@@ -100,16 +101,16 @@ func (pl Planner) planCaches(ctx context.Context, caches []cache.Spec, opt Optio
 			cp.Steps = append(cp.Steps, cache.Step{What: "wipe the cache device", Argv: []string{"wipefs", "--all", fast.Path}})
 		}
 		var err error
-		if lvmKind(cp.Kind) {
+		if lvmcache.Handles(cp.Kind) {
 			if lvms == nil {
 				if lvms, err = lvm.Read(ctx, pl.layer()); err != nil {
 					return nil, err
 				}
-				if segs, err = pl.readLVSegs(ctx); err != nil {
+				if segs, err = lvmcache.ReadSegments(ctx, pl.layer()); err != nil {
 					return nil, err
 				}
 			}
-			err = pl.planLVMCache(&cp, c, origin, fast, lvms, segs, opt, mounts)
+			err = lvmcache.Plan(pl.layer(), &cp, c, origin, fast, lvms, segs, opt, mounts)
 		} else {
 			err = pl.planBcache(&cp, c, origin, fast, opt, mounts)
 		}
@@ -156,7 +157,7 @@ func (pl Planner) existingCacheDevice(c cache.Spec, host *hwinfo.Host, wipe bool
 // caches' steps run are installed.
 func (a *applier) needCachePrograms(ctx context.Context, caches []cache.Plan, need func(prog, pkg string, args ...string) error) error {
 	for _, cp := range caches {
-		if lvmKind(cp.Kind) {
+		if lvmcache.Handles(cp.Kind) {
 			if err := need("lvm", "lvm2", "version"); err != nil {
 				return err
 			}
@@ -186,7 +187,7 @@ func (r *run) applyCache(ctx context.Context, cp cache.Plan) (cache.Result, erro
 
 func (r *run) cacheSteps(ctx context.Context, cp cache.Plan) (cache.Result, error) {
 	cr := cache.Result{Layout: cp.Layout, Device: cp.Device, SetUUID: cp.SetUUID, Risk: cp.Risk}
-	if lvmKind(cp.Kind) {
+	if lvmcache.Handles(cp.Kind) {
 		cr.LVMVersion = r.Versions["lvm"]
 	}
 	node := ""

@@ -11,6 +11,7 @@ import (
 	"github.com/diskprep/diskprep/disk/crypt"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
+	"github.com/diskprep/diskprep/disk/stack/lvmcache"
 	"github.com/diskprep/diskprep/disk/stack/md"
 )
 
@@ -108,7 +109,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 			return err
 		}
 		vgs := lvm.GroupsOf(a.Applier, lvms, dms)
-		if err := a.addLVMCaches(ctx, plan, lvms, vgs, opt); err != nil {
+		if err := lvmcache.PlanRelease(ctx, a.Applier, plan, lvms, vgs, opt); err != nil {
 			return err
 		}
 		for _, vg := range layer.SortedKeys(vgs) {
@@ -243,17 +244,8 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 	if err := a.releaseBcache(ctx, s, res); err != nil {
 		return err
 	}
-	for _, lv := range s.SplitCache {
-		a.Progressf("flushing the cache of %s to its origin, then splitting it off (lvconvert waits for every dirty block)", lv)
-		if err := step("flush and split the cache of "+lv, "lvconvert", "--yes", "--splitcache", lv); err != nil {
-			return err
-		}
-	}
-	for _, lv := range s.Uncache {
-		a.Progressf("flushing the cache of %s to its origin, then removing it (lvconvert waits for every dirty block)", lv)
-		if err := step("flush and remove the cache of "+lv, "lvconvert", "--yes", "--uncache", lv); err != nil {
-			return err
-		}
+	if err := lvmcache.Release(a.Applier, s, step); err != nil {
+		return err
 	}
 	if err := lvm.Release(s, step); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
+	"github.com/diskprep/diskprep/disk/stack/lvmcache"
 	"github.com/diskprep/diskprep/disk/stack/md"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/units"
@@ -43,9 +44,9 @@ func (r StackRequest) Empty() bool {
 // StackPlan is everything ApplyStacks will do, decided up front, after the
 // disks' own plans (their partitions are the members).
 type StackPlan struct {
-	Schema string            `json:"schema"`
-	Arrays []ArrayPlan       `json:"arrays,omitempty"`
-	Groups []GroupPlan       `json:"groups,omitempty"`
+	Schema string       `json:"schema"`
+	Arrays []ArrayPlan  `json:"arrays,omitempty"`
+	Groups []GroupPlan  `json:"groups,omitempty"`
 	Caches []cache.Plan `json:"caches,omitempty"`
 	// Encrypted are the file systems on LUKS2 right on a partition.
 	Encrypted []EncryptedPlan `json:"encrypted,omitempty"`
@@ -175,7 +176,7 @@ func (r StackRequest) Validate(reqs []disk.Request) error {
 			return err
 		}
 		known["cache:"+c.Name], known["origin:"+c.Name] = true, true
-		if c.Volume.Encrypt != nil && !lvmKind(c.KindOrDefault()) {
+		if c.Volume.Encrypt != nil && !lvmcache.Handles(c.KindOrDefault()) {
 			return at(c.Origin, "cache %s: a bcache device cannot be encrypted yet; use kind lvmcache or writecache", c.Name)
 		}
 		if err := checkVolume(c.Origin, "cache "+c.Name, c.Volume); err != nil {
@@ -571,11 +572,11 @@ func (sp *StackPlan) needs() []need {
 		}
 		who := cp.Kind + " " + cp.Name
 		switch cp.Kind {
-		case CacheKindLVM:
+		case cache.KindLVM:
 			add(who, featDM, featDMCache)
-		case CacheKindWritecache:
+		case cache.KindWritecache:
 			add(who, featDM, featWritecache)
-		case CacheKindBcache:
+		case cache.KindBcache:
 			add(who, featBcache)
 		}
 	}

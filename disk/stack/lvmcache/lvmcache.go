@@ -1,4 +1,9 @@
-package stack
+// Package lvmcache is the two cache kinds LVM builds: dm-cache
+// (lvmcache) and dm-writecache (writecache), each a volume group over the
+// origin and cache partitions whose volume on the origin is joined to a
+// cache volume by lvconvert. Planned, their steps run by stack with any
+// kind's; released, flushed and split off, or removed with the group.
+package lvmcache
 
 import (
 	"context"
@@ -22,6 +27,9 @@ func lvmKind(kind string) bool {
 // it (as [NAME_cache_cvol]).
 func cacheLVName(name string) string { return name + "_cache" }
 
+// Segments are the logical volumes of each group as lvs -a tells them.
+type Segments map[string]map[string]lvSeg
+
 // lvSeg is one logical volume as lvs -a tells it.
 type lvSeg struct {
 	segtype, pool, mode, devices string
@@ -29,12 +37,12 @@ type lvSeg struct {
 
 // readLVSegs runs lvs -a for every logical volume's segment type, the
 // cache volume it uses and its cache mode (read-only), under ctx.
-func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, error) {
+func (pl planner) readLVSegs(ctx context.Context) (Segments, error) {
 	out, err := pl.HostOrLive().Run(ctx, "lvs", "-a", "--noheadings", "--separator", "|", "-o", "vg_name,lv_name,segtype,pool_lv,cache_mode,devices")
 	if err != nil {
 		return nil, lvm.CmdError("lvs", err)
 	}
-	st := map[string]map[string]lvSeg{}
+	st := Segments{}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Split(strings.TrimSpace(line), "|")
 		if len(f) != 6 || f[0] == "" {
@@ -48,7 +56,7 @@ func (pl Planner) readLVSegs(ctx context.Context) (map[string]map[string]lvSeg, 
 	return st, nil
 }
 
-func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, lvms *lvm.State, segs map[string]map[string]lvSeg, opt Options, mounts []disk.MountEntry) error {
+func (pl planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, lvms *lvm.State, segs Segments, opt layer.Options, mounts []disk.MountEntry) error {
 	vg, lv, clv := c.Name, c.Name, cacheLVName(c.Name)
 	cp.Device = pl.Roots.DevPath(vg, lv)
 	var others []string
@@ -90,7 +98,7 @@ func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.
 			return disk.Refuse(vg, fmt.Sprintf("vg %s has volume %s, which the cache does not make (release it with --wipe first)", vg, name))
 		}
 	}
-	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
+	vol := layer.VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	convert := []string{"lvconvert", "--yes", "--type", "cache", "--cachevol", clv, "--cachemode", cp.Mode, vg + "/" + lv}
 	if cp.Kind == cache.KindWritecache {
@@ -105,7 +113,7 @@ func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.
 		cp.Steps = append(cp.Steps, cache.Step{What: "create the origin volume", Argv: []string{"lvcreate", "--yes", "--wipesignatures", "y", "--name", lv, "--extents", "100%PVS", vg, origin.Path}})
 	case seg.segtype == "linear" || seg.segtype == "striped":
 		cp.Existing = fmt.Sprintf("origin volume %s/%s, not cached yet", vg, lv)
-	case seg.segtype == "cache" && cp.Kind == cache.KindLVM, seg.segtype == "writecache" && cp.Kind == CacheKindWritecache:
+	case seg.segtype == "cache" && cp.Kind == cache.KindLVM, seg.segtype == "writecache" && cp.Kind == cache.KindWritecache:
 		if seg.segtype == "cache" && seg.mode != cp.Mode {
 			return disk.Refuse(cp.Device, fmt.Sprintf("%s is cached in %s mode, not %s as asked (release it with --wipe first)", cp.Device, layer.OrNone(seg.mode), cp.Mode))
 		}
@@ -125,7 +133,7 @@ func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.
 			// --type cache deactivates it itself.
 			cp.Steps = append(cp.Steps, cache.Step{What: "deactivate the cache volume", Argv: []string{"lvchange", "--yes", "--activate", "n", vg + "/" + clv}})
 		}
-		what := map[string]string{CacheKindLVM: "attach the cache (dm-cache)", CacheKindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
+		what := map[string]string{cache.KindLVM: "attach the cache (dm-cache)", cache.KindWritecache: "attach the write cache (dm-writecache)"}[cp.Kind]
 		cp.Steps = append(cp.Steps, cache.Step{What: what, Argv: convert})
 	}
 	node := ""
@@ -139,7 +147,7 @@ func (pl Planner) planLVMCache(cp *cache.Plan, c cache.Spec, origin, fast cache.
 	if origin.Size > lvm.MetadataBytes {
 		lvBytes = (origin.Size - lvm.MetadataBytes) / lvm.ExtentBytes * lvm.ExtentBytes
 	}
-	if err := pl.layer().PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
+	if err := pl.PlanVolumeOn(&vol, c.Volume.Encrypt, node, !exists, false, lvBytes, opt, mounts, ""); err != nil {
 		return err
 	}
 	if vol.Persist {
@@ -181,7 +189,7 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvms
 	if !stacked {
 		return nil
 	}
-	segs, err := (Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}).readLVSegs(ctx)
+	segs, err := (planner{layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}}}).readLVSegs(ctx)
 	if err != nil {
 		return err
 	}
