@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/bcache"
 	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
@@ -112,7 +113,7 @@ func (pl Planner) planCaches(ctx context.Context, caches []cache.Spec, opt Optio
 			}
 			err = lvmcache.Plan(pl.layer(), &cp, c, origin, fast, lvms, segs, opt, mounts)
 		} else {
-			err = pl.planBcache(&cp, c, origin, fast, opt, mounts)
+			err = bcache.Plan(pl.layer(), &cp, c, origin, fast, opt, mounts)
 		}
 		if err != nil {
 			return nil, layer.WithOrigin(c.Origin, err)
@@ -191,7 +192,7 @@ func (r *run) cacheSteps(ctx context.Context, cp cache.Plan) (cache.Result, erro
 		cr.LVMVersion = r.Versions["lvm"]
 	}
 	node := ""
-	if cp.Device != BcachePlaceholder && cp.Kind == cache.KindBcache {
+	if cp.Device != bcache.Placeholder && cp.Kind == cache.KindBcache {
 		node = filepath.Base(cp.Device)
 	}
 	bind := func(argv []string) ([]string, error) {
@@ -200,13 +201,13 @@ func (r *run) cacheSteps(ctx context.Context, cp cache.Plan) (cache.Result, erro
 		}
 		out := make([]string, len(argv))
 		for i, s := range argv {
-			if strings.Contains(s, BcachePlaceholder) && node == "" {
+			if strings.Contains(s, bcache.Placeholder) && node == "" {
 				var err error
-				if node, err = r.app().bcacheNode(ctx, cp.OriginDevice); err != nil {
+				if node, err = bcache.Node(ctx, r.Applier, cp.OriginDevice); err != nil {
 					return nil, err
 				}
 			}
-			out[i] = strings.ReplaceAll(s, BcachePlaceholder, r.Roots().DevPath(node))
+			out[i] = strings.ReplaceAll(s, bcache.Placeholder, r.Roots().DevPath(node))
 		}
 		return out, nil
 	}
@@ -251,7 +252,7 @@ func (r *run) cacheSteps(ctx context.Context, cp cache.Plan) (cache.Result, erro
 	if cp.Kind == cache.KindBcache {
 		if node == "" {
 			var err error
-			if node, err = r.app().bcacheNode(ctx, cp.OriginDevice); err != nil {
+			if node, err = bcache.Node(ctx, r.Applier, cp.OriginDevice); err != nil {
 				return cr, err
 			}
 		}

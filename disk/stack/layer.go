@@ -2,6 +2,7 @@ package stack
 
 import (
 	"github.com/diskprep/diskprep/disk"
+	"github.com/diskprep/diskprep/disk/stack/bcache"
 	"github.com/diskprep/diskprep/disk/stack/cache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
@@ -64,6 +65,10 @@ const (
 	CacheModeWriteback    = cache.ModeWriteback
 	WritebackRisk         = cache.WritebackRisk
 )
+
+// BcachePlaceholder stands for a bcache device's node in a plan: the
+// kernel names it when the backing device registers.
+const BcachePlaceholder = bcache.Placeholder
 
 // CacheKinds and CacheModes are the kinds and modes, defaults first.
 var (

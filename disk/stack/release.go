@@ -9,6 +9,7 @@ import (
 
 	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/disk/crypt"
+	"github.com/diskprep/diskprep/disk/stack/bcache"
 	"github.com/diskprep/diskprep/disk/stack/internal/layer"
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 	"github.com/diskprep/diskprep/disk/stack/lvmcache"
@@ -26,11 +27,11 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	for _, n := range devs {
 		names[n] = true
 	}
-	mds := map[string]bool{}    // md kernel names
-	dms := map[string]bool{}    // dm kernel names of logical volumes
-	bcache := map[string]bool{} // bcache kernel names
-	var lower []string          // disks and partitions given
-	crypts := map[string]bool{} // dm kernel names of LUKS mappings
+	mds := map[string]bool{}     // md kernel names
+	dms := map[string]bool{}     // dm kernel names of logical volumes
+	bcaches := map[string]bool{} // bcache kernel names
+	var lower []string           // disks and partitions given
+	crypts := map[string]bool{}  // dm kernel names of LUKS mappings
 	members := map[string]bool{}
 	for n := range names {
 		switch {
@@ -52,7 +53,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 		case strings.HasPrefix(n, "dm-"):
 			dms[n] = true
 		case strings.HasPrefix(n, "bcache"):
-			bcache[n] = true
+			bcaches[n] = true
 		default:
 			lower = append(lower, n)
 			des, _ := a.Host().ReadDir(a.Roots().SysPath("class/block", n, "holders"))
@@ -75,12 +76,12 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 				case strings.HasPrefix(h, "dm-"):
 					dms[h] = true
 				case strings.HasPrefix(h, "bcache"):
-					bcache[h] = true
+					bcaches[h] = true
 				}
 			}
 		}
 	}
-	a.addBcache(plan, devs, bcache, lower, members, opt)
+	bcache.PlanRelease(a.Applier, plan, devs, bcaches, lower, members, opt)
 	sort.Strings(lower)
 	// The mappings above the arrays and volumes found go first.
 	defer a.Crypts().PlanRelease(plan, devs, crypts, opt.Wipe)
@@ -241,7 +242,7 @@ func (a *applier) applyLayersRelease(ctx context.Context, s disk.StackRelease, r
 	if err := a.Crypts().Release(ctx, s, res, step); err != nil {
 		return err
 	}
-	if err := a.releaseBcache(ctx, s, res); err != nil {
+	if err := bcache.Release(ctx, a.Applier, s, res); err != nil {
 		return err
 	}
 	if err := lvmcache.Release(a.Applier, s, step); err != nil {

@@ -1,4 +1,8 @@
-package stack
+// Package bcache is the bcache kind of cached volume: make-bcache on
+// both sides, both registered through sysfs, the backing device attached
+// to the cache set in its mode, the file system on /dev/bcacheN; and its
+// release: flushed, detached, stopped, unregistered.
+package bcache
 
 import (
 	"context"
@@ -16,10 +20,10 @@ import (
 	"github.com/diskprep/diskprep/internal/units"
 )
 
-// BcachePlaceholder stands for the bcache device a backing device becomes
+// Placeholder stands for the bcache device a backing device becomes
 // once registered: the kernel numbers it then, so plans of a new bcache
 // carry this in the volume's argv and apply binds it, as LoopPlaceholder.
-const BcachePlaceholder = "/dev/bcacheN"
+const Placeholder = "/dev/bcacheN"
 
 // bcache's bucket sizes: make-bcache's default (1024 sectors), the
 // smallest the kernel takes (a page), and the fewest buckets a cache set
@@ -52,7 +56,7 @@ func bcacheBucket(size uint64) (uint64, error) {
 }
 
 // readBcacheSB reads the bcache superblock of dev; nil when there is none.
-func (pl Planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
+func (pl planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
 	f, err := pl.HostOrLive().OpenDevice(dev, false)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", dev, err)
@@ -70,7 +74,7 @@ func (pl Planner) readBcacheSB(dev string) (*probe.BcacheSuper, error) {
 
 // bcacheDir is the bcache directory the kernel gives a registered device
 // (a backing device's or a cache's), under its own sysfs directory.
-func (pl Planner) bcacheDir(dev string) string {
+func (pl planner) bcacheDir(dev string) string {
 	return pl.Roots.SysPath("class/block", filepath.Base(dev), "bcache")
 }
 
@@ -85,9 +89,9 @@ func selectedMode(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func (pl Planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, opt Options, mounts []disk.MountEntry) error {
+func (pl planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Member, opt layer.Options, mounts []disk.MountEntry) error {
 	h := pl.HostOrLive()
-	cp.Device = BcachePlaceholder
+	cp.Device = Placeholder
 	register := pl.Roots.SysPath("fs/bcache/register_quiet")
 	sbOf := func(m cache.Member) (*probe.BcacheSuper, error) {
 		if m.Ex == nil {
@@ -161,7 +165,7 @@ func (pl Planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Me
 	if fresh || mode != cp.Mode {
 		cp.Steps = append(cp.Steps, cache.Step{What: "set the cache mode", Path: filepath.Join(odir, "cache_mode"), Value: cp.Mode})
 	}
-	vol := VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
+	vol := layer.VolumePlan{Device: cp.Device, FS: c.Volume.FS, Label: c.Volume.Label, MkfsOpts: c.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(c.Volume.Mount), MountOpts: c.Volume.MountOpts, MountOver: c.Volume.MountOver, Persist: c.Volume.Persist}
 	node := ""
 	if link, err := h.Readlink(filepath.Join(odir, "dev")); err == nil {
@@ -171,7 +175,7 @@ func (pl Planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Me
 	case fresh:
 		// What the partition held at the bcache data offset shows
 		// through the new device: wiped before mkfs.
-		cp.Steps = append(cp.Steps, cache.Step{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", BcachePlaceholder}})
+		cp.Steps = append(cp.Steps, cache.Step{What: "wipe the new bcache device", Argv: []string{"wipefs", "--all", Placeholder}})
 		vol.FSUUID = pl.MakeUUID()
 		vol.Mkfs = disk.MkfsFor(vol.FS, vol.Label, vol.FSUUID, vol.MkfsOpts, vol.Device, true, opt.NoDiscard, "")
 		if vol.MountPoint != "" {
@@ -180,13 +184,13 @@ func (pl Planner) planBcache(cp *cache.Plan, c cache.Spec, origin, fast cache.Me
 	case node == "":
 		// Not registered (a run killed before, a boot without udev): the
 		// file system is read where the bcache device will show it.
-		if err := pl.layer().PlanVolumeAt(&vol, origin.Path, osb.DataOffset, opt); err != nil {
+		if err := pl.PlanVolumeAt(&vol, origin.Path, osb.DataOffset, opt); err != nil {
 			return err
 		}
 	default:
 		cp.Device = pl.Roots.DevPath(node)
 		vol.Device = cp.Device
-		if err := pl.layer().PlanVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
+		if err := pl.PlanVolume(&vol, cp.Device, opt, mounts, ""); err != nil {
 			return err
 		}
 	}
