@@ -82,6 +82,3 @@ type (
 	ArrayPlan   = md.ArrayPlan
 	ArrayResult = md.ArrayResult
 )
-
-// app is the run's applier, for the steps defined on it.
-func (r *run) app() *applier { return &applier{r.Applier} }
