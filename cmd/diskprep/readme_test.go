@@ -245,3 +245,28 @@ func TestDocsIndexAndLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestContributingPathsExist holds CONTRIBUTING.md's "Where things live"
+// to the tree: every path it names (a backquoted name with a slash) is a
+// file or folder there, so a move leaves no stale answer behind.
+func TestContributingPathsExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "## Where things live")
+	if !ok {
+		t.Fatal(`CONTRIBUTING.md has no "Where things live" section`)
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	named := regexp.MustCompile("`([a-z][\\w./-]*/[\\w./-]*)`").FindAllStringSubmatch(table, -1)
+	if len(named) < 20 {
+		t.Fatalf("the table names %d paths; it is missing or no longer a table", len(named))
+	}
+	for _, m := range named {
+		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+			t.Errorf("CONTRIBUTING.md names %s, which is not there", m[1])
+		}
+	}
+}
