@@ -34,8 +34,10 @@ func FromDisk(x *disk.Applier) *Applier {
 	return &Applier{Applier: x}
 }
 
+// SortedKeys are the keys of m, sorted.
 func SortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
+// FirstOr is a's first element, or "" for none (an argv's program).
 func FirstOr(a []string) string {
 	if len(a) == 0 {
 		return ""
@@ -43,6 +45,7 @@ func FirstOr(a []string) string {
 	return a[0]
 }
 
+// OrNone is s, or "(none reported)" for a tool's empty answer.
 func OrNone(s string) string {
 	if s == "" {
 		return "(none reported)"
@@ -50,8 +53,10 @@ func OrNone(s string) string {
 	return s
 }
 
+// MiB is a mebibyte in bytes.
 const MiB = uint64(1) << 20
 
+// RoundUp is n rounded up to a multiple of m.
 func RoundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }
 
 // Progressf reports progress of a long step to the user (Deps.Progress).
@@ -96,6 +101,8 @@ type Member struct {
 	Ex   *hwinfo.Partition // in the facts; nil when the partition is new
 }
 
+// WithOrigin prefixes err with origin, the request entry (a plan file's
+// line) it came from, when there is one.
 func WithOrigin(origin string, err error) error {
 	if origin == "" {
 		return err
@@ -103,8 +110,10 @@ func WithOrigin(origin string, err error) error {
 	return fmt.Errorf("%s: %w", origin, err)
 }
 
+// IsNotFound says whether err is a program that is not installed.
 func IsNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 
+// BoolSet is the set of m's keys.
 func BoolSet[V any](m map[string]V) map[string]bool {
 	out := make(map[string]bool, len(m))
 	for k := range m {

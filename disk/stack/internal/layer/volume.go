@@ -244,6 +244,7 @@ func CryptSuffix(v VolumePlan) string {
 	return " on " + v.Crypt.Mapper + " (LUKS2" + v.Crypt.SectorText() + ")"
 }
 
+// InMount is " mounted at POINT" for a volume with a mount point, else "".
 func InMount(v VolumePlan) string {
 	if v.MountPoint == "" {
 		return ""
@@ -251,6 +252,7 @@ func InMount(v VolumePlan) string {
 	return " mounted at " + v.MountPoint
 }
 
+// MkfsForced says whether an mkfs argv overwrites what it finds (-f, -F).
 func MkfsForced(argv []string) bool { return len(argv) > 1 && (argv[1] == "-f" || argv[1] == "-F") }
 
 // PlanEncrypt puts the LUKS2 layer of e under the volume v, whose Device is
