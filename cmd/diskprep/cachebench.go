@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/diskprep/diskprep/bench"
 	"github.com/diskprep/diskprep/bench/compare"
 	"github.com/diskprep/diskprep/bench/record"
 	"github.com/diskprep/diskprep/bench/report"
@@ -269,7 +270,14 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		// whole run has succeeded (Save): a failure or an interruption
 		// leaves no record of a run whose cache it took apart.
 		Bench: func(ctx context.Context, req workload.Request, host *hwinfo.Host) (*record.Record, error) {
-			return runBenchLive(ctx, req, host, &benchEnv, benchStart{}, nil)
+			was, raw := shown[req.Target]
+			if !req.AllowDeviceWrite || !raw {
+				return runBenchLive(ctx, req, host, &benchEnv, benchStart{}, nil)
+			}
+			look := func(ctx context.Context) (*hwinfo.Host, error) { return m.settledFacts(ctx, e, &factsEnv, deps) }
+			return claimedWrite(ctx, req.Target, was, look, deps, func(now *hwinfo.Host, c *bench.Claim) (*record.Record, error) {
+				return runBenchLive(ctx, req, now, &benchEnv, benchStart{}, []*bench.Claim{c})
+			})
 		},
 		Save: func(recs []*record.Record) error {
 			saving = true
@@ -327,6 +335,28 @@ func runCachebench(ctx context.Context, opts cachebenchOptions, m *machine, e *e
 		return errors.Join(err, unsaved.err())
 	}
 	return unsaved.err()
+}
+
+// claimedWrite runs one of cachebench's raw writes to dev (the SSD's
+// fill): dev is claimed, then looked at once more (look) and refused
+// unless it still holds what was shown (was), so that nothing written to
+// it since the run's first check is overwritten unseen; run writes under
+// the claim, given the facts of that look.
+func claimedWrite(ctx context.Context, dev string, was *disk.Loss, look func(context.Context) (*hwinfo.Host, error), deps disk.Deps,
+	run func(*hwinfo.Host, *bench.Claim) (*record.Record, error)) (*record.Record, error) {
+	c, err := bench.ClaimDevice(hwinfo.Roots{}, dev)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	now, err := look(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stillAsShown(ctx, map[string]*disk.Loss{dev: was}, now, deps); err != nil {
+		return nil, err
+	}
+	return run(now, c)
 }
 
 // stillAsShown refuses a device whose contents in host differ from what

@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/diskprep/diskprep/bench"
+	"github.com/diskprep/diskprep/bench/record"
+	"github.com/diskprep/diskprep/disk"
 	"github.com/diskprep/diskprep/hwinfo"
 	"github.com/diskprep/diskprep/internal/testenv"
 )
@@ -91,5 +96,89 @@ func TestPrivilegedCachebenchShowsWhatItDestroys(t *testing.T) {
 	code, _, stderr = runCLI(t, append(args, "--size", "1G")...)
 	if code == 0 || strings.Contains(stderr, "--yes") || strings.Contains(stderr, "refusing to write") {
 		t.Errorf("blank devices without --yes: exit %d %q, want the run's own error, no question", code, stderr)
+	}
+}
+
+// The SSD's fill is cachebench's one raw write: its device is claimed
+// before the last look at it, so another admin's mkfs is refused while
+// the fill runs, and a write that got in after the run's first check is
+// seen and refused, not overwritten.
+func TestPrivilegedCachebenchClaimsItsFillDevice(t *testing.T) {
+	testenv.RequirePrivileged(t, "mkfs.ext4")
+	ctx := context.Background()
+	dev := testenv.NewLoop(t, 32<<20, testenv.LoopOptions{})
+	m := liveMachine()
+	e := &env{Stdout: io.Discard, Stderr: io.Discard, Quiet: true}
+	deps := m.deps(e)
+	deps.Refresh = func(ctx context.Context) (*hwinfo.Host, error) { return m.readFacts(ctx, "", e) }
+	was, err := disk.GuardDeviceWrite(ctx, dev.Dev, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := func(ctx context.Context) (*hwinfo.Host, error) { return m.settledFacts(ctx, e, e, deps) }
+
+	// As it was shown: the write runs under the claim.
+	ran := false
+	_, err = claimedWrite(ctx, dev.Dev, was, look, deps, func(now *hwinfo.Host, c *bench.Claim) (*record.Record, error) {
+		ran = true
+		if !c.Holds(dev.Dev) {
+			t.Error("the claim passed to the write does not hold the device")
+		}
+		if other, err := bench.ClaimDevice(hwinfo.Roots{}, dev.Dev); err == nil {
+			other.Release()
+			t.Error("a second claim of the device went through during the write")
+		}
+		if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "other", dev.Dev); err == nil {
+			t.Errorf("mkfs.ext4 went through during the write: %s", out)
+		}
+		return &record.Record{}, nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("unchanged device: ran %v, %v", ran, err)
+	}
+
+	// Written to after the first check, before the claim: seen, refused,
+	// kept. (The plant is a plain write, as a tool that does not open
+	// the device exclusively would make.)
+	img := filepath.Join(t.TempDir(), "late.img")
+	if err := os.WriteFile(img, make([]byte, 4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := testenv.Run("mkfs.ext4", "-q", "-F", "-L", "late", img); err != nil {
+		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	}
+	planted := func(ctx context.Context) (*hwinfo.Host, error) {
+		b, err := os.ReadFile(img)
+		if err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(dev.Dev, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return look(ctx)
+	}
+	ran = false
+	_, err = claimedWrite(ctx, dev.Dev, was, planted, deps, func(*hwinfo.Host, *bench.Claim) (*record.Record, error) {
+		ran = true
+		return &record.Record{}, nil
+	})
+	if ran || exitCode(err) != exitRefused || !strings.Contains(fmt.Sprint(err), "changed after the question") || !strings.Contains(fmt.Sprint(err), `ext4 label "late"`) {
+		t.Errorf("changed before the claim: ran %v, %v (exit %d)", ran, err, exitCode(err))
+	}
+	if out, _ := testenv.Run("blkid", "-p", "-o", "value", "-s", "LABEL", dev.Dev); strings.TrimSpace(out) != "late" {
+		t.Errorf("the late file system is gone: label %q", strings.TrimSpace(out))
+	}
+	if c, err := bench.ClaimDevice(hwinfo.Roots{}, dev.Dev); err != nil {
+		t.Errorf("the claim outlived the refusal: %v", err)
+	} else {
+		c.Release()
 	}
 }
