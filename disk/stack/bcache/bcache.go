@@ -218,7 +218,8 @@ func (a *applier) bcacheNode(ctx context.Context, origin string) (string, error)
 	return filepath.Base(target), nil
 }
 
-// dir is the backing device's bcache directory, where its attributes are.
+// bcacheAttr is the path of attribute attr in the backing device's bcache
+// directory.
 func (a *applier) bcacheAttr(b disk.BcacheRelease, attr string) string {
 	return a.Roots().SysPath("class/block", b.Backing, "bcache", attr)
 }

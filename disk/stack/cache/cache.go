@@ -142,7 +142,7 @@ type Member struct {
 	Disk *hwinfo.Disk
 }
 
-// cacheSummary is the one line of a cache plan for people.
+// Summary is the one line of a cache plan for people.
 func (cp Plan) Summary() string {
 	mode := cp.Mode
 	return fmt.Sprintf("%s cache %s: %s (%s) in front of %s (%s), %s; %s on %s%s", cp.Kind, cp.Name, cp.CacheDevice, units.FormatSize(cp.CacheBytes),
