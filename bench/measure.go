@@ -9,7 +9,7 @@ import (
 	"github.com/diskprep/diskprep/bench/workload"
 )
 
-// Repetition converts an engine result into the record's form: rates and
+// repetitionOf converts an engine result into the record's form: rates and
 // percentiles are derived here, once, from the raw counts and histograms.
 func repetitionOf(res *engine.Result, index int, start time.Time) record.Repetition {
 	r := record.Repetition{

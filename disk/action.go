@@ -75,7 +75,7 @@ func RecordPlan(h Host, p ActionPlan) func(error) {
 	return r.EndPlan
 }
 
-// steps is the text of each action, as the dry run prints them.
+// Steps is the text of each action, as the dry run prints them.
 func Steps(actions []Action) []string {
 	s := make([]string, len(actions))
 	for i, a := range actions {

@@ -78,11 +78,11 @@ func (pl Planner) ownTrees() []string {
 	return out
 }
 
-// resolveMountPoint is point cleaned and, as far as it exists, with its
+// ResolveMountPoint is point cleaned and, as far as it exists, with its
 // symbolic links resolved on the host: the directory mount(8) would
 // mount at, and the one the mount table will name. A point that cannot
 // be resolved (a link to nothing) is returned cleaned, for
-// checkMountPoint to refuse.
+// CheckMountPoint to refuse.
 func (pl Planner) ResolveMountPoint(point string) string {
 	if point == "" {
 		return ""
@@ -105,9 +105,9 @@ func (pl Planner) ResolveMountPoint(point string) string {
 	}
 }
 
-// checkMountPoint is the one check of a mount point at planning time,
+// CheckMountPoint is the one check of a mount point at planning time,
 // for partitions and for stacks alike, so that nothing is written before
-// it is known that the mount can be made: point (as resolveMountPoint
+// it is known that the mount can be made: point (as ResolveMountPoint
 // gives it) must not be the system's own, nor a non-directory, nor
 // another file system's mount point, nor a non-empty directory unless
 // over (--mount-over: the note then says what is hidden), nor a new

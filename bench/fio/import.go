@@ -626,8 +626,8 @@ func dirRuntime(d *direction) float64 {
 	return d.Runtime
 }
 
-// fio 3.x writes io_kbytes next to io_bytes in bytes; fio 2.x wrote only
-// io_bytes, in KiB.
+// ioBytes is a direction's bytes: fio 3.x writes io_kbytes next to
+// io_bytes in bytes; fio 2.x wrote only io_bytes, in KiB.
 func ioBytes(d *direction) float64 {
 	if d.IOKBytes != nil {
 		return d.IOBytes

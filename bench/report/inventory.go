@@ -413,7 +413,6 @@ func lvType(lv hwinfo.LogicalVolume) string {
 	return lv.Type
 }
 
-// stackUse is the filesystem on an array or LV and where it is mounted.
 // stackCell is an array's or logical volume's use: its LUKS volume and
 // what the mapping holds, or its file system and mounts.
 func stackCell(fs string, mounts []hwinfo.Mount, swap bool, c *hwinfo.Crypt, holders []hwinfo.Holder) string {

@@ -181,7 +181,7 @@ func flagValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
-// positional are the arguments after the flags (mdadm's members, a VG's
+// devArgs are the positional arguments after the flags (mdadm's members, a VG's
 // PVs): those starting with /dev/ or, after the first, any bare word.
 func devArgs(args []string) []string {
 	var out []string
