@@ -1,3 +1,11 @@
+// Package stack composes the layers of a stack request over the disks
+// disk prepares: md arrays (package md), LVM groups (lvm), cached volumes
+// (lvmcache, bcache, over cache) and LUKS2 on a partition. It validates
+// the request, plans each layer from the bottom up (PlanStacks), applies
+// the plan in the same order (ApplyStacks), and plans and carries out the
+// teardown a release meets (Layers, passed to disk in Deps). A layer
+// never calls back up: each package builds only on those below it and
+// on internal/layer, which holds what every layer is given.
 package stack
 
 import (
