@@ -105,7 +105,7 @@ func (a *applier) addStacks(ctx context.Context, plan *disk.ReleasePlan, devs ma
 	}
 	// Logical volumes: their whole volume group.
 	if len(dms) > 0 {
-		lvms, err := lvm.Read(ctx, layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}})
+		lvms, err := lvm.Read(ctx, a.Planner())
 		if err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (a *applier) addDormant(ctx context.Context, plan *disk.ReleasePlan) error 
 			switch sig.Type {
 			case "LVM2_member":
 				if lvms == nil {
-					if lvms, err = lvm.Read(ctx, layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}}); err != nil {
+					if lvms, err = lvm.Read(ctx, a.Planner()); err != nil {
 						return err
 					}
 					for _, row := range lvms.PVList {

@@ -85,7 +85,7 @@ func (r *run) groupSteps(ctx context.Context, gp *GroupPlan, gr *GroupResult) er
 	}
 	if gp.Replan {
 		// The members are open now: what LVM finds on them decides.
-		pl := planner{layer.Planner{Planner: disk.Planner{Host: r.Host(), Roots: r.Roots()}}}
+		pl := planner{r.Planner()}
 		lvm, err := pl.readLVM(ctx)
 		if err == nil && slices.Contains(slices.Collect(maps.Values(lvm.PVVG)), gr.VG) {
 			// The group is there (a release without --wipe left it

@@ -14,9 +14,6 @@ type (
 	applier struct{ *layer.Applier }
 )
 
-// Handles says whether kind is one LVM builds (lvmcache, writecache).
-func Handles(kind string) bool { return lvmKind(kind) }
-
 // ReadSegments runs lvs -a (read-only) under ctx: each volume's segment
 // type, the cache volume it uses and its cache mode.
 func ReadSegments(ctx context.Context, pl layer.Planner) (Segments, error) {

@@ -18,8 +18,8 @@ import (
 	"github.com/diskprep/diskprep/disk/stack/lvm"
 )
 
-// lvmKind says whether the kind is built with LVM.
-func lvmKind(kind string) bool {
+// Handles says whether kind is one LVM builds (lvmcache, writecache).
+func Handles(kind string) bool {
 	return kind == cache.KindLVM || kind == cache.KindWritecache
 }
 
@@ -189,7 +189,7 @@ func (a *applier) addLVMCaches(ctx context.Context, plan *disk.ReleasePlan, lvms
 	if !stacked {
 		return nil
 	}
-	segs, err := (planner{layer.Planner{Planner: disk.Planner{Host: a.Host(), Roots: a.Roots()}}}).readLVSegs(ctx)
+	segs, err := (planner{a.Planner()}).readLVSegs(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,10 +28,6 @@ func MinMembers(level int) (n int, ok bool) {
 	return n, ok
 }
 
-// MinStripedXFSBytes is the smallest array whose xfs is made with the
-// stripe geometry.
-const MinStripedXFSBytes = minStripedXFSBytes
-
 // Plan plans the array a over its members ms; conf is the mdadm.conf its
 // line goes to.
 func Plan(pl layer.Planner, a ArraySpec, ms []layer.Member, opt layer.Options, mounts []disk.MountEntry, conf string) (ArrayPlan, error) {

@@ -120,12 +120,12 @@ func (r *run) arraySteps(ctx context.Context, ap ArrayPlan, conf string, ar *Arr
 // anything a partition scanner or file system would look at.
 const mdMetadata = "1.2"
 
-// minStripedXFSBytes is the smallest array whose xfs is given the stripe
+// MinStripedXFSBytes is the smallest array whose xfs is given the stripe
 // geometry: mkfs.xfs ignores a volume's own geometry under 1 GiB ("the
 // performance gains on such a small system are not worth the risk that
 // we'll end up with an undersized log"), and given su/sw there it fails
 // ("Log size must be at least 64MB" on a 510 layer.MiB RAID10 of 512 KiB chunks).
-const minStripedXFSBytes = 1 << 30
+const MinStripedXFSBytes = 1 << 30
 
 // defaultChunkBytes is mdadm's default chunk, used unless the members'
 // optimal I/O size asks for a larger one.
@@ -255,7 +255,7 @@ func (pl planner) planArray(a ArraySpec, ms []layer.Member, opt layer.Options, m
 	vol := layer.VolumePlan{Device: ap.Device, FS: a.Volume.FS, Label: a.Volume.Label, MkfsOpts: a.Volume.MkfsOpts,
 		MountPoint: pl.ResolveMountPoint(a.Volume.Mount), MountOpts: a.Volume.MountOpts, MountOver: a.Volume.MountOver, Persist: a.Volume.Persist}
 	geometry := stripeGeometry(vol.FS, ap.ChunkBytes, ap.DataMembers)
-	if vol.FS == "xfs" && ap.SizeBytes < minStripedXFSBytes {
+	if vol.FS == "xfs" && ap.SizeBytes < MinStripedXFSBytes {
 		geometry = ""
 	}
 	vol.Geometry = geometry

@@ -29,6 +29,12 @@ func NewApplier(deps disk.Deps) *Applier { return FromDisk(disk.NewApplier(deps)
 // Crypts is the LUKS2 layer's applier over the same host.
 func (a *Applier) Crypts() crypt.Applier { return crypt.Applier{Applier: a.Applier} }
 
+// Planner is a planner that reads the machine the applier changes, for
+// a step that must look again at what is there now.
+func (a *Applier) Planner() Planner {
+	return Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}
+}
+
 // FromDisk is x as a layer's applier.
 func FromDisk(x *disk.Applier) *Applier {
 	return &Applier{Applier: x}

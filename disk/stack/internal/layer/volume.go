@@ -389,7 +389,7 @@ func (a *Applier) applyCrypt(ctx context.Context, v VolumePlan, version string, 
 	if err != nil || !c.FSAfterOpen {
 		return v, cr, err
 	}
-	pl := Planner{disk.Planner{Host: a.Host(), Roots: a.Roots()}}
+	pl := a.Planner()
 	mounts, err := disk.ReadMounts(a.Host(), a.Roots())
 	if err != nil {
 		return v, cr, err
